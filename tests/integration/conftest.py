@@ -1,0 +1,89 @@
+"""Integration harness: one real ZooKeeper for the whole session, a fresh chroot per test.
+
+Modelled on kazoo's own `kazoo/testing/harness.py`: the server is started from
+Debian's jars on a free loopback port, every test gets a client rooted in its
+own chroot, and `expire_session` ends a session on the server side so ephemeral
+nodes really vanish.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from minihbase.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory):
+    """The session's ZooKeeper server (`.hosts` is "127.0.0.1:PORT")."""
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zk_chroot(zookeeper):
+    """A chroot no other test uses, created empty and deleted afterwards."""
+    from kazoo.client import KazooClient
+
+    chroot = "/test-" + uuid.uuid4().hex[:12]
+    admin = KazooClient(hosts=zookeeper.hosts)
+    admin.start(timeout=15)
+    admin.ensure_path(chroot)
+    yield chroot
+    admin.delete(chroot, recursive=True)
+    admin.stop()
+    admin.close()
+
+
+@pytest.fixture
+def zk_client(zookeeper, zk_chroot):
+    """A started KazooClient whose root is this test's chroot."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zookeeper.hosts + zk_chroot, timeout=10)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def expire_session(client, hosts: str, timeout: float = 15.0) -> None:
+    """Expire `client`'s session on the server, as a network partition longer
+    than the session timeout would.
+
+    A second connection that presents the same session id and password, then
+    closes, ends the session server-side: its ephemeral nodes are deleted and
+    `client` sees LOST before it reconnects with a new session.
+    """
+    from kazoo.client import KazooClient, KazooState
+
+    lost = threading.Event()
+
+    def on_state(state):
+        if state == KazooState.LOST:
+            lost.set()
+            return True  # remove the listener
+        return False
+
+    client.add_listener(on_state)
+    session_id, password = client.client_id
+    twin = KazooClient(hosts=hosts, client_id=(session_id, password))
+    twin.start(timeout=timeout)
+    twin.stop()
+    twin.close()
+    if not lost.wait(timeout):
+        raise AssertionError("the session was not reported LOST after expiry")
+
+
+@pytest.fixture
+def expire(zookeeper):
+    """`expire(client)`: end that client's session on this session's ZooKeeper."""
+
+    def _expire(client, timeout: float = 15.0) -> None:
+        expire_session(client, zookeeper.hosts, timeout)
+
+    return _expire
