@@ -1,0 +1,189 @@
+-- Named statements of the run ledger, loaded by hbase_migration/ledger.py: each starts with a
+-- "-- name: <name>" line and ends with ";". Portable SQL (SQLite >= 3.24 and PostgreSQL >= 9.5): upserts
+-- are INSERT ... ON CONFLICT (natural key) DO UPDATE, so a task that re-runs writes the same row again.
+
+-- name: create_schema_version
+CREATE TABLE IF NOT EXISTS schema_version (
+    version    INTEGER NOT NULL PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_ms BIGINT  NOT NULL
+);
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) AS version FROM schema_version;
+
+-- name: insert_schema_version
+INSERT INTO schema_version (version, name, applied_ms) VALUES (:version, :name, :applied_ms);
+
+-- name: insert_run
+-- A second start of the same run keeps the first row; the caller then compares and resumes it.
+INSERT INTO migration_runs (run_id, dag_id, plan_name, source_key, target_key, peer_id, tables_json,
+                            params_json, copy_id, status, started_ms)
+VALUES (:run_id, :dag_id, :plan_name, :source_key, :target_key, :peer_id, :tables_json,
+        :params_json, :copy_id, 'running', :started_ms)
+ON CONFLICT (run_id) DO NOTHING;
+
+-- name: get_run
+SELECT run_id, dag_id, plan_name, source_key, target_key, peer_id, tables_json, params_json, copy_id,
+       t0_ms, status, started_ms, ended_ms
+FROM migration_runs WHERE run_id = :run_id;
+
+-- name: resume_run
+UPDATE migration_runs SET status = 'running', ended_ms = NULL WHERE run_id = :run_id;
+
+-- name: end_run
+UPDATE migration_runs SET status = :status, ended_ms = :ended_ms WHERE run_id = :run_id;
+
+-- name: record_t0
+-- Keep the earliest T0: a re-run of add_peer that finds its peer must not move T0 later, or the copy would
+-- be trusted to cover edits that only the backlog holds.
+UPDATE migration_runs
+SET t0_ms = CASE WHEN t0_ms IS NULL OR :t0_ms < t0_ms THEN :t0_ms ELSE t0_ms END
+WHERE run_id = :run_id;
+
+-- name: recent_runs
+SELECT r.run_id, r.dag_id, r.plan_name, r.source_key, r.target_key, r.peer_id, r.tables_json, r.params_json,
+       r.copy_id, r.t0_ms, r.status, r.started_ms, r.ended_ms,
+       n.state AS peer_state, n.reason AS peer_reason
+FROM migration_runs r
+LEFT JOIN peer_notes n
+  ON n.run_id = r.run_id
+ AND n.noted_ms = (SELECT MAX(m.noted_ms) FROM peer_notes m WHERE m.run_id = r.run_id)
+ORDER BY r.started_ms DESC, r.run_id DESC
+LIMIT :limit;
+
+-- name: set_phase
+-- started_ms: the first start wins; ended_ms: cleared by a new start, set by an end (the caller computes both).
+INSERT INTO migration_phases (run_id, table_name, phase, status, started_ms, ended_ms, detail, updated_ms)
+VALUES (:run_id, :table_name, :phase, :status, :started_ms, :ended_ms, :detail, :updated_ms)
+ON CONFLICT (run_id, table_name, phase) DO UPDATE SET
+    status = excluded.status,
+    started_ms = COALESCE(migration_phases.started_ms, excluded.started_ms),
+    ended_ms = excluded.ended_ms,
+    detail = excluded.detail,
+    updated_ms = excluded.updated_ms;
+
+-- name: run_phases
+SELECT table_name, phase, status, started_ms, ended_ms, detail
+FROM migration_phases WHERE run_id = :run_id
+ORDER BY table_name, phase;
+
+-- name: partition_done
+INSERT INTO copy_partitions (copy_id, table_name, partition_id, start_row_hex, stop_row_hex, row_count,
+                             cell_count, byte_count, started_ms, finished_ms, attempt)
+VALUES (:copy_id, :table_name, :partition_id, :start_row_hex, :stop_row_hex, :row_count,
+        :cell_count, :byte_count, :started_ms, :finished_ms, :attempt)
+ON CONFLICT (copy_id, table_name, partition_id) DO UPDATE SET
+    start_row_hex = excluded.start_row_hex,
+    stop_row_hex = excluded.stop_row_hex,
+    row_count = excluded.row_count,
+    cell_count = excluded.cell_count,
+    byte_count = excluded.byte_count,
+    started_ms = excluded.started_ms,
+    finished_ms = excluded.finished_ms,
+    attempt = excluded.attempt;
+
+-- name: done_partitions
+SELECT partition_id FROM copy_partitions WHERE copy_id = :copy_id AND table_name = :table_name;
+
+-- name: copy_totals
+SELECT table_name, COUNT(*) AS partitions, SUM(row_count) AS row_count, SUM(cell_count) AS cell_count,
+       SUM(byte_count) AS byte_count, MIN(started_ms) AS started_ms, MAX(finished_ms) AS finished_ms
+FROM copy_partitions WHERE copy_id = :copy_id
+GROUP BY table_name ORDER BY table_name;
+
+-- name: lag_sample
+INSERT INTO lag_samples (run_id, peer_id, sampled_ms, server, queue_id, recovered, size_of_log_queue,
+                         age_of_last_shipped_op_ms, shipped_ops)
+VALUES (:run_id, :peer_id, :sampled_ms, :server, :queue_id, :recovered, :size_of_log_queue,
+        :age_of_last_shipped_op_ms, :shipped_ops)
+ON CONFLICT (run_id, peer_id, sampled_ms, server, queue_id) DO UPDATE SET
+    recovered = excluded.recovered,
+    size_of_log_queue = excluded.size_of_log_queue,
+    age_of_last_shipped_op_ms = excluded.age_of_last_shipped_op_ms,
+    shipped_ops = excluded.shipped_ops;
+
+-- name: lag_peaks
+SELECT COUNT(DISTINCT sampled_ms) AS samples, MAX(age_of_last_shipped_op_ms) AS max_age_ms,
+       MAX(size_of_log_queue) AS max_size_of_log_queue
+FROM lag_samples WHERE run_id = :run_id;
+
+-- name: lag_latest_snapshot
+-- The whole last sample, not the last row per queue: a finished recovered queue vanishes from the metrics
+-- and must not linger here with its final backlog.
+SELECT peer_id, sampled_ms, server, queue_id, recovered, size_of_log_queue, age_of_last_shipped_op_ms,
+       shipped_ops
+FROM lag_samples
+WHERE run_id = :run_id AND sampled_ms = (SELECT MAX(sampled_ms) FROM lag_samples WHERE run_id = :run_id)
+ORDER BY peer_id, server, queue_id;
+
+-- name: lag_recent
+SELECT peer_id, sampled_ms, server, queue_id, recovered, size_of_log_queue, age_of_last_shipped_op_ms,
+       shipped_ops
+FROM lag_samples WHERE run_id = :run_id
+ORDER BY sampled_ms DESC, peer_id, server, queue_id
+LIMIT :limit;
+
+-- name: quota_sample
+INSERT INTO quota_samples (run_id, path, sampled_ms, space_consumed, space_quota, ns_consumed, ns_quota,
+                           growth_bytes_per_s, projected_exhaustion_ms)
+VALUES (:run_id, :path, :sampled_ms, :space_consumed, :space_quota, :ns_consumed, :ns_quota,
+        :growth_bytes_per_s, :projected_exhaustion_ms)
+ON CONFLICT (run_id, path, sampled_ms) DO UPDATE SET
+    space_consumed = excluded.space_consumed,
+    space_quota = excluded.space_quota,
+    ns_consumed = excluded.ns_consumed,
+    ns_quota = excluded.ns_quota,
+    growth_bytes_per_s = excluded.growth_bytes_per_s,
+    projected_exhaustion_ms = excluded.projected_exhaustion_ms;
+
+-- name: quota_count
+SELECT COUNT(*) AS samples FROM quota_samples WHERE run_id = :run_id;
+
+-- name: quota_latest_per_path
+SELECT q.path, q.sampled_ms, q.space_consumed, q.space_quota, q.ns_consumed, q.ns_quota,
+       q.growth_bytes_per_s, q.projected_exhaustion_ms
+FROM quota_samples q
+WHERE q.run_id = :run_id
+  AND q.sampled_ms = (SELECT MAX(p.sampled_ms) FROM quota_samples p WHERE p.run_id = q.run_id AND p.path = q.path)
+ORDER BY q.path;
+
+-- name: quota_recent
+SELECT path, sampled_ms, space_consumed, space_quota, ns_consumed, ns_quota, growth_bytes_per_s,
+       projected_exhaustion_ms
+FROM quota_samples WHERE run_id = :run_id
+ORDER BY sampled_ms DESC, path
+LIMIT :limit;
+
+-- name: verification
+INSERT INTO verification_results (run_id, table_name, window_start_ms, window_end_ms, source_rows, target_rows,
+                                  matching, content_different, only_in_source, only_in_target,
+                                  sample_keys_json, verified_ms)
+VALUES (:run_id, :table_name, :window_start_ms, :window_end_ms, :source_rows, :target_rows,
+        :matching, :content_different, :only_in_source, :only_in_target, :sample_keys_json, :verified_ms)
+ON CONFLICT (run_id, table_name, window_start_ms, window_end_ms) DO UPDATE SET
+    source_rows = excluded.source_rows,
+    target_rows = excluded.target_rows,
+    matching = excluded.matching,
+    content_different = excluded.content_different,
+    only_in_source = excluded.only_in_source,
+    only_in_target = excluded.only_in_target,
+    sample_keys_json = excluded.sample_keys_json,
+    verified_ms = excluded.verified_ms;
+
+-- name: run_verifications
+SELECT table_name, window_start_ms, window_end_ms, source_rows, target_rows, matching, content_different,
+       only_in_source, only_in_target, sample_keys_json, verified_ms
+FROM verification_results WHERE run_id = :run_id
+ORDER BY table_name, window_start_ms, window_end_ms;
+
+-- name: peer_note
+INSERT INTO peer_notes (run_id, peer_id, noted_ms, state, reason)
+VALUES (:run_id, :peer_id, :noted_ms, :state, :reason)
+ON CONFLICT (run_id, peer_id, noted_ms) DO UPDATE SET
+    state = excluded.state,
+    reason = excluded.reason;
+
+-- name: run_peer_notes
+SELECT peer_id, noted_ms, state, reason FROM peer_notes WHERE run_id = :run_id
+ORDER BY noted_ms, peer_id;
