@@ -112,7 +112,9 @@ class Cluster:
         object.__setattr__(self, "thrift_port", _port(self.thrift_port, f"cluster {self.name!r}: port"))
         object.__setattr__(self, "zk_port", _port(self.zk_port, f"cluster {self.name!r}: zookeeper_port"))
         if not self.zk_quorum or any(not h for h in self.zk_quorum):
-            raise ClusterConfigError(f"cluster {self.name!r}: zookeeper_quorum is required (comma-separated hosts)")
+            raise ClusterConfigError(
+                f"cluster {self.name!r}: zookeeper_quorum is required (comma-separated hosts)"
+            )
         object.__setattr__(
             self, "znode_parent", _znode_parent(self.znode_parent, f"cluster {self.name!r}: znode_parent")
         )
@@ -127,10 +129,13 @@ class Cluster:
             raise ClusterConfigError(f"cluster {self.name!r}: shell_command is empty")
         if self.webhdfs_url is not None and not self.webhdfs_url.startswith(("http://", "https://")):
             raise ClusterConfigError(
-                f"cluster {self.name!r}: webhdfs_url must start with http:// or https://, got {self.webhdfs_url!r}"
+                f"cluster {self.name!r}: webhdfs_url must start with http:// or https://, "
+                f"got {self.webhdfs_url!r}"
             )
         if not self.rootdir.startswith("/"):
-            raise ClusterConfigError(f"cluster {self.name!r}: rootdir must be an absolute HDFS path, got {self.rootdir!r}")
+            raise ClusterConfigError(
+                f"cluster {self.name!r}: rootdir must be an absolute HDFS path, got {self.rootdir!r}"
+            )
 
     @property
     def cluster_key(self) -> ClusterKey:
