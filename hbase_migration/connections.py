@@ -1,0 +1,88 @@
+"""Resolve an Airflow connection id to a `Cluster` without importing Airflow.
+
+The CLI names clusters by Airflow connection id, as the DAGs do. Airflow itself is not imported here (the
+library stays Airflow-free); connections are resolved the way Airflow resolves them first, from
+`AIRFLOW_CONN_<ID>` environment variables in JSON or URI form, and otherwise by asking the `airflow` command.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from typing import Any, Mapping
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from hbase_migration.cluster import Cluster, ClusterConfigError
+
+
+class ConnectionNotFound(LookupError):
+    pass
+
+
+def env_var_name(conn_id: str) -> str:
+    return "AIRFLOW_CONN_" + conn_id.upper()
+
+
+def parse_connection(text: str) -> dict[str, Any]:
+    """An `AIRFLOW_CONN_*` value (JSON object or URI) as {conn_type, host, port, extra}."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ClusterConfigError(f"connection JSON is malformed: {e}") from None
+        extra = data.get("extra") or {}
+        if isinstance(extra, str):
+            extra = json.loads(extra) if extra.strip() else {}
+        return {
+            "conn_type": data.get("conn_type"),
+            "host": data.get("host"),
+            "port": data.get("port"),
+            "extra": extra,
+        }
+    parts = urlsplit(text)
+    if not parts.scheme:
+        raise ClusterConfigError(f"connection URI has no scheme: {text[:40]!r}")
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if "__extra__" in query:
+        extra = json.loads(query["__extra__"])
+    else:
+        extra = query
+    return {
+        "conn_type": parts.scheme.replace("-", "_"),
+        "host": unquote(parts.hostname or "") or None,
+        "port": parts.port,
+        "extra": extra,
+    }
+
+
+def cluster_from_connection_text(conn_id: str, text: str) -> Cluster:
+    fields = parse_connection(text)
+    return Cluster.from_connection(conn_id, fields["host"], fields["port"], fields["extra"])
+
+
+def resolve_cluster(
+    conn_id: str, environ: Mapping[str, str] | None = None, airflow_cli: bool = True
+) -> Cluster:
+    """The `Cluster` behind a connection id: the environment first, then `airflow connections get`."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(env_var_name(conn_id))
+    if text:
+        return cluster_from_connection_text(conn_id, text)
+    if airflow_cli and shutil.which("airflow"):
+        proc = subprocess.run(
+            ["airflow", "connections", "get", conn_id, "-o", "json"],
+            capture_output=True, text=True, timeout=120,
+        )
+        if proc.returncode == 0 and proc.stdout.strip():
+            rows = json.loads(proc.stdout)
+            row = rows[0] if isinstance(rows, list) else rows
+            extra = row.get("extra_dejson") or row.get("extra") or {}
+            if isinstance(extra, str):
+                extra = json.loads(extra) if extra.strip() else {}
+            return Cluster.from_connection(conn_id, row.get("host"), row.get("port"), extra)
+    raise ConnectionNotFound(
+        f"connection {conn_id!r} not found: set {env_var_name(conn_id)} (JSON or URI) "
+        "or create it with `airflow connections add`"
+    )

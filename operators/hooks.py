@@ -1,0 +1,49 @@
+"""Airflow hooks: an Airflow Connection in, a library object out. No I/O until asked."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow.sdk import BaseHook
+
+if TYPE_CHECKING:
+    from hbase_migration.cluster import Cluster
+
+
+class HBaseClusterHook(BaseHook):
+    """One HBase cluster, described by an Airflow Connection.
+
+    Host and port are the Thrift1 server; extras hold `zookeeper_quorum` (required), `zookeeper_port`,
+    `znode_parent`, `info_port` (omit to read each region server's from ZooKeeper), `webhdfs_url`, `rootdir`,
+    `peer_admin` (`shell` for HBase 2.x+, `zookeeper` for 1.x) and `shell_command` (default `hbase shell -n`).
+    """
+
+    conn_name_attr = "hbase_conn_id"
+    default_conn_name = "hbase_source"
+    conn_type = "hbase"
+    hook_name = "HBase cluster (migration toolkit)"
+
+    def __init__(self, hbase_conn_id: str = default_conn_name, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.hbase_conn_id = hbase_conn_id
+
+    def get_cluster(self) -> "Cluster":
+        from hbase_migration.cluster import Cluster
+
+        conn = self.get_connection(self.hbase_conn_id)
+        return Cluster.from_connection(self.hbase_conn_id, conn.host, conn.port, conn.extra_dejson)
+
+    def get_conn(self) -> "Cluster":
+        return self.get_cluster()
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict:
+        return {
+            "hidden_fields": ["schema", "login", "password"],
+            "relabeling": {"host": "Thrift host", "port": "Thrift port"},
+            "placeholders": {
+                "extra": '{"zookeeper_quorum": "zk1,zk2,zk3", "zookeeper_port": 2181, '
+                '"znode_parent": "/hbase", '
+                '"webhdfs_url": "http://namenode:9870", "rootdir": "/hbase", "peer_admin": "shell", '
+                '"shell_command": "hbase shell -n"}',
+            },
+        }
