@@ -351,6 +351,5 @@ def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, An
         many(copy_id, table, records)
         return
     for r in records:
-        store.partition_done(
-            copy_id, table, r["partition_id"], r["start_row"], r["stop_row"], r["rows"], r["cells"], r["bytes"]
-        )
+        store.partition_done(copy_id, table, r["partition_id"], r["start_row"], r["stop_row"],
+                             r["rows"], r["cells"], r["bytes"])

@@ -1,0 +1,124 @@
+"""copy.py's pure cell handling: time window, renames, grouping by timestamp, summaries."""
+from __future__ import annotations
+
+import socket
+
+from hbase_migration.copy import (
+    PartitionResult,
+    TableScope,
+    cell_bytes,
+    group_by_timestamp,
+    is_transient,
+    merge_versions,
+    rename_column,
+    summarize,
+    transform_cells,
+    window_cells,
+)
+
+CELLS = [(b"a:q", 100, b"v100"), (b"a:r", 200, b"v200"), (b"b:q", 300, b"v300")]
+
+
+def test_window_is_start_inclusive_end_exclusive():
+    assert window_cells(CELLS, 200) == CELLS[1:]
+    assert window_cells(CELLS, 201) == CELLS[2:]
+    assert window_cells(CELLS, None, 300) == CELLS[:2]
+    assert window_cells(CELLS, 100, 200) == CELLS[:1]
+    assert window_cells(CELLS, None, None) == CELLS
+
+
+def test_rename_only_touches_the_family_before_the_first_colon():
+    renames = {b"a": b"x"}
+    assert rename_column(b"a:q", renames) == b"x:q"
+    assert rename_column(b"a:q:with:colons", renames) == b"x:q:with:colons"
+    assert rename_column(b"ab:q", renames) == b"ab:q"
+    assert rename_column(b"a:", renames) == b"x:"
+    assert rename_column(b"b:q", {}) == b"b:q"
+
+
+def test_transform_windows_then_renames():
+    scope = TableScope("t", families="a:x,b", start_time=150)
+    assert transform_cells(CELLS, scope) == [(b"x:r", 200, b"v200"), (b"b:q", 300, b"v300")]
+    assert transform_cells(CELLS, TableScope("t", start_time=400)) == []
+
+
+def test_group_by_timestamp_one_call_per_timestamp_rows_in_order():
+    rows = [
+        (b"r1", [(b"a:q", 5, b"1"), (b"a:r", 7, b"2")]),
+        (b"r2", [(b"a:q", 5, b"3")]),
+        (b"r3", [(b"a:q", 9, b"4"), (b"b:q", 5, b"5")]),
+    ]
+    assert group_by_timestamp(rows) == [
+        (5, [(b"r1", [(b"a:q", b"1")]), (b"r2", [(b"a:q", b"3")]), (b"r3", [(b"b:q", b"5")])]),
+        (7, [(b"r1", [(b"a:r", b"2")])]),
+        (9, [(b"r3", [(b"a:q", b"4")])]),
+    ]
+
+
+def test_group_by_timestamp_splits_big_groups_on_row_boundaries():
+    rows = [(b"r%d" % i, [(b"a:q", 1, b"x"), (b"a:r", 1, b"y")]) for i in range(5)]
+    groups = group_by_timestamp(rows, max_cells=4)
+    assert [(ts, [r for r, _ in batch]) for ts, batch in groups] == [
+        (1, [b"r0", b"r1"]), (1, [b"r2", b"r3"]), (1, [b"r4"]),
+    ]
+    # one row bigger than the cap is kept whole
+    wide = [(b"w", [(b"a:%d" % i, 1, b"v") for i in range(6)])]
+    assert [len(batch[0][1]) for _, batch in group_by_timestamp(wide, max_cells=4)] == [6]
+    assert group_by_timestamp([]) == []
+
+
+def test_group_by_timestamp_keeps_versions_of_one_column_apart():
+    rows = [(b"r", [(b"a:q", 3, b"new"), (b"a:q", 1, b"old")])]
+    assert group_by_timestamp(rows) == [(1, [(b"r", [(b"a:q", b"old")])]), (3, [(b"r", [(b"a:q", b"new")])])]
+
+
+def test_merge_versions_replaces_scanned_cells_with_their_history():
+    scanned = [(b"a:q", 9, b"n"), (b"b:q", 4, b"m")]
+    history = {b"a:q": [(b"a:q", 9, b"n"), (b"a:q", 2, b"o")]}
+    assert merge_versions(scanned, history) == [(b"a:q", 9, b"n"), (b"a:q", 2, b"o"), (b"b:q", 4, b"m")]
+    assert merge_versions(scanned, {}) == scanned
+
+
+def test_cell_bytes_counts_key_value_and_timestamp():
+    assert cell_bytes(b"row", b"a:q", b"value") == 3 + 3 + 5 + 8
+
+
+def test_is_transient_classifies_errors():
+    from thriftpy2.transport import TTransportException
+
+    from hbase_migration.copy import hbase_thrift
+
+    T = hbase_thrift()
+    assert is_transient(TTransportException(message="closed"))
+    assert is_transient(ConnectionResetError())
+    assert is_transient(socket.timeout())
+    # happybase's Hbase.thrift has no IOError.canRetry: the Java exception named in the message decides
+    assert is_transient(T.IOError(message="org.apache.hadoop.hbase.NotServingRegionException: t,,1.abc."))
+    assert is_transient(T.IOError(message="org.apache.hadoop.hbase.UnknownScannerException: 7"))
+    assert not is_transient(T.IOError(message="org.apache.hadoop.hbase.TableNotFoundException: t"))
+    assert not is_transient(T.IOError(message="something else"))
+    retry_flag = T.IOError(message="x")
+    retry_flag.canRetry = True  # a client generated from HBase 2.x's IDL sees the flag: believe it
+    assert is_transient(retry_flag)
+    retry_flag.canRetry = False
+    assert not is_transient(retry_flag)
+    assert not is_transient(T.IllegalArgument(message="bad"))
+    assert not is_transient(ValueError("bug"))
+    assert not is_transient(FileNotFoundError())
+
+
+def test_summarize_totals_rates_and_failures():
+    ok = PartitionResult("p0", 0, "t", b"", b"g", rows=10, cells=30, bytes=1000, scanned_rows=12,
+                         write_calls=4)
+    ok2 = PartitionResult("p1", 1, "t", b"g", b"", rows=5, cells=5, bytes=500, scanned_rows=5, write_calls=2,
+                          retries=1)
+    bad = PartitionResult("p2", 2, "t", b"x", b"y", status="failed", error="ConnectionError: refused")
+    s = summarize([ok, ok2, bad], skipped=3, elapsed_s=2.0)
+    assert s == {
+        "partitions": 6, "copied_partitions": 2, "skipped_partitions": 3, "failed_partitions": 1,
+        "rows": 15, "cells": 35, "bytes": 1500, "scanned_rows": 17, "write_calls": 6, "retries": 1,
+        "throttled_s": 0.0, "elapsed_s": 2.0, "rows_per_s": 7.5, "bytes_per_s": 750.0,
+        "failures": [{"partition_id": "p2", "index": 2, "start_row": "x", "stop_row": "y",
+                      "error": "ConnectionError: refused"}],
+    }
+    assert ok.to_dict()["stop_row"] == "67"
