@@ -1,0 +1,69 @@
+import pytest
+
+from hbase_migration.schema import (
+    SchemaError,
+    alter_scope_statement,
+    create_statement,
+    parse_describe,
+    ruby_string,
+)
+
+DESCRIBE_2X = """Table orders is ENABLED
+orders
+COLUMN FAMILIES DESCRIPTION
+{NAME => 'd', VERSIONS => '3', EVICT_BLOCKS_ON_CLOSE => 'false', NEW_VERSION_BEHAVIOR => 'false', \
+KEEP_DELETED_CELLS => 'FALSE', CACHE_DATA_ON_WRITE => 'false', DATA_BLOCK_ENCODING => 'NONE', \
+TTL => 'FOREVER', MIN_VERSIONS => '0', REPLICATION_SCOPE => '1', BLOOMFILTER => 'ROW', \
+CACHE_INDEX_ON_WRITE => 'false', IN_MEMORY => 'false', CACHE_BLOOMS_ON_WRITE => 'false', \
+PREFETCH_BLOCKS_ON_OPEN => 'false', COMPRESSION => 'NONE', BLOCKCACHE => 'true', BLOCKSIZE => '65536'}
+{NAME => 'meta', VERSIONS => '1', TTL => '86400 SECONDS (1 DAY)', REPLICATION_SCOPE => '0', BLOOMFILTER => 'ROW'}
+
+2 row(s)
+Quota is disabled
+Took 0.0436 seconds
+"""
+
+
+def test_parse_describe_2x():
+    schema = parse_describe(DESCRIBE_2X, "orders")
+    assert schema.enabled is True
+    assert [f.name for f in schema.families] == ["d", "meta"]
+    d, meta = schema.families
+    assert d.replication_scope == 1 and d.attributes["VERSIONS"] == "3" and d.ttl_seconds is None
+    assert meta.replication_scope == 0 and meta.ttl_seconds == 86400
+    assert schema.family("meta") is meta and schema.family("x") is None
+
+
+def test_parse_describe_disabled_table_and_odd_scope():
+    out = "Table t is DISABLED\nt\nCOLUMN FAMILIES DESCRIPTION\n{NAME => 'cf', REPLICATION_SCOPE => '3'}\n"
+    schema = parse_describe(out, "t")
+    assert schema.enabled is False
+    assert schema.families[0].replication_scope == 3
+
+
+def test_parse_describe_refuses_what_it_cannot_read():
+    with pytest.raises(SchemaError, match="could not read the schema of table 'nope'"):
+        parse_describe("ERROR: Unknown table nope!\n", "nope")
+
+
+def test_ruby_string_escapes_binary_and_interpolation():
+    assert ruby_string("a\"b") == '"a\\"b"'
+    assert ruby_string(b"\x00k#{x}\xff") == '"\\x00k\\#{x}\\xff"'
+
+
+def test_create_statement_copies_families_and_splits():
+    schema = parse_describe(DESCRIBE_2X, "orders")
+    stmt = create_statement(schema, [b"", b"m", b"\x01a"], name="orders_copy")
+    assert stmt == (
+        'create "orders_copy", '
+        '{NAME => "d", VERSIONS => "3", MIN_VERSIONS => "0", KEEP_DELETED_CELLS => "FALSE", '
+        'BLOOMFILTER => "ROW", REPLICATION_SCOPE => "1"}, '
+        '{NAME => "meta", VERSIONS => "1", TTL => "86400", BLOOMFILTER => "ROW", REPLICATION_SCOPE => "0"}, '
+        'SPLITS => ["\\x01a", "m"]'
+    )
+
+
+def test_alter_scope_statement_only_0_or_1():
+    assert alter_scope_statement("t", "cf", 1) == "alter \"t\", {NAME => \"cf\", REPLICATION_SCOPE => '1'}"
+    with pytest.raises(SchemaError, match="REPLICATION_SCOPE must be 0 or 1, got 2"):
+        alter_scope_statement("t", "cf", 2)
