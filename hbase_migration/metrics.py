@@ -519,7 +519,7 @@ def _sample_reasons(sample: PeerLagSnapshot, prev: PeerLagSnapshot | None, th: D
     live = set(sample.live_servers)
     readings = {r.servername: r for r in sample.servers}
     prev_readings = {r.servername: r for r in prev.servers} if prev is not None else {}
-    zk_normal = {q.server: q for q in sample.zk_queues if not q.recovered}
+    zk_normal = {q.server: q for q in sample.zk_queues if not q.recovered and q.peer_id == peer}
 
     for server in sample.live_servers:
         reading = readings.get(server)
@@ -575,11 +575,11 @@ def _sample_reasons(sample: PeerLagSnapshot, prev: PeerLagSnapshot | None, th: D
     for reading in sample.servers:
         if reading.error is None:
             for q in reading.queues:
-                if q.recovered:
+                if q.recovered and q.peer_id == peer:
                     reasons.append(f"{reading.servername}: recovered queue {q.queue_id} still running "
                                    f"(sizeOfLogQueue={q.size_of_log_queue}) for dead server(s) "
                                    f"{', '.join(q.dead_servers) or '?'}")
-    for zq in sample.zk_queues:
+    for zq in (z for z in sample.zk_queues if z.peer_id == peer):
         if zq.server not in live:
             reasons.append(f"ZooKeeper: queue {zq.queue_id} ({len(zq.wals)} WAL(s)) under dead server "
                            f"{zq.server} not claimed by a live server yet")
