@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def _count(value: Any, field: str) -> int:
 
 
 def _positive(value: Any, field: str) -> int:
-    if _count(value, field) < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise LedgerError(f"{field} must be a positive integer, got {value!r}")
     return value
 
@@ -317,7 +317,12 @@ class Ledger:
                 )
             for version, name, statements in migrations[current:]:
                 for statement in statements:
-                    conn.exec_driver_sql(statement)
+                    try:
+                        conn.exec_driver_sql(statement)
+                    except DBAPIError as exc:  # the transaction rolls back: no part of the file stays
+                        raise LedgerError(
+                            f"ledger schema file {version:03d}_{name}.sql failed, nothing applied: {exc.orig}"
+                        ) from exc
                 self._run(conn, "insert_schema_version", version=version, name=name,
                           applied_ms=now_ms() if applied_ms is None else applied_ms)
                 log.info("ledger schema: applied version %d (%s)", version, name)

@@ -87,8 +87,10 @@ ON CONFLICT (copy_id, table_name, partition_id) DO UPDATE SET
 SELECT partition_id FROM copy_partitions WHERE copy_id = :copy_id AND table_name = :table_name;
 
 -- name: copy_totals
-SELECT table_name, COUNT(*) AS partitions, SUM(row_count) AS row_count, SUM(cell_count) AS cell_count,
-       SUM(byte_count) AS byte_count, MIN(started_ms) AS started_ms, MAX(finished_ms) AS finished_ms
+-- CAST: PostgreSQL's SUM of BIGINT is NUMERIC, which would come back as Decimal and not serialise to JSON.
+SELECT table_name, COUNT(*) AS partitions, CAST(SUM(row_count) AS BIGINT) AS row_count,
+       CAST(SUM(cell_count) AS BIGINT) AS cell_count, CAST(SUM(byte_count) AS BIGINT) AS byte_count,
+       MIN(started_ms) AS started_ms, MAX(finished_ms) AS finished_ms
 FROM copy_partitions WHERE copy_id = :copy_id
 GROUP BY table_name ORDER BY table_name;
 
