@@ -9,7 +9,7 @@ ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 export AIRFLOW_HOME := $(CURDIR)
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
-export AIRFLOW__CORE__UNIT_TEST_MODE ?= False
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help bootstrap lint test test-unit test-integration demo bench lock clean
 
