@@ -262,8 +262,9 @@ def fetch_jmx(host: str, info_port: int, timeout_s: float = 10.0, attempts: int 
     try:
         return retrying(once)
     except (_Retryable, requests.ConnectionError, requests.Timeout) as exc:
+        cause = str(exc) if isinstance(exc, _Retryable) else f"{type(exc).__name__}: {exc}"
         raise JmxUnavailable(f"region server {host}:{info_port}: /jmx unreadable after {attempts} "
-                             f"attempt(s): {type(exc).__name__}: {exc}") from exc
+                             f"attempt(s): {cause}") from exc
 
 
 # --------------------------------------------------------------------------------------------------
