@@ -344,8 +344,9 @@ class PeerLagSnapshot:
             "live_servers": len(self.live_servers), "unreadable_servers": len(self.unreadable),
             "max_age_ms": max(ages) if ages else None,
             "total_size_of_log_queue": sum(sizes) if sizes else None,
-            "recovered_queues": sum(1 for s in self.servers for q in s.queues if q.recovered)
-            + sum(1 for q in self.zk_queues if q.recovered),
+            "recovered_queues": len({(s.servername, q.queue_id) for s in self.servers for q in s.queues
+                                     if q.recovered} | {(q.server, q.queue_id) for q in self.zk_queues
+                                                        if q.recovered}),
             "zk_wals": sum(len(q.wals) for q in self.zk_queues),
         }
 
@@ -533,7 +534,10 @@ def _sample_reasons(sample: PeerLagSnapshot, prev: PeerLagSnapshot | None, th: D
         q = _normal_queue(reading, peer)
         if q is None:
             zq = zk_normal.get(server)
-            if zq is not None:
+            if not reading.bean_present:
+                reasons.append(f"{server}: its /jmx has no sub=Replication bean: no replication source runs there"
+                               + (f" while ZooKeeper holds its queue with {len(zq.wals)} WAL(s)" if zq else ""))
+            elif zq is not None:
                 reasons.append(f"{server}: reports no replication source for peer {peer} while ZooKeeper "
                                f"holds its queue with {len(zq.wals)} WAL(s)")
             else:

@@ -97,6 +97,10 @@ ROWS = [
     ("rs_without_queue_nor_znode", healthy(s2=dict(rs2=(), zk=(zkq(RS1),))), TH, False,
      (f"{RS2}: reports no replication source for peer 1 (not started yet, or the peer was never "
       "refreshed on this server)",)),
+    ("server_without_replication_bean", healthy(s2=dict(servers=(
+        ServerReading(RS1, 16030, (q(2),)), ServerReading(RS2, 16030, (), bean_present=False)))), TH, False,
+     (f"{RS2}: its /jmx has no sub=Replication bean: no replication source runs there while ZooKeeper holds "
+      "its queue with 1 WAL(s)",)),
     ("unreadable_server", healthy(s2=dict(servers=(
         ServerReading(RS1, 16030, (q(2),)),
         ServerReading(RS2, 16030, error="region server rs2.example.com:16030: /jmx unreadable after 3 "

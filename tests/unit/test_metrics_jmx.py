@@ -213,3 +213,17 @@ def test_snapshot_round_trips_through_json():
         "unreadable_servers": 1, "max_age_ms": 3, "total_size_of_log_queue": 1, "recovered_queues": 0,
         "zk_wals": 1,
     }
+
+
+def test_summary_counts_a_recovered_queue_seen_in_jmx_and_zookeeper_once():
+    dead = "rs-9.example.com,16020,9"
+    rec = QueueMetrics(f"1-{dead}", "1", recovered=True, dead_servers=(dead,), size_of_log_queue=3)
+    snap = PeerLagSnapshot(
+        peer_id="1", taken_at=1.0, peer_state="ENABLED", live_servers=("rs1,16020,1",),
+        servers=(ServerReading("rs1,16020,1", 16030, (QueueMetrics("1", "1", size_of_log_queue=2, age_ms=9), rec)),),
+        zk_queues=(QueueInfo("rs1,16020,1", f"1-{dead}", "1", True, [dead], [("w.1", 0), ("w.2", 0)]),
+                   QueueInfo("rs1,16020,1", "1", "1", False, [], [("w.3", 5)])),
+    )
+    summary = snap.summary()
+    assert (summary["recovered_queues"], summary["zk_wals"], summary["max_age_ms"],
+            summary["total_size_of_log_queue"]) == (1, 3, 9, 2)
