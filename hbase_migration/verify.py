@@ -1,0 +1,725 @@
+"""Prove a copy: row counts, range hashes with bisection, a row diff, re-compare, optional repair.
+
+References (reference §5.2-5.4): RowCounter (`FirstKeyOnlyFilter AND
+KeyOnlyFilter`, one cell per row), HashTable/SyncTable (MD5 over row, family,
+qualifier, timestamp and value, in batches aligned to row boundaries) and
+VerifyReplication (a merge-join by row key into GOODROWS, CONTENT_DIFFERENT,
+ONLY_IN_SOURCE, ONLY_IN_PEER, timestamps compared, a re-compare after a sleep).
+
+How one partition is verified (`verify_partition`):
+1. Each side is scanned once and cut into hash batches. A batch starts at a row
+   whose key hashes to 0 modulo `batch_rows` (content-defined cuts), so the two
+   sides cut at the same keys without talking to each other: a side's pass needs
+   only its own data and yields a few bytes per batch. (HashTable cuts by size
+   and makes the target follow the source's cuts; content-defined cuts let both
+   passes run at once, independently.)
+2. `compare_batches` merges the two batch streams. Where both sides cut at the
+   same key the ranges line up and the digests are compared; a cut key present
+   on one side only is itself a differing row, and the range up to the next
+   common cut is marked different.
+3. A differing range is bisected: re-hashed on both sides with 16x finer batches,
+   recursing into the sub-ranges that still differ, until a range holds at most
+   `leaf_rows` rows or bisection stops narrowing (most of the range differs);
+   then both sides of that range are merge-joined row by row (`diff_rows`).
+4. Differing rows (up to `max_diff_rows` per partition) are fetched again after
+   `recompare_sleep_s` and re-classified (edits in flight), then optionally
+   repaired: puts with the source's timestamps, deletes of target-only cells.
+
+Everything compared is bounded by the window: cells with `start_time <= ts <
+end_time` (the cutoff excludes edits still in flight) in the families asked,
+source families renamed to their target names.
+
+Thrift1 has no exact-version delete: a delete through `mutateRowTs` removes
+*every* version of the column at or below its timestamp, and masks any later
+put at or below it. The repair therefore refuses (and reports as a conflict) a
+delete that would mask a source cell of the same column, and, when the window
+has a start time, any delete (it would also remove versions older than the
+window, which were not compared).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+from hbase_migration.copy import (
+    FIRST_KEY_ONLY,
+    Cell,
+    CopyConfigError,
+    Partition,
+    Row,
+    TableScope,
+    ThriftSession,
+    _positive,
+    group_by_timestamp,
+    hbase_thrift,
+    merge_versions,
+    prefetch,
+    read_versions,
+    scan_rows,
+    table_families,
+    to_string_binary,
+    transform_cells,
+    window_cells,
+)
+
+if TYPE_CHECKING:
+    from hbase_migration.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+MATCHING = "matching"
+CONTENT_DIFFERENT = "content_different"
+ONLY_IN_SOURCE = "only_in_source"
+ONLY_IN_TARGET = "only_in_target"
+DIFFERENT = (CONTENT_DIFFERENT, ONLY_IN_SOURCE, ONLY_IN_TARGET)
+LEVELS = ("rows", "content")
+
+
+@dataclass(frozen=True)
+class VerifyOptions(TableScope):
+    """What to compare and how.
+
+    - level: "rows" compares row counts only (RowCounter's key-only scan, cheap);
+      "content" (default) compares every cell through hashes and a row diff.
+    - batch_rows: average rows per hash batch (a power of two; 256 ~ HashTable's 8 KB
+      batches for 30-byte cells). Smaller batches: more digests, shorter re-scans.
+    - leaf_rows: a differing range this small is diffed row by row.
+    - recompare_sleep_s: pause before differing rows are fetched again (0 = no re-compare).
+    - max_diff_rows: differing rows kept per partition for re-compare/repair (counts stay exact).
+    - sample_limit: differing row keys listed per category in the result.
+    - repair: write the source's cells to the target and delete target-only cells.
+    """
+
+    level: str = "content"
+    batch_rows: int = 256
+    leaf_rows: int = 64
+    recompare_sleep_s: float = 0.0
+    max_diff_rows: int = 10_000
+    sample_limit: int = 20
+    repair: bool = False
+    scan_batch_rows: int = 1000
+    retries: int = 8
+    retry_wait_max_s: float = 20.0
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.level not in LEVELS:
+            raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
+        for name in ("batch_rows", "leaf_rows", "max_diff_rows", "sample_limit", "scan_batch_rows", "retries"):
+            object.__setattr__(self, name, _positive(getattr(self, name), name))
+        if self.batch_rows & (self.batch_rows - 1):
+            raise CopyConfigError(f"batch_rows must be a power of two, got {self.batch_rows}")
+        for name in ("retry_wait_max_s", "timeout_s"):
+            object.__setattr__(self, name, _positive(getattr(self, name), name, integer=False))
+        try:
+            sleep_s = float(self.recompare_sleep_s)
+        except (TypeError, ValueError):
+            raise CopyConfigError(f"recompare_sleep_s must be seconds >= 0, got {self.recompare_sleep_s!r}") from None
+        if not sleep_s >= 0:
+            raise CopyConfigError(f"recompare_sleep_s must be seconds >= 0, got {self.recompare_sleep_s!r}")
+        object.__setattr__(self, "recompare_sleep_s", sleep_s)
+        if not isinstance(self.repair, bool):
+            raise CopyConfigError(f"repair must be true or false, got {self.repair!r}")
+        if self.repair and self.level != "content":
+            raise CopyConfigError("repair needs level 'content' (row counts alone do not say what to repair)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "VerifyOptions":
+        from hbase_migration.copy import _from_dict
+
+        return _from_dict(cls, data)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hashing (pure)
+
+_LEN = struct.Struct(">I").pack
+_TS = struct.Struct(">q").pack
+
+
+def normalize_cells(cells: Iterable[Cell]) -> tuple[Cell, ...]:
+    """Cells in HBase's order within a row: by column, newest version first."""
+    return tuple(sorted(cells, key=lambda c: (c[0], -c[1])))
+
+
+def update_digest(digest: Any, row: bytes, cells: Sequence[Cell]) -> int:
+    """Feed one row into an MD5: row, family, qualifier, timestamp, value of every cell.
+
+    Every part is length-prefixed, so no two different rows feed the same bytes
+    (HashTable concatenates them bare). Returns the bytes fed, for batch sizes.
+    """
+    n = 0
+    for column, ts, value in cells:
+        family, _, qualifier = column.partition(b":")
+        chunk = b"".join((_LEN(len(row)), row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier,
+                          _TS(ts), _LEN(len(value)), value))
+        digest.update(chunk)
+        n += len(chunk)
+    return n
+
+
+def is_cut(row: bytes, batch_rows: int) -> bool:
+    """True when `row` starts a new hash batch: its key hashes to 0 modulo batch_rows.
+
+    Depends on the key alone, so both sides cut at the same rows; with batch_rows
+    a power of two, every cut at one level is also a cut at every finer level.
+    """
+    if batch_rows <= 1:
+        return True
+    h = int.from_bytes(hashlib.blake2b(row, digest_size=8).digest(), "big")
+    return h & (batch_rows - 1) == 0
+
+
+@dataclass(frozen=True)
+class HashBatch:
+    """One batch of one side: rows from `start` up to the next batch's start."""
+
+    start: bytes
+    rows: int
+    cells: int
+    digest: bytes
+
+
+def hash_batches(rows: Iterable[Row], start: bytes, batch_rows: int) -> Iterator[HashBatch]:
+    """Cut a side's rows (sorted, within [start, ...)) into content-defined batches.
+
+    The first batch starts at `start` (the range start, even when its first row
+    comes later) and is always produced, empty or not, so both sides begin alike.
+    """
+    digest = hashlib.md5()
+    batch_start, nrows, ncells = start, 0, 0
+    for row, cells in rows:
+        if row != batch_start and is_cut(row, batch_rows):
+            yield HashBatch(batch_start, nrows, ncells, digest.digest())
+            digest = hashlib.md5()
+            batch_start, nrows, ncells = row, 0, 0
+        update_digest(digest, row, cells)
+        nrows += 1
+        ncells += len(cells)
+    yield HashBatch(batch_start, nrows, ncells, digest.digest())
+
+
+@dataclass(frozen=True)
+class RangeVerdict:
+    """A key range `[lo, hi)` (b"" hi = open end) and whether both sides' batches agree in it."""
+
+    lo: bytes
+    hi: bytes
+    equal: bool
+    source_rows: int
+    target_rows: int
+
+
+def compare_batches(source: Iterable[HashBatch], target: Iterable[HashBatch], hi: bytes) -> Iterator[RangeVerdict]:
+    """Merge two sides' batch streams (both starting at the same key) into range verdicts.
+
+    Ranges close where both sides cut at the same key; a range is equal when both
+    sides hold the same batches (same cuts, same digests) in it. Streams: holds
+    only the batches since the last common cut.
+    """
+    s_it, t_it = iter(source), iter(target)
+    s, t = next(s_it), next(t_it)
+    if s.start != t.start:
+        raise ValueError(f"batch streams start at different keys: {s.start!r} != {t.start!r}")
+    acc_s, acc_t = [s], [t]
+    ns, nt = next(s_it, None), next(t_it, None)
+    while True:
+        if (ns is None and nt is None) or (ns is not None and nt is not None and ns.start == nt.start):
+            end = hi if ns is None else ns.start
+            equal = [(b.start, b.digest) for b in acc_s] == [(b.start, b.digest) for b in acc_t]
+            yield RangeVerdict(acc_s[0].start, end, equal, sum(b.rows for b in acc_s), sum(b.rows for b in acc_t))
+            if ns is None:
+                return
+            acc_s, acc_t = [ns], [nt]
+            ns, nt = next(s_it, None), next(t_it, None)
+        elif nt is None or (ns is not None and ns.start < nt.start):
+            acc_s.append(ns)
+            ns = next(s_it, None)
+        else:
+            acc_t.append(nt)
+            nt = next(t_it, None)
+
+
+def diff_rows(source: Iterable[Row], target: Iterable[Row]) -> Iterator[tuple[bytes, str]]:
+    """VerifyReplication's merge-join: (row, status) for every row on either side, in key order.
+
+    Rows are compared cell by cell, timestamps included (`Result.compareResults`).
+    """
+    s_it, t_it = iter(source), iter(target)
+    s, t = next(s_it, None), next(t_it, None)
+    while s is not None or t is not None:
+        if t is None or (s is not None and s[0] < t[0]):
+            yield s[0], ONLY_IN_SOURCE
+            s = next(s_it, None)
+        elif s is None or t[0] < s[0]:
+            yield t[0], ONLY_IN_TARGET
+            t = next(t_it, None)
+        else:
+            yield s[0], MATCHING if tuple(s[1]) == tuple(t[1]) else CONTENT_DIFFERENT
+            s, t = next(s_it, None), next(t_it, None)
+
+
+def row_status(source_cells: Sequence[Cell] | None, target_cells: Sequence[Cell] | None) -> str | None:
+    """The status of one row from both sides' cells (None: absent or empty); None if on neither."""
+    if not source_cells and not target_cells:
+        return None
+    if not target_cells:
+        return ONLY_IN_SOURCE
+    if not source_cells:
+        return ONLY_IN_TARGET
+    return MATCHING if tuple(source_cells) == tuple(target_cells) else CONTENT_DIFFERENT
+
+
+@dataclass
+class Tally:
+    """Row counts by status plus the differing rows kept for re-compare and repair."""
+
+    max_kept: int = 10_000
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((MATCHING,) + DIFFERENT, 0))
+    differing: dict[bytes, str] = field(default_factory=dict)
+    truncated: bool = False
+
+    def add(self, row: bytes, status: str) -> None:
+        self.counts[status] += 1
+        if status != MATCHING:
+            if len(self.differing) < self.max_kept:
+                self.differing[row] = status
+            else:
+                self.truncated = True
+
+    def add_matching(self, rows: int) -> None:
+        self.counts[MATCHING] += rows
+
+    def reclassify(self, row: bytes, status: str | None) -> None:
+        """A kept differing row seen again: move it to its new status (None: gone from both sides)."""
+        old = self.differing.pop(row)
+        self.counts[old] -= 1
+        if status is None:
+            return
+        self.counts[status] += 1
+        if status != MATCHING:
+            self.differing[row] = status
+
+    @property
+    def source_rows(self) -> int:
+        return self.counts[MATCHING] + self.counts[CONTENT_DIFFERENT] + self.counts[ONLY_IN_SOURCE]
+
+    @property
+    def target_rows(self) -> int:
+        return self.counts[MATCHING] + self.counts[CONTENT_DIFFERENT] + self.counts[ONLY_IN_TARGET]
+
+
+# --------------------------------------------------------------------------------------------------
+# Repair planning (pure)
+
+
+@dataclass
+class RepairPlan:
+    """What makes one target row equal to the source's: puts, deletes, and what Thrift1 cannot fix."""
+
+    puts: list[Cell] = field(default_factory=list)
+    deletes: list[tuple[bytes, int]] = field(default_factory=list)  # (column, ts): all versions <= ts
+    conflicts: list[tuple[bytes, int, str]] = field(default_factory=list)
+
+
+def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], windowed: bool = False) -> RepairPlan:
+    """Puts of source cells the target lacks (or holds with another value), deletes of target-only cells.
+
+    A Thrift1 delete at ts removes all versions <= ts of the column and masks later
+    puts at or below ts, so a target-only cell is left (as a conflict) when the
+    source has a version of that column at or below it, or when the comparison
+    was windowed (older versions outside the window would go too).
+    """
+    plan = RepairPlan()
+    target_by_key = {(c, ts): v for c, ts, v in target_cells}
+    source_keys = {(c, ts) for c, ts, _ in source_cells}
+    for column, ts, value in source_cells:
+        if target_by_key.get((column, ts)) != value:
+            plan.puts.append((column, ts, value))
+    for column, ts, _ in target_cells:
+        if (column, ts) in source_keys:
+            continue
+        masked = [s for s in source_cells if s[0] == column and s[1] <= ts]
+        if masked:
+            plan.conflicts.append((column, ts, f"a delete at {ts} would also hide the source's version at "
+                                               f"{masked[0][1]} (Thrift1 deletes all versions <= ts)"))
+        elif windowed:
+            plan.conflicts.append((column, ts, "window has a start time: a Thrift1 delete would also remove "
+                                               "versions older than the window"))
+        else:
+            plan.deletes.append((column, ts))
+    return plan
+
+
+# --------------------------------------------------------------------------------------------------
+# Results (pure)
+
+
+@dataclass
+class PartitionVerdict:
+    """One partition's verdict; small and JSON-ready."""
+
+    partition_id: str
+    index: int
+    start_row: bytes
+    stop_row: bytes
+    status: str = "verified"  # verified | failed
+    counts: dict[str, int] = field(default_factory=dict)
+    source_rows: int = 0
+    target_rows: int = 0
+    differing: list[tuple[bytes, str]] = field(default_factory=list)  # capped at sample_limit per status
+    truncated: bool = False
+    recompared: int = 0
+    recompare_changed: int = 0
+    bisections: int = 0
+    leaf_diffs: int = 0
+    repair: dict[str, Any] | None = None
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["start_row"] = self.start_row.hex()
+        d["stop_row"] = self.stop_row.hex()
+        d["differing"] = [[to_string_binary(r), s] for r, s in self.differing]
+        return d
+
+
+def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOptions, elapsed_s: float) -> dict:
+    """The verify result JSON: totals, VerifyReplication's counters, a capped sample of differing keys."""
+    verdicts = sorted(verdicts, key=lambda v: v.index)
+    ok = [v for v in verdicts if v.status == "verified"]
+    failed = [v for v in verdicts if v.status != "verified"]
+    total = dict.fromkeys((MATCHING,) + DIFFERENT, 0)
+    for v in ok:
+        for k in total:
+            total[k] += v.counts.get(k, 0)
+    samples: dict[str, list[str]] = {k: [] for k in DIFFERENT}
+    for v in ok:
+        for row, status in v.differing:
+            if len(samples[status]) < options.sample_limit:
+                samples[status].append(to_string_binary(row))
+    source_rows = sum(v.source_rows for v in ok)
+    target_rows = sum(v.target_rows for v in ok)
+    bad = sum(total[k] for k in DIFFERENT)
+    result: dict[str, Any] = {
+        "table": options.table,
+        "target_table": options.target_table,
+        "level": options.level,
+        "start_time": options.start_time,
+        "end_time": options.end_time,
+        "versions": options.versions,
+        "partitions": len(verdicts),
+        "failed_partitions": len(failed),
+        "source_rows": source_rows,
+        "target_rows": target_rows,
+        "matching": total[MATCHING] if options.level == "content" else None,
+        "content_different": total[CONTENT_DIFFERENT] if options.level == "content" else None,
+        "only_in_source": total[ONLY_IN_SOURCE] if options.level == "content" else None,
+        "only_in_target": total[ONLY_IN_TARGET] if options.level == "content" else None,
+        "differing_rows_sample": samples,
+        "sample_limit": options.sample_limit,
+        "recompared_rows": sum(v.recompared for v in ok),
+        "recompare_changed_rows": sum(v.recompare_changed for v in ok),
+        "recompare_sleep_s": options.recompare_sleep_s,
+        "differing_rows_truncated": any(v.truncated for v in ok),
+        "elapsed_s": round(elapsed_s, 3),
+        "rows_per_s": round(max(source_rows, target_rows) / elapsed_s, 1) if elapsed_s > 0 else 0.0,
+        "failures": [{"partition_id": v.partition_id, "index": v.index, "start_row": to_string_binary(v.start_row),
+                      "stop_row": to_string_binary(v.stop_row), "error": v.error} for v in failed],
+    }
+    if options.level == "rows":
+        result["row_count_mismatch_partitions"] = sum(1 for v in ok if v.source_rows != v.target_rows)
+        result["identical"] = not failed and all(v.source_rows == v.target_rows for v in ok)
+    else:
+        result["verifyreplication_counters"] = {
+            "GOODROWS": total[MATCHING], "BADROWS": bad, "CONTENT_DIFFERENT_ROWS": total[CONTENT_DIFFERENT],
+            "ONLY_IN_SOURCE_TABLE_ROWS": total[ONLY_IN_SOURCE], "ONLY_IN_PEER_TABLE_ROWS": total[ONLY_IN_TARGET],
+        }
+        result["identical"] = not failed and bad == 0
+    if options.repair:
+        keys = ("rows_repaired", "cells_put", "cells_deleted", "conflicts", "still_different", "not_repaired")
+        rep = {k: sum((v.repair or {}).get(k, 0) for v in ok) for k in keys}
+        rep["conflict_sample"] = [c for v in ok for c in (v.repair or {}).get("conflict_sample", [])][
+            : options.sample_limit]
+        result["repair"] = rep
+    return result
+
+
+def exit_code(result: dict[str, Any]) -> int:
+    """0: identical; 1: differences found or a partition failed."""
+    return 0 if result.get("identical") else 1
+
+
+# --------------------------------------------------------------------------------------------------
+# I/O
+
+
+class Side:
+    """One side of a comparison: a session, its table, and how its cells map to target terms."""
+
+    def __init__(self, name: str, session: ThriftSession, table: str, options: VerifyOptions, is_source: bool):
+        self.name = name
+        self.session = session
+        self.table = table
+        self.options = options
+        self.is_source = is_source
+        self.columns = options.source_columns if is_source else options.target_columns
+        self.multi_version: set[bytes] | None = None
+        if options.versions > 1:
+            self.multi_version = set(table_families(session, table))
+
+    def normalize(self, cells: Sequence[Cell]) -> tuple[Cell, ...]:
+        """Window (and rename on the source), in target column order."""
+        if self.is_source:
+            kept = transform_cells(cells, self.options)
+            return normalize_cells(kept) if self.options.renames or self.options.versions > 1 else tuple(kept)
+        kept = window_cells(cells, self.options.start_time, self.options.end_time)
+        return normalize_cells(kept) if self.options.versions > 1 else tuple(kept)
+
+    def rows(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[Row]:
+        """The side's rows in [lo, hi), normalized; rows with nothing in the window are skipped."""
+        o = self.options
+        batches = scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
+                            batch_rows=o.scan_batch_rows, filter_string="KeyOnlyFilter()" if keys_only else None,
+                            retries=o.retries, wait_cap=o.retry_wait_max_s)
+        for batch in batches:
+            if self.multi_version and not keys_only:
+                older = read_versions(self.session, self.table, batch, self.multi_version, o.versions, o.end_time)
+                batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
+            for row, cells in batch:
+                kept = self.normalize(cells)
+                if kept:
+                    yield row, kept
+
+    def fetch(self, keys: Sequence[bytes]) -> dict[bytes, tuple[Cell, ...]]:
+        """Rows by key, normalized (getRows*; absent or empty rows are left out)."""
+        o = self.options
+        table_b = self.table.encode("utf-8")
+        out: dict[bytes, tuple[Cell, ...]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            if self.columns and o.end_time is not None:
+                found = self.session.call("getRowsWithColumnsTs", table_b, chunk, self.columns, o.end_time, {})
+            elif self.columns:
+                found = self.session.call("getRowsWithColumns", table_b, chunk, self.columns, {})
+            elif o.end_time is not None:
+                found = self.session.call("getRowsTs", table_b, chunk, o.end_time, {})
+            else:
+                found = self.session.call("getRows", table_b, chunk, {})
+            rows = [(r.row, normalize_cells((col, c.timestamp, c.value) for col, c in (r.columns or {}).items()))
+                    for r in found]
+            if self.multi_version:
+                older = read_versions(self.session, self.table, rows, self.multi_version, o.versions, o.end_time)
+                rows = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in rows]
+            for row, cells in rows:
+                kept = self.normalize(cells)
+                if kept:
+                    out[row] = kept
+        return out
+
+    def count(self, lo: bytes, hi: bytes) -> int:
+        """Rows with a cell in the window: RowCounter's key-only scan (one cell per row).
+
+        Thrift1 scans have no lower time bound, so with a start time every row's
+        newest cells are fetched key-only and checked here.
+        """
+        o = self.options
+        flt = FIRST_KEY_ONLY if o.start_time is None else "KeyOnlyFilter()"
+        n = 0
+        for batch in scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
+                               batch_rows=max(o.scan_batch_rows, 2000), filter_string=flt, retries=o.retries,
+                               wait_cap=o.retry_wait_max_s):
+            if o.start_time is None:
+                n += len(batch)
+            else:
+                n += sum(1 for _row, cells in batch if any(c[1] >= o.start_time for c in cells))
+        return n
+
+
+def count_partition(source: "Cluster", target: "Cluster", partition: Partition,
+                    options: VerifyOptions) -> PartitionVerdict:
+    """Level "rows": both sides' row counts for one partition."""
+    started = time.monotonic()
+    with ThriftSession(source, options.timeout_s) as s, ThriftSession(target, options.timeout_s) as t:
+        src = Side("source", s, options.table, options, True)
+        tgt = Side("target", t, options.target_table, options, False)
+        with ThreadPoolExecutor(1, thread_name_prefix="count-source") as pool:  # both sides at once
+            source_count = pool.submit(src.count, partition.start_row, partition.stop_row)
+            target_rows = tgt.count(partition.start_row, partition.stop_row)
+            source_rows = source_count.result()
+    return PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row,
+                            source_rows=source_rows, target_rows=target_rows,
+                            elapsed_s=round(time.monotonic() - started, 3))
+
+
+def verify_partition(
+    source: "Cluster", target: "Cluster", partition: Partition, options: VerifyOptions,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PartitionVerdict:
+    """Level "content": hash, bisect, diff, re-compare and (if asked) repair one partition."""
+    if options.level == "rows":
+        return count_partition(source, target, partition, options)
+    started = time.monotonic()
+    verdict = PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row)
+    tally = Tally(max_kept=options.max_diff_rows)
+    sessions = [ThriftSession(c, options.timeout_s) for c in (source, target)]
+    try:
+        # Each side is read in its own thread and connection; the main thread hashes and compares.
+        src = Side("source", sessions[0], options.table, options, True)
+        tgt = Side("target", sessions[1], options.target_table, options, False)
+        find_differences(src, tgt, partition.start_row, partition.stop_row, options, tally, verdict)
+        if options.recompare_sleep_s > 0 and tally.differing:
+            sleep(options.recompare_sleep_s)
+            keys = sorted(tally.differing)
+            verdict.recompared = len(keys)
+            fresh_s, fresh_t = src.fetch(keys), tgt.fetch(keys)
+            for row in keys:
+                status = row_status(fresh_s.get(row), fresh_t.get(row))
+                if status != tally.differing[row]:
+                    verdict.recompare_changed += 1
+                tally.reclassify(row, status)
+        if options.repair:
+            verdict.repair = _repair(src, tgt, tally, options)
+    finally:
+        for s in sessions:
+            s.close()
+    verdict.counts = dict(tally.counts)
+    verdict.source_rows, verdict.target_rows = tally.source_rows, tally.target_rows
+    verdict.truncated = tally.truncated
+    per_status: dict[str, int] = {}
+    for row in sorted(tally.differing):
+        status = tally.differing[row]
+        if per_status.get(status, 0) < options.sample_limit:
+            per_status[status] = per_status.get(status, 0) + 1
+            verdict.differing.append((row, status))
+    verdict.elapsed_s = round(time.monotonic() - started, 3)
+    bad = sum(tally.counts[k] for k in DIFFERENT)
+    log.info("partition %s verified: %d source rows, %d target rows, %d matching, %d different "
+             "(%d content, %d only in source, %d only in target) in %.1fs",
+             partition.describe(), verdict.source_rows, verdict.target_rows, tally.counts[MATCHING], bad,
+             tally.counts[CONTENT_DIFFERENT], tally.counts[ONLY_IN_SOURCE], tally.counts[ONLY_IN_TARGET],
+             verdict.elapsed_s)
+    return verdict
+
+
+def find_differences(src: Any, tgt: Any, lo: bytes, hi: bytes, options: VerifyOptions, tally: Tally,
+                     verdict: PartitionVerdict) -> None:
+    """Classify every row of [lo, hi) into `tally`: hash both sides, bisect what differs, diff rows.
+
+    `src`/`tgt` need only `rows(lo, hi, keys_only=False)` yielding sorted (row, cells)
+    in target terms, so the algorithm runs the same over Thrift or in memory.
+    """
+    differing = []
+    for rv in compare_batches(hash_batches(prefetch(src.rows(lo, hi), 4), lo, options.batch_rows),
+                              hash_batches(prefetch(tgt.rows(lo, hi), 4), lo, options.batch_rows), hi):
+        if rv.equal:
+            tally.add_matching(rv.source_rows)
+        else:
+            differing.append(rv)
+    for rv in differing:
+        _locate(src, tgt, rv, options.batch_rows, options, tally, verdict)
+
+
+def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: VerifyOptions,
+            tally: Tally, verdict: PartitionVerdict) -> None:
+    """Find the differing rows of a differing range: bisect while it narrows, then diff rows."""
+    if rv.source_rows == 0 or rv.target_rows == 0:
+        # One side is empty here: every row of the other is one-sided; keys suffice.
+        side, status = (tgt, ONLY_IN_TARGET) if rv.source_rows == 0 else (src, ONLY_IN_SOURCE)
+        for row, _cells in side.rows(rv.lo, rv.hi, keys_only=True):
+            tally.add(row, status)
+        return
+    if max(rv.source_rows, rv.target_rows) <= options.leaf_rows or batch_rows <= 1:
+        _diff_range(src, tgt, rv, tally, verdict)
+        return
+    finer = max(1, batch_rows // 16)
+    verdict.bisections += 1
+    subs = list(compare_batches(hash_batches(src.rows(rv.lo, rv.hi), rv.lo, finer),
+                                hash_batches(tgt.rows(rv.lo, rv.hi), rv.lo, finer), rv.hi))
+    differing = [s for s in subs if not s.equal]
+    still = sum(max(s.source_rows, s.target_rows) for s in differing)
+    if still * 2 > max(rv.source_rows, rv.target_rows):
+        # Most of the range differs: bisecting further would re-read it for nothing.
+        _diff_range(src, tgt, rv, tally, verdict)
+        return
+    for s in subs:
+        if s.equal:
+            tally.add_matching(s.source_rows)
+        else:
+            _locate(src, tgt, s, finer, options, tally, verdict)
+
+
+def _diff_range(src: Side, tgt: Side, rv: RangeVerdict, tally: Tally, verdict: PartitionVerdict) -> None:
+    verdict.leaf_diffs += 1
+    for row, status in diff_rows(prefetch(src.rows(rv.lo, rv.hi), 2), tgt.rows(rv.lo, rv.hi)):
+        tally.add(row, status)
+
+
+def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[str, Any]:
+    """Make the kept differing rows equal on the target; report what could not be done."""
+    T = hbase_thrift()
+    keys = sorted(tally.differing)
+    report: dict[str, Any] = {"rows_repaired": 0, "cells_put": 0, "cells_deleted": 0, "conflicts": 0,
+                              "still_different": 0, "not_repaired": 0, "conflict_sample": []}
+    if tally.truncated:
+        report["not_repaired"] = sum(tally.counts[k] for k in DIFFERENT) - len(keys)
+    if not keys:
+        return report
+    src_rows, tgt_rows = src.fetch(keys), tgt.fetch(keys)
+    table_b = tgt.table.encode("utf-8")
+    puts: list[Row] = []
+    for row in keys:
+        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time is not None)
+        deletes_by_ts: dict[int, list[bytes]] = {}
+        for column, ts in plan.deletes:
+            deletes_by_ts.setdefault(ts, []).append(column)
+        for ts, columns in sorted(deletes_by_ts.items()):
+            mutations = [T.Mutation(isDelete=True, column=c, writeToWAL=True) for c in columns]
+            tgt.session.call("mutateRowTs", table_b, row, mutations, ts, {})
+        if plan.puts:
+            puts.append((row, plan.puts))
+        report["cells_put"] += len(plan.puts)
+        report["cells_deleted"] += len(plan.deletes)
+        report["conflicts"] += len(plan.conflicts)
+        for column, ts, reason in plan.conflicts:
+            if len(report["conflict_sample"]) < options.sample_limit:
+                report["conflict_sample"].append({
+                    "row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts,
+                    "reason": reason,
+                })
+        if plan.puts or plan.deletes:
+            report["rows_repaired"] += 1
+    for ts, rows in group_by_timestamp(puts, max_cells=5000):
+        batches = [T.BatchMutation(row=r, mutations=[T.Mutation(isDelete=False, column=c, value=v, writeToWAL=True)
+                                                     for c, v in muts]) for r, muts in rows]
+        tgt.session.call("mutateRowsTs", table_b, batches, ts, {})
+    # What the target looks like now, from both sides again.
+    after_s, after_t = src.fetch(keys), tgt.fetch(keys)
+    for row in keys:
+        status = row_status(after_s.get(row), after_t.get(row))
+        if status is not None and status != MATCHING:
+            report["still_different"] += 1
+    log.info("repair of %s: %d rows repaired (%d cells put, %d deleted), %d conflicts, %d still different",
+             tgt.table, report["rows_repaired"], report["cells_put"], report["cells_deleted"], report["conflicts"],
+             report["still_different"])
+    return report
+
+
+def verify_partition_safely(source: "Cluster", target: "Cluster", partition: Partition,
+                            options: VerifyOptions) -> PartitionVerdict:
+    """`verify_partition` that turns a failure into a `failed` verdict (listed, and the job exits 1)."""
+    started = time.monotonic()
+    try:
+        return verify_partition(source, target, partition, options)
+    except Exception as e:
+        log.error("verification of partition %s failed: %s: %s", partition.describe(), type(e).__name__, e)
+        return PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row,
+                                status="failed", elapsed_s=round(time.monotonic() - started, 3),
+                                error=f"{type(e).__name__}: {e}")
