@@ -1,0 +1,141 @@
+"""fetch_jmx, peer_status and the canary against minihbase region servers on the real ZooKeeper."""
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import replace
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+testing = pytest.importorskip("minihbase.testing", reason="minihbase part 1 (minihbase/testing.py) not there yet")
+
+from hbase_migration import zk  # noqa: E402  (after the skip: nothing to test without minihbase)
+from hbase_migration.cluster import Cluster  # noqa: E402
+from hbase_migration.metrics import (  # noqa: E402
+    CANARY_ROW_PREFIX,
+    REPLICATION_BEAN,
+    CanaryTimeout,
+    canary,
+    decide_drained,
+    fetch_jmx,
+    parse_replication_bean,
+    peer_status,
+)
+
+
+@pytest.fixture(scope="module")
+def dc1(zookeeper, tmp_path_factory):
+    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc1"), name="dc1",
+                                        znode_parent="/hbase-metrics-dc1", region_servers=3)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def dc2(zookeeper, tmp_path_factory):
+    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc2"), name="dc2",
+                                        znode_parent="/hbase-metrics-dc2", region_servers=1)
+    yield cluster
+    cluster.stop()
+
+
+def as_cluster(mini, **overrides) -> Cluster:
+    conn = mini.endpoints["connection"]
+    cluster = Cluster.from_connection(mini.endpoints["name"], conn["host"], conn["port"], conn["extra"])
+    return replace(cluster, **overrides) if overrides else cluster
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_every_region_server_serves_the_replication_bean(dc1):
+    servers = [rs for rs in dc1.endpoints["region_servers"] if rs["alive"]]
+    assert len(servers) == 3
+    for rs in servers:
+        payload = fetch_jmx(rs["host"], rs["info_port"], timeout_s=5, attempts=2)
+        assert [b["name"] for b in payload["beans"]] == [REPLICATION_BEAN]
+        assert parse_replication_bean(payload).bean_present is True
+
+
+def test_peer_status_reads_every_live_server_and_zookeeper(dc1):
+    cluster = as_cluster(dc1)
+    with zk.connect(cluster) as client:
+        first = peer_status(cluster, "1", client, taken_at=time.time())
+        second = peer_status(cluster, "1", client, taken_at=time.time() + 0.001)
+    expected = sorted(rs["servername"] for rs in dc1.endpoints["region_servers"] if rs["alive"])
+    assert sorted(first.live_servers) == expected
+    assert sorted(s.servername for s in first.servers) == expected
+    assert first.unreadable == []
+    assert first.peer_state == "ABSENT"
+    assert {s.info_port for s in first.servers} == {rs["info_port"] for rs in dc1.endpoints["region_servers"]}
+    decision = decide_drained([first, second])
+    assert decision.drained is False
+    assert "peer 1 state is ABSENT in ZooKeeper" in decision.reasons
+
+
+def test_unreadable_servers_are_listed_not_skipped(dc1):
+    cluster = as_cluster(dc1, info_port=closed_port())  # every /jmx read goes to a dead port
+    with zk.connect(cluster) as client:
+        snap = peer_status(cluster, "1", client, taken_at=time.time(), timeout_s=2, attempts=1)
+    assert len(snap.unreadable) == len(snap.live_servers) == 3
+    for reading in snap.unreadable:
+        assert reading.error.startswith(f"region server 127.0.0.1:{cluster.info_port}: /jmx unreadable after 1")
+    decision = decide_drained([snap, replace(snap, taken_at=snap.taken_at + 1)])
+    assert sum(1 for r in decision.reasons if "/jmx unreadable" in r) == 3
+
+
+def test_a_killed_region_server_leaves_the_live_set(dc1):
+    cluster = as_cluster(dc1)
+    victim = dc1.endpoints["region_servers"][0]["servername"]
+    dc1.kill_rs(victim)
+    try:
+        with zk.connect(cluster) as client:
+            deadline = time.monotonic() + 30
+            while victim in [s.servername for s in zk.live_region_servers(client, cluster.znode_parent)]:
+                assert time.monotonic() < deadline, f"{victim} still registered 30 s after the kill"
+                time.sleep(0.1)
+            snap = peer_status(cluster, "1", client, taken_at=time.time())
+        assert victim not in snap.live_servers
+        assert len(snap.servers) == 2 and snap.unreadable == []
+    finally:
+        dc1.start_rs(victim)
+
+
+def test_canary_round_trip_on_one_cluster_and_cleanup(dc1):
+    import happybase
+
+    conn = happybase.Connection(dc1.thrift_host, dc1.thrift_port, timeout=20000)
+    try:
+        if b"canary_t" not in conn.tables():
+            conn.create_table(b"canary_t", {"f": {}})
+        delay = canary(as_cluster(dc1), (dc1.thrift_host, dc1.thrift_port), "canary_t", "f", timeout_s=10)
+        assert 0 <= delay < 10
+        assert list(conn.table(b"canary_t").scan(row_prefix=CANARY_ROW_PREFIX)) == []
+    finally:
+        conn.close()
+
+
+def test_canary_times_out_without_replication_and_cleans_the_source(dc1, dc2):
+    import happybase
+
+    for mini in (dc1, dc2):
+        conn = happybase.Connection(mini.thrift_host, mini.thrift_port, timeout=20000)
+        try:
+            if b"canary_t" not in conn.tables():
+                conn.create_table(b"canary_t", {"f": {}})
+        finally:
+            conn.close()
+    started = time.monotonic()
+    with pytest.raises(CanaryTimeout, match=r"was not readable on .* after 1s: replication is lagging or not running"):
+        canary(as_cluster(dc1), as_cluster(dc2), "canary_t", "f", timeout_s=1)
+    assert time.monotonic() - started < 15
+    conn = happybase.Connection(dc1.thrift_host, dc1.thrift_port, timeout=20000)
+    try:
+        assert list(conn.table(b"canary_t").scan(row_prefix=CANARY_ROW_PREFIX)) == []
+    finally:
+        conn.close()
