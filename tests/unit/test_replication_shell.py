@@ -1,0 +1,133 @@
+"""Shell statement text (exact), Ruby escaping, and the runner's failure handling."""
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from hbase_migration.replication import shell
+from hbase_migration.replication.errors import ShellCommandError
+from hbase_migration.replication.model import OWNER_KEY, InvalidPeerConfig, PeerConfig
+
+KEY = "zk1,zk2,zk3:2181:/hbase"
+
+
+@pytest.mark.parametrize("value, literal", [
+    ("plain", '"plain"'),
+    ('say "hi"', r'"say \"hi\""'),
+    ("back\\slash", r'"back\\slash"'),
+    ("#{`rm -rf /`}", r'"\#{`rm -rf /`}"'),  # no interpolation can run
+    ("a\nb\tc\r", r'"a\nb\tc\r"'),
+    ("nul\x00bell\x07del\x7f", r'"nul\x00bell\x07del\x7F"'),
+    ("héllo ✓", r'"h\u{E9}llo \u{2713}"'),
+    ("", '""'),
+])
+def test_ruby_str(value, literal):
+    assert shell.ruby_str(value) == literal
+
+
+def test_ruby_str_rejects_non_strings():
+    with pytest.raises(TypeError):
+        shell.ruby_str(1)
+
+
+def test_add_peer_statement_exact_text():
+    config = PeerConfig(cluster_key=KEY, table_cfs={"ns:t1": [], "t2": ["cf2", "cf1"]})
+    config = config.with_owner('dag "x"')
+    assert shell.add_peer("1", config) == [
+        'add_peer "1", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", STATE => "DISABLED", '
+        'TABLE_CFS => {"ns:t1" => [], "t2" => ["cf1", "cf2"]}, '
+        'CONFIG => {"hbase_migration.owner" => "dag \\"x\\""}'
+    ]
+
+
+def test_add_peer_enabled_omits_state():
+    config = PeerConfig(cluster_key=KEY, table_cfs={"t": []})
+    assert shell.add_peer("p", config, enabled=True) == [
+        'add_peer "p", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", TABLE_CFS => {"t" => []}']
+
+
+def test_add_peer_with_every_option_uses_follow_up_statements():
+    config = PeerConfig(cluster_key=KEY, namespaces=["ns1"], bandwidth=1048576, serial=True,
+                        data={"k": "v"}, configuration={OWNER_KEY: "o"},
+                        endpoint_class="org.example.Endpoint", remote_wal_dir="hdfs://nn/remoteWALs")
+    assert shell.add_peer("2", config) == [
+        'add_peer "2", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", '
+        'ENDPOINT_CLASSNAME => "org.example.Endpoint", STATE => "DISABLED", NAMESPACES => ["ns1"], '
+        'CONFIG => {"hbase_migration.owner" => "o"}, '
+        'DATA => {"k" => "v"}, REMOTE_WAL_DIR => "hdfs://nn/remoteWALs"',
+        'set_peer_bandwidth "2", 1048576',
+        'set_peer_serial "2", true',
+    ]
+
+
+def test_add_peer_replicate_all_variants():
+    nothing = PeerConfig(cluster_key=KEY, replicate_all=False)
+    assert shell.add_peer("3", nothing)[1:] == ['set_peer_replicate_all "3", false']
+    excluding = PeerConfig(cluster_key=KEY, exclude_namespaces=["tmp"], exclude_table_cfs={"t": ["cf"]})
+    assert shell.add_peer("4", excluding)[1:] == [
+        'set_peer_exclude_namespaces "4", ["tmp"]',
+        'set_peer_exclude_tableCFs "4", {"t" => ["cf"]}',
+    ]
+
+
+def test_other_statements_exact_text():
+    assert shell.enable_peer("1") == 'enable_peer "1"'
+    assert shell.disable_peer("1") == 'disable_peer "1"'
+    assert shell.remove_peer("peer_9") == 'remove_peer "peer_9"'
+    assert shell.set_peer_table_cfs("1", {"t1": [], "ns:t2": ["a"]}) == (
+        'set_peer_tableCFs "1", {"t1" => [], "ns:t2" => ["a"]}')
+    assert shell.list_peers() == "list_peers"
+    assert shell.status_replication() == 'status "replication"'
+
+
+@pytest.mark.parametrize("build", [shell.enable_peer, shell.disable_peer, shell.remove_peer])
+def test_statement_builders_validate_the_peer_id(build):
+    with pytest.raises(InvalidPeerConfig, match="contains '-'"):
+        build("1-2")
+
+
+def test_error_lines():
+    stdout = (
+        "Took 0.0102 seconds\n"
+        "ERROR ArgumentError: Either ENDPOINT_CLASSNAME or CLUSTER_KEY must be specified.\n"
+        "For usage try 'help \"add_peer\"'\n"
+        "ERROR: Peer 1 already exists\n"  # 1.x interactive form, exit code 0
+        "  ERROR indented is not the shell's marker\n"
+    )
+    assert shell.error_lines(stdout) == [
+        "ERROR ArgumentError: Either ENDPOINT_CLASSNAME or CLUSTER_KEY must be specified.",
+        "ERROR: Peer 1 already exists",
+    ]
+
+
+# The runner's process handling, with ordinary commands (not HBase lookalikes).
+
+def test_runner_reports_a_command_that_cannot_start():
+    shown = "`/nonexistent/hbase shell -n`"
+    with pytest.raises(ShellCommandError, match=f"cannot start the HBase shell {shown}:"):
+        shell.run_shell(["list_peers"], ["/nonexistent/hbase", "shell", "-n"], timeout_s=5)
+
+
+def test_runner_reports_a_non_zero_exit_with_its_output():
+    program = "import sys; sys.stdin.read(); print('boom', file=sys.stderr); sys.exit(3)"
+    command = [sys.executable, "-c", program]
+    with pytest.raises(ShellCommandError, match=r"failed \(exit 3\) running: list_peers\nboom") as err:
+        shell.run_shell(["list_peers"], command, timeout_s=30)
+    assert err.value.returncode == 3
+
+
+def test_runner_kills_a_shell_that_hangs():
+    command = [sys.executable, "-c", "import time; time.sleep(60)"]
+    started = time.monotonic()
+    with pytest.raises(ShellCommandError, match=r"did not finish within 0.5s running: list_peers"):
+        shell.run_shell(["list_peers"], command, timeout_s=0.5)
+    assert time.monotonic() - started < 10
+
+
+def test_runner_feeds_statements_on_stdin_and_returns_output():
+    command = [sys.executable, "-c", "import sys; print(sys.stdin.read().upper(), end='')"]
+    out = shell.run_shell(["enable_peer \"1\"", "list_peers"], command, timeout_s=30)
+    assert (out.returncode, out.stdout) == (0, 'ENABLE_PEER "1"\nLIST_PEERS\n')
+    assert out.statements == ('enable_peer "1"', "list_peers")
