@@ -1,0 +1,134 @@
+"""The shell peer-admin backend (HBase 2.x+ path) against minihbase's `hbase shell -n` lookalike.
+
+Runs only once minihbase has its shell (`minihbase/shell.py`, part 2 of minihbase) and its
+test API (`minihbase.testing.MiniCluster`); until then the whole module is skipped with the reason.
+Every change goes through `python -m minihbase shell -n` (the cluster's shell_command) and is
+confirmed by reading ZooKeeper, where the bytes are also checked here independently.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+import minihbase
+from hbase_migration import zk
+from hbase_migration.cluster import Cluster
+from hbase_migration.replication import (
+    PeerConfig,
+    PeerConflict,
+    ShellCommandError,
+    peer_admin,
+)
+from hbase_migration.replication import shell as shell_statements
+from hbase_migration.replication.shell_backend import ShellPeerAdmin
+
+pytestmark = pytest.mark.integration
+
+if not (Path(minihbase.__file__).parent / "shell.py").exists():
+    pytest.skip("minihbase has no `hbase shell -n` lookalike yet (minihbase/shell.py, minihbase part 2)",
+                allow_module_level=True)
+testing = pytest.importorskip("minihbase.testing", reason="minihbase.testing.MiniCluster is not there yet")
+
+OWNER = "hbase_migration:shell-test"
+
+
+@pytest.fixture(scope="module")
+def clusters(zookeeper, tmp_path_factory):
+    """dc1 (the source whose peers we change) and dc2 (the peer), one region server each."""
+    workdir = tmp_path_factory.mktemp("peer-admin-shell")
+    suffix = uuid.uuid4().hex[:6]
+    dc1 = testing.MiniCluster.start(zookeeper.hosts, workdir / "dc1", name="dc1",
+                                    znode_parent=f"/hbase-dc1-{suffix}", region_servers=1)
+    try:
+        dc2 = testing.MiniCluster.start(zookeeper.hosts, workdir / "dc2", name="dc2",
+                                        znode_parent=f"/hbase-dc2-{suffix}", region_servers=1)
+    except BaseException:
+        dc1.stop()
+        raise
+    yield dc1, dc2
+    dc2.stop()
+    dc1.stop()
+
+
+@pytest.fixture
+def source(clusters) -> Cluster:
+    connection = clusters[0].endpoints["connection"]
+    return Cluster.from_connection("dc1", connection["host"], connection["port"], connection["extra"])
+
+
+@pytest.fixture
+def target_key(clusters) -> str:
+    return clusters[1].cluster_key
+
+
+@pytest.fixture
+def admin(source):
+    from kazoo.client import KazooClient
+
+    root = KazooClient(hosts=source.zk_hosts, timeout=10)
+    root.start(timeout=15)
+    adm = peer_admin(source, zk_client=root, owner=OWNER, shell_timeout_s=120)
+    yield adm
+    for peer in adm.list_peers():
+        adm.remove_peer(peer.id, force=True)
+    root.stop()
+    root.close()
+
+
+def raw(admin, peer_id):
+    path = zk.peer_path(admin.parent, peer_id)
+    data, stat = admin.zk.get(path)
+    state, state_stat = admin.zk.get(path + "/peer-state")
+    return data, stat.mzxid, state, state_stat.mzxid
+
+
+def test_factory_picks_the_shell_backend(admin):
+    assert isinstance(admin, ShellPeerAdmin)
+    assert admin.cluster.shell_command[1:4] == ("-m", "minihbase", "shell")
+
+
+def test_add_disabled_rerun_conflict_enable_disable_remove(admin, target_key):
+    config = PeerConfig(cluster_key=target_key, table_cfs={"t1": [], "t2": ["cf"]})
+    created = admin.add_peer("mig1", config)
+    assert created.outcome == "created" and created.peer.enabled is False
+    assert created.commands[0].startswith('add_peer "mig1", CLUSTER_KEY => ')
+    data, _, state, _ = raw(admin, "mig1")
+    assert zk.strip_metadata(state) == b"PBUF\x08\x01"
+    peer = zk.decode_replication_peer(data)
+    assert dict(peer.configuration)["hbase_migration.owner"] == OWNER and peer.replicate_all is False
+
+    before = raw(admin, "mig1")
+    assert admin.add_peer("mig1", config).outcome == "unchanged"
+    with pytest.raises(PeerConflict, match="is ours but has another config"):
+        admin.add_peer("mig1", config.replace(table_cfs={"t3": []}))
+    assert raw(admin, "mig1") == before
+
+    listed = {p.peer_id: p for p in admin.shell_list_peers()}
+    assert listed["mig1"].state == "DISABLED" and listed["mig1"].table_cfs_map() == {"t1": [], "t2": ["cf"]}
+
+    assert admin.enable_peer("mig1").peer.enabled is True
+    assert zk.strip_metadata(raw(admin, "mig1")[2]) == b"PBUF\x08\x00"
+    assert admin.set_table_cfs("mig1", {"t1": []}).peer.config.table_cfs == {"t1": []}
+    assert admin.disable_peer("mig1").peer.enabled is False
+    assert admin.remove_peer("mig1").outcome == "removed"
+    assert admin.get_peer("mig1") is None
+
+
+def test_peer_added_outside_the_toolkit_needs_force(admin, target_key):
+    key = shell_statements.ruby_str(target_key)
+    admin.run([f'add_peer "other", CLUSTER_KEY => {key}, STATE => "DISABLED"'])  # no owner mark
+    with pytest.raises(PeerConflict, match="remove_peer refused"):
+        admin.remove_peer("other")
+    assert admin.remove_peer("other", force=True).outcome == "removed"
+
+
+def test_shell_errors_surface_with_the_shells_message(admin):
+    with pytest.raises(ShellCommandError, match="ERROR"):
+        admin.run([shell_statements.remove_peer("does_not_exist")])
+
+
+def test_status_replication_parses(admin):
+    status = admin.replication_status()
+    assert status.live_servers == 1 and len(status.servers) <= 1
