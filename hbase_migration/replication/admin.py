@@ -73,6 +73,7 @@ class PeerAdmin(abc.ABC):
         self.parent = cluster.znode_parent
         self.confirm_timeout_s = cluster.timeout_s if confirm_timeout_s is None else float(confirm_timeout_s)
         self._client = zk_client
+        self._owns_client = zk_client is None
         self._stack = contextlib.ExitStack()
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -86,6 +87,8 @@ class PeerAdmin(abc.ABC):
     def close(self) -> None:
         """Close the ZooKeeper session this admin opened itself (a caller's client is left alone)."""
         self._stack.close()
+        if self._owns_client:
+            self._client = None  # a later call opens a fresh session
 
     def __enter__(self) -> "PeerAdmin":
         return self
@@ -205,6 +208,10 @@ class PeerAdmin(abc.ABC):
                     f"nothing was changed. Differences (existing != requested): "
                     f"{'; '.join(current.config.differences(wanted))}\n"
                     f"  existing ({current.state}): {_json(current.config)}\n  requested: {_json(wanted)}")
+            if current.enabled is None:
+                raise PeerAdminError(
+                    f"add_peer refused: peer {peer_id!r} on {self._where()} has no peer-state znode (a "
+                    "half-created peer); nothing was changed. Remove it (remove_peer) and add it again.")
             note = "" if current.enabled == enabled else (
                 f" (it is {current.state}: add_peer never changes the state of an existing peer)")
             return self._result("add_peer", peer_id, "unchanged", dry_run, [], current,
@@ -261,7 +268,9 @@ class PeerAdmin(abc.ABC):
         if dry_run:
             return self._result(operation, peer_id, planned(outcome, True), True, commands, current,
                                 f"would set peer {peer_id} on {self._where()} {state} (now {current.state})")
-        found = self._confirm(operation, peer_id, lambda p: p is not None and p.enabled is enabled, state)
+        found = self._confirm(operation, peer_id,
+                              lambda p: p is not None and p.enabled is enabled and p.config == current.config,
+                              f"{state} with config {_json(current.config)}")
         return self._result(operation, peer_id, outcome, False, commands, found,
                             f"peer {peer_id} on {self._where()} is now {state}")
 

@@ -190,7 +190,7 @@ class PeerConfig:
     def _comparable(self) -> tuple:
         config = {k: v for k, v in self.configuration.items() if k != OWNER_KEY}
         return (
-            self.cluster_key.normalized(), self.table_cfs, self.namespaces, self.replicate_all,
+            str(self.cluster_key.normalized()), self.table_cfs, self.namespaces, self.replicate_all,
             self.bandwidth, self.serial, self.data, config, self.endpoint_class,
             self.exclude_table_cfs, self.exclude_namespaces, self.remote_wal_dir,
         )

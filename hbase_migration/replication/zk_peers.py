@@ -78,6 +78,11 @@ def decode_peer(znodes: PeerZnodes, znode_parent: str) -> Peer:
             enabled = zk.decode_peer_state(znodes.state_data) is zk.PeerState.ENABLED
         except zk.ZnodeFormatError as exc:
             raise PeerAdminError(f"{path}/peer-state is not a readable ReplicationState: {exc}") from None
+        if enabled and not zk.hbase_sees_enabled(znodes.state_data):
+            # HBase compares the bytes with `PBUF 08 00`; anything else is a disabled peer to it.
+            raise PeerAdminError(
+                f"{path}/peer-state reads ENABLED but is not the exact bytes PBUF 08 00 HBase compares with "
+                f"({zk.strip_metadata(znodes.state_data)!r}): HBase treats this peer as DISABLED")
     return Peer(znodes.peer_id, config, enabled)
 
 

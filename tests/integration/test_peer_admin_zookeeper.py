@@ -14,6 +14,7 @@ from hbase_migration.cluster import Cluster
 from hbase_migration.replication import (
     OWNER_KEY,
     InvalidPeerConfig,
+    PeerAdminError,
     PeerConfig,
     PeerConflict,
     PeerNotFound,
@@ -270,3 +271,30 @@ def test_list_and_get(admin):
     assert [(p.id, p.state) for p in admin.list_peers()] == [("a", "ENABLED"), ("b", "DISABLED")]
     assert admin.get_peer("a").config.table_cfs == {"ns1:t": ["f"]}
     assert admin.get_peer("zzz") is None
+
+
+def test_half_created_or_odd_peers_are_reported_not_guessed(admin, cluster, root):
+    half = zk.peer_path(cluster.znode_parent, "half")
+    root.create(half, zk.add_metadata(peer_bytes(TARGET, OWNER, ["t1"])), makepath=True)  # no peer-state
+    assert admin.get_peer("half").state == "MISSING"
+    with pytest.raises(PeerAdminError, match="has no peer-state znode"):
+        admin.enable_peer("half")
+    with pytest.raises(PeerAdminError, match="has no peer-state znode"):
+        admin.add_peer("half", config())
+    assert root.get_children(half) == []
+
+    odd = zk.peer_path(cluster.znode_parent, "odd")
+    root.create(odd, zk.add_metadata(peer_bytes(TARGET, OWNER, ["t1"])), makepath=True)
+    root.create(odd + "/peer-state", b"ENABLED")  # 0.94's string: decodes, but HBase's byte compare says no
+    with pytest.raises(PeerAdminError, match="reads ENABLED but is not the exact bytes PBUF 08 00"):
+        admin.get_peer("odd")
+
+
+def test_admin_reopens_its_own_session_after_close(cluster):
+    admin = peer_admin(cluster, owner=OWNER)
+    admin.add_peer("1", config())
+    first = admin.zk
+    admin.close()
+    assert not first.connected
+    assert admin.get_peer("1").enabled is False  # a fresh session
+    admin.close()
