@@ -362,6 +362,25 @@ def to_string_binary(key: bytes, limit: int = 200) -> str:
     return "".join(out) + ("..." if len(key) > limit else "")
 
 
+def to_bytes_binary(text: str) -> bytes:
+    """HBase's `Bytes.toBytesBinary`: `\\xNN` escapes become bytes (CopyTable's --startrow/--stoprow)."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and text[i + 1:i + 2] == "x" and _is_hex(text[i + 2:i + 4]):
+            out.append(int(text[i + 2:i + 4], 16))
+            i += 4
+            continue
+        out += ch.encode("utf-8")
+        i += 1
+    return bytes(out)
+
+
+def _is_hex(s: str) -> bool:
+    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+
+
 def partition_id(table: str, start_row: bytes, stop_row: bytes, fingerprint: str) -> str:
     """Stable id of a key range under given options: a re-run recognises a finished partition."""
     h = hashlib.sha1()

@@ -201,3 +201,14 @@ def test_to_string_binary_matches_hbase_bytes_tostringbinary():
     assert to_string_binary(b"row-1") == "row-1"
     assert to_string_binary(b"\x00\xff~\\") == "\\x00\\xFF~\\x5C"
     assert to_string_binary(b"abcdef", limit=3) == "abc..."
+
+
+def test_to_bytes_binary_is_the_inverse_of_to_string_binary():
+    from hbase_migration.copy import to_bytes_binary
+
+    assert to_bytes_binary("row\\x00\\xFF-1") == b"row\x00\xff-1"
+    assert to_bytes_binary("\\x5C") == b"\\"
+    assert to_bytes_binary("a\\xZZ\\x4") == b"a\\xZZ\\x4"  # not an escape: kept as typed
+    assert to_bytes_binary("é") == "é".encode()
+    for key in (b"\x00\x01abc\xff", b"plain", b"back\\slash"):
+        assert to_bytes_binary(to_string_binary(key)) == key

@@ -1,0 +1,260 @@
+"""Command-line arguments shared by the copy and verify jobs, and the cluster descriptions they accept.
+
+No Spark and no Airflow here: the Airflow layer imports `copy_job_args`/`verify_job_args` to render a
+`SparkSubmitOperator`'s `application_args`, and tests parse arguments without starting anything.
+
+A cluster is given as one argument, in any of these forms:
+- Airflow connection JSON, as `AIRFLOW_CONN_*` or minihbase's `endpoints[...]["connection"]` hold it:
+  `{"conn_type": "hbase", "host": "...", "port": 9090, "extra": {"zookeeper_quorum": "...", ...}}`;
+- an Airflow connection URI: `hbase://thrift-host:9090?zookeeper_quorum=zk1,zk2&znode_parent=/hbase`;
+- `Cluster` fields as JSON: `{"name": "dc1", "thrift_host": "...", "zk_quorum": ["..."], ...}`;
+- an Airflow connection id (`hbase_source`), resolved from its `AIRFLOW_CONN_HBASE_SOURCE` variable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import fields
+from typing import Any, Mapping, Sequence
+
+from hbase_migration.cluster import Cluster, ClusterConfigError
+from hbase_migration.copy import CopyConfigError, CopyOptions, to_bytes_binary
+from hbase_migration.verify import VerifyOptions
+
+
+class UsageError(ValueError):
+    """A job argument is wrong; the job exits 2 and changes nothing."""
+
+
+def cluster_from_text(name: str, text: str) -> Cluster:
+    """A `Cluster` from one of the forms in the module docstring; errors name the argument."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"--{name}: a cluster description is required")
+    text = text.strip()
+    try:
+        if text.startswith(("{", "[")):
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise UsageError(f"--{name}: expected a JSON object")
+            if "thrift_host" in data:
+                known = {f.name for f in fields(Cluster)}
+                unknown = sorted(set(data) - known)
+                if unknown:
+                    raise UsageError(f"--{name}: unknown Cluster field(s) {', '.join(unknown)}")
+                data = dict(data)
+                data.setdefault("name", name)
+                data["zk_quorum"] = _quorum(data.get("zk_quorum"))
+                if "shell_command" in data:
+                    data["shell_command"] = tuple(data["shell_command"])
+                return Cluster(**data)
+            return _from_connection(name, data)
+        if "://" in text:
+            from hbase_migration.connections import parse_connection
+
+            return _from_connection(name, parse_connection(text))
+        from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+
+        try:
+            return resolve_cluster(text, airflow_cli=False)
+        except ConnectionNotFound as e:
+            raise UsageError(f"--{name}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--{name}: not valid JSON: {e}") from None
+    except (ClusterConfigError, TypeError) as e:
+        raise UsageError(f"--{name}: {e}") from None
+
+
+def _quorum(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(h.strip() for h in value.split(",") if h.strip())
+    return tuple(value or ())
+
+
+def _from_connection(name: str, data: Mapping[str, Any]) -> Cluster:
+    extra = data.get("extra") or {}
+    if isinstance(extra, str):
+        extra = json.loads(extra) if extra.strip() else {}
+    return Cluster.from_connection(data.get("conn_id") or name, data.get("host"), data.get("port"), extra)
+
+
+def _add_scope(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", required=True, help="source cluster (connection JSON/URI, Cluster JSON or conn id)")
+    p.add_argument("--target", required=True, help="target cluster (same forms as --source)")
+    p.add_argument("--table", required=True, help="source table (ns:name for a namespace)")
+    p.add_argument("--target-table", help="target table (default: the source table's name)")
+    p.add_argument("--start-row", help="first row (inclusive), \\xNN escapes as CopyTable's --startrow")
+    p.add_argument("--stop-row", help="last row (exclusive), \\xNN escapes")
+    p.add_argument("--start-time", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
+    p.add_argument("--end-time", type=int, help="copy cells with timestamp < this (ms, exclusive)")
+    p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
+    p.add_argument("--versions", type=int, default=1, help="versions per column (default 1, as CopyTable)")
+    p.add_argument("--rows-per-partition", type=int,
+                   help="sample regions (key-only scan) and split those with more rows than this")
+    p.add_argument("--options-json", help="further library options as a JSON object (see CopyOptions/VerifyOptions)")
+    p.add_argument("--master", help="Spark master when run with python (spark-submit sets it otherwise)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+    p.add_argument("--summary-file", help="also write the final JSON summary to this file")
+    p.add_argument("--log-level", default="INFO", help="Python log level of the driver and tasks")
+
+
+def copy_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="copy_table.py",
+        description="Copy an HBase table between clusters over Thrift, keeping every cell's timestamp "
+                    "(a PySpark CopyTable). Prints one JSON summary line; exit 0 when every partition was "
+                    "copied, 1 when one failed, 2 on a usage error.",
+    )
+    _add_scope(p)
+    p.add_argument("--copy-id", help="name of this copy in the savepoint/ledger (default: from clusters+tables)")
+    p.add_argument("--savepoint", help="JSON file recording finished partitions (resume skips them)")
+    p.add_argument("--ledger-url", help="record finished partitions in the run ledger at this SQLAlchemy URL")
+    p.add_argument("--writers", type=int, help="target connections per task")
+    p.add_argument("--pipeline", type=int, help="mutateRowsTs calls in flight per connection")
+    p.add_argument("--scan-batch-rows", type=int, help="rows per scannerGetList")
+    p.add_argument("--rows-per-s", type=float, help="per-task throttle on rows read from the source")
+    p.add_argument("--bytes-per-s", type=float, help="per-task throttle on bytes read from the source")
+    return p
+
+
+def verify_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="verify_table.py",
+        description="Compare a table on two clusters: row counts, range hashes, a row diff of the differing "
+                    "ranges, a re-compare, optionally a repair. Prints one JSON result line; exit 0 when "
+                    "identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
+    )
+    _add_scope(p)
+    p.add_argument("--level", choices=("rows", "content"), default="content",
+                   help="rows: row counts only (key-only scans); content: every cell (default)")
+    p.add_argument("--recompare-sleep-s", type=float, default=0.0,
+                   help="pause before differing rows are compared again (edits in flight)")
+    p.add_argument("--sample-limit", type=int, default=20, help="differing row keys listed per kind")
+    p.add_argument("--repair", action="store_true",
+                   help="write source cells (with their timestamps) to the target and delete target-only cells")
+    return p
+
+
+def _scope_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if ns.options_json:
+        try:
+            extra = json.loads(ns.options_json)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--options-json: not valid JSON: {e}") from None
+        if not isinstance(extra, dict):
+            raise UsageError("--options-json: expected a JSON object")
+    kwargs: dict[str, Any] = dict(extra)
+    kwargs.update(
+        table=ns.table,
+        target_table=ns.target_table,
+        start_row=to_bytes_binary(ns.start_row) if ns.start_row else b"",
+        stop_row=to_bytes_binary(ns.stop_row) if ns.stop_row else b"",
+        start_time=ns.start_time,
+        end_time=ns.end_time,
+        families=",".join(ns.families) if ns.families else (),
+        versions=ns.versions,
+    )
+    if ns.rows_per_partition is not None:
+        kwargs["rows_per_partition"] = ns.rows_per_partition
+    return kwargs
+
+
+def copy_options(ns: argparse.Namespace) -> CopyOptions:
+    kwargs = _scope_kwargs(ns)
+    for name in ("writers", "pipeline", "scan_batch_rows", "rows_per_s", "bytes_per_s"):
+        value = getattr(ns, name)
+        if value is not None:
+            kwargs[name] = value
+    try:
+        return CopyOptions.from_dict(kwargs)
+    except CopyConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def verify_options(ns: argparse.Namespace, now_ms: int) -> VerifyOptions:
+    """VerifyOptions from the arguments; without --end-time the cutoff is the job's start (`now_ms`)."""
+    kwargs = _scope_kwargs(ns)
+    if kwargs["end_time"] is None:
+        kwargs["end_time"] = now_ms
+    kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
+                  repair=ns.repair)
+    try:
+        return VerifyOptions.from_dict(kwargs)
+    except CopyConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def spark_conf(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf: expected KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# argv builders for the Airflow layer (SparkSubmitOperator application_args)
+
+
+def _scope_argv(source: str, target: str, table: str, target_table: str | None, start_time: Any,
+                end_time: Any, families: Sequence[str] | str | None, versions: int | None,
+                rows_per_partition: int | None, options: Mapping[str, Any] | None) -> list[str]:
+    argv = ["--source", source, "--target", target, "--table", table]
+    if target_table:
+        argv += ["--target-table", target_table]
+    if start_time not in (None, ""):
+        argv += ["--start-time", str(start_time)]
+    if end_time not in (None, ""):
+        argv += ["--end-time", str(end_time)]
+    if families:
+        argv += ["--families", families if isinstance(families, str) else ",".join(families)]
+    if versions and int(versions) != 1:
+        argv += ["--versions", str(versions)]
+    if rows_per_partition:
+        argv += ["--rows-per-partition", str(rows_per_partition)]
+    if options:
+        argv += ["--options-json", json.dumps(dict(options), sort_keys=True)]
+    return argv
+
+
+def copy_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
+                  start_time: Any = None, end_time: Any = None, families: Sequence[str] | str | None = None,
+                  versions: int | None = None, rows_per_partition: int | None = None,
+                  copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
+                  options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
+    """`application_args` for jobs/copy_table.py (strings may be Jinja templates: they are passed through)."""
+    argv = _scope_argv(source, target, table, target_table, start_time, end_time, families, versions,
+                       rows_per_partition, options)
+    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url),
+                        ("--summary-file", summary_file)):
+        if value:
+            argv += [flag, value]
+    return argv
+
+
+def verify_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
+                    start_time: Any = None, end_time: Any = None, families: Sequence[str] | str | None = None,
+                    versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
+                    repair: bool = False, sample_limit: int | None = None,
+                    options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
+    """`application_args` for jobs/verify_table.py."""
+    argv = _scope_argv(source, target, table, target_table, start_time, end_time, families, versions, None,
+                       options)
+    if level != "content":
+        argv += ["--level", level]
+    if recompare_sleep_s:
+        argv += ["--recompare-sleep-s", str(recompare_sleep_s)]
+    if sample_limit:
+        argv += ["--sample-limit", str(sample_limit)]
+    if repair:
+        argv += ["--repair"]
+    if summary_file:
+        argv += ["--summary-file", summary_file]
+    return argv
+
+
+def env_default(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)

@@ -1,0 +1,175 @@
+"""The Spark plumbing shared by the copy and verify jobs: session, shipping the library, running partitions.
+
+`run_partitions` runs one Spark task per partition and hands every finished result to the driver *as
+soon as its task ends* (not when the whole job ends): each task adds its result to an accumulator, which
+Spark merges on the driver at task completion, and a driver thread polls it. That is what lets the copy
+record finished partitions in the savepoint/ledger while the job runs, so a job killed midway resumes
+where it stopped (scylla-migrator keeps its savepoints the same way). Only the driver writes the store,
+which then works the same on local[*], YARN or Kubernetes.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Driver and task logs on stderr (stdout carries only the JSON summary)."""
+    root = logging.getLogger()
+    if not any(getattr(h, "_hbase_migration", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler._hbase_migration = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(getattr(logging, str(level).upper(), logging.INFO))
+    for noisy in ("py4j", "happybase", "thriftpy2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def spark_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> tuple[Any, bool]:
+    """(SparkSession, created): the active session when there is one (a test module's, a notebook's),
+    else a new one; `master` only when run with python (spark-submit passes its own). The caller stops
+    the session only if it created it."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # One machine: no UI port to fight over, no progress bar in the logs.
+            builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+    # Re-running a task is harmless (idempotent writes) but wasteful: no speculative copies.
+    builder = builder.config("spark.speculation", "false")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark, True
+
+
+SHIPPED_PACKAGES = ("hbase_migration", "jobs")
+
+
+def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None = None) -> str:
+    """Zip the toolkit's packages that tasks import (the library, and these jobs' helpers)."""
+    import importlib
+
+    fd, path = tempfile.mkstemp(prefix="hbase_migration-", suffix=".zip", dir=dest_dir)
+    os.close(fd)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in packages:
+            pkg = Path(importlib.import_module(name).__file__).resolve().parent
+            for file in sorted(pkg.rglob("*.py")):
+                zf.write(file, str(Path(name) / file.relative_to(pkg)))
+    return path
+
+
+def ship_package(sc: Any) -> None:
+    """Make the toolkit importable in every executor, unless spark-submit --py-files shipped it already."""
+    py_files = sc.getConf().get("spark.submit.pyFiles", "") or ""
+    if "hbase_migration" in py_files:
+        return
+    sc.addPyFile(package_zip())
+
+
+def _result_param() -> Any:
+    from pyspark.accumulators import AccumulatorParam
+
+    class ResultsParam(AccumulatorParam):
+        """Finished results, as an immutable tuple: the polling thread may read it at any time."""
+
+        def zero(self, value: Any) -> tuple:
+            return ()
+
+        def addInPlace(self, a: Any, b: Any) -> tuple:
+            return tuple(a) + tuple(b)
+
+    return ResultsParam()
+
+
+def run_partitions(
+    sc: Any,
+    items: Sequence[Any],
+    task: Callable[[Any], Any],
+    on_done: Callable[[list[Any]], None] | None = None,
+    poll_s: float = 1.0,
+    job_group: str = "hbase-migration",
+    log_level: str = "INFO",
+) -> list[Any]:
+    """Run `task(item)` in one Spark task per item; `on_done(new_results)` on the driver as tasks end.
+
+    `task` must not raise for an expected failure (return a failed result instead) so that one bad
+    partition does not cancel the others. Returns every result, in item order.
+    """
+    if not items:
+        return []
+    acc = sc.accumulator((), _result_param())
+
+    def run(iterator: Any) -> Any:
+        configure_logging(log_level)
+        for item in iterator:
+            result = task(item)
+            acc.add((result,))
+            yield result
+
+    seen = 0
+    lock = threading.Lock()
+
+    def drain() -> None:
+        nonlocal seen
+        with lock:
+            value = acc.value
+            fresh = list(value[seen:])
+            seen = len(value)
+        if fresh and on_done is not None:
+            on_done(fresh)
+
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(poll_s):
+            try:
+                drain()
+            except Exception:  # keep polling: a store hiccup must not stop the job's bookkeeping
+                log.exception("recording finished partitions failed; will retry")
+
+    poller = threading.Thread(target=poll, name="partition-results", daemon=True)
+    poller.start()
+    sc.setJobGroup(job_group, f"{len(items)} partitions", interruptOnCancel=True)
+    try:
+        results = sc.parallelize(list(items), len(items)).mapPartitions(run).collect()
+    finally:
+        stop.set()
+        poller.join()
+        drain()  # whatever finished since the last poll, also when the job failed or was interrupted
+    return results
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM (Airflow's on_kill, a scheduler, `kill`) into SystemExit in the main thread, so
+    `finally` blocks record finished partitions and stop Spark before the driver exits."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def elapsed_since(start: float) -> float:
+    return time.monotonic() - start

@@ -1,0 +1,130 @@
+"""jobs/job_args.py: cluster descriptions, options from the command line, argv builders for Airflow."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from jobs import job_args
+from jobs.job_args import UsageError, cluster_from_text
+
+CONN = {"conn_type": "hbase", "host": "thrift.dc1", "port": 9091,
+        "extra": {"zookeeper_quorum": "zk1,zk2", "zookeeper_port": 2182, "znode_parent": "/hbase-dc1"}}
+
+
+def test_cluster_from_airflow_connection_json_uri_and_cluster_fields():
+    c = cluster_from_text("source", json.dumps(CONN))
+    assert (c.name, c.thrift_host, c.thrift_port, c.zk_quorum, c.zk_port, c.znode_parent) == (
+        "source", "thrift.dc1", 9091, ("zk1", "zk2"), 2182, "/hbase-dc1")
+    extra_as_text = dict(CONN, extra=json.dumps(CONN["extra"]))
+    assert cluster_from_text("source", json.dumps(extra_as_text)) == c
+    uri = cluster_from_text("target", "hbase://thrift.dc2:9090?zookeeper_quorum=zkb&znode_parent=%2Fhbase")
+    assert (uri.thrift_host, uri.thrift_port, uri.zk_quorum, uri.znode_parent) == (
+        "thrift.dc2", 9090, ("zkb",), "/hbase")
+    fields = cluster_from_text("x", json.dumps({"thrift_host": "h", "thrift_port": 1234, "zk_quorum": "a,b"}))
+    assert (fields.name, fields.thrift_port, fields.zk_quorum) == ("x", 1234, ("a", "b"))
+
+
+def test_cluster_from_a_connection_id_in_the_environment(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", json.dumps(CONN))
+    assert cluster_from_text("source", "hbase_source").thrift_host == "thrift.dc1"
+    monkeypatch.delenv("AIRFLOW_CONN_HBASE_SOURCE")
+    with pytest.raises(UsageError, match="--source: connection 'hbase_source' not found"):
+        cluster_from_text("source", "hbase_source")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "--source: a cluster description is required"),
+    ("{bad json", "--source: not valid JSON"),
+    ("[1]", "--source: expected a JSON object"),
+    (json.dumps({"host": "h", "extra": {}}), "--source: .*zookeeper_quorum' is required"),
+    (json.dumps({"thrift_host": "h", "zk_quorum": "z", "colour": 1}), "--source: unknown Cluster field\\(s\\) colour"),
+    (json.dumps({"thrift_host": "h", "zk_quorum": "z", "thrift_port": 0}), "--source: .*port must be within"),
+])
+def test_bad_cluster_descriptions_name_the_argument(text, message):
+    with pytest.raises(UsageError, match=message):
+        cluster_from_text("source", text)
+
+
+def parse_copy(*argv):
+    return job_args.copy_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", *argv])
+
+
+def test_copy_options_from_the_command_line():
+    ns = parse_copy("--target-table", "tbl2", "--start-row", "a\\x00", "--stop-row", "z", "--start-time", "10",
+                    "--end-time", "20", "--families", "cf1", "src:dst", "--versions", "3", "--writers", "6",
+                    "--rows-per-s", "100.5", "--options-json", '{"pipeline": 3, "scan_batch_rows": 50}')
+    o = job_args.copy_options(ns)
+    assert (o.table, o.target_table, o.start_row, o.stop_row, o.start_time, o.end_time) == (
+        "tbl", "tbl2", b"a\x00", b"z", 10, 20)
+    assert o.families == ((b"cf1", b"cf1"), (b"src", b"dst"))
+    assert (o.versions, o.writers, o.rows_per_s, o.pipeline, o.scan_batch_rows) == (3, 6, 100.5, 3, 50)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--start-time", "20", "--end-time", "10"], "start_time 20 must be < end_time 10"),
+    (["--options-json", "[1]"], "--options-json: expected a JSON object"),
+    (["--options-json", "{x"], "--options-json: not valid JSON"),
+    (["--options-json", '{"speed": 1}'], "unknown option\\(s\\) speed"),
+    (["--families", "a:"], "empty target family"),
+    (["--writers", "0"], "writers must be a positive integer"),
+])
+def test_bad_copy_options_are_usage_errors(argv, message):
+    with pytest.raises(UsageError, match=message):
+        job_args.copy_options(parse_copy(*argv))
+
+
+def test_malformed_command_line_exits_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        job_args.copy_parser().parse_args(["--table", "t"])
+    assert e.value.code == 2
+    assert "--source" in capsys.readouterr().err
+
+
+def test_verify_options_default_the_cutoff_to_the_job_start():
+    ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", "--repair",
+                                              "--recompare-sleep-s", "2.5", "--level", "content"])
+    o = job_args.verify_options(ns, now_ms=1_700_000_000_000)
+    assert (o.end_time, o.repair, o.recompare_sleep_s, o.level) == (1_700_000_000_000, True, 2.5, "content")
+    ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", "--end-time", "5"])
+    assert job_args.verify_options(ns, now_ms=99).end_time == 5
+
+
+def test_spark_conf_pairs():
+    assert job_args.spark_conf(["a.b=1", "c= x=y"]) == {"a.b": "1", "c": " x=y"}
+    with pytest.raises(UsageError, match="--conf: expected KEY=VALUE, got 'novalue'"):
+        job_args.spark_conf(["novalue"])
+
+
+def test_copy_job_args_round_trip_through_the_parser():
+    argv = job_args.copy_job_args("{{ conn.src }}", "tgt", "tbl", target_table="tbl2", start_time=5,
+                                  end_time="{{ params.end }}", families=["a", "b:c"], versions=2,
+                                  rows_per_partition=1000, copy_id="run-1", savepoint="/tmp/sp.json",
+                                  options={"writers": 8})
+    assert argv == ["--source", "{{ conn.src }}", "--target", "tgt", "--table", "tbl", "--target-table", "tbl2",
+                    "--start-time", "5", "--end-time", "{{ params.end }}", "--families", "a,b:c",
+                    "--versions", "2", "--rows-per-partition", "1000", "--options-json", '{"writers": 8}',
+                    "--copy-id", "run-1", "--savepoint", "/tmp/sp.json"]
+    ns = job_args.copy_parser().parse_args([a if "{{" not in a else "7" for a in argv])
+    o = job_args.copy_options(ns)
+    assert (o.target_table, o.families, o.versions, o.writers, o.rows_per_partition) == (
+        "tbl2", ((b"a", b"a"), (b"b", b"c")), 2, 8, 1000)
+
+
+def test_verify_job_args():
+    assert job_args.verify_job_args("s", "t", "tbl", end_time=9, recompare_sleep_s=5, repair=True,
+                                    level="content", sample_limit=3) == [
+        "--source", "s", "--target", "t", "--table", "tbl", "--end-time", "9", "--recompare-sleep-s", "5",
+        "--sample-limit", "3", "--repair"]
+    assert job_args.verify_job_args("s", "t", "tbl", level="rows")[-2:] == ["--level", "rows"]
+
+
+def test_package_zip_holds_the_library_and_the_job_helpers(tmp_path):
+    from jobs.spark_runtime import package_zip
+
+    with zipfile.ZipFile(package_zip(dest_dir=str(tmp_path))) as zf:
+        names = set(zf.namelist())
+    assert {"hbase_migration/__init__.py", "hbase_migration/copy.py", "hbase_migration/verify.py",
+            "jobs/spark_runtime.py", "jobs/job_args.py"} <= names
+    assert not any("__pycache__" in n for n in names)
