@@ -1,0 +1,132 @@
+"""Replication peer operators: add (DISABLED, scoped to the migrated tables), enable, disable, remove.
+
+Each builds the cluster from its Airflow connection in `execute()`, calls the library's peer admin once, logs
+what it did (or, with `dry_run`, the exact commands it would run) and returns the result as a small dict. The
+peer admin reads every change back from ZooKeeper, refuses a conflicting peer and leaves it untouched.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from airflow.sdk import BaseOperator, Context
+
+from operators.hooks import HBaseClusterHook
+
+
+def _tables(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = value.split(",")
+    tables = [t.strip() for t in value or [] if t and t.strip()]
+    if not tables:
+        raise ValueError("tables: at least one table is required")
+    return tables
+
+
+class _PeerOperator(BaseOperator):
+    template_fields: Sequence[str] = ("source_conn_id", "peer_id", "dry_run", "ledger_run_id")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source", dry_run: bool | str = False,
+                 ledger_run_id: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.source_conn_id = source_conn_id
+        self.peer_id = peer_id
+        self.dry_run = dry_run
+        self.ledger_run_id = ledger_run_id
+
+    @property
+    def is_dry_run(self) -> bool:
+        return self.dry_run is True or str(self.dry_run).lower() in ("true", "1", "yes")
+
+    def _log_result(self, result) -> dict[str, Any]:
+        data = result.to_dict()
+        verb = "would run" if result.dry_run else "ran"
+        for command in result.commands:
+            self.log.info("%s: %s", verb, command)
+        self.log.info("peer %s: %s. %s", result.peer_id, result.outcome, result.message)
+        if result.peer is not None:
+            self.log.info("peer %s now reads back from ZooKeeper as %s", result.peer_id, result.peer.state)
+        if self.ledger_run_id and result.changed:
+            from operators.ledger import open_ledger
+
+            with open_ledger() as ledger:
+                state = result.peer.state if result.peer else "REMOVED"
+                ledger.peer_note(self.ledger_run_id, result.peer_id, state, f"{result.operation}: {result.outcome}")
+        return data
+
+
+class AddPeerOperator(_PeerOperator):
+    """Add the migration's replication peer, DISABLED, scoped by TABLE_CFS to `tables`.
+
+    From the instant it exists, every edit to those tables is kept in the source's WALs (T0): the copy that
+    follows may then read the tables at leisure, and enabling the peer ships the backlog. Re-running finds the
+    peer (same id, same config, ours) and does nothing; a different peer under that id is refused.
+    """
+
+    template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id", "tables", "enabled")
+
+    def __init__(self, *, tables: Sequence[str] | str, target_conn_id: str = "hbase_target",
+                 enabled: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.target_conn_id = target_conn_id
+        self.tables = tables
+        self.enabled = enabled
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.preflight import migration_peer_config
+        from hbase_migration.replication import peer_admin
+
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        config = migration_peer_config(target, _tables(self.tables))
+        t0_ms = int(time.time() * 1000)  # taken before the peer exists: every edit from here on is kept
+        with peer_admin(source) as admin:
+            result = admin.add_peer(self.peer_id, config, enabled=bool(self.enabled), dry_run=self.is_dry_run)
+        data = self._log_result(result)
+        if self.ledger_run_id and not result.dry_run:
+            from operators.ledger import open_ledger
+
+            with open_ledger() as ledger:
+                data["t0_ms"] = ledger.record_t0(self.ledger_run_id, t0_ms) if result.changed else None
+        return data
+
+
+class EnablePeerOperator(_PeerOperator):
+    """Enable the peer: the WAL backlog kept since T0 starts shipping to the target."""
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.replication import peer_admin
+
+        with peer_admin(HBaseClusterHook(self.source_conn_id).get_cluster()) as admin:
+            return self._log_result(admin.enable_peer(self.peer_id, dry_run=self.is_dry_run))
+
+
+class DisablePeerOperator(_PeerOperator):
+    """Disable the peer: shipping stops and WALs are kept again (oldWALs grows until it is re-enabled)."""
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.replication import peer_admin
+
+        with peer_admin(HBaseClusterHook(self.source_conn_id).get_cluster()) as admin:
+            return self._log_result(admin.disable_peer(self.peer_id, dry_run=self.is_dry_run))
+
+
+class RemovePeerOperator(_PeerOperator):
+    """Remove the peer (the cut-over step, run by a person): its queues go and the cleaner frees oldWALs.
+
+    A peer the toolkit did not create is removed only with `force=True`.
+    """
+
+    template_fields: Sequence[str] = (*_PeerOperator.template_fields, "force")
+
+    def __init__(self, *, force: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.force = force
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.replication import peer_admin
+
+        with peer_admin(HBaseClusterHook(self.source_conn_id).get_cluster()) as admin:
+            return self._log_result(admin.remove_peer(self.peer_id, force=bool(self.force),
+                                                      dry_run=self.is_dry_run))

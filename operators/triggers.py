@@ -1,0 +1,66 @@
+"""Triggers that run in Airflow's triggerer: they poll without holding a worker slot.
+
+Blocking work (ZooKeeper, region servers' /jmx) runs in a thread (`asyncio.to_thread`), never on the event
+loop. The trigger yields exactly one event and returns.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, AsyncIterator
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+class ReplicationDrainedTrigger(BaseTrigger):
+    """Polls a peer until the drain decision holds (or the deadline passes).
+
+    `cluster` is the source connection's fields ({name, host, port, extra}): the trigger rebuilds the cluster
+    from them, so it needs no connection lookup in the triggerer. No secret is involved.
+    """
+
+    def __init__(self, cluster: dict[str, Any], peer_id: str, thresholds: dict[str, Any], poll_interval_s: float,
+                 deadline: float, history: list[dict[str, Any]] | None = None) -> None:
+        super().__init__()
+        self.cluster = cluster
+        self.peer_id = peer_id
+        self.thresholds = thresholds
+        self.poll_interval_s = poll_interval_s
+        self.deadline = deadline
+        self.history = history or []
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{self.__class__.__module__}.{self.__class__.__qualname__}",
+            {"cluster": self.cluster, "peer_id": self.peer_id, "thresholds": self.thresholds,
+             "poll_interval_s": self.poll_interval_s, "deadline": self.deadline, "history": self.history},
+        )
+
+    def _poll(self) -> dict[str, Any]:
+        from hbase_migration import lag
+        from hbase_migration.cluster import Cluster
+
+        c = self.cluster
+        cluster = Cluster.from_connection(c["name"], c["host"], c["port"], c["extra"])
+        result = lag.poll(cluster, self.peer_id, self.history, lag.thresholds_from(self.thresholds), time.time())
+        self.history = result.history
+        return {"drained": result.decision.drained, "decision": result.decision.to_dict(),
+                "summary": result.snapshot.summary(), "line": result.log_line()}
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        last: dict[str, Any] = {}
+        while True:
+            try:
+                last = await asyncio.to_thread(self._poll)
+            except Exception as e:  # a failed poll is not drained; it is retried until the deadline
+                last = {"drained": False, "error": f"{type(e).__name__}: {e}"}
+                self.log.warning("peer %s: poll failed: %s", self.peer_id, last["error"])
+            else:
+                self.log.info("%s", last["line"])
+            if last.get("drained"):
+                yield TriggerEvent({"status": "drained", **last})
+                return
+            if time.time() >= self.deadline:
+                yield TriggerEvent({"status": "timeout", **last})
+                return
+            await asyncio.sleep(self.poll_interval_s)
