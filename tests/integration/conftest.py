@@ -87,3 +87,53 @@ def expire(zookeeper):
         expire_session(client, zookeeper.hosts, timeout)
 
     return _expire
+
+
+# ---------------------------------------------------------------------------------------------- minihbase
+# Clusters run as their own processes (`python -m minihbase serve`) on the session's ZooKeeper, each with a
+# znode parent no other module uses, and are stopped when the module ends (`make test` checks none is left).
+
+
+def _start_minihbase(zookeeper, workdir, name: str, **overrides):
+    from minihbase.testing import MiniCluster
+
+    parent = f"/hbase-{name}-{uuid.uuid4().hex[:8]}"
+    return MiniCluster.start(zookeeper.hosts, workdir, name=name, znode_parent=parent, **overrides)
+
+
+@pytest.fixture(scope="module")
+def minihbase_dc1(zookeeper, tmp_path_factory):
+    """One minihbase cluster (`dc1`, 3 region servers) for the module: `minihbase.testing.MiniCluster`."""
+    cluster = _start_minihbase(zookeeper, tmp_path_factory.mktemp("minihbase"), "dc1")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def minihbase_pair(zookeeper, tmp_path_factory):
+    """Two minihbase clusters (`dc1` source, `dc2` target) for the module, as a tuple."""
+    workdir = tmp_path_factory.mktemp("minihbase")
+    dc1 = _start_minihbase(zookeeper, workdir, "dc1")
+    try:
+        dc2 = _start_minihbase(zookeeper, workdir, "dc2")
+    except BaseException:
+        dc1.stop()
+        raise
+    yield dc1, dc2
+    dc2.stop()
+    dc1.stop()
+
+
+@pytest.fixture
+def minihbase_factory(zookeeper, tmp_path):
+    """`start(name="dcX", **overrides)` for a test that needs its own cluster settings (stopped afterwards)."""
+    started = []
+
+    def start(name: str = "dc1", **overrides):
+        cluster = _start_minihbase(zookeeper, tmp_path / "minihbase", name, **overrides)
+        started.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in reversed(started):
+        cluster.stop()

@@ -1,0 +1,250 @@
+"""The cluster-side client the Thrift gateway uses (HBase's Connection/Table inside the Thrift server):
+locates regions, waits for offline ones up to `client_retry_s`, and groups rows per region.
+
+Errors are HBase's: TableNotFound, TableNotEnabled, NoSuchColumnFamily; a region that stays offline (its server
+died and recovery cannot write) gives RetriesExhausted naming the NotServingRegion cause.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+from minihbase.cells import Cell
+from minihbase.errors import HBaseError, NotServingRegion, RegionServerAborted, RetriesExhausted
+from minihbase.filters import Filter, parse_filter
+from minihbase.region import ColumnSelector, Region, now_ms
+
+if TYPE_CHECKING:
+    from minihbase.cluster import MiniHBaseCluster
+
+T = TypeVar("T")
+ROW_LIMIT_PER_CHUNK = 1000
+
+
+class ClusterClient:
+    def __init__(self, cluster: "MiniHBaseCluster"):
+        self.cluster = cluster
+
+    @property
+    def master(self):
+        return self.cluster.master
+
+    def _on_region(self, table: bytes, row: bytes, fn: Callable[[Region], T]) -> T:
+        """Run `fn(region)` on the region holding `row`, retrying while it is offline or moving."""
+        deadline = time.monotonic() + self.cluster.config.client_retry_s
+        attempts = 0
+        while True:
+            attempts += 1
+            region = self.master.locate(table, row)
+            rs = region.server
+            if rs is not None and rs.online:
+                try:
+                    return fn(region)
+                except (NotServingRegion, RegionServerAborted) as e:
+                    last: HBaseError = e
+            else:
+                last = NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RetriesExhausted(f"Failed after attempts={attempts}, exceptions:\n"
+                                       f"{time.strftime('%Y-%m-%dT%H:%M:%S')}, {last.java_text()}")
+            with self.master.changed:
+                self.master.changed.wait(min(remaining, 0.1))
+
+    # ------------------------------------------------------------------------------------------ reads
+    def get(self, table: bytes, row: bytes, selector: ColumnSelector, time_max: int | None = None,
+            versions: int = 1) -> list[tuple[bytes, int, bytes]]:
+        state = self.master.enabled_table(table)
+        self.master.check_families(state.desc, selector.referenced_families())
+
+        def read(region: Region):
+            with region.lock:
+                region.server._check(region)
+                region.read_requests += 1
+                region.server.read_requests += 1
+                return region.read_row(row, selector, time_max, versions, now_ms())
+        return self._on_region(table, row, read)
+
+    def get_rows(self, table: bytes, rows: list[bytes], selector: ColumnSelector,
+                 time_max: int | None = None) -> list[tuple[bytes, list]]:
+        out = []
+        for row in rows:
+            cells = self.get(table, row, selector, time_max)
+            if cells:
+                out.append((row, cells))
+        return out
+
+    # ------------------------------------------------------------------------------------------ writes
+    def mutate(self, table: bytes, rows: list[list[Cell]], cluster_ids: list[str] | None = None,
+               durable: bool = True) -> None:
+        """Each element of `rows` is one row's cells (one WAL entry). Families are checked for every row before
+        anything is written."""
+        state = self.master.enabled_table(table)
+        self.master.check_families(state.desc, {c.family for cells in rows for c in cells})
+        ids = cluster_ids if cluster_ids is not None else [self.cluster.cluster_id]
+        pending = [cells for cells in rows if cells]
+        while pending:
+            # Group consecutive work per region; rows whose region moved mid-way are simply re-located.
+            first = self.master.locate(table, pending[0][0].row)
+            batch = [cells for cells in pending if first.info.contains(cells[0].row)]
+            rest = [cells for cells in pending if not first.info.contains(cells[0].row)]
+            self._on_region(table, batch[0][0].row,
+                            lambda region, b=batch: self._mutate_region(region, first, b, ids, durable))
+            pending = rest
+
+    @staticmethod
+    def _mutate_region(region: Region, expected: Region, batch, ids, durable) -> None:
+        if region is not expected and not all(region.info.contains(c[0].row) for c in batch):
+            raise NotServingRegion("region split while writing")
+        region.server.mutate(region, batch, ids, durable)
+
+    def increment(self, table: bytes, row: bytes, family: bytes, qualifier: bytes, amount: int) -> int:
+        state = self.master.enabled_table(table)
+        self.master.check_families(state.desc, [family])
+        return self._on_region(table, row, lambda r: r.server.increment(r, row, family, qualifier, amount))
+
+    def check_and_put(self, table: bytes, row: bytes, colkey: bytes, expected: bytes | None,
+                      cells: list[Cell]) -> bool:
+        state = self.master.enabled_table(table)
+        self.master.check_families(state.desc, {colkey.partition(b":")[0]} | {c.family for c in cells})
+
+        def run(region: Region) -> bool:
+            with region.lock:
+                region.server._check(region)
+                current = region.newest(row, colkey, now_ms())
+                if (current[1] if current else None) != expected:
+                    return False
+                region.server.mutate(region, [cells], [self.cluster.cluster_id])
+                return True
+        return self._on_region(table, row, run)
+
+    # ------------------------------------------------------------------------------------------ scans
+    def open_scanner(self, table: bytes, start: bytes = b"", stop: bytes = b"", reversed_: bool = False,
+                     selector: ColumnSelector | None = None, time_max: int | None = None,
+                     filter_string: bytes | None = None, batch: int | None = None) -> "Scanner":
+        state = self.master.enabled_table(table)
+        selector = selector or ColumnSelector()
+        self.master.check_families(state.desc, selector.referenced_families())
+        if filter_string is not None:
+            parse_filter(filter_string)  # malformed: fail at open, as HBase does
+        return Scanner(self, table, start, stop, reversed_, selector, time_max, filter_string, batch)
+
+
+class Scanner:
+    """A scan across regions, resumable after splits and moves: its position is the last row key examined.
+
+    As in HBase, the filter is instantiated per region (a PageFilter limits rows per region, and a filter that
+    ends "all remaining" ends only that region's part)."""
+
+    def __init__(self, client: ClusterClient, table, start, stop, reversed_, selector, time_max,
+                 filter_string, batch):
+        self.client = client
+        self.table = table
+        self.stop = stop
+        self.reversed = reversed_
+        self.selector = selector
+        self.time_max = time_max
+        self.filter_string = filter_string
+        self.batch = batch
+        self.position: bytes | None = start if start else None
+        self.inclusive = True
+        self.region_key: str | None = None
+        self.filter: Filter | None = None
+        self.done = False
+        self.partial: list = []
+        self.last_used = time.monotonic()
+
+    def _filter_for(self, region: Region) -> Filter | None:
+        if self.filter_string is None:
+            return None
+        if self.region_key != region.encoded_name or self.filter is None:
+            self.filter = parse_filter(self.filter_string)
+            self.filter.set_reversed(self.reversed)
+            self.region_key = region.encoded_name
+        return self.filter
+
+    def _locate(self) -> Region:
+        master = self.client.master
+        if self.position is None:
+            state = master.enabled_table(self.table)
+            return state.regions[-1] if self.reversed else state.regions[0]
+        region = master.locate(self.table, self.position)
+        if self.reversed and not self.inclusive and self.position == region.info.start_key:
+            before = master.region_before(self.table, region)
+            if before is not None:
+                return before
+        return region
+
+    def next(self, n: int) -> list[tuple[bytes, list]]:
+        """Up to n results (rows, or partial rows when `batch` is set); [] at the end."""
+        self.last_used = time.monotonic()
+        out: list = []
+        while len(out) < n:
+            if self.partial:
+                take = n - len(out)
+                out.extend(self.partial[:take])
+                self.partial = self.partial[take:]
+                continue
+            if self.done:
+                break
+            rows = self._fetch(n - len(out))
+            if self.batch:
+                for row, cells in rows:
+                    for i in range(0, len(cells), self.batch):
+                        self.partial.append((row, cells[i:i + self.batch]))
+            else:
+                out.extend(rows)
+        return out
+
+    def _fetch(self, n: int) -> list:
+        rows: list = []
+        while not rows and not self.done:
+            def chunk(region: Region):
+                with region.lock:
+                    region.server._check(region)
+                    flt = self._filter_for(region)
+                    result = region.scan_chunk(self.position, self.inclusive, self.stop, self.reversed,
+                                               min(n, ROW_LIMIT_PER_CHUNK), self.selector, self.time_max,
+                                               now_ms(), flt)
+                    region.read_requests += 1
+                    return region, result
+            region, (found, last, exhausted, filter_done) = self._on_scan_region(chunk)
+            rows.extend(found)
+            if last is not None:
+                self.position, self.inclusive = last, False
+            if exhausted or filter_done:
+                self._advance(region)
+        return rows
+
+    def _on_scan_region(self, fn):
+        deadline = time.monotonic() + self.client.cluster.config.client_retry_s
+        attempts = 0
+        while True:
+            attempts += 1
+            region = self._locate()
+            if region.server is not None and region.server.online:
+                try:
+                    return fn(region)
+                except (NotServingRegion, RegionServerAborted) as e:
+                    last: HBaseError = e
+            else:
+                last = NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
+            if time.monotonic() >= deadline:
+                raise RetriesExhausted(f"Failed after attempts={attempts}, exceptions:\n{last.java_text()}")
+            with self.client.master.changed:
+                self.client.master.changed.wait(0.1)
+
+    def _advance(self, region: Region) -> None:
+        """Move past `region` to its neighbour in scan order, or finish."""
+        info = region.info
+        self.filter = None
+        if not self.reversed:
+            if not info.end_key or (self.stop and info.end_key >= self.stop):
+                self.done = True
+            else:
+                self.position, self.inclusive = info.end_key, True
+        else:
+            if not info.start_key or (self.stop and info.start_key <= self.stop):
+                self.done = True
+            else:
+                self.position, self.inclusive = info.start_key, False

@@ -1,0 +1,411 @@
+"""One minihbase cluster inside one OS process: master, N region servers, Thrift gateway, WebHDFS and the
+control endpoint (on the master's info port), sharing one "HDFS" rootdir under `<workdir>/<name>/hdfs`.
+
+Control API (JSON over HTTP on the master info port; the CLI and `minihbase.testing` use it):
+  GET  /control/endpoints   the cluster's entry of `endpoints --json`
+  GET  /control/status      liveness of every role, tables, recovery state
+  POST /control/kill-rs     {"server": index | servername}   crash one region server (no flush)
+  POST /control/start-rs    {"server": index | servername}   start a new region server in that slot
+  POST /control/latency     {"ms": 5}                        injected latency per RPC
+  POST /control/quota       {"path": "/hbase", "space_bytes": n, "namespace": n}   (-1 clears, absent keeps)
+  POST /control/roll-wals   {"server": optional}             roll (and archive what is flushed)
+  POST /control/flush       {"table": optional}              flush memstores (lets WALs be archived)
+  POST /control/compact     {"table": name}
+  POST /control/create-table {"table": t, "families": {"cf": {"max_versions": 3, ...}}, "split_keys": [...]}
+  POST /control/alter-family {"table": t, "family": f, "replication_scope": 1, ...}
+  POST /control/balance, /control/run-log-cleaner, /control/shutdown
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import posixpath
+import shlex
+import sys
+import threading
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+from minihbase.client import ClusterClient
+from minihbase.config import ClusterConfig, ConfigError
+from minihbase.errors import HBaseError, JavaIllegalArgument
+from minihbase.hdfs import HDFSError, MiniHDFS
+from minihbase.httpserver import BadRequest, HttpServer, Request, Response
+from minihbase.jmx import JmxRegistry
+from minihbase.master import Master
+from minihbase.regionserver import RegionServer, compact_store, region_dir
+from minihbase.schema import FamilyDescriptor, TableDescriptor
+from minihbase.thrift_server import ThriftGateway
+from minihbase.webhdfs import install as install_webhdfs
+from minihbase.znodes import PB_MAGIC
+
+log = logging.getLogger(__name__)
+
+
+def split_zk_hosts(zk_hosts: str) -> tuple[str, int]:
+    """"h1:2181,h2:2181" -> ("h1,h2", 2181); hosts keep their own port when ports differ (HBase accepts both)."""
+    if not zk_hosts or "/" in zk_hosts:
+        raise ConfigError(f"zookeeper must be HOST:PORT[,HOST:PORT...] without a chroot, got {zk_hosts!r} "
+                          "(give each cluster its own znode_parent instead)")
+    hosts = []
+    for part in zk_hosts.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"zookeeper host {part!r} must be HOST:PORT")
+        hosts.append((host, int(port)))
+    ports = {p for _, p in hosts}
+    if len(ports) == 1:
+        return ",".join(h for h, _ in hosts), hosts[0][1]
+    return ",".join(f"{h}:{p}" for h, p in hosts), hosts[0][1]
+
+
+class MiniHBaseCluster:
+    def __init__(self, config: ClusterConfig, workdir: Path, zk_hosts: str):
+        self.config = config
+        self.workdir = Path(workdir)
+        self.dir = self.workdir / config.name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.zk_hosts = zk_hosts
+        self.zk_quorum, self.zk_port = split_zk_hosts(zk_hosts)
+        self.fs = MiniHDFS(self.dir / "hdfs", config.replication_factor, config.block_size_bytes,
+                           quota_file=self.dir / "hdfs-quotas.json")
+        self.lock = threading.RLock()
+        self.latency_ms = float(config.latency_ms)
+        self.rs_init_hooks: list = []
+        self.rs_abort_listeners: list = []
+        self.region_servers: list[RegionServer | None] = [None] * config.region_servers
+        self.past_servernames: dict[str, int] = {}
+        self.stopping = False
+        self.cluster_id = ""
+        saved = self._saved_ports()
+        self.control = self._bind_http(config.master_info_port, saved.get("master_info_port", 0), "master-info")
+        self.webhdfs = self._bind_http(config.webhdfs_port, saved.get("webhdfs_port", 0), "webhdfs")
+        self._saved = saved
+        self.master = Master(self)
+        self.client = ClusterClient(self)
+        self.thrift: ThriftGateway | None = None
+        self.jmx = JmxRegistry()
+        self.rs_abort_listeners.append(lambda rs, reason: self.master.server_died(rs, reason))
+        self._register_control()
+        install_webhdfs(self.webhdfs, self.fs)
+
+    # ------------------------------------------------------------------------------------------ ports
+    def _saved_ports(self) -> dict:
+        path = self.dir / "ports.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def _bind_http(self, configured: int, saved: int, name: str) -> HttpServer:
+        if configured:
+            return HttpServer(self.config.host, configured, name)
+        if saved:
+            try:
+                return HttpServer(self.config.host, saved, name)
+            except OSError:
+                log.warning("%s: port %d of the previous run is taken, using a free one", name, saved)
+        return HttpServer(self.config.host, 0, name)
+
+    def _slot_ports(self, slot: int) -> tuple[int, int]:
+        def pick(key: str) -> int:
+            configured = getattr(self.config, key)
+            if slot < len(configured) and configured[slot]:
+                return configured[slot]
+            saved = self._saved.get(key, [])
+            return saved[slot] if slot < len(saved) else 0
+        return pick("rs_ports"), pick("rs_info_ports")
+
+    def _new_region_server(self, slot: int) -> RegionServer:
+        rpc, info = self._slot_ports(slot)
+        try:
+            return RegionServer(self, slot, rpc, info)
+        except OSError:
+            if rpc in self.config.rs_ports or info in self.config.rs_info_ports:
+                raise
+            log.warning("region server slot %d: ports %d/%d taken, using free ones", slot, rpc, info)
+            return RegionServer(self, slot, 0, 0)
+
+    def _save_ports(self) -> None:
+        ports = {
+            "thrift_port": self.thrift.port if self.thrift else 0,
+            "webhdfs_port": self.webhdfs.port, "master_info_port": self.control.port,
+            "rs_ports": [rs.port if rs else 0 for rs in self.region_servers],
+            "rs_info_ports": [rs.info_port if rs else 0 for rs in self.region_servers],
+        }
+        self._saved = ports
+        (self.dir / "ports.json").write_text(json.dumps(ports, indent=1))
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def _load_cluster_id(self) -> str:
+        path = posixpath.join(self.config.rootdir, "hbase.id")
+        if self.fs.exists(path):
+            data = self.fs.read_file(path)
+            return data[len(PB_MAGIC) + 2:].decode() if data.startswith(PB_MAGIC) else data.decode()
+        from minihbase.znodes import cluster_id as encode_cluster_id
+
+        new = str(uuid.uuid4())
+        self.fs.write_file(path, encode_cluster_id(new))
+        return new
+
+    def start(self) -> "MiniHBaseCluster":
+        cfg = self.config
+        self.fs.mkdirs(cfg.rootdir)
+        self.cluster_id = self._load_cluster_id()
+        for path, q in cfg.quotas.items():
+            self.fs.mkdirs(path)
+            self.fs.set_quota(path, q.get("namespace", -1), q.get("space_bytes", -1), persist=False)
+        self.fs.load_saved_quotas()
+        for spec in cfg.extensions:
+            module, _, func = spec.partition(":")
+            getattr(importlib.import_module(module), func)(self)
+        self.control.start()
+        self.webhdfs.start()
+        self.master.start_zookeeper()
+        self.master.load_tables()
+        self.master.start()
+        for slot in range(cfg.region_servers):
+            self.start_region_server(slot, balance=False)
+        self.master.startup_recovery()
+        self.master.publish_meta_location(self.region_servers[0])
+        thrift_port = cfg.thrift_port or self._saved.get("thrift_port", 0)
+        try:
+            self.thrift = ThriftGateway(self, cfg.host, thrift_port).start()
+        except OSError:
+            if cfg.thrift_port:
+                raise
+            self.thrift = ThriftGateway(self, cfg.host, 0).start()
+        self._save_ports()
+        log.info("cluster %s up: thrift %s:%d, %d region servers, cluster id %s", cfg.name, cfg.host,
+                 self.thrift.port, cfg.region_servers, self.cluster_id)
+        return self
+
+    def start_region_server(self, slot: int, balance: bool = True) -> RegionServer:
+        with self.lock:
+            current = self.region_servers[slot]
+            if current is not None and current.online:
+                raise BadRequest(f"region server slot {slot} is running ({current.servername})")
+            rs = self._new_region_server(slot)
+            self.region_servers[slot] = rs
+            self.past_servernames[rs.servername] = slot
+        rs.start()
+        if self.thrift is not None:
+            self._save_ports()
+        if balance:
+            self.master.submit("recover", self.master._recover)
+            if self.config.balancer:
+                self.master.submit("balance", self.master.balance)
+        return rs
+
+    def stop(self) -> None:
+        """Graceful: Thrift stops taking requests, region servers flush and archive, the master leaves."""
+        self.stopping = True
+        if self.thrift is not None:
+            self.thrift.stop()
+        self.master.stop()
+        for rs in self.region_servers:
+            if rs is not None and rs.online:
+                rs.stop()
+        for server in (self.control, self.webhdfs):
+            try:
+                server.stop()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------------------------------------ views
+    def shell_command(self) -> list[str]:
+        return [sys.executable, "-m", "minihbase", "shell", "-n", "--cluster", self.config.name,
+                "--workdir", str(self.workdir)]
+
+    def endpoints(self) -> dict:
+        cfg = self.config
+        webhdfs_url = self.webhdfs.url
+        cluster_key = f"{self.zk_quorum}:{self.zk_port}:{cfg.znode_parent}"
+        extra = {
+            "zookeeper_quorum": self.zk_quorum, "zookeeper_port": self.zk_port, "znode_parent": cfg.znode_parent,
+            "webhdfs_url": webhdfs_url, "rootdir": cfg.rootdir, "peer_admin": "shell",
+            "shell_command": shlex.join(self.shell_command()),
+        }
+        connection = {"conn_type": "hbase", "host": cfg.host, "port": self.thrift.port if self.thrift else None,
+                      "extra": extra}
+        return {
+            "name": cfg.name,
+            "thrift": {"host": cfg.host, "port": self.thrift.port if self.thrift else None},
+            "zookeeper": {"quorum": self.zk_quorum, "port": self.zk_port, "znode_parent": cfg.znode_parent,
+                          "hosts": self.zk_hosts},
+            "cluster_key": cluster_key,
+            "cluster_id": self.cluster_id,
+            "master": {"host": cfg.host, "port": self.master.rpc.port, "info_port": self.control.port},
+            "region_servers": [
+                {"slot": slot, "servername": rs.servername, "host": rs.host, "port": rs.port,
+                 "info_port": rs.info_port, "alive": rs.online, "state": rs.state}
+                for slot, rs in enumerate(self.region_servers) if rs is not None
+            ],
+            "webhdfs_url": webhdfs_url,
+            "rootdir": cfg.rootdir,
+            "control_url": self.control.url,
+            "workdir": str(self.workdir),
+            "shell_command": self.shell_command(),
+            "connection": connection,
+            "connection_uri": f"hbase://{cfg.host}:{connection['port']}/?__extra__="
+                              + quote(json.dumps(extra, sort_keys=True), safe=""),
+        }
+
+    def status(self) -> dict:
+        return {
+            "name": self.config.name, "cluster_id": self.cluster_id, "latency_ms": self.latency_ms,
+            "master": {"alive": not self.master._stopping, "recovery_error": self.master.recovery_error},
+            "region_servers": [rs.status() for rs in self.region_servers if rs is not None],
+            "tables": {
+                name.decode("latin-1"): {
+                    "enabled": st.desc.enabled,
+                    "regions": [{"name": r.info.region_name.decode("latin-1"),
+                                 "server": r.server.servername if r.server else None} for r in st.regions],
+                } for name, st in sorted(self.master.tables.items())
+            },
+            "quotas": self.fs.quotas(),
+        }
+
+    # ------------------------------------------------------------------------------------------ operations
+    def resolve_slot(self, server) -> int:
+        if isinstance(server, bool):
+            raise BadRequest(f"server must be a slot index or a servername, got {server!r}")
+        if isinstance(server, int) or (isinstance(server, str) and server.isdigit()):
+            slot = int(server)
+            if not 0 <= slot < len(self.region_servers):
+                raise BadRequest(f"region server index {slot} out of range 0..{len(self.region_servers) - 1}")
+            return slot
+        if isinstance(server, str) and server in self.past_servernames:
+            return self.past_servernames[server]
+        known = ", ".join(rs.servername for rs in self.region_servers if rs is not None)
+        raise BadRequest(f"unknown region server {server!r}; known: {known}")
+
+    def kill_region_server(self, server) -> str:
+        slot = self.resolve_slot(server)
+        rs = self.region_servers[slot]
+        if rs is None or not rs.online:
+            raise BadRequest(f"region server slot {slot} is not running")
+        rs.kill()
+        return rs.servername
+
+    def roll_wals(self, server=None) -> list[str]:
+        servers = [self.region_servers[self.resolve_slot(server)]] if server is not None else self.region_servers
+        return [rs.roll_wal() for rs in servers if rs is not None and rs.online]
+
+    def _regions(self, table: str | None):
+        names = [table.encode("latin-1")] if table else list(self.master.tables)
+        for name in names:
+            state = self.master.table(name)
+            for region in state.regions:
+                yield state, region
+
+    def flush(self, table: str | None = None) -> int:
+        count = 0
+        for _, region in self._regions(table):
+            rs = region.server
+            if rs is not None and rs.online:
+                rs.flush(region)
+                count += 1
+        return count
+
+    def compact(self, table_or_region: bytes) -> None:
+        name = table_or_region.decode("latin-1")
+        targets = [(s, r) for s, r in self._regions(None)
+                   if r.info.region_name == table_or_region or r.encoded_name == name] \
+            or list(self._regions(name))
+        for state, region in targets:
+            rs = region.server
+            if rs is None or not rs.online:
+                continue
+            with region.lock:
+                rs._flush(region)
+                base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
+                for family in state.desc.families:
+                    fdir = posixpath.join(base, family.decode("latin-1"))
+                    if self.fs.exists(fdir) and self.fs.list_dir(fdir):
+                        compact_store(self.fs, fdir, region, family)
+
+    # ------------------------------------------------------------------------------------------ control
+    def _register_control(self) -> None:
+        c = self.control
+        c.route("GET", "/jmx", self.jmx.handle)
+        self.jmx.register("Hadoop:service=HBase,name=Master,sub=Server", lambda: {
+            "modelerType": "Master,sub=Server", "tag.Context": "master", "tag.Hostname": self.config.host,
+            "tag.clusterId": self.cluster_id, "tag.isActiveMaster": "true",
+            "tag.liveRegionServers": ";".join(rs.servername for rs in self.master.live_servers()),
+            "numRegionServers": len(self.master.live_servers()),
+            "numDeadRegionServers": sum(1 for rs in self.region_servers if rs is not None and not rs.online),
+        })
+        c.route("GET", "/control/endpoints", lambda r: Response(200, self.endpoints()))
+        c.route("GET", "/control/status", lambda r: Response(200, self.status()))
+        c.route("POST", "/control/kill-rs", self._wrap(lambda b: {"killed": self.kill_region_server(b.get("server"))}))
+        c.route("POST", "/control/start-rs", self._wrap(
+            lambda b: {"started": self.start_region_server(self.resolve_slot(b.get("server"))).servername}))
+        c.route("POST", "/control/latency", self._wrap(self._set_latency))
+        c.route("POST", "/control/quota", self._wrap(self._set_quota))
+        c.route("POST", "/control/roll-wals", self._wrap(lambda b: {"wals": self.roll_wals(b.get("server"))}))
+        c.route("POST", "/control/flush", self._wrap(lambda b: {"flushed_regions": self.flush(b.get("table"))}))
+        c.route("POST", "/control/compact", self._wrap(
+            lambda b: self.compact(_required(b, "table").encode("latin-1")) or {}))
+        c.route("POST", "/control/create-table", self._wrap(self._create_table))
+        c.route("POST", "/control/alter-family", self._wrap(self._alter_family))
+        c.route("POST", "/control/balance", self._wrap(lambda b: {"moves": self.master.balance()}))
+        c.route("POST", "/control/run-log-cleaner", self._wrap(
+            lambda b: {"deleted": self.master.log_cleaner.run_once()}))
+
+    def _wrap(self, fn):
+        def handler(request: Request) -> Response:
+            body = request.json()
+            if not isinstance(body, dict):
+                raise BadRequest("request body must be a JSON object")
+            try:
+                return Response(200, fn(body))
+            except (HBaseError, HDFSError, JavaIllegalArgument, ConfigError) as e:
+                text = e.java_text() if hasattr(e, "java_text") else str(e)
+                return Response(409 if isinstance(e, (HBaseError, HDFSError)) else 400, {"error": text})
+        return handler
+
+    def _set_latency(self, body: dict) -> dict:
+        ms = body.get("ms")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0:
+            raise BadRequest(f"ms must be a number >= 0, got {ms!r}")
+        self.latency_ms = float(ms)
+        return {"latency_ms": self.latency_ms}
+
+    def _set_quota(self, body: dict) -> dict:
+        path = _required(body, "path")
+        unknown = set(body) - {"path", "space_bytes", "namespace"}
+        if unknown:
+            raise BadRequest(f"unknown quota field(s): {', '.join(sorted(unknown))}")
+        self.fs.set_quota(path, namespace=body.get("namespace"), space=body.get("space_bytes"))
+        return {"quotas": self.fs.quotas()}
+
+    def _create_table(self, body: dict) -> dict:
+        name = _required(body, "table")
+        families = body.get("families")
+        if not isinstance(families, dict) or not families:
+            raise BadRequest("families must be a non-empty object of family name -> settings")
+        fams = {}
+        for fname, settings in families.items():
+            settings = settings or {}
+            allowed = {"max_versions", "ttl_s", "replication_scope", "in_memory", "compression", "bloom_filter_type"}
+            if not isinstance(settings, dict) or set(settings) - allowed:
+                raise BadRequest(f"family {fname!r}: settings must be an object with keys among {sorted(allowed)}")
+            fams[fname.encode("latin-1")] = FamilyDescriptor(fname.encode("latin-1"), **settings)
+        splits = [s.encode("latin-1") for s in body.get("split_keys", [])]
+        splits += [bytes.fromhex(s) for s in body.get("split_keys_hex", [])]
+        regions = self.master.create_table(TableDescriptor(name.encode("latin-1"), fams), splits)
+        return {"regions": [r.info.region_name.decode("latin-1") for r in regions]}
+
+    def _alter_family(self, body: dict) -> dict:
+        table, family = _required(body, "table"), _required(body, "family")
+        attrs = {k: v for k, v in body.items() if k not in ("table", "family")}
+        self.master.alter_family(table.encode("latin-1"), family.encode("latin-1"), **attrs)
+        return {"families": {f.name.decode("latin-1"): f.to_json()
+                             for f in self.master.table(table.encode("latin-1")).desc.families.values()}}
+
+
+def _required(body: dict, key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"{key} is required (a non-empty string)")
+    return value

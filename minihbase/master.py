@@ -1,0 +1,573 @@
+"""The master: table metadata (hbase:meta's job), region assignment, crash recovery, splits, balancing, the
+oldWALs log cleaner, and the cluster's znodes (`hbaseid`, `master`, `rs/`).
+
+Region transitions (recovery, split, move) run one at a time on the master's procedure thread, so they never
+race each other. Crash recovery is HBase's ServerCrashProcedure in small: the dead server's WAL directory is
+renamed `-splitting`, its edits are replayed into the regions it held (each reopened from its store files on a
+live server and flushed), then the WALs move to oldWALs. A recovery that cannot write (an HDFS quota) leaves
+the regions offline and is retried; requests to them answer IOError meanwhile.
+
+Hooks for part 2: `log_cleaner.delegates` (a WAL is deleted only if every delegate agrees; the TTL cleaner is
+first), `dead_server_listeners` (`fn(servername)` after a dead server's WALs are split and archived),
+`wal_archive_listeners` (`fn(old_path, new_path)` for WALs the master archives after splitting).
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import posixpath
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from minihbase import znodes
+from minihbase.errors import (
+    DoNotRetryIOException,
+    HBaseError,
+    NoSuchColumnFamily,
+    TableExists,
+    TableNotDisabled,
+    TableNotEnabled,
+    TableNotFound,
+)
+from minihbase.hdfs import HDFSError
+from minihbase.httpserver import HttpServer
+from minihbase.region import Region, new_store_file_name, now_ms, store_file_bytes
+from minihbase.regionserver import RegionServer, load_region, region_dir
+from minihbase.schema import RegionInfo, TableDescriptor, validate_table_name
+from minihbase.wal import read_entries
+
+if TYPE_CHECKING:
+    from minihbase.cluster import MiniHBaseCluster
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TableState:
+    desc: TableDescriptor
+    regions: list[Region] = field(default_factory=list)  # sorted by start key; replaced, never mutated
+
+    @property
+    def starts(self) -> list[bytes]:
+        return [r.info.start_key for r in self.regions]
+
+
+def table_dir(rootdir: str, table: bytes) -> str:
+    ns, qualifier = validate_table_name(table)
+    return posixpath.join(rootdir, "data", ns.decode("latin-1"), qualifier.decode("latin-1"))
+
+
+class TimeToLiveLogCleaner:
+    """HBase's default: an oldWALs file is deletable once it is older than the TTL (by modification time)."""
+
+    def __init__(self, ttl_s: float):
+        self.ttl_ms = ttl_s * 1000
+
+    def is_file_deletable(self, status: dict) -> bool:
+        return now_ms() - status["modificationTime"] > self.ttl_ms
+
+
+class LogCleaner:
+    """The master's oldWALs cleaner chore: delete a file only if every delegate says it is deletable."""
+
+    def __init__(self, cluster: "MiniHBaseCluster", ttl_s: float):
+        self.cluster = cluster
+        self.delegates: list = [TimeToLiveLogCleaner(ttl_s)]
+        self.deleted_total = 0
+
+    def run_once(self) -> list[str]:
+        fs = self.cluster.fs
+        old_dir = posixpath.join(self.cluster.config.rootdir, "oldWALs")
+        if not fs.exists(old_dir):
+            return []
+        for d in self.delegates:
+            pre = getattr(d, "pre_clean", None)
+            if pre is not None:
+                pre()
+        deleted = []
+        for status in fs.list_status(old_dir):
+            if status["type"] != "FILE":
+                continue
+            status = {**status, "path": posixpath.join(old_dir, status["pathSuffix"]), "name": status["pathSuffix"]}
+            if all(d.is_file_deletable(status) for d in self.delegates):
+                if fs.delete(status["path"]):
+                    deleted.append(status["path"])
+        self.deleted_total += len(deleted)
+        if deleted:
+            log.info("log cleaner deleted %d oldWALs file(s)", len(deleted))
+        return deleted
+
+
+class Master:
+    def __init__(self, cluster: "MiniHBaseCluster"):
+        self.cluster = cluster
+        self.config = cluster.config
+        self.tables: dict[bytes, TableState] = {}
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)  # notified on every assignment change
+        self.rpc = HttpServer(self.config.host, 0, "master-rpc")
+        self.startcode = int(time.time() * 1000)
+        self.log_cleaner = LogCleaner(cluster, self.config.log_cleaner_ttl_s)
+        self.dead_server_listeners: list[Callable[[str], None]] = []
+        self.wal_archive_listeners: list[Callable[[str, str], None]] = []
+        self.zk = None
+        self._tasks: queue.Queue = queue.Queue()
+        self._queued: set = set()
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+        self.recovery_error: str | None = None
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start_zookeeper(self) -> None:
+        from kazoo.client import KazooClient
+
+        parent = self.config.znode_parent
+        self.zk = KazooClient(hosts=self.cluster.zk_hosts, timeout=self.config.zk_session_timeout_s)
+        self.zk.start(timeout=30)
+        for child in ("rs", "draining", "backup-masters", "splitWAL"):
+            self.zk.ensure_path(f"{parent}/{child}")
+        data = znodes.with_metadata(znodes.cluster_id(self.cluster.cluster_id), ident=f"master:{self.rpc.port}")
+        if self.zk.exists(f"{parent}/hbaseid"):
+            self.zk.set(f"{parent}/hbaseid", data)
+        else:
+            self.zk.create(f"{parent}/hbaseid", data)
+        master_path = f"{parent}/master"
+        if self.zk.exists(master_path):  # left by a previous incarnation whose session has not expired yet
+            self.zk.delete(master_path)
+        self.zk.create(master_path, znodes.with_metadata(
+            znodes.master(self.config.host, self.rpc.port, self.startcode, self.cluster.control.port),
+            ident=f"master:{self.rpc.port}"), ephemeral=True)
+
+    def publish_meta_location(self, rs: RegionServer) -> None:
+        path = f"{self.config.znode_parent}/meta-region-server"
+        data = znodes.with_metadata(znodes.meta_region_server(rs.host, rs.port, rs.startcode),
+                                    ident=f"master:{self.rpc.port}")
+        if self.zk.exists(path):
+            self.zk.set(path, data)
+        else:
+            self.zk.create(path, data)
+
+    def start(self) -> None:
+        self.rpc.start()
+        for target, name in ((self._procedure_loop, "master-procedures"), (self._cleaner_loop, "log-cleaner")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._tasks.put(None)
+        for t in self._threads:
+            t.join(10)
+        self.rpc.stop()
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+
+    # ------------------------------------------------------------------------------------------ procedures
+    def submit(self, key, fn: Callable[[], None]) -> None:
+        with self.lock:
+            if key in self._queued:
+                return
+            self._queued.add(key)
+        self._tasks.put((key, fn))
+
+    def _procedure_loop(self) -> None:
+        while True:
+            item = self._tasks.get()
+            if item is None or self._stopping:
+                return
+            key, fn = item
+            with self.lock:
+                self._queued.discard(key)
+            try:
+                fn()
+            except Exception:
+                log.exception("master procedure %s failed", key)
+
+    def _retry_later(self, key, fn, delay: float = 1.0) -> None:
+        def later():
+            if not self._stopping:
+                self.submit(key, fn)
+        timer = threading.Timer(delay, later)
+        timer.daemon = True
+        timer.start()
+
+    def _cleaner_loop(self) -> None:
+        while not self._stopping:
+            deadline = time.monotonic() + self.config.log_cleaner_interval_s
+            while not self._stopping and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if self._stopping:
+                return
+            try:
+                self.log_cleaner.run_once()
+            except Exception:
+                log.exception("log cleaner failed")
+
+    # ------------------------------------------------------------------------------------------ meta
+    def load_tables(self) -> None:
+        """Read table descriptors and region infos from the rootdir (regions start offline)."""
+        fs = self.cluster.fs
+        data = posixpath.join(self.config.rootdir, "data")
+        if not fs.exists(data):
+            return
+        for ns in fs.list_dir(data):
+            for qualifier in fs.list_dir(posixpath.join(data, ns)):
+                tdir = posixpath.join(data, ns, qualifier)
+                info_path = posixpath.join(tdir, ".tabledesc", ".tableinfo.0000000001")
+                if not fs.exists(info_path):
+                    continue
+                desc = TableDescriptor.from_bytes(fs.read_file(info_path))
+                regions = []
+                for name in fs.list_dir(tdir):
+                    rinfo = posixpath.join(tdir, name, ".regioninfo")
+                    if name.startswith(".") or not fs.exists(rinfo):
+                        continue
+                    regions.append(Region(RegionInfo.from_bytes(fs.read_file(rinfo)), desc))
+                regions.sort(key=lambda r: r.info.start_key)
+                self.tables[desc.name] = TableState(desc, regions)
+
+    def table(self, name: bytes) -> TableState:
+        state = self.tables.get(name)
+        if state is None:
+            raise TableNotFound(name.decode("latin-1"))
+        return state
+
+    def enabled_table(self, name: bytes) -> TableState:
+        state = self.table(name)
+        if not state.desc.enabled:
+            raise TableNotEnabled(f"{name.decode('latin-1')} is disabled.")
+        return state
+
+    def locate(self, table: bytes, row: bytes) -> Region:
+        state = self.enabled_table(table)
+        regions = state.regions
+        i = bisect.bisect_right([r.info.start_key for r in regions], row) - 1
+        return regions[max(i, 0)]
+
+    def region_before(self, table: bytes, region: Region) -> Region | None:
+        regions = self.enabled_table(table).regions
+        starts = [r.info.start_key for r in regions]
+        i = bisect.bisect_left(starts, region.info.start_key) - 1
+        return regions[i] if i >= 0 else None
+
+    def region_after(self, table: bytes, region: Region) -> Region | None:
+        if not region.info.end_key:
+            return None
+        return self.locate(table, region.info.end_key)
+
+    def check_families(self, desc: TableDescriptor, families, region: Region | None = None) -> None:
+        for family in families:
+            if family not in desc.families:
+                where = region.info.region_name.decode("latin-1") if region else desc.text
+                raise NoSuchColumnFamily(
+                    f"Column family {family.decode('latin-1')} does not exist in region {where} "
+                    f"in table {desc.describe()}")
+
+    # ------------------------------------------------------------------------------------------ DDL
+    def _write_descriptor(self, desc: TableDescriptor) -> None:
+        path = posixpath.join(table_dir(self.config.rootdir, desc.name), ".tabledesc", ".tableinfo.0000000001")
+        self.cluster.fs.write_file(path, desc.to_bytes(), overwrite=True)
+
+    def create_table(self, desc: TableDescriptor, split_keys: list[bytes] = ()) -> list[Region]:
+        validate_table_name(desc.name)
+        if not desc.families:
+            raise DoNotRetryIOException("Table should have at least one column family.")
+        splits = sorted(set(split_keys))
+        if b"" in splits:
+            raise DoNotRetryIOException("Empty split key must not be passed in the split keys.")
+        fs = self.cluster.fs
+        with self.lock:
+            if desc.name in self.tables:
+                raise TableExists(desc.text)
+            tdir = table_dir(self.config.rootdir, desc.name)
+            region_id = now_ms()
+            bounds = [b""] + splits + [b""]
+            regions = [Region(RegionInfo(desc.name, bounds[i], bounds[i + 1], region_id), desc)
+                       for i in range(len(bounds) - 1)]
+            try:
+                self._write_descriptor(desc)
+                for region in regions:
+                    fs.write_file(posixpath.join(tdir, region.encoded_name, ".regioninfo"), region.info.to_bytes())
+            except HDFSError as e:
+                fs.delete(tdir, recursive=True)
+                raise HBaseError(f"create of table {desc.text} failed: {e.java_text()}") from None
+            self.tables[desc.name] = TableState(desc, regions)
+            live = self.live_servers()
+            for i, region in enumerate(regions):
+                if live:
+                    self._least_loaded(live).add_region(region)
+            self.changed.notify_all()
+        log.info("created table %s with %d region(s)", desc.text, len(regions))
+        return regions
+
+    def _least_loaded(self, servers: list[RegionServer]) -> RegionServer:
+        return min(servers, key=lambda rs: (len(rs.regions), rs.slot))
+
+    def live_servers(self) -> list[RegionServer]:
+        return [rs for rs in self.cluster.region_servers if rs is not None and rs.online]
+
+    def disable_table(self, name: bytes) -> None:
+        with self.lock:
+            state = self.table(name)
+            if not state.desc.enabled:
+                raise TableNotEnabled(name.decode("latin-1"))
+            for region in state.regions:
+                rs = region.server
+                if rs is not None:
+                    with region.lock:
+                        rs.flush(region)
+                        rs.remove_region(region)
+            state.desc.enabled = False
+            self._write_descriptor(state.desc)
+            self.changed.notify_all()
+
+    def enable_table(self, name: bytes) -> None:
+        with self.lock:
+            state = self.table(name)
+            if state.desc.enabled:
+                raise TableNotDisabled(name.decode("latin-1"))
+            fresh = []
+            for region in state.regions:
+                r = Region(region.info, state.desc)
+                load_region(self.cluster.fs, self.config.rootdir, r)
+                fresh.append(r)
+            state.desc.enabled = True
+            self._write_descriptor(state.desc)
+            state.regions = fresh
+            live = self.live_servers()
+            for region in fresh:
+                if live:
+                    self._least_loaded(live).add_region(region)
+            self.changed.notify_all()
+
+    def delete_table(self, name: bytes) -> None:
+        with self.lock:
+            state = self.table(name)
+            if state.desc.enabled:
+                raise TableNotDisabled(name.decode("latin-1"))
+            self.cluster.fs.delete(table_dir(self.config.rootdir, name), recursive=True)
+            del self.tables[name]
+            self.changed.notify_all()
+
+    def alter_family(self, name: bytes, family: bytes, **attrs) -> None:
+        """Change a family's settings (e.g. replication_scope, max_versions, ttl_s); adds the family if new."""
+        from minihbase.schema import FamilyDescriptor
+
+        with self.lock:
+            state = self.table(name)
+            fam = state.desc.families.get(family) or FamilyDescriptor(family)
+            for k, v in attrs.items():
+                if not hasattr(fam, k) or k == "name":
+                    raise DoNotRetryIOException(f"unknown column family attribute {k!r}")
+                setattr(fam, k, v)
+            state.desc.families[family] = fam
+            self._write_descriptor(state.desc)
+
+    # ------------------------------------------------------------------------------------------ recovery
+    def server_died(self, rs: RegionServer, reason: str) -> None:
+        if self._stopping or self.cluster.stopping:
+            return
+        log.warning("region server %s died (%s): recovering its regions", rs.servername, reason)
+        self.submit("recover", self._recover)
+
+    def startup_recovery(self) -> None:
+        """At start every region is offline: open them all, replaying WALs left by a previous incarnation."""
+        self._recover()
+
+    def _dead_wal_dirs(self) -> list[str]:
+        fs = self.cluster.fs
+        wals = posixpath.join(self.config.rootdir, "WALs")
+        if not fs.exists(wals):
+            return []
+        live = {rs.servername for rs in self.live_servers()}
+        return [posixpath.join(wals, d) for d in fs.list_dir(wals) if d not in live]
+
+    def _recover(self) -> None:
+        """Reopen every offline region of an enabled table, replaying the edits in dead servers' WALs."""
+        fs = self.cluster.fs
+        live = self.live_servers()
+        with self.lock:
+            offline = [(state, r) for state in self.tables.values() if state.desc.enabled
+                       for r in state.regions if r.server is None]
+        dead_dirs = self._dead_wal_dirs()
+        if not offline and not dead_dirs:
+            return
+        if not live:
+            log.warning("no live region server: %d region(s) stay offline", len(offline))
+            self.recovery_error = "no live region server"
+            return
+        try:
+            splitting = []
+            for d in dead_dirs:
+                if not d.endswith("-splitting"):
+                    fs.rename(d, d + "-splitting")
+                    d += "-splitting"
+                splitting.append(d)
+            edits: dict[str, list] = {}
+            wal_files = []
+            for d in splitting:
+                for name in sorted(fs.list_dir(d), key=lambda n: (n.rsplit(".", 1)[-1], n)):
+                    path = posixpath.join(d, name)
+                    wal_files.append(path)
+                    for entry, _ in read_entries(fs.read_file(path)):
+                        edits.setdefault(entry.encoded_region, []).append(entry)
+        except HDFSError as e:
+            self._recovery_failed(f"WAL splitting failed: {e.java_text()}")
+            return
+        failed = []
+        for state, region in offline:
+            if region.server is not None or state.desc.name not in self.tables:
+                continue
+            try:
+                self._reopen(state, region, edits.get(region.encoded_name, []), live)
+            except HDFSError as e:
+                failed.append(f"{region.info.region_name.decode('latin-1')}: {e.java_text()}")
+        if failed:
+            self._recovery_failed("; ".join(failed))
+            return
+        try:
+            for path in wal_files:
+                new = posixpath.join(self.config.rootdir, "oldWALs", posixpath.basename(path))
+                fs.mkdirs(posixpath.dirname(new))
+                fs.rename(path, new)
+                for listener in list(self.wal_archive_listeners):
+                    listener(path, new)
+            dead = []
+            for d in splitting:
+                fs.delete(d, recursive=True)
+                dead.append(posixpath.basename(d)[:-len("-splitting")])
+        except HDFSError as e:
+            self._recovery_failed(f"archiving split WALs failed: {e.java_text()}")
+            return
+        self.recovery_error = None
+        for servername in dead:
+            for listener in list(self.dead_server_listeners):
+                try:
+                    listener(servername)
+                except Exception:
+                    log.exception("dead server listener failed")
+        if self.config.balancer:
+            self.submit("balance", self.balance)
+
+    def _recovery_failed(self, why: str) -> None:
+        self.recovery_error = why
+        log.error("region recovery failed, will retry: %s", why)
+        self._retry_later("recover", self._recover, 1.0)
+
+    def _reopen(self, state: TableState, old: Region, entries: list, live: list[RegionServer]) -> None:
+        region = Region(old.info, state.desc)
+        fs = self.cluster.fs
+        flushed = load_region(fs, self.config.rootdir, region)
+        replay = [e for e in entries if e.seq_id > flushed]
+        for e in replay:
+            region.apply(e.cells, e.seq_id)
+        if replay:
+            cells, max_seq = region.take_flush_snapshot()
+            base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
+            written = []
+            try:
+                for family in {c.family for c in cells}:
+                    path = posixpath.join(base, family.decode("latin-1"), new_store_file_name())
+                    fs.write_file(path, store_file_bytes([c for c in cells if c.family == family], max_seq))
+                    written.append(path)
+            except HDFSError:
+                for path in written:
+                    fs.delete(path)
+                raise
+            region.flushed_seq = max_seq
+            log.info("replayed %d WAL edit(s) into %s", len(replay), region)
+        with self.lock:
+            state.regions = [region if r is old else r for r in state.regions]
+            target = self._least_loaded([rs for rs in live if rs.online] or live)
+            target.add_region(region)
+            self.changed.notify_all()
+
+    # ------------------------------------------------------------------------------------------ split/balance
+    def request_split(self, region: Region) -> None:
+        self.submit(("split", region.encoded_name), lambda: self._split(region))
+
+    def _split(self, parent: Region) -> None:
+        rs = parent.server
+        state = self.tables.get(parent.info.table)
+        if rs is None or not rs.online or state is None or parent not in state.regions:
+            return
+        fs = self.cluster.fs
+        with parent.lock:
+            if parent.server is not rs:
+                return
+            mid = parent.split_point()
+            if mid is None:
+                return
+            rs._flush(parent)
+            region_id = max(now_ms(), parent.info.region_id + 1)
+            info = parent.info
+            left = Region(RegionInfo(info.table, info.start_key, mid, region_id), state.desc)
+            right = Region(RegionInfo(info.table, mid, info.end_key, region_id), state.desc)
+            parent.split_into(left, right, mid)
+            written = []
+            try:
+                for d in (left, right):
+                    base = region_dir(self.config.rootdir, d.info.table, d.encoded_name)
+                    fs.write_file(posixpath.join(base, ".regioninfo"), d.info.to_bytes())
+                    written.append(base)
+                    for family in state.desc.families:
+                        cells = d.snapshot_cells([family])
+                        if cells:
+                            fs.write_file(posixpath.join(base, family.decode("latin-1"), new_store_file_name()),
+                                          store_file_bytes(cells, d.max_seq))
+            except HDFSError as e:
+                for base in written:
+                    fs.delete(base, recursive=True)
+                log.error("split of %s failed, parent stays: %s", parent, e.java_text())
+                return
+            with self.lock:
+                rs.remove_region(parent)
+                state.regions = sorted([r for r in state.regions if r is not parent] + [left, right],
+                                       key=lambda r: r.info.start_key)
+                rs.add_region(left)
+                rs.add_region(right)
+                self.changed.notify_all()
+            fs.delete(region_dir(self.config.rootdir, info.table, parent.encoded_name), recursive=True)
+        log.info("split %s at %r into %s and %s", parent, mid, left.encoded_name, right.encoded_name)
+        if self.config.balancer:
+            self.submit("balance", self.balance)
+
+    def balance(self) -> int:
+        """Move regions from the most to the least loaded live servers until counts differ by at most one."""
+        moves = 0
+        while True:
+            live = self.live_servers()
+            if len(live) < 2:
+                return moves
+            most = max(live, key=lambda rs: (len(rs.regions), -rs.slot))
+            least = self._least_loaded(live)
+            if len(most.regions) - len(least.regions) <= 1:
+                return moves
+            region = sorted(most.regions.values(), key=lambda r: (r.info.table, r.info.start_key))[-1]
+            if not self.move(region, least):
+                return moves
+            moves += 1
+
+    def move(self, region: Region, dest: RegionServer) -> bool:
+        src = region.server
+        if src is None or src is dest or not dest.online:
+            return False
+        with region.lock:
+            if region.server is not src:
+                return False
+            try:
+                src._flush(region)
+            except HDFSError:
+                return False
+            with self.lock:
+                src.remove_region(region)
+                dest.add_region(region)
+                self.changed.notify_all()
+        src._archive_flushed()
+        log.info("moved %s from %s to %s", region.encoded_name, src.servername, dest.servername)
+        return True

@@ -1,0 +1,430 @@
+"""One region's data: multi-version cells with HBase's put/delete semantics, reads, store files.
+
+Semantics kept from HBase (they decide whether the toolkit's copies are correct):
+- a put of the same (row, column, timestamp) replaces the value;
+- delete markers stay (as in HBase until a major compaction drops them): a DeleteColumn/DeleteFamily at T masks
+  every put with ts <= T, including puts that arrive later; a Delete masks one exact version;
+- reads return the newest versions up to the family's VERSIONS, and hide TTL-expired cells.
+
+Because markers are permanent, a masked put can never be seen again and is dropped when it is masked; versions
+beyond VERSIONS are dropped at write time (HBase drops them at flush). Both keep memory bounded.
+
+Rows live in a dict; their keys in a sorted list (new keys beyond the end are appended, others wait in a small
+pending set merged on the next ordered read), so scans bisect instead of sorting.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+import threading
+import time
+import uuid
+from typing import Iterable
+
+from minihbase.cells import (
+    DELETE,
+    DELETE_COLUMN,
+    DELETE_FAMILY,
+    DELETE_FAMILY_VERSION,
+    PUT,
+    Cell,
+    decode_cells,
+    encode_cells,
+)
+from minihbase.filters import INCLUDE, NEXT_COL, NEXT_ROW, Filter
+from minihbase.schema import FOREVER, RegionInfo, TableDescriptor
+
+STORE_MAGIC = b"MINIHF01"
+_STORE_HEAD = struct.Struct(">qI")  # max sequence id, cell count
+
+
+class ColumnSelector:
+    """Which columns a read wants: whole families and/or exact `family:qualifier` columns; None = all."""
+
+    __slots__ = ("families", "columns", "all")
+
+    def __init__(self, families: Iterable[bytes] = (), columns: Iterable[bytes] = ()):
+        self.families = frozenset(families)
+        self.columns = frozenset(columns)
+        self.all = not self.families and not self.columns
+
+    def wants(self, colkey: bytes, family: bytes) -> bool:
+        return self.all or family in self.families or colkey in self.columns
+
+    def referenced_families(self) -> set[bytes]:
+        return set(self.families) | {c.partition(b":")[0] for c in self.columns}
+
+
+ALL_COLUMNS = ColumnSelector()
+
+
+class _Markers:
+    __slots__ = ("family", "column", "version", "family_version")
+
+    def __init__(self):
+        self.family: dict[bytes, int] = {}
+        self.column: dict[bytes, int] = {}
+        self.version: set[tuple[bytes, int]] = set()
+        self.family_version: set[tuple[bytes, int]] = set()
+
+    def masks(self, family: bytes, colkey: bytes, ts: int) -> bool:
+        return (self.family.get(family, -1) >= ts or self.column.get(colkey, -1) >= ts
+                or (colkey, ts) in self.version or (family, ts) in self.family_version)
+
+
+def _order(colkey: bytes) -> tuple[bytes, bytes]:
+    family, _, qualifier = colkey.partition(b":")
+    return family, qualifier
+
+
+def store_file_bytes(cells: list[Cell], max_seq: int) -> bytes:
+    return STORE_MAGIC + _STORE_HEAD.pack(max_seq, len(cells)) + encode_cells(cells)
+
+
+def parse_store_file(data: bytes) -> tuple[int, list[Cell]]:
+    if not data.startswith(STORE_MAGIC):
+        raise ValueError("not a minihbase store file (bad magic)")
+    max_seq, count = _STORE_HEAD.unpack_from(data, len(STORE_MAGIC))
+    cells, _ = decode_cells(data, len(STORE_MAGIC) + _STORE_HEAD.size, count)
+    return max_seq, cells
+
+
+class Region:
+    def __init__(self, info: RegionInfo, table: TableDescriptor):
+        self.info = info
+        self.table = table
+        self.rows: dict[bytes, dict[bytes, list[tuple[int, bytes]]]] = {}
+        self._keys: list[bytes] = []
+        self._pending: set[bytes] = set()
+        self.markers: dict[bytes, _Markers] = {}
+        self.memstore: list[Cell] = []
+        self.memstore_size = 0
+        self.data_size = 0
+        self.max_seq = 0
+        self.flushed_seq = 0
+        self.lock = threading.RLock()
+        self.server = None  # the RegionServer hosting it, None while offline
+        self.read_requests = 0
+        self.write_requests = 0
+
+    # ------------------------------------------------------------------------------------------ identity
+    @property
+    def encoded_name(self) -> str:
+        return self.info.encoded_name
+
+    def __repr__(self) -> str:
+        return f"<Region {self.info.region_name.decode('latin-1')}>"
+
+    @property
+    def row_count(self) -> int:
+        return sum(1 for cols in self.rows.values() if cols)
+
+    # ------------------------------------------------------------------------------------------ writes
+    def apply(self, cells: Iterable[Cell], seq: int, log: bool = True) -> None:
+        """Apply already-logged cells (timestamps resolved). `log=False` when loading store files."""
+        for cell in cells:
+            self._apply_cell(cell)
+            if log:
+                self.memstore.append(cell)
+                self.memstore_size += cell.heap_size()
+        if seq > self.max_seq:
+            self.max_seq = seq
+
+    def _apply_cell(self, cell: Cell) -> None:
+        row, family, qualifier, ts, typ, value = cell
+        if typ == PUT:
+            colkey = family + b":" + qualifier
+            markers = self.markers.get(row)
+            if markers is not None and markers.masks(family, colkey, ts):
+                return
+            cols = self.rows.get(row)
+            if cols is None:
+                cols = self.rows[row] = {}
+                self._add_key(row)
+            versions = cols.get(colkey)
+            if versions is None:
+                cols[colkey] = [(ts, value)]
+            else:
+                self._insert_version(versions, ts, value, self.table.families[family].max_versions)
+            self.data_size += len(row) + len(colkey) + len(value) + 16
+            return
+        markers = self.markers.get(row)
+        if markers is None:
+            markers = self.markers[row] = _Markers()
+        cols = self.rows.get(row)
+        if typ == DELETE_FAMILY or typ == DELETE_FAMILY_VERSION:
+            if typ == DELETE_FAMILY:
+                if markers.family.get(family, -1) < ts:
+                    markers.family[family] = ts
+            else:
+                markers.family_version.add((family, ts))
+            if cols:
+                prefix = family + b":"
+                for colkey in [c for c in cols if c.startswith(prefix)]:
+                    keep = [v for v in cols[colkey] if (v[0] > ts if typ == DELETE_FAMILY else v[0] != ts)]
+                    if keep:
+                        cols[colkey] = keep
+                    else:
+                        del cols[colkey]
+            return
+        colkey = family + b":" + qualifier
+        if typ == DELETE_COLUMN:
+            if markers.column.get(colkey, -1) < ts:
+                markers.column[colkey] = ts
+            if cols and colkey in cols:
+                keep = [v for v in cols[colkey] if v[0] > ts]
+                if keep:
+                    cols[colkey] = keep
+                else:
+                    del cols[colkey]
+        elif typ == DELETE:
+            markers.version.add((colkey, ts))
+            if cols and colkey in cols:
+                keep = [v for v in cols[colkey] if v[0] != ts]
+                if keep:
+                    cols[colkey] = keep
+                else:
+                    del cols[colkey]
+
+    @staticmethod
+    def _insert_version(versions: list, ts: int, value: bytes, max_versions: int) -> None:
+        if ts > versions[0][0]:
+            versions.insert(0, (ts, value))
+        else:
+            for i, (vts, _) in enumerate(versions):
+                if vts == ts:
+                    versions[i] = (ts, value)
+                    return
+                if vts < ts:
+                    versions.insert(i, (ts, value))
+                    break
+            else:
+                versions.append((ts, value))
+        if len(versions) > max_versions:
+            del versions[max_versions:]
+
+    def _add_key(self, row: bytes) -> None:
+        keys = self._keys
+        if not keys or row > keys[-1]:
+            if not self._pending:
+                keys.append(row)
+                return
+        self._pending.add(row)
+
+    def sorted_keys(self) -> list[bytes]:
+        if self._pending:
+            merged = self._keys + sorted(self._pending)
+            merged.sort()  # two sorted runs: timsort merges them in linear time
+            self._keys = merged
+            self._pending = set()
+        return self._keys
+
+    # ------------------------------------------------------------------------------------------ reads
+    def newest(self, row: bytes, colkey: bytes, now_ms: int) -> tuple[int, bytes] | None:
+        cols = self.rows.get(row)
+        if not cols or colkey not in cols:
+            return None
+        ttl = self.table.families[colkey.partition(b":")[0]].ttl_s
+        ts, value = cols[colkey][0]
+        if ttl < FOREVER and ts < now_ms - ttl * 1000:
+            return None
+        return ts, value
+
+    def read_row(self, row: bytes, selector: ColumnSelector, time_max: int | None, versions: int,
+                 now_ms: int, flt: Filter | None = None) -> list[tuple[bytes, int, bytes]]:
+        """The row's cells as (family:qualifier, ts, value), ordered by family, qualifier, newest first.
+
+        `time_max` is an exclusive upper bound (Thrift's `[0, ts)`)."""
+        cols = self.rows.get(row)
+        if not cols:
+            return []
+        out = []
+        keys = sorted(cols, key=_order) if len(cols) > 1 else list(cols)
+        fams = self.table.families
+        for colkey in keys:
+            family = colkey.partition(b":")[0]
+            if not selector.all and not selector.wants(colkey, family):
+                continue
+            ttl = fams[family].ttl_s
+            min_ts = now_ms - ttl * 1000 if ttl < FOREVER else -1
+            taken = 0
+            next_row = False
+            for ts, value in cols[colkey]:
+                if time_max is not None and ts >= time_max:
+                    continue
+                if ts < min_ts:
+                    break
+                if flt is not None:
+                    cell = Cell(row, family, colkey[len(family) + 1:], ts, PUT, value)
+                    code = flt.filter_cell(cell)
+                    if code != INCLUDE:
+                        if code == NEXT_COL:
+                            break
+                        if code == NEXT_ROW:
+                            next_row = True
+                            break
+                        continue
+                    cell = flt.transform_cell(cell)
+                    value = cell.value
+                out.append((colkey, ts, value))
+                taken += 1
+                if taken >= versions:
+                    break
+            if next_row:
+                break
+        return out
+
+    def scan_chunk(self, position: bytes | None, inclusive: bool, stop: bytes, reversed_: bool, limit: int,
+                   selector: ColumnSelector, time_max: int | None, now_ms: int, flt: Filter | None,
+                   max_examined: int = 20000):
+        """Up to `limit` rows of this region from `position` (None: from the region's edge in scan order;
+        `inclusive` says whether `position` itself may be returned) until `stop` (exclusive; b"" = no stop).
+
+        Returns (rows, last_key_examined, exhausted, done): `exhausted` when this region has no more keys in
+        range, `done` when the filter ends the scan in this region. Examines at most `max_examined` keys so a
+        sparse filter cannot hold the region lock for long."""
+        keys = self.sorted_keys()
+        out = []
+        last = None
+        examined = 0
+        if not reversed_:
+            if position is None:
+                i = 0
+            else:
+                i = bisect.bisect_left(keys, position) if inclusive else bisect.bisect_right(keys, position)
+            n = len(keys)
+            while i < n:
+                key = keys[i]
+                if stop and key >= stop:
+                    return out, last, True, False
+                i += 1
+                last = key
+                examined += 1
+                row = self._scan_row(key, selector, time_max, now_ms, flt)
+                if row is False:
+                    return out, last, True, True
+                if row:
+                    out.append((key, row))
+                    if len(out) >= limit:
+                        return out, last, i >= n, False
+                if examined >= max_examined:
+                    return out, last, False, False
+            return out, last, True, False
+        if position is None:
+            i = len(keys) - 1
+        else:
+            i = (bisect.bisect_right(keys, position) if inclusive else bisect.bisect_left(keys, position)) - 1
+        while i >= 0:
+            key = keys[i]
+            if stop and key <= stop:
+                return out, last, True, False
+            i -= 1
+            last = key
+            examined += 1
+            row = self._scan_row(key, selector, time_max, now_ms, flt)
+            if row is False:
+                return out, last, True, True
+            if row:
+                out.append((key, row))
+                if len(out) >= limit:
+                    return out, last, i < 0, False
+            if examined >= max_examined:
+                return out, last, False, False
+        return out, last, True, False
+
+    def _scan_row(self, key, selector, time_max, now_ms, flt):
+        """The row's cells, [] to skip it, False when the filter ends the scan."""
+        if flt is None:
+            return self.read_row(key, selector, time_max, 1, now_ms)
+        if flt.filter_all_remaining():
+            return False
+        flt.reset()
+        if flt.filter_row_key(key):
+            return False if flt.filter_all_remaining() else []
+        cells = self.read_row(key, selector, time_max, 1, now_ms, flt)
+        if flt.filter_row() or not cells:
+            return False if flt.filter_all_remaining() else []
+        flt.row_done()
+        return cells
+
+    # ------------------------------------------------------------------------------------------ persistence
+    def take_flush_snapshot(self) -> tuple[list[Cell], int]:
+        """Hand over the memstore for a flush; call under `lock`."""
+        cells, self.memstore = self.memstore, []
+        self.memstore_size = 0
+        return cells, self.max_seq
+
+    def restore_flush_snapshot(self, cells: list[Cell]) -> None:
+        """A flush failed: its cells go back in front of anything logged since."""
+        self.memstore = cells + self.memstore
+        self.memstore_size = sum(c.heap_size() for c in self.memstore)
+
+    def snapshot_cells(self, families: Iterable[bytes] | None = None) -> list[Cell]:
+        """Every live version and every delete marker, as cells (what a major-compacted store file holds,
+        minus the markers HBase would drop)."""
+        wanted = set(families) if families is not None else None
+        out: list[Cell] = []
+        for row in self.sorted_keys():
+            cols = self.rows.get(row)
+            markers = self.markers.get(row)
+            if markers is not None:
+                for fam, ts in markers.family.items():
+                    if wanted is None or fam in wanted:
+                        out.append(Cell(row, fam, b"", ts, DELETE_FAMILY))
+                for colkey, ts in markers.column.items():
+                    fam, _, qual = colkey.partition(b":")
+                    if wanted is None or fam in wanted:
+                        out.append(Cell(row, fam, qual, ts, DELETE_COLUMN))
+                for colkey, ts in markers.version:
+                    fam, _, qual = colkey.partition(b":")
+                    if wanted is None or fam in wanted:
+                        out.append(Cell(row, fam, qual, ts, DELETE))
+                for fam, ts in markers.family_version:
+                    if wanted is None or fam in wanted:
+                        out.append(Cell(row, fam, b"", ts, DELETE_FAMILY_VERSION))
+            if not cols:
+                continue
+            for colkey in sorted(cols, key=_order):
+                fam, _, qual = colkey.partition(b":")
+                if wanted is not None and fam not in wanted:
+                    continue
+                for ts, value in reversed(cols[colkey]):
+                    out.append(Cell(row, fam, qual, ts, PUT, value))
+        return out
+
+    def compact_in_memory(self) -> None:
+        """Drop keys of rows that hold nothing but markers from the ordered index, and recount sizes."""
+        self._keys = sorted(k for k in set(self.sorted_keys()) if self.rows.get(k) or k in self.markers)
+        for k in [k for k, cols in self.rows.items() if not cols]:
+            del self.rows[k]
+        self.data_size = sum(
+            len(r) + sum(len(c) + sum(len(v) + 16 for _, v in vs) for c, vs in cols.items())
+            for r, cols in self.rows.items()
+        )
+
+    def split_point(self) -> bytes | None:
+        keys = [k for k in self.sorted_keys() if self.rows.get(k)]
+        if len(keys) < 2:
+            return None
+        mid = keys[len(keys) // 2]
+        return mid if mid != self.info.start_key else None
+
+    def split_into(self, left: "Region", right: "Region", mid: bytes) -> None:
+        """Move this region's rows and markers into two daughters (call with both locks held)."""
+        for row, cols in self.rows.items():
+            target = left if row < mid else right
+            target.rows[row] = cols
+        for row, m in self.markers.items():
+            (left if row < mid else right).markers[row] = m
+        for d in (left, right):
+            d._keys = sorted(d.rows.keys() | d.markers.keys())
+            d.max_seq = d.flushed_seq = self.max_seq
+            d.compact_in_memory()
+
+
+def new_store_file_name() -> str:
+    return uuid.uuid4().hex
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,194 @@
+"""Python API to run minihbase clusters from tests and benchmarks (stable: other parts rely on it).
+
+    cluster = MiniCluster.start(zookeeper.hosts, tmp_path, name="dc1")
+    cluster.thrift_host, cluster.thrift_port, cluster.cluster_key, cluster.connection_json
+    cluster.kill_rs(0); cluster.start_rs(0); cluster.set_latency(5)
+    cluster.set_quota("/hbase", space_bytes=10 << 20); cluster.roll_wals(); cluster.stop()
+
+Each cluster runs as its own `python -m minihbase serve` process (its own GIL), on the given ZooKeeper, with
+its files under `<workdir>/<name>/`. Settings come from `clusters.toml`'s `[defaults]` (and the section of the
+same name, if any) plus keyword overrides (see `minihbase.config.ClusterConfig`).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from minihbase import process
+from minihbase.config import ClusterConfig, cluster_from_defaults
+from minihbase.process import MiniHBaseError
+
+__all__ = ["MiniCluster", "MiniHBaseError"]
+
+
+class MiniCluster:
+    def __init__(self, config: ClusterConfig, workdir: Path, zk_hosts: str, proc: subprocess.Popen | None,
+                 endpoints: dict):
+        self.config = config
+        self.name = config.name
+        self.workdir = Path(workdir)
+        self.zk_hosts = zk_hosts
+        self._proc = proc
+        self._endpoints = endpoints
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    @classmethod
+    def start(cls, zk_hosts: str, workdir: Path, name: str = "dc1", znode_parent: str | None = None,
+              region_servers: int = 3, timeout: float = 90.0, **overrides: Any) -> "MiniCluster":
+        settings = dict(overrides, region_servers=region_servers)
+        if znode_parent is not None:
+            settings["znode_parent"] = znode_parent
+        config = cluster_from_defaults(name, settings)
+        return cls._launch(config, Path(workdir), zk_hosts, timeout)
+
+    @classmethod
+    def _launch(cls, config: ClusterConfig, workdir: Path, zk_hosts: str, timeout: float) -> "MiniCluster":
+        if process.read_pid(workdir, config.name) is not None:
+            raise MiniHBaseError(f"cluster {config.name} already runs under {workdir}")
+        proc = process.spawn(config, workdir, zk_hosts)
+        try:
+            endpoints = process.wait_ready(workdir, config.name, proc, timeout)
+        except BaseException:
+            process.kill(workdir, config.name, proc)
+            raise
+        return cls(config, workdir, zk_hosts, proc, endpoints)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Graceful stop: memstores flushed, WALs archived, ZooKeeper sessions closed."""
+        process.stop(self.workdir, self.name, self._proc, timeout)
+        self._proc = None
+
+    def crash(self) -> None:
+        """SIGKILL the cluster process: nothing is flushed, the next start replays the WALs."""
+        process.kill(self.workdir, self.name, self._proc)
+        self._proc = None
+
+    def restart(self, timeout: float = 90.0) -> "MiniCluster":
+        """Start again on the same workdir (after `stop` or `crash`); data and ports are kept."""
+        if self.running:
+            self.stop()
+        fresh = self._launch(self.config, self.workdir, self.zk_hosts, timeout)
+        self._proc, self._endpoints = fresh._proc, fresh._endpoints
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> "MiniCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------------------ addresses
+    def _control(self, path: str, body: dict | None = None, timeout: float = 60.0) -> dict:
+        return process.control(self._endpoints["control_url"], path, body, timeout)
+
+    @property
+    def endpoints(self) -> dict:
+        """Exactly this cluster's entry of `python -m minihbase endpoints --json` (read live)."""
+        self._endpoints = self._control("/control/endpoints")
+        return self._endpoints
+
+    @property
+    def thrift_host(self) -> str:
+        return self._endpoints["thrift"]["host"]
+
+    @property
+    def thrift_port(self) -> int:
+        return self._endpoints["thrift"]["port"]
+
+    @property
+    def cluster_key(self) -> str:
+        return self._endpoints["cluster_key"]
+
+    @property
+    def cluster_id(self) -> str:
+        return self._endpoints["cluster_id"]
+
+    @property
+    def znode_parent(self) -> str:
+        return self._endpoints["zookeeper"]["znode_parent"]
+
+    @property
+    def webhdfs_url(self) -> str:
+        return self._endpoints["webhdfs_url"]
+
+    @property
+    def rootdir(self) -> str:
+        return self._endpoints["rootdir"]
+
+    @property
+    def local_rootdir(self) -> Path:
+        """Where the HDFS rootdir lives on local disk (for assertions against the files)."""
+        return self.workdir / self.name / "hdfs" / self.rootdir.lstrip("/")
+
+    @property
+    def region_servers(self) -> list[dict]:
+        return self.endpoints["region_servers"]
+
+    @property
+    def connection_json(self) -> str:
+        """The Airflow connection as AIRFLOW_CONN_<ID>'s JSON form."""
+        return json.dumps(self._endpoints["connection"])
+
+    @property
+    def connection_uri(self) -> str:
+        return self._endpoints["connection_uri"]
+
+    def connection(self, **kwargs):
+        """A happybase Connection to this cluster's Thrift gateway."""
+        import happybase
+
+        return happybase.Connection(self.thrift_host, self.thrift_port, **kwargs)
+
+    # ------------------------------------------------------------------------------------------ knobs
+    def kill_rs(self, servername_or_index: str | int) -> str:
+        """Crash one region server (no flush); returns its servername."""
+        return self._control("/control/kill-rs", {"server": servername_or_index})["killed"]
+
+    def start_rs(self, servername_or_index: str | int) -> str:
+        """Start a new region server in that slot (new startcode); returns its servername."""
+        return self._control("/control/start-rs", {"server": servername_or_index})["started"]
+
+    def set_latency(self, ms: float) -> None:
+        self._control("/control/latency", {"ms": ms})
+
+    def set_quota(self, path: str, space_bytes: int | None = None, ns: int | None = None) -> dict:
+        """Set HDFS quotas on a directory (None keeps a quota, -1 clears it); returns every quota."""
+        body: dict = {"path": path}
+        if space_bytes is not None:
+            body["space_bytes"] = space_bytes
+        if ns is not None:
+            body["namespace"] = ns
+        return self._control("/control/quota", body)["quotas"]
+
+    def roll_wals(self, servername_or_index: str | int | None = None) -> list[str]:
+        body = {} if servername_or_index is None else {"server": servername_or_index}
+        return self._control("/control/roll-wals", body)["wals"]
+
+    def flush(self, table: str | None = None) -> int:
+        return self._control("/control/flush", {} if table is None else {"table": table})["flushed_regions"]
+
+    def compact(self, table: str) -> None:
+        self._control("/control/compact", {"table": table})
+
+    def create_table(self, name: str, families: dict[str, dict], split_keys: list[bytes] | None = None) -> list[str]:
+        """Create a (pre-split) table; families map to settings such as max_versions, ttl_s, replication_scope."""
+        body = {"table": name, "families": families, "split_keys_hex": [k.hex() for k in split_keys or []]}
+        return self._control("/control/create-table", body)["regions"]
+
+    def alter_family(self, table: str, family: str, **settings: Any) -> dict:
+        return self._control("/control/alter-family", {"table": table, "family": family, **settings})
+
+    def balance(self) -> int:
+        return self._control("/control/balance", {})["moves"]
+
+    def run_log_cleaner(self) -> list[str]:
+        return self._control("/control/run-log-cleaner", {})["deleted"]
+
+    def status(self) -> dict:
+        return self._control("/control/status")

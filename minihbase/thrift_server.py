@@ -1,0 +1,498 @@
+"""The Thrift1 gateway: HBase's `Hbase.thrift` (vendored from happybase, which ships HBase's IDL), buffered
+transport and binary protocol (HBase's defaults), one thread per connection.
+
+Behaviour follows HBase 2.x's ThriftHBaseServiceHandler: column strings through `CellUtil.parseColumn`
+(`fam` = whole family, `fam:` = empty qualifier); `*Ts` methods read `[0, ts)`; `mutateRowTs` applies deletes
+before the put and `mutateRowsTs` all puts before all deletes, every cell with the call's one timestamp;
+scans return the newest version per column; `getTableRegions` gives hostname-only server names, the RS RPC
+port and version 1, and an empty list for an unknown table. Errors: `IOError` whose message starts with the
+Java exception (`org.apache.hadoop.hbase.TableNotFoundException: t`), `IllegalArgument`, `AlreadyExists`; an
+IllegalArgumentException outside the methods that catch it (e.g. a malformed filter string) is answered as
+Thrift's `TApplicationException(INTERNAL_ERROR, "Internal error processing <method>")`, as HBase's server does.
+Any IDL method minihbase does not implement answers `IOError`; the connection survives every error.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import thriftpy2
+from thriftpy2.protocol import TBinaryProtocolFactory
+from thriftpy2.thrift import TApplicationException, TProcessor
+from thriftpy2.transport import TBufferedTransportFactory, TSocket, TTransportException
+
+from minihbase.cells import (
+    DELETE_COLUMN,
+    DELETE_FAMILY,
+    LATEST_TIMESTAMP,
+    PUT,
+    Cell,
+    parse_column,
+)
+from minihbase.client import Scanner
+from minihbase.errors import HBaseError, JavaIllegalArgument, TableExists
+from minihbase.hdfs import HDFSError
+from minihbase.region import ColumnSelector, now_ms
+from minihbase.schema import FOREVER, FamilyDescriptor, TableDescriptor, validate_table_name
+
+if TYPE_CHECKING:
+    from minihbase.cluster import MiniHBaseCluster
+
+log = logging.getLogger(__name__)
+
+Hbase = thriftpy2.load(str(Path(__file__).with_name("Hbase.thrift")), module_name="minihbase_Hbase_thrift")
+
+BLOOM_TYPES = {"NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH", "ROWPREFIX_DELIMITED"}
+COMPRESSIONS = {"none", "gz", "lzo", "snappy", "lz4", "bzip2", "zstd"}
+HREGION_VERSION = 1
+SCANNER_LEASE_S = 600.0  # scanners untouched this long are dropped (HBase: hbase.client.scanner.timeout.period)
+
+
+def selector(columns) -> ColumnSelector:
+    if not columns:
+        return ColumnSelector()
+    families, cols = set(), set()
+    for column in columns:
+        family, qualifier = parse_column(column)
+        if qualifier is None:
+            families.add(family)
+        else:
+            cols.add(family + b":" + qualifier)
+    return ColumnSelector(families, cols)
+
+
+def _row_result(row: bytes, cells, sort_columns: bool = False):
+    if sort_columns:
+        return Hbase.TRowResult(row=row, sortedColumns=[
+            Hbase.TColumn(columnName=c, cell=Hbase.TCell(value=v, timestamp=ts)) for c, ts, v in cells])
+    return Hbase.TRowResult(row=row, columns={c: Hbase.TCell(value=v, timestamp=ts) for c, ts, v in cells})
+
+
+def _tcells(cells) -> list:
+    return [Hbase.TCell(value=v, timestamp=ts) for _, ts, v in cells]
+
+
+class Handler:
+    """The Hbase service. Methods raise HBase-side exceptions; `_thrift_errors` maps them."""
+
+    # Methods whose HBase implementation catches IllegalArgumentException and answers IllegalArgument.
+    CATCH_IAE = {"createTable", "mutateRow", "mutateRowTs", "mutateRows", "mutateRowsTs", "checkAndPut"}
+
+    def __init__(self, cluster: "MiniHBaseCluster"):
+        self.cluster = cluster
+        self.client = cluster.client
+        self.master = cluster.master
+        self._scanners: dict[int, tuple[Scanner, bool]] = {}
+        self._next_scanner = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ tables
+    def getTableNames(self):
+        return sorted(self.master.tables)
+
+    def getColumnDescriptors(self, tableName):
+        desc = self.master.table(tableName).desc
+        return {
+            f.name + b":": Hbase.ColumnDescriptor(
+                name=f.name + b":", maxVersions=f.max_versions, compression=f.compression,
+                inMemory=f.in_memory, bloomFilterType=f.bloom_filter_type, bloomFilterVectorSize=0,
+                bloomFilterNbHashes=0, blockCacheEnabled=f.block_cache_enabled, timeToLive=f.ttl_s)
+            for f in sorted(desc.families.values(), key=lambda f: f.name)
+        }
+
+    def getTableRegions(self, tableName):
+        state = self.master.tables.get(tableName)
+        if state is None:
+            return []
+        out = []
+        for region in state.regions:
+            rs = region.server
+            info = region.info
+            out.append(Hbase.TRegionInfo(
+                startKey=info.start_key, endKey=info.end_key, id=info.region_id, name=info.region_name,
+                version=HREGION_VERSION, serverName=(rs.host.encode() if rs else b""), port=(rs.port if rs else 0)))
+        return out
+
+    def createTable(self, tableName, columnFamilies):
+        validate_table_name(tableName)
+        if tableName in self.master.tables:
+            raise TableExists("table name already in use")
+        families = {}
+        for col in columnFamilies or []:
+            if not col.name:
+                raise JavaIllegalArgument("column name is empty")
+            name = parse_column(col.name)[0]
+            bloom = col.bloomFilterType or "NONE"
+            if bloom not in BLOOM_TYPES:
+                raise JavaIllegalArgument(f"No enum constant org.apache.hadoop.hbase.regionserver.BloomType.{bloom}")
+            compression = (col.compression or "NONE").lower()
+            if compression not in COMPRESSIONS:
+                raise JavaIllegalArgument(f"Unsupported compression algorithm name: {compression}")
+            if col.maxVersions is None or col.maxVersions < 1:
+                raise JavaIllegalArgument("Maximum versions must be positive")
+            ttl = col.timeToLive if col.timeToLive and col.timeToLive > 0 else FOREVER
+            families[name] = FamilyDescriptor(name, col.maxVersions, ttl, compression.upper(), bool(col.inMemory),
+                                              bloom, bool(col.blockCacheEnabled))
+        self.master.create_table(TableDescriptor(tableName, families))
+
+    def deleteTable(self, tableName):
+        if tableName not in self.master.tables:
+            raise HBaseError("table does not exist")
+        self.master.delete_table(tableName)
+
+    def enableTable(self, tableName):
+        self.master.enable_table(tableName)
+
+    def disableTable(self, tableName):
+        self.master.disable_table(tableName)
+
+    def isTableEnabled(self, tableName):
+        return self.master.table(tableName).desc.enabled
+
+    def compact(self, tableNameOrRegionName):
+        self.cluster.compact(tableNameOrRegionName)
+
+    majorCompact = compact
+
+    # ------------------------------------------------------------------------------------------ gets
+    def get(self, tableName, row, column, attributes):
+        return _tcells(self.client.get(tableName, row, selector([column])))
+
+    def getVer(self, tableName, row, column, numVersions, attributes):
+        return _tcells(self.client.get(tableName, row, selector([column]), None, max(numVersions, 1)))
+
+    def getVerTs(self, tableName, row, column, timestamp, numVersions, attributes):
+        return _tcells(self.client.get(tableName, row, selector([column]), timestamp, max(numVersions, 1)))
+
+    def getRow(self, tableName, row, attributes):
+        return self.getRowWithColumnsTs(tableName, row, None, LATEST_TIMESTAMP, attributes)
+
+    def getRowWithColumns(self, tableName, row, columns, attributes):
+        return self.getRowWithColumnsTs(tableName, row, columns, LATEST_TIMESTAMP, attributes)
+
+    def getRowTs(self, tableName, row, timestamp, attributes):
+        return self.getRowWithColumnsTs(tableName, row, None, timestamp, attributes)
+
+    def getRowWithColumnsTs(self, tableName, row, columns, timestamp, attributes):
+        cells = self.client.get(tableName, row, selector(columns), timestamp)
+        return [_row_result(row, cells)] if cells else []
+
+    def getRows(self, tableName, rows, attributes):
+        return self.getRowsWithColumnsTs(tableName, rows, None, LATEST_TIMESTAMP, attributes)
+
+    def getRowsWithColumns(self, tableName, rows, columns, attributes):
+        return self.getRowsWithColumnsTs(tableName, rows, columns, LATEST_TIMESTAMP, attributes)
+
+    def getRowsTs(self, tableName, rows, timestamp, attributes):
+        return self.getRowsWithColumnsTs(tableName, rows, None, timestamp, attributes)
+
+    def getRowsWithColumnsTs(self, tableName, rows, columns, timestamp, attributes):
+        return [_row_result(row, cells)
+                for row, cells in self.client.get_rows(tableName, rows or [], selector(columns), timestamp)]
+
+    # ------------------------------------------------------------------------------------------ mutations
+    @staticmethod
+    def _cells(row: bytes, mutations, ts: int, strict: bool):
+        deletes, puts, durable = [], [], True
+        for m in mutations or []:
+            family, qualifier = parse_column(m.column or b"")
+            if m.isDelete:
+                if qualifier is None:
+                    deletes.append(Cell(row, family, b"", ts, DELETE_FAMILY))
+                else:
+                    deletes.append(Cell(row, family, qualifier, ts, DELETE_COLUMN))
+            elif qualifier is None:
+                if strict:
+                    raise JavaIllegalArgument("Invalid famAndQf provided.")
+                log.warning("No column qualifier specified. Delete is the only mutation supported over the "
+                            "whole column family.")
+            else:
+                puts.append(Cell(row, family, qualifier, ts, PUT, m.value or b""))
+            if m.writeToWAL is not None:
+                durable = bool(m.writeToWAL)
+        return deletes, puts, durable
+
+    def mutateRow(self, tableName, row, mutations, attributes):
+        self.mutateRowTs(tableName, row, mutations, LATEST_TIMESTAMP, attributes)
+
+    def mutateRowTs(self, tableName, row, mutations, timestamp, attributes):
+        deletes, puts, durable = self._cells(row, mutations, timestamp, strict=False)
+        if deletes:
+            self.client.mutate(tableName, [deletes], durable=durable)
+        if puts:
+            self.client.mutate(tableName, [puts], durable=durable)
+
+    def mutateRows(self, tableName, rowBatches, attributes):
+        self.mutateRowsTs(tableName, rowBatches, LATEST_TIMESTAMP, attributes)
+
+    def mutateRowsTs(self, tableName, rowBatches, timestamp, attributes):
+        all_puts, all_deletes, durable = [], [], True
+        for batch in rowBatches or []:
+            deletes, puts, d = self._cells(batch.row, batch.mutations, timestamp, strict=True)
+            durable = durable and d
+            if puts:
+                all_puts.append(puts)
+            if deletes:
+                all_deletes.append(deletes)
+        if all_puts:
+            self.client.mutate(tableName, all_puts, durable=durable)
+        if all_deletes:
+            self.client.mutate(tableName, all_deletes, durable=durable)
+
+    def deleteAll(self, tableName, row, column, attributes):
+        self.deleteAllTs(tableName, row, column, LATEST_TIMESTAMP, attributes)
+
+    def deleteAllTs(self, tableName, row, column, timestamp, attributes):
+        family, qualifier = parse_column(column)
+        if qualifier is None:
+            cell = Cell(row, family, b"", timestamp, DELETE_FAMILY)
+        else:
+            cell = Cell(row, family, qualifier, timestamp, DELETE_COLUMN)
+        self.client.mutate(tableName, [[cell]])
+
+    def deleteAllRow(self, tableName, row, attributes):
+        self.deleteAllRowTs(tableName, row, LATEST_TIMESTAMP, attributes)
+
+    def deleteAllRowTs(self, tableName, row, timestamp, attributes):
+        desc = self.master.enabled_table(tableName).desc
+        self.client.mutate(tableName, [[Cell(row, f, b"", timestamp, DELETE_FAMILY) for f in sorted(desc.families)]])
+
+    def atomicIncrement(self, tableName, row, column, value):
+        family, qualifier = parse_column(column)
+        return self.client.increment(tableName, row, family, qualifier or b"", value)
+
+    def increment(self, increment):
+        if not increment.row or not increment.table:
+            raise JavaIllegalArgument("Must supply a table and a row key; can't increment")
+        family, qualifier = parse_column(increment.column)
+        self.client.increment(increment.table, increment.row, family, qualifier or b"", increment.ammount or 0)
+
+    def incrementRows(self, increments):
+        for inc in increments or []:
+            self.increment(inc)
+
+    def append(self, append):
+        if not append.row or not append.table:
+            raise JavaIllegalArgument("Must supply a table and a row key; can't append")
+        out = []
+        now = now_ms()
+        for column, value in zip(append.columns or [], append.values or []):
+            family, qualifier = parse_column(column)
+            qualifier = qualifier or b""
+            current = self.client.get(append.table, append.row, selector([family + b":" + qualifier]))
+            old, ts = (current[0][2], max(now, current[0][1] + 1)) if current else (b"", now)
+            self.client.mutate(append.table, [[Cell(append.row, family, qualifier, ts, PUT, old + value)]])
+            out.append(Hbase.TCell(value=old + value, timestamp=ts))
+        return out
+
+    def checkAndPut(self, tableName, row, column, value, mput, attributes):
+        family, qualifier = parse_column(mput.column or b"")
+        if qualifier is None:
+            raise JavaIllegalArgument("Invalid famAndQf provided.")
+        put = Cell(row, family, qualifier, LATEST_TIMESTAMP, PUT, mput.value or b"")
+        cfam, cqual = parse_column(column)
+        return self.client.check_and_put(tableName, row, cfam + b":" + (cqual or b""), value, [put])
+
+    # ------------------------------------------------------------------------------------------ scanners
+    def _add_scanner(self, scanner: Scanner, sort_columns: bool) -> int:
+        with self._lock:
+            now = time.monotonic()
+            for sid in [s for s, (sc, _) in self._scanners.items() if now - sc.last_used > SCANNER_LEASE_S]:
+                del self._scanners[sid]
+            sid = self._next_scanner
+            self._next_scanner += 1
+            self._scanners[sid] = (scanner, sort_columns)
+            return sid
+
+    def _open(self, tableName, start=b"", stop=b"", columns=None, timestamp=None, filter_string=None,
+              batch=None, reversed_=False, sort_columns=False) -> int:
+        scanner = self.client.open_scanner(tableName, start or b"", stop or b"", bool(reversed_),
+                                           selector(columns), timestamp, filter_string, batch)
+        return self._add_scanner(scanner, bool(sort_columns))
+
+    def scannerOpenWithScan(self, tableName, scan, attributes):
+        return self._open(tableName, scan.startRow, scan.stopRow, scan.columns, scan.timestamp,
+                          scan.filterString, scan.batchSize, scan.reversed, scan.sortColumns)
+
+    def scannerOpen(self, tableName, startRow, columns, attributes):
+        return self._open(tableName, startRow, b"", columns)
+
+    def scannerOpenWithStop(self, tableName, startRow, stopRow, columns, attributes):
+        return self._open(tableName, startRow, stopRow, columns)
+
+    def scannerOpenWithPrefix(self, tableName, startAndPrefix, columns, attributes):
+        prefix = (startAndPrefix or b"").replace(b"'", b"''")
+        return self._open(tableName, startAndPrefix, b"", columns,
+                          filter_string=b"WHILE PrefixFilter('" + prefix + b"')")
+
+    def scannerOpenTs(self, tableName, startRow, columns, timestamp, attributes):
+        return self._open(tableName, startRow, b"", columns, timestamp)
+
+    def scannerOpenWithStopTs(self, tableName, startRow, stopRow, columns, timestamp, attributes):
+        return self._open(tableName, startRow, stopRow, columns, timestamp)
+
+    def _scanner(self, sid):
+        with self._lock:
+            entry = self._scanners.get(sid)
+        if entry is None:
+            raise _IllegalArgument("scanner ID is invalid")
+        return entry
+
+    def scannerGetList(self, id, nbRows):
+        scanner, sort_columns = self._scanner(id)
+        return [_row_result(row, cells, sort_columns) for row, cells in scanner.next(max(nbRows, 1))]
+
+    def scannerGet(self, id):
+        return self.scannerGetList(id, 1)
+
+    def scannerClose(self, id):
+        self._scanner(id)
+        with self._lock:
+            self._scanners.pop(id, None)
+
+    def getRegionInfo(self, row):
+        table, _, rest = (row or b"").partition(b",")
+        key = rest.rpartition(b",")[0] if b"," in rest else rest
+        region = self.master.locate(table, key)
+        rs = region.server
+        info = region.info
+        return Hbase.TRegionInfo(startKey=info.start_key, endKey=info.end_key, id=info.region_id,
+                                 name=info.region_name, version=HREGION_VERSION,
+                                 serverName=rs.host.encode() if rs else b"", port=rs.port if rs else 0)
+
+
+class _IllegalArgument(Exception):
+    """Answered as the Thrift `IllegalArgument` exception."""
+
+
+class Processor(TProcessor):
+    """Maps HBase-side exceptions to the IDL's, answers IOError for unimplemented methods, injects latency."""
+
+    def __init__(self, handler: Handler, latency_ms: Callable[[], float]):
+        super().__init__(Hbase.Hbase, handler)
+        self.latency_ms = latency_ms
+
+    def _declares(self, result, name: str) -> bool:
+        return any(spec[1] == name for spec in result.thrift_spec.values())
+
+    def process(self, iprot, oprot) -> None:
+        api, seqid, result, call = self.process_in(iprot)
+        delay = self.latency_ms()
+        if delay > 0:
+            time.sleep(delay / 1000.0)
+        if isinstance(result, TApplicationException):
+            return self.send_exception(oprot, api, result, seqid)
+        if not hasattr(self._handler, api):
+            if self._declares(result, "io"):
+                result.io = Hbase.IOError(message=f"java.lang.UnsupportedOperationException: {api} is not "
+                                                  f"implemented by minihbase")
+                return self.send_result(oprot, api, result, seqid)
+            return self.send_exception(oprot, api, TApplicationException(
+                TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'"), seqid)
+        try:
+            result.success = call()
+        except TableExists as e:
+            self._set(result, "exist", Hbase.AlreadyExists(message=e.message), api, oprot, seqid)
+            return None
+        except (HBaseError, HDFSError) as e:
+            self._set(result, "io", Hbase.IOError(message=e.java_text()), api, oprot, seqid)
+            return None
+        except _IllegalArgument as e:
+            self._set(result, "ia", Hbase.IllegalArgument(message=str(e)), api, oprot, seqid)
+            return None
+        except JavaIllegalArgument as e:
+            if api in Handler.CATCH_IAE and self._declares(result, "ia"):
+                result.ia = Hbase.IllegalArgument(message=e.java_text())
+                return self.send_result(oprot, api, result, seqid)
+            log.warning("%s: %s", api, e.java_text())
+            return self.send_exception(oprot, api, TApplicationException(
+                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
+        except Exception:
+            log.exception("Internal error processing %s", api)
+            return self.send_exception(oprot, api, TApplicationException(
+                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
+        return self.send_result(oprot, api, result, seqid)
+
+    def _set(self, result, field: str, exc, api, oprot, seqid) -> None:
+        if self._declares(result, field):
+            setattr(result, field, exc)
+            self.send_result(oprot, api, result, seqid)
+        elif self._declares(result, "io"):
+            result.io = Hbase.IOError(message=getattr(exc, "message", str(exc)))
+            self.send_result(oprot, api, result, seqid)
+        else:
+            self.send_exception(oprot, api, TApplicationException(
+                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
+
+
+class ThriftGateway:
+    """Listens without SO_REUSEPORT (thriftpy2's own server socket sets it, which would let two servers share a
+    port); one daemon thread per connection; idle connections stay open, as HBase's do."""
+
+    def __init__(self, cluster: "MiniHBaseCluster", host: str, port: int):
+        self.handler = Handler(cluster)
+        self.processor = Processor(self.handler, lambda: cluster.latency_ms)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        self._sock.listen(128)
+        self.host = host
+        self.port = self._sock.getsockname()[1]
+        self._clients: set[socket.socket] = set()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._tfactory = TBufferedTransportFactory()
+        self._pfactory = TBinaryProtocolFactory()
+
+    def start(self) -> "ThriftGateway":
+        threading.Thread(target=self._accept_loop, name="thrift-accept", daemon=True).start()
+        return self
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._clients.add(client)
+            threading.Thread(target=self._serve, args=(client,), name="thrift-conn", daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        trans = self._tfactory.get_transport(TSocket(sock=client))
+        prot = self._pfactory.get_protocol(trans)
+        try:
+            while not self._closed:
+                self.processor.process(prot, prot)
+        except (TTransportException, OSError, EOFError):
+            pass
+        except Exception:
+            log.exception("thrift connection failed")
+        finally:
+            with self._lock:
+                self._clients.discard(client)
+            try:
+                client.close()
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        with self._lock:
+            clients = list(self._clients)
+        for c in clients:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
