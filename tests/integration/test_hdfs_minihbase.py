@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 testing = pytest.importorskip("minihbase.testing", reason="minihbase part 1 (minihbase/testing.py) not there yet")
+pytest.importorskip("minihbase.__main__", reason="minihbase cannot run as `python -m minihbase` yet")
 
 from hbase_migration.hdfs import (  # noqa: E402  (after the skip: nothing to test without minihbase)
     HdfsPathNotFound,
@@ -24,7 +25,7 @@ from hbase_migration.hdfs import (  # noqa: E402  (after the skip: nothing to te
 
 @pytest.fixture(scope="module")
 def dc1(zookeeper, tmp_path_factory):
-    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("hdfs-dc1"), name="dc1",
+    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("hdfs-dc1"), name="hdfsq",
                                         znode_parent="/hbase-hdfs-test", region_servers=2)
     yield cluster
     cluster.stop()
@@ -85,6 +86,7 @@ def test_content_summary_agrees_with_the_files(dc1, client, rootdir):
 
 
 def test_quota_set_through_the_cluster_shows_in_quota_usage(dc1, client, rootdir):
+    assert quota_usage(client, rootdir).constraints == ()  # this cluster starts without quotas
     before = client.content_summary(rootdir)
     space = before.space_consumed * 4 + 10_000_000
     names = before.names + 10_000
