@@ -259,8 +259,9 @@ class WebHdfs:
             raise kind(f"WebHDFS {self.url}: {op} {path}: {exception}: {message}", exception=exception,
                        java_class=java_class, status=response.status_code, path=path, op=op)
         if response.status_code != 200 or body is None:
+            what = "without a JSON body" if body is None else "without a RemoteException"
             raise WebHdfsError(f"WebHDFS {self.url}: {op} {path} answered HTTP {response.status_code} "
-                               f"without a JSON body: {response.text[:200]!r}")
+                               f"{what}: {response.text[:200]!r}")
         return body
 
     def content_summary(self, path: str) -> ContentSummary:
