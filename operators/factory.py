@@ -156,3 +156,72 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         run >> preflight >> create_tables >> add_peer >> go >> copy >> enable >> drained >> verify >> done
         [run, preflight, create_tables, add_peer, copy, enable, drained, verify] >> on_failure()
     return dag
+
+
+BACKFILL_DOC = """
+### Copy a time window of HBase tables (backfill)
+
+Copies the cells whose timestamps fall in a window `[start, end)`, then verifies that window. The window is
+the run's data interval (so `airflow backfill create --dag-id hbase_backfill --from-date ... --to-date ...`
+copies one interval per run), or `start_time_ms`/`end_time_ms` from the trigger form when given. No peer is
+touched. Finished partitions are recorded per run: clearing a failed copy resumes it.
+"""
+
+
+def backfill_params() -> dict[str, Param]:
+    return {
+        "source_conn_id": Param("hbase_source", type="string", title="Source cluster (connection id)"),
+        "target_conn_id": Param("hbase_target", type="string", title="Target cluster (connection id)"),
+        "tables": Param(["users"], type="array", items={"type": "string", "minLength": 1}, minItems=1),
+        "start_time_ms": Param(None, type=["null", "integer"], minimum=0,
+                               title="Window start (ms, inclusive)", description="empty: the data interval's start"),
+        "end_time_ms": Param(None, type=["null", "integer"], minimum=0,
+                             title="Window end (ms, exclusive)", description="empty: the data interval's end"),
+        "rows_per_s": Param(0, type="integer", minimum=0, title="Throttle per copy task (rows/s, 0 = none)"),
+        "verify": Param(True, type="boolean", title="Verify the window after the copy"),
+        "recompare_sleep_s": Param(5, type="number", minimum=0),
+    }
+
+
+def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@daily", start_date: Any = None,
+                       spark_conn_id: str = "spark_default") -> DAG:
+    import pendulum
+
+    with DAG(
+        dag_id=dag_id, schedule=schedule, catchup=False, max_active_runs=2, params=backfill_params(),
+        start_date=start_date or pendulum.datetime(2024, 1, 1, tz="UTC"), render_template_as_native_obj=True,
+        tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0},
+    ) as dag:
+        both = {"source_conn_id": "{{ params.source_conn_id }}", "target_conn_id": "{{ params.target_conn_id }}"}
+
+        @task(task_id="open_window")
+        def open_window(**context) -> list[dict[str, Any]]:
+            from operators.steps import open_window as _open
+
+            return _open(context["params"], context["run_id"], context["dag"].dag_id,
+                         context.get("data_interval_start"), context.get("data_interval_end"))
+
+        window = open_window()
+        copy = HBaseCopyTableOperator.partial(
+            task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, rows_per_s="{{ params.rows_per_s }}",
+            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, retries=2, retry_delay=timedelta(minutes=1),
+        ).expand_kwargs(window)
+
+        @task.short_circuit(task_id="verify_requested", ignore_downstream_trigger_rules=False)
+        def verify_requested(**context) -> bool:
+            return bool(context["params"]["verify"])
+
+        verify = HBaseVerifyTableOperator.partial(
+            task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
+            recompare_sleep_s="{{ params.recompare_sleep_s }}", ledger_run_id="{{ run_id }}",
+            spark_conn_id=spark_conn_id, retries=1,
+        ).expand_kwargs(window)
+
+        @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED)
+        def report(**context) -> dict[str, Any]:
+            from operators.steps import report as _report
+
+            return _report(context["run_id"])
+
+        window >> copy >> verify_requested() >> verify >> report()
+    return dag

@@ -123,3 +123,33 @@ def state_left_behind(params: Mapping[str, Any], run_id: str, failed_tasks: list
     except Exception as e:  # a run that failed before it was recorded (bad input) has no ledger entry
         log.warning("ledger not updated for run %s: %s", run_id, e)
     return {"peer_id": peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
+
+
+def _instant_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    return int(value.timestamp() * 1000)
+
+
+def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_start: Any,
+                interval_end: Any) -> list[dict[str, Any]]:
+    """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
+    from operators.ledger import open_ledger
+
+    tables = table_list(params["tables"])
+    start = params.get("start_time_ms")
+    end = params.get("end_time_ms")
+    start = _instant_ms(interval_start) if start in (None, "") else start
+    end = _instant_ms(interval_end) if end in (None, "") else end
+    start, end = time_window(start, end)
+    if start is None or end is None:
+        raise InvalidRunInput("no window: this run has no data interval; give start_time_ms and end_time_ms")
+    source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
+    target = HBaseClusterHook(params["target_conn_id"]).get_cluster()
+    if source.cluster_key.normalized() == target.cluster_key.normalized():
+        raise InvalidRunInput(f"source and target are the same cluster ({source.cluster_key})")
+    with open_ledger() as ledger:
+        ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, "", tables,
+                         {**params, "start_time_ms": start, "end_time_ms": end})
+    log.info("backfill %s: tables %s, window [%s, %s) ms", run_id, ", ".join(tables), start, end)
+    return [{"table": t, "start_time": start, "end_time": end} for t in tables]

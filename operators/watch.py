@@ -1,0 +1,46 @@
+"""The scheduled watch's task: one cluster's replication health, recorded, failing on a breach."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Mapping
+
+from airflow.sdk.exceptions import AirflowException
+
+from operators.hooks import HBaseClusterHook
+
+log = logging.getLogger(__name__)
+
+
+def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
+    from hbase_migration import health, quota
+    from operators.ledger import open_ledger
+
+    cluster = HBaseClusterHook(conn_id).get_cluster()
+    th = health.WatchThresholds(max_disabled_s=float(params["max_disabled_s"]), max_lag_ms=int(params["max_lag_ms"]),
+                                quota_mark=float(params["quota_mark"]),
+                                min_exhaustion_s=float(params["min_exhaustion_s"]))
+    report = health.gather(cluster, th, time.time(), float(params["quota_sample_gap_s"]))
+    for p in report.peers:
+        log.info("peer %s %s since %s; lag %s", p.peer_id, p.state, p.state_since, p.lag)
+    if report.quota:
+        log.info("%s", report.quota.log_line())
+    watch_run = f"{run_id}:{conn_id}"
+    with open_ledger() as ledger:
+        ledger.start_run(watch_run, dag_id, "watch", cluster.cluster_key, cluster.cluster_key, "", [],
+                         {"cluster": conn_id})
+        for p in report.peers:
+            if p.lag:
+                ledger.lag_sample(watch_run, p.peer_id, [
+                    {"server": "*", "queue_id": p.peer_id, "size_of_log_queue": p.lag.get("total_size_of_log_queue"),
+                     "age_of_last_shipped_op_ms": p.lag.get("max_age_ms"), "shipped_ops": None}],
+                    sampled_ms=int(report.taken_at * 1000))
+        if report.quota:
+            quota.record(ledger, watch_run, report.quota)
+        ledger.end_run(watch_run, "success" if report.healthy else "failed")
+    for f in report.findings:
+        (log.error if f.level == "breach" else log.warning)("%s: %s", f.subject, f.message)
+    if not report.healthy:
+        raise AirflowException(f"{conn_id}: " + "; ".join(f"{f.subject}: {f.message}" for f in report.findings
+                                                          if f.level == "breach"))
+    return report.to_dict()
