@@ -4,14 +4,16 @@ One cluster for the module (`minihbase_dc1`); each test works in its own table.
 """
 from __future__ import annotations
 
+import sys
 import uuid
 from collections import OrderedDict
 
 import happybase
 import pytest
-from Hbase_thrift import AlreadyExists, IllegalArgument
-from Hbase_thrift import IOError as HBaseIOError
 from thriftpy2.thrift import TApplicationException
+
+HBASE = sys.modules[happybase.connection.Hbase.__module__]  # the IDL happybase loads (HBase's own)
+HBaseIOError, IllegalArgument, AlreadyExists = HBASE.IOError, HBASE.IllegalArgument, HBASE.AlreadyExists
 
 pytestmark = pytest.mark.integration
 
@@ -187,7 +189,7 @@ def test_scan_filters_for_copy_and_count(scan_table):
 
 
 def test_mutate_row_ts_applies_deletes_before_put_with_one_timestamp(table, conn):
-    from Hbase_thrift import Mutation
+    Mutation = HBASE.Mutation
 
     table.put(b"r", {b"cf:a": b"old", b"cf:b": b"keep"}, timestamp=100)
     conn.client.mutateRowTs(table.name, b"r", [
