@@ -1,0 +1,128 @@
+"""The toolkit's Airflow plugin: the migration dashboard in the Airflow UI, and template macros.
+
+- Dashboard: a FastAPI app mounted on the API server at /hbase-migration/ (see `hbase_migration_ui/app.py`),
+  behind Airflow's own sign-in, and a "HBase migrations" entry under Browse that frames it in the UI.
+- Macros, pure and cheap: `{{ macros.hbase_migration.ms(data_interval_start) }}` (epoch ms, a copy's time
+  bound) and `{{ macros.hbase_migration.hex_row(key) }}` (a row key as the ledger stores it).
+
+Every Airflow process loads this file (a task does, to render its templates), so it imports nothing beyond
+the standard library and AirflowPlugin: the dashboard, and with it FastAPI and the ledger, is built on first
+access to `fastapi_apps`, which only the API server (and `airflow plugins`) makes. A dashboard that cannot be
+built (a bad `[hbase_migration] ledger_url`, the toolkit not on PYTHONPATH) is replaced by one that says why,
+so the API server still starts.
+"""
+from __future__ import annotations
+
+import calendar
+import logging
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from airflow.plugins_manager import AirflowPlugin
+
+log = logging.getLogger(__name__)
+
+PLUGIN_NAME = "hbase_migration"  # also the macros' namespace: macros.hbase_migration.*
+URL_PREFIX = "/hbase-migration"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Macros
+
+def ms(value: Any) -> int:
+    """An instant as epoch milliseconds, HBase's timestamp unit: the bound of a copy's time range.
+
+    Takes a timezone-aware datetime (Airflow's `data_interval_start`, a pendulum DateTime, is one) or its ISO
+    8601 text with an offset (a trigger-form param). Sub-millisecond parts are floored, so consecutive data
+    intervals map to ranges [ms(start), ms(end)) that tile with neither gap nor overlap. A naive datetime is
+    refused: its instant would depend on the machine's zone. Integer arithmetic only, so the result is exact.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"ms() needs an ISO 8601 date-time with an offset, got {text!r}") from None
+    if not isinstance(value, datetime):
+        hint = " (the run has no data interval: pass the instant explicitly)" if value is None else ""
+        raise TypeError(f"ms() needs a timezone-aware datetime, got {value!r}{hint}")
+    if value.utcoffset() is None:
+        raise ValueError(f"ms() needs a timezone-aware datetime, got naive {value.isoformat()!r}")
+    # Not `(value - epoch) // timedelta(milliseconds=1)`: pendulum's difference type breaks on that division.
+    return calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000
+
+
+def hex_row(value: Any) -> str:
+    """A row key (bytes) as the ledger stores it: lower-case hex, b'' (an open end) as ''."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"hex_row() needs a row key as bytes, got {type(value).__name__} {value!r}")
+    return bytes(value).hex()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dashboard
+
+def airflow_sign_in() -> Any:
+    """FastAPI dependency: the caller holds a valid Airflow token (the UI's `_token` cookie, or a Bearer
+    header) and may use the Airflow website.
+
+    Plugin apps are mounted beside Airflow's API without its authentication; without this, anyone who reaches
+    the API server could read cluster keys and differing row keys.
+    """
+    from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+    from airflow.api_fastapi.core_api.security import requires_access_view
+
+    return requires_access_view(AccessView.WEBSITE)
+
+
+def build_dashboard() -> Any:
+    """The dashboard over the configured ledger behind Airflow's sign-in; on failure, a page saying why."""
+    from fastapi import Depends
+
+    guard = [Depends(airflow_sign_in())]
+    try:
+        from plugins.hbase_migration_ui.app import create_app
+        from plugins.hbase_migration_ui.settings import configured_ledger_location
+
+        location = configured_ledger_location()
+        app = create_app(location, dependencies=guard)
+    except Exception as exc:  # keep the API server up; the error goes to its log and onto the page
+        log.exception("hbase_migration plugin: the migration dashboard cannot start")
+        return broken_dashboard(f"{type(exc).__name__}: {exc}", guard)
+    log.info("hbase_migration plugin: dashboard at %s/ reads the ledger %s (from %s)",
+             URL_PREFIX, location.shown, location.source)
+    return app
+
+
+def broken_dashboard(reason: str, dependencies: list[Any]) -> Any:
+    """An app answering 503 with `reason` at every path: the nav entry then explains instead of failing."""
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, dependencies=dependencies)
+
+    @app.get("/{path:path}")
+    def unavailable(path: str) -> PlainTextResponse:
+        return PlainTextResponse(f"The HBase migration dashboard cannot start: {reason}", status_code=503)
+
+    return app
+
+
+class HBaseMigrationPlugin(AirflowPlugin):
+    name = PLUGIN_NAME
+    macros = [ms, hex_row]
+    external_views = [
+        {
+            "name": "HBase migrations",
+            # Same origin as the UI, so the browser sends Airflow's session cookie into the frame.
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "hbase-migrations",  # the UI shows it at /plugin/hbase-migrations
+        }
+    ]
+
+    @cached_property
+    def fastapi_apps(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [{"app": build_dashboard(), "url_prefix": URL_PREFIX, "name": "HBase migration dashboard"}]
