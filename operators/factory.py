@@ -130,7 +130,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             task_id="wait_drained", doc_md=_doc(ReplicationDrainedSensor), **src, **peer,
             thresholds={"max_age_ms": "{{ params.max_lag_ms }}", "stable_samples": "{{ params.stable_samples }}",
                         "caught_up_queue_size": "{{ params.caught_up_queue_size }}"},
-            deferrable=True, poke_interval=5, timeout=timedelta(hours=12))
+            deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}")
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
             recompare_sleep_s="{{ params.recompare_sleep_s }}", ledger_run_id="{{ run_id }}",

@@ -22,13 +22,15 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     succeeds while edits are still queued. With `deferrable=True` the waiting happens in the triggerer.
     """
 
-    template_fields: Sequence[str] = ("source_conn_id", "peer_id", "thresholds", "canary_table", "canary_family")
+    template_fields: Sequence[str] = ("source_conn_id", "peer_id", "thresholds", "canary_table", "canary_family",
+                                      "ledger_run_id")
     ui_color = "#fff4e5"
 
     def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source",
                  thresholds: dict[str, Any] | None = None, deferrable: bool = False,
                  canary_table: str | None = None, canary_family: str | None = None,
-                 target_conn_id: str = "hbase_target", canary_timeout_s: float = 300.0, **kwargs) -> None:
+                 target_conn_id: str = "hbase_target", canary_timeout_s: float = 300.0,
+                 ledger_run_id: str | None = None, **kwargs) -> None:
         kwargs.setdefault("poke_interval", 10)
         kwargs.setdefault("timeout", 6 * 3600)
         kwargs.setdefault("mode", "poke")  # the history of samples lives in the sensor between pokes
@@ -41,7 +43,23 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         self.canary_table = canary_table
         self.canary_family = canary_family
         self.canary_timeout_s = canary_timeout_s
+        self.ledger_run_id = ledger_run_id
         self._history: list[dict[str, Any]] = []
+
+    def _ledger(self, status: str, detail: Any = None, lag: Any = None) -> None:
+        """The catch-up phase and its lag samples, in the run ledger (when the sensor belongs to a run)."""
+        if not self.ledger_run_id:
+            return
+        import json
+
+        from hbase_migration.ledger import ALL_TABLES
+        from operators.ledger import open_ledger
+
+        with open_ledger() as ledger:
+            ledger.set_phase(self.ledger_run_id, ALL_TABLES, "catch_up", status,
+                             None if detail is None else json.dumps(detail, default=str))
+            if lag is not None:
+                ledger.lag_sample(self.ledger_run_id, self.peer_id, lag)
 
     def _cluster(self):
         return HBaseClusterHook(self.source_conn_id).get_cluster()
@@ -53,11 +71,14 @@ class ReplicationDrainedSensor(BaseSensorOperator):
                           time.time())
         self._history = result.history
         self.log.info("%s", result.log_line())
+        self._ledger("running", lag=_lag_rows(result.snapshot))
         if result.decision.drained:
             self._run_canary()
+            self._ledger("success", result.decision.to_dict())
         return result.decision.drained
 
     def execute(self, context: Context) -> Any:
+        self._ledger("running")
         if not self.deferrable:
             return super().execute(context)
         from operators.triggers import ReplicationDrainedTrigger
@@ -79,9 +100,11 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         if event.get("status") != "drained":
             reasons = event.get("decision", {}).get("reasons") or [event.get("error", "no sample")]
+            self._ledger("failed", {"reasons": reasons})
             raise AirflowException(f"peer {self.peer_id} did not drain before the timeout: {'; '.join(reasons)}")
         self.log.info("%s", event.get("line"))
         self._run_canary()
+        self._ledger("success", event.get("decision"))
         return event
 
     def _run_canary(self) -> None:
@@ -92,6 +115,12 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         delay = canary(self._cluster(), target, self.canary_table, self.canary_family or "", self.canary_timeout_s)
         self.log.info("canary written on the source was read on the target after %.2fs", delay)
+
+
+def _lag_rows(snapshot) -> list[dict[str, Any]]:
+    return [{"server": s.servername, "queue_id": q.queue_id, "size_of_log_queue": q.size_of_log_queue,
+             "age_of_last_shipped_op_ms": q.age_ms, "shipped_ops": q.shipped_ops, "recovered": q.recovered}
+            for s in snapshot.servers for q in s.queues]
 
 
 class OldWalsWatchdogSensor(BaseSensorOperator):
