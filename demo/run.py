@@ -1,0 +1,179 @@
+"""The demo migration on the embedded default: `make demo` (or `python -m demo.run`).
+
+Starts ZooKeeper and the minihbase clusters dc1 and dc2, creates and loads sample tables on dc1 (several
+multi-region tables), keeps a writer doing puts, overwrites and deletes on dc1 throughout, runs the
+`hbase_table_migration` DAG through `airflow dags test`, stops the writer once the catch-up has drained,
+waits for the last edits to ship, compares every row of both sides independently (stock happybase, no toolkit
+code), prints a JSON summary on its last line, and stops everything it started.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def log(msg: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def minihbase(*args: str, workdir: Path, check: bool = True) -> str:
+    proc = subprocess.run([PY, "-m", "minihbase", *args, "--workdir", str(workdir)], cwd=REPO,
+                          capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"minihbase {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def shell(endpoint: dict, statements: list[str]) -> str:
+    proc = subprocess.run(endpoint["shell_command"], input="\n".join(statements) + "\n", capture_output=True,
+                          text=True, cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"shell on {endpoint['name']} failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def create_source_tables(endpoint: dict, tables) -> None:
+    from hbase_migration.schema import ruby_string  # the demo's set-up may use the toolkit; the check does not
+
+    statements = []
+    for t in tables:
+        fams = ", ".join(f"{{NAME => '{f}', VERSIONS => {o.get('max_versions', 1)}, REPLICATION_SCOPE => 1}}"
+                         for f, o in t.families.items())
+        splits = ", ".join(ruby_string(k) for k in t.split_keys)
+        statements.append(f"create '{t.name}', {fams}, SPLITS => [{splits}]")
+    shell(endpoint, statements)
+
+
+def happybase_connection(endpoint: dict):
+    import happybase
+
+    return happybase.Connection(endpoint["thrift"]["host"], endpoint["thrift"]["port"], timeout=60_000)
+
+
+def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float) -> float | None:
+    """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s)."""
+    from hbase_migration.ledger import Ledger
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with Ledger.open(ledger_url) as ledger:
+                for run in ledger.recent_runs(5):
+                    if not run["run_id"].startswith(run_id_prefix):
+                        continue
+                    phase = ledger.run_summary(run["run_id"])["phases"].get("*", {}).get("catch_up")
+                    if phase and phase.get("status") == "success":
+                        return phase.get("ended_ms", 0) / 1000.0
+                    if run.get("status") == "failed":
+                        return None
+        except Exception:  # the ledger may not exist yet
+            pass
+        time.sleep(2)
+    return None
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from demo.workload import LiveWriter, compare, load, sample_tables
+
+    workdir = Path(args.workdir).resolve()
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    mh = workdir / "minihbase"
+    started = time.monotonic()
+    log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}")
+    minihbase("up", workdir=mh)
+    writer = None
+    try:
+        endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
+        dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
+        tables = sample_tables(args.rows)
+        log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
+        create_source_tables(dc1, tables)
+        conn = happybase_connection(dc1)
+        for t in tables:
+            load(conn, t)
+        conn.close()
+        ledger_url = f"sqlite:///{workdir / 'ledger.db'}"
+        env = {**os.environ,
+               "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
+               "AIRFLOW_CONN_HBASE_SOURCE": json.dumps(dc1["connection"]),
+               "AIRFLOW_CONN_HBASE_TARGET": json.dumps(dc2["connection"]),
+               "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
+               "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url}
+        writer = LiveWriter(lambda: happybase_connection(dc1), tables, ops_per_second=args.write_rate).start()
+        log(f"live writer started ({args.write_rate:.0f} ops/s: puts, overwrites, deletes)")
+        conf = {"tables": [t.name for t in tables], "peer_id": "demo", "expected_copy_s": 600,
+                "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000}
+        dag_log = workdir / "dags-test.log"
+        log(f"running hbase_table_migration with `airflow dags test` (log: {dag_log})")
+        dag_started = time.time()
+        with open(dag_log, "w") as out:
+            dag = subprocess.Popen([str(Path(PY).parent / "airflow"), "dags", "test", "hbase_table_migration",
+                                    "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+            caught_up_at = wait_for_catch_up(ledger_url, "manual__", args.timeout_s)
+            stats = writer.stop()
+            log(f"catch-up drained; writer stopped after {stats.as_dict()}")
+            rc = dag.wait(timeout=args.timeout_s)
+        log(f"airflow dags test exited {rc}")
+        log("waiting for the last edits to ship, then comparing every row of both sides")
+        subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
+                        "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env, cwd=REPO,
+                       capture_output=True)
+        src, dst = happybase_connection(dc1), happybase_connection(dc2)
+        from hbase_migration.ledger import Ledger
+
+        with Ledger.open(ledger_url) as ledger:
+            run_id = next(r["run_id"] for r in ledger.recent_runs(5) if r["dag_id"] == "hbase_table_migration")
+            summary = ledger.run_summary(run_id)
+        per_table = {}
+        for t in tables:
+            cmp = compare(src, dst, t.name)
+            copied = summary["copy"]["tables"].get(t.name, {}) if isinstance(summary.get("copy"), dict) else {}
+            verified = [v for v in summary.get("verification", []) if v.get("table") == t.name]
+            per_table[t.name] = {
+                "rows_copied": copied.get("rows"),
+                "catch_up_s": None if caught_up_at is None else round(caught_up_at - dag_started, 1),
+                "verification": ("clean" if verified and verified[-1].get("clean") else
+                                 "differences" if verified else "not run"),
+                "independent_comparison": cmp.as_dict(),
+            }
+        src.close()
+        dst.close()
+        return {"demo": "hbase_table_migration", "dag_exit_code": rc, "run_id": run_id,
+                "run_status": summary["run"].get("status"), "writer": stats.as_dict(),
+                "wall_time_s": round(time.monotonic() - started, 1), "tables": per_table,
+                "differences": sum(v["independent_comparison"]["differences"] for v in per_table.values())}
+    finally:
+        if writer is not None:
+            writer.stop()
+        log("stopping minihbase and ZooKeeper")
+        minihbase("down", workdir=mh, check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m demo.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=100_000, help="rows loaded in all (default 100000)")
+    p.add_argument("--write-rate", type=float, default=100.0, help="live writer ops/s")
+    p.add_argument("--cores", type=int, default=2, help="Spark local[N]")
+    p.add_argument("--timeout-s", type=float, default=3600.0)
+    p.add_argument("--workdir", default=str(REPO / ".state" / "demo"))
+    args = p.parse_args(argv)
+    result = run(args)
+    print(json.dumps(result, sort_keys=True), flush=True)
+    ok = result["dag_exit_code"] == 0 and result["run_status"] == "success" and result["differences"] == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
