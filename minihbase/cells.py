@@ -6,7 +6,7 @@ and value. Key type codes are HBase's `KeyValue.Type` bytes so a WAL entry reads
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, NamedTuple
 
 # HBase KeyValue.Type codes.
 PUT = 4
@@ -81,11 +81,6 @@ def decode_cells(buf: bytes | memoryview, offset: int, count: int) -> tuple[list
         offset += vlen
         cells.append(Cell(row, family, qualifier, ts, typ, value))
     return cells, offset
-
-
-def iter_cells(data: bytes, offset: int, count: int) -> Iterator[Cell]:
-    cells, _ = decode_cells(data, offset, count)
-    return iter(cells)
 
 
 def parse_column(column: bytes) -> tuple[bytes, bytes | None]:

@@ -33,9 +33,13 @@ class ClusterClient:
         """Run `fn(region)` on the region holding `row`, retrying while it is offline or moving."""
         deadline = time.monotonic() + self.cluster.config.client_retry_s
         attempts = 0
+        failed_on = None
         while True:
             attempts += 1
             region = self.master.locate(table, row)
+            if region is not failed_on:
+                # A region that moved or split while we waited for it is a fresh location: try it at once.
+                deadline = max(deadline, time.monotonic() + 1.0)
             rs = region.server
             if rs is not None and rs.online:
                 try:
@@ -44,6 +48,7 @@ class ClusterClient:
                     last: HBaseError = e
             else:
                 last = NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
+            failed_on = region
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RetriesExhausted(f"Failed after attempts={attempts}, exceptions:\n"
@@ -84,19 +89,18 @@ class ClusterClient:
         ids = cluster_ids if cluster_ids is not None else [self.cluster.cluster_id]
         pending = [cells for cells in rows if cells]
         while pending:
-            # Group consecutive work per region; rows whose region moved mid-way are simply re-located.
-            first = self.master.locate(table, pending[0][0].row)
-            batch = [cells for cells in pending if first.info.contains(cells[0].row)]
-            rest = [cells for cells in pending if not first.info.contains(cells[0].row)]
-            self._on_region(table, batch[0][0].row,
-                            lambda region, b=batch: self._mutate_region(region, first, b, ids, durable))
-            pending = rest
+            # Write the rows of the first row's region; re-grouped on every attempt, so a region that splits
+            # or moves meanwhile is handled like HBase's client does: locate again, send what belongs there.
+            pending = self._on_region(table, pending[0][0].row,
+                                      lambda region: self._mutate_region(region, pending, ids, durable))
 
     @staticmethod
-    def _mutate_region(region: Region, expected: Region, batch, ids, durable) -> None:
-        if region is not expected and not all(region.info.contains(c[0].row) for c in batch):
-            raise NotServingRegion("region split while writing")
+    def _mutate_region(region: Region, pending: list, ids, durable) -> list:
+        """Write the rows of `pending` that belong to `region`; return the others."""
+        info = region.info
+        batch = [cells for cells in pending if info.contains(cells[0].row)]
         region.server.mutate(region, batch, ids, durable)
+        return [cells for cells in pending if not info.contains(cells[0].row)]
 
     def increment(self, table: bytes, row: bytes, family: bytes, qualifier: bytes, amount: int) -> int:
         state = self.master.enabled_table(table)
@@ -219,9 +223,13 @@ class Scanner:
     def _on_scan_region(self, fn):
         deadline = time.monotonic() + self.client.cluster.config.client_retry_s
         attempts = 0
+        failed_on = None
         while True:
             attempts += 1
             region = self._locate()
+            if region is not failed_on:
+                deadline = max(deadline, time.monotonic() + 1.0)
+            failed_on = region
             if region.server is not None and region.server.online:
                 try:
                     return fn(region)

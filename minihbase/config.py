@@ -44,7 +44,7 @@ class ClusterConfig:
     log_cleaner_interval_s: float = 10.0
     # Knobs
     latency_ms: float = 0.0
-    zk_session_timeout_s: float = 10.0
+    zk_session_timeout_s: float = 30.0  # HBase: 90 s; long enough that a busy process never loses it
     client_retry_s: float = 5.0           # how long a request waits for an offline region before IOError
     # Ports: 0 = a free one (endpoints --json tells which)
     thrift_port: int = 0

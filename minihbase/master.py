@@ -497,6 +497,7 @@ class Master:
         if rs is None or not rs.online or state is None or parent not in state.regions:
             return
         fs = self.cluster.fs
+        started = time.monotonic()
         with parent.lock:
             if parent.server is not rs:
                 return
@@ -515,8 +516,7 @@ class Master:
                     base = region_dir(self.config.rootdir, d.info.table, d.encoded_name)
                     fs.write_file(posixpath.join(base, ".regioninfo"), d.info.to_bytes())
                     written.append(base)
-                    for family in state.desc.families:
-                        cells = d.snapshot_cells([family])
+                    for family, cells in d.snapshot_by_family().items():
                         if cells:
                             fs.write_file(posixpath.join(base, family.decode("latin-1"), new_store_file_name()),
                                           store_file_bytes(cells, d.max_seq))
@@ -533,7 +533,8 @@ class Master:
                 rs.add_region(right)
                 self.changed.notify_all()
             fs.delete(region_dir(self.config.rootdir, info.table, parent.encoded_name), recursive=True)
-        log.info("split %s at %r into %s and %s", parent, mid, left.encoded_name, right.encoded_name)
+        log.info("split %s at %r into %s and %s in %.2fs", parent, mid, left.encoded_name, right.encoded_name,
+                 time.monotonic() - started)
         if self.config.balancer:
             self.submit("balance", self.balance)
 

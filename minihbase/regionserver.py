@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_new_tuple = tuple.__new__  # builds a Cell without namedtuple's slower Python-level constructor
 COMPACTION_THRESHOLD = 6  # store files per family before a compaction rewrites them into one
 _startcode_lock = threading.Lock()
 _last_startcode = 0
@@ -231,14 +232,14 @@ class RegionServer:
             for cells in rows:
                 resolved = []
                 for c in cells:
-                    if c.timestamp == LATEST_TIMESTAMP:
-                        if c.type == DELETE:  # "delete the latest version"
-                            newest = region.newest(c.row, c.column, now)
+                    if c[3] == LATEST_TIMESTAMP:
+                        ts = now
+                        if c[4] == DELETE:  # "delete the latest version"
+                            newest = region.newest(c[0], c[1] + b":" + c[2], now)
                             if newest is None:
                                 continue
-                            c = c._replace(timestamp=newest[0])
-                        else:
-                            c = c._replace(timestamp=now)
+                            ts = newest[0]
+                        c = _new_tuple(Cell, (c[0], c[1], c[2], ts, c[4], c[5]))
                     resolved.append(c)
                 if not resolved:
                     continue
@@ -447,7 +448,7 @@ def compact_store(fs, fdir: str, region: Region, family: bytes) -> None:
     """Rewrite a family's store files as one (call with the region lock held). A failure leaves the old files."""
     old = fs.list_dir(fdir)
     new_path = posixpath.join(fdir, new_store_file_name())
-    fs.write_file(new_path, store_file_bytes(region.snapshot_cells([family]), region.max_seq))
+    fs.write_file(new_path, store_file_bytes(region.snapshot_by_family().get(family, []), region.max_seq))
     for name in old:
         fs.delete(posixpath.join(fdir, name))
     region.compact_in_memory()

@@ -5,6 +5,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 from minihbase.errors import JavaIllegalArgument
 
@@ -103,15 +104,15 @@ class RegionInfo:
     end_key: bytes
     region_id: int
 
-    @property
+    @cached_property
     def base_name(self) -> bytes:
         return self.table + b"," + self.start_key + b"," + str(self.region_id).encode()
 
-    @property
+    @cached_property
     def encoded_name(self) -> str:
         return hashlib.md5(self.base_name).hexdigest()
 
-    @property
+    @cached_property
     def region_name(self) -> bytes:
         return self.base_name + b"." + self.encoded_name.encode() + b"."
 

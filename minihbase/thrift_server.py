@@ -49,6 +49,7 @@ Hbase = thriftpy2.load(str(Path(__file__).with_name("Hbase.thrift")), module_nam
 BLOOM_TYPES = {"NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH", "ROWPREFIX_DELIMITED"}
 COMPRESSIONS = {"none", "gz", "lzo", "snappy", "lz4", "bzip2", "zstd"}
 HREGION_VERSION = 1
+_new_tuple = tuple.__new__  # builds a Cell without namedtuple's slower Python-level constructor
 SCANNER_LEASE_S = 600.0  # scanners untouched this long are dropped (HBase: hbase.client.scanner.timeout.period)
 
 
@@ -199,19 +200,19 @@ class Handler:
     def _cells(row: bytes, mutations, ts: int, strict: bool):
         deletes, puts, durable = [], [], True
         for m in mutations or []:
-            family, qualifier = parse_column(m.column or b"")
+            family, sep, qualifier = (m.column or b"").partition(b":")  # CellUtil.parseColumn
             if m.isDelete:
-                if qualifier is None:
-                    deletes.append(Cell(row, family, b"", ts, DELETE_FAMILY))
+                if not sep:
+                    deletes.append(_new_tuple(Cell, (row, family, b"", ts, DELETE_FAMILY, b"")))
                 else:
-                    deletes.append(Cell(row, family, qualifier, ts, DELETE_COLUMN))
-            elif qualifier is None:
+                    deletes.append(_new_tuple(Cell, (row, family, qualifier, ts, DELETE_COLUMN, b"")))
+            elif not sep:
                 if strict:
                     raise JavaIllegalArgument("Invalid famAndQf provided.")
                 log.warning("No column qualifier specified. Delete is the only mutation supported over the "
                             "whole column family.")
             else:
-                puts.append(Cell(row, family, qualifier, ts, PUT, m.value or b""))
+                puts.append(_new_tuple(Cell, (row, family, qualifier, ts, PUT, m.value or b"")))
             if m.writeToWAL is not None:
                 durable = bool(m.writeToWAL)
         return deletes, puts, durable
