@@ -122,9 +122,11 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
 
     def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("refresh", None)
+        # Where the ledger lives is for signed-in eyes only (a 401/403 page is shown to anyone).
+        context.setdefault("location", None if status_code in (401, 403) else location)
         # Links are absolute from the mount point (root_path), so they hold at any depth and behind a prefix.
         root = request.scope.get("root_path", "").rstrip("/") + "/"
-        html = env.get_template(template).render(location=location, now_ms=clock(), root=root, **context)
+        html = env.get_template(template).render(now_ms=clock(), root=root, **context)
         return HTMLResponse(html, status_code=status_code)
 
     def message(request: Request, status_code: int, title: str, text: str) -> HTMLResponse:

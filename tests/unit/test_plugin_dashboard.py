@@ -355,6 +355,7 @@ def test_plugin_app_requires_an_airflow_sign_in():
         page = c.get("/")
         assert page.status_code == 401
         assert "Not authenticated" in page.text
+        assert "Ledger:" not in page.text and "sqlite:" not in page.text  # nothing about the ledger
         assert c.get("/api/runs").json() == {"detail": "Not authenticated"}
         assert c.get("/api/runs", headers={"Authorization": "Bearer "}).status_code == 401
 

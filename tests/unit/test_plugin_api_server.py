@@ -1,0 +1,144 @@
+"""The dashboard under Airflow's real API server: mounted by the plugin manager, behind Airflow's sign-in.
+
+Starts `airflow api-server` (one worker, loopback, a free port) in a temporary AIRFLOW_HOME holding a copy of
+the repository's airflow.cfg and of its migrated metadata database, with this repository's plugins folder and
+a filled ledger; signs in through the Simple auth manager; stops the server (its process group) afterwards.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import requests
+
+from hbase_migration.ledger import Ledger
+from minihbase.zookeeper import free_port
+
+from .test_plugin_dashboard import FAILED_RUN, OK_RUN, fill
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+METADATA_DB = REPO / ".airflow" / "airflow.db"  # made by `make bootstrap` (airflow db migrate)
+START_TIMEOUT_S = 120.0
+PASSWORDS = {"admin": "admin-pw", "viewer1": "viewer-pw"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not METADATA_DB.is_file():
+        pytest.skip(f"{METADATA_DB} is missing: run `make bootstrap` first")
+    home = tmp_path_factory.mktemp("airflow_home")
+    shutil.copy(REPO / "airflow.cfg", home / "airflow.cfg")
+    (home / ".airflow" / "secrets").mkdir(parents=True)
+    shutil.copy(METADATA_DB, home / ".airflow" / "airflow.db")
+    for name in ("fernet_key", "api_secret_key", "jwt_secret"):  # read by airflow.cfg's *_cmd options
+        (home / ".airflow" / "secrets" / name).write_text(secrets.token_urlsafe(32) + "\n")
+    (home / "passwords.json").write_text(json.dumps(PASSWORDS))
+    (home / "dags").mkdir()
+    with Ledger.open(f"sqlite:///{home / 'ledger.db'}") as ledger:
+        fill(ledger)
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer1:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": "sqlite:///ledger.db",  # relative: anchored at AIRFLOW_HOME
+    }
+    log_path = home / "api-server.log"
+    with open(log_path, "wb") as log:
+        command = [str(REPO / ".venv" / "bin" / "airflow"), "api-server", "-H", "127.0.0.1", "-p", str(port),
+                   "-w", "1"]
+        process = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"api-server exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                if requests.get(f"{base}/api/v2/monitor/health", timeout=2).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"api-server not up after {START_TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.25)  # a poll interval, bounded by the deadline above
+        yield base, log_path
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)  # the server and its uvicorn worker: our own session
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+def token(base: str, user: str) -> str:
+    response = requests.post(f"{base}/auth/token", json={"username": user, "password": PASSWORDS[user]},
+                             timeout=10)
+    assert response.status_code == 201, response.text
+    return response.json()["access_token"]
+
+
+def test_dashboard_is_mounted_and_needs_a_sign_in(server):
+    base, log_path = server
+    assert requests.get(f"{base}/hbase-migration/", timeout=10).status_code == 401
+    anonymous = requests.get(f"{base}/hbase-migration/api/runs", timeout=10)
+    assert (anonymous.status_code, anonymous.json()) == (401, {"detail": "Not authenticated"})
+    forged = requests.get(f"{base}/hbase-migration/api/runs", headers={"Authorization": "Bearer forged"},
+                          timeout=10)
+    assert (forged.status_code, forged.json()) == (403, {"detail": "Invalid JWT token"})
+    assert f"reads the ledger sqlite:///{log_path.parent / 'ledger.db'}" in log_path.read_text()
+
+
+def test_the_uis_cookie_opens_the_pages(server):
+    base, _ = server
+    cookies = {"_token": token(base, "viewer1")}  # what the browser sends into the UI's frame
+    page = requests.get(f"{base}/hbase-migration/", cookies=cookies, timeout=10)
+    assert page.status_code == 200
+    assert "Peer mig2 was left DISABLED by a failed run" in page.text
+    assert f'href="/hbase-migration/runs/{quote(OK_RUN, safe="")}"' in page.text
+    run_url = f"{base}/hbase-migration/runs/{quote(FAILED_RUN, safe='')}"
+    run = requests.get(run_url, cookies=cookies, timeout=10)
+    assert run.status_code == 200
+    assert "Run cli/&lt;b&gt;retry&lt;/b&gt; 2" in run.text
+    assert run.headers["Content-Security-Policy"].startswith("default-src 'none'")
+
+
+def test_the_api_answers_a_bearer_token(server):
+    base, _ = server
+    headers = {"Authorization": f"Bearer {token(base, 'admin')}"}
+    runs = requests.get(f"{base}/hbase-migration/api/runs", headers=headers, timeout=10).json()
+    assert [r["run_id"] for r in runs] == [FAILED_RUN, OK_RUN]
+    summary = requests.get(f"{base}/hbase-migration/api/runs/{quote(OK_RUN, safe='')}", headers=headers,
+                           timeout=10).json()
+    assert summary["copy"]["total"]["rows"] == 1_249_567
+
+
+def test_airflow_lists_the_plugin_and_its_nav_entry(server):
+    base, _ = server
+    headers = {"Authorization": f"Bearer {token(base, 'admin')}"}
+    plugins = requests.get(f"{base}/api/v2/plugins", headers=headers, timeout=10).json()["plugins"]
+    [plugin] = [p for p in plugins if p["name"] == "hbase_migration"]
+    [view] = plugin["external_views"]
+    assert (view["name"], view["href"], view["url_route"], view["destination"]) == (
+        "HBase migrations", "/hbase-migration/", "hbase-migrations", "nav")
+    errors = requests.get(f"{base}/api/v2/plugins/importErrors", headers=headers, timeout=10).json()
+    assert errors == {"import_errors": [], "total_entries": 0}
+    ui = requests.get(f"{base}/plugin/hbase-migrations", headers=headers, timeout=10)
+    assert ui.status_code == 200 and ui.headers["content-type"].startswith("text/html")  # the UI's own page
