@@ -18,7 +18,9 @@ import logging
 from datetime import datetime
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
+from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,12 @@ def hex_row(value: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 # Dashboard
+
+def dashboard_href(base_url: str | None) -> str:
+    """Where the browser finds the dashboard: under the path of `[api] base_url` when Airflow is served
+    below one (the UI frames an external view's href as given, without adding that path)."""
+    return urlsplit(base_url or "").path.rstrip("/") + URL_PREFIX + "/"
+
 
 def airflow_sign_in() -> Any:
     """FastAPI dependency: the caller holds a valid Airflow token (the UI's `_token` cookie, or a Bearer
@@ -116,7 +124,7 @@ class HBaseMigrationPlugin(AirflowPlugin):
         {
             "name": "HBase migrations",
             # Same origin as the UI, so the browser sends Airflow's session cookie into the frame.
-            "href": f"{URL_PREFIX}/",
+            "href": dashboard_href(conf.get("api", "base_url", fallback="")),
             "destination": "nav",
             "category": "browse",
             "url_route": "hbase-migrations",  # the UI shows it at /plugin/hbase-migrations

@@ -26,6 +26,7 @@ from fastapi.exception_handlers import http_exception_handler, request_validatio
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import formatting, views
@@ -148,6 +149,15 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
             return await request_validation_exception_handler(request, exc)
         problems = "; ".join(f"{e['loc'][-1]}: {e['msg']}" for e in exc.errors())
         return message(request, 422, "Bad request", problems)
+
+    @app.exception_handler(SQLAlchemyError)
+    async def ledger_read_failed(request: Request, exc: SQLAlchemyError) -> Response:
+        """The ledger opened but a read failed (locked past the busy timeout, server gone, damaged tables)."""
+        log.error("dashboard: reading the ledger at %s failed for %s: %s", location.shown, request.url.path,
+                  exc.__class__.__name__, exc_info=exc)
+        detail = (f"the ledger at {location.shown} could not be read ({type(exc).__name__}); "
+                  "the API server's log has the details")
+        return await html_errors(request, StarletteHTTPException(503, detail))
 
     @app.get("/", response_class=HTMLResponse)
     def runs_page(request: Request, limit: int = Query(50, ge=1, le=500)) -> HTMLResponse:

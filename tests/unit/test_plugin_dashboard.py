@@ -9,6 +9,7 @@ import html
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -334,6 +335,23 @@ def test_unreadable_ledger_is_a_503_that_says_so(tmp_path):
         assert api.status_code == 503
         assert "cannot be opened" in api.json()["detail"]
     assert path.read_bytes() == b"this is not a SQLite database" * 100
+
+
+def test_a_damaged_ledger_read_is_a_503_not_a_500(tmp_path):
+    path = tmp_path / "ledger.db"
+    with Ledger.open(f"sqlite:///{path}") as ledger:
+        fill(ledger)
+    with mounted(f"sqlite:///{path}") as c:
+        assert c.get(f"{URL_PREFIX}/api/runs").status_code == 200  # the ledger is open and cached now
+        with sqlite3.connect(path) as conn:
+            conn.execute("DROP TABLE peer_notes")
+        detail = f"the ledger at sqlite:///{path} could not be read (OperationalError)"
+        page = c.get(f"{URL_PREFIX}/")
+        assert page.status_code == 503
+        assert detail in text_of(page.text)
+        api = c.get(f"{URL_PREFIX}/api/runs/{quote(OK_RUN, safe='')}")
+        assert api.status_code == 503
+        assert api.json()["detail"].startswith(detail)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from hbase_migration import ledger as ledger_module
 from hbase_migration.ledger import ALL_TABLES
-from plugins.hbase_migration_plugin import hex_row, ms
+from plugins.hbase_migration_plugin import dashboard_href, hex_row, ms
 from plugins.hbase_migration_ui import formatting, views
 from plugins.hbase_migration_ui.settings import DEFAULT_URL, ENV_VAR, LedgerUrlError, resolve_ledger_url
 
@@ -263,3 +263,15 @@ def test_verification_rows_list_every_window_and_unverified_tables():
     assert [(r.table, r.level, r.differing) for r in rows] == [
         ("ns:a", "none", 0), ("ns:b", "ok", 0), ("ns:b", "bad", 2), ("ns:extra", "ok", 0)]
     assert rows[2].sample_keys == [("003c7363726970743eff", "\\x00<script>\\xFF"), ("6b", "k")]
+
+
+@pytest.mark.parametrize("base_url, href", [
+    (None, "/hbase-migration/"),
+    ("", "/hbase-migration/"),
+    ("http://localhost:8080", "/hbase-migration/"),
+    ("http://localhost:8080/", "/hbase-migration/"),
+    ("https://airflow.example.com/airflow/", "/airflow/hbase-migration/"),
+    ("https://example.com/a/b", "/a/b/hbase-migration/"),
+])
+def test_dashboard_href_follows_the_api_base_url_path(base_url, href):
+    assert dashboard_href(base_url) == href
