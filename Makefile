@@ -53,14 +53,14 @@ lint: $(VENV)/.installed
 # Tests use their own temporary ZooKeeper and minihbase under .state/pytest; anything still running from there
 # afterwards is a leak, reported and ended.
 test: bootstrap lint
-	@rm -rf .state/pytest
+	@rm -rf .state/pytest && mkdir -p .state
 	$(VENV)/bin/pytest --basetemp=.state/pytest $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
 
 test-unit: bootstrap
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
 
 test-integration: bootstrap
-	@rm -rf .state/pytest
+	@rm -rf .state/pytest && mkdir -p .state
 	$(VENV)/bin/pytest --basetemp=.state/pytest tests/integration $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
 
 # The demo migration on the embedded default; its last stdout line is the JSON summary. Leaves nothing running.

@@ -1,8 +1,5 @@
-"""Where the Airflow layer keeps the run ledger.
-
-`[hbase_migration] ledger_url` in airflow.cfg (or AIRFLOW__HBASE_MIGRATION__LEDGER_URL) names any SQLAlchemy
-URL; the default is a SQLite file in $AIRFLOW_HOME/.airflow/ledger.db. The dashboard plugin reads the same.
-"""
+"""The run ledger as the Airflow layer opens it (the same location rule as the dashboard and the CLI:
+`[hbase_migration] ledger_url`, else HBASE_MIGRATION_LEDGER_URL, else $AIRFLOW_HOME/.state/ledger.db)."""
 from __future__ import annotations
 
 import os
@@ -15,12 +12,14 @@ if TYPE_CHECKING:
 def ledger_url() -> str:
     from airflow.sdk import conf
 
-    url = conf.get("hbase_migration", "ledger_url", fallback=None)
-    if url:
-        return url
+    from hbase_migration.ledger_location import CONFIG_OPTION, CONFIG_SECTION, ENV_VAR, resolve_ledger_url
+
     home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
-    os.makedirs(os.path.join(home, ".airflow"), exist_ok=True)
-    return f"sqlite:///{os.path.join(home, '.airflow', 'ledger.db')}"
+    location = resolve_ledger_url(conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None), os.environ.get(ENV_VAR),
+                                  home)
+    if location.sqlite_file is not None:
+        location.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    return location.url
 
 
 def open_ledger() -> "Ledger":

@@ -1,76 +1,18 @@
-"""Where the dashboard finds the run ledger.
-
-Resolution, first match wins: the Airflow option `[hbase_migration] ledger_url` (airflow.cfg, or the
-environment variable AIRFLOW__HBASE_MIGRATION__LEDGER_URL), then the toolkit's own variable
-HBASE_MIGRATION_LEDGER_URL (what the CLI reads outside Airflow), then the ledger's default
-`sqlite:///.state/ledger.db`. A relative SQLite path is taken relative to AIRFLOW_HOME (the repository root
-here), never to the API server's working directory, which differs between `airflow standalone`, a systemd
-unit and a container.
-"""
+"""Where the dashboard finds the run ledger: the toolkit's one rule (`hbase_migration.ledger_location`),
+fed from Airflow's configuration."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-
-DEFAULT_URL = "sqlite:///.state/ledger.db"  # hbase_migration.ledger.DEFAULT_URL, which a unit test compares
-ENV_VAR = "HBASE_MIGRATION_LEDGER_URL"
-CONFIG_SECTION, CONFIG_OPTION = "hbase_migration", "ledger_url"
-
-
-class LedgerUrlError(ValueError):
-    """A configured ledger URL the dashboard cannot use; the message names where it came from."""
-
-
-@dataclass(frozen=True)
-class LedgerLocation:
-    url: str  # what Ledger.open() gets (may hold a password: never log or show it)
-    shown: str  # the URL with its password masked, for logs and the page footer
-    source: str  # where it was configured, e.g. "[hbase_migration] ledger_url"
-    sqlite_file: Path | None  # the database file when the ledger is SQLite (its absence means "no runs yet")
-
-
-def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflow_home: str | os.PathLike,
-                       ) -> LedgerLocation:
-    """Choose the ledger URL (see the module docstring); anchor a relative SQLite path at `airflow_home`."""
-    candidates = (
-        (airflow_option, f"[{CONFIG_SECTION}] {CONFIG_OPTION}"),
-        (env_value, ENV_VAR),
-        (DEFAULT_URL, "default"),
-    )
-    text, source = next((v.strip(), s) for v, s in candidates if v is not None and v.strip())
-    try:
-        parsed = make_url(text)
-    except (ArgumentError, ValueError):
-        # The text is not echoed: a URL that does not parse may still hold a password.
-        raise LedgerUrlError(
-            f"ledger url from {source} is not a SQLAlchemy URL (like 'sqlite:///path')"
-        ) from None
-    sqlite_file = None
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if not database or database == ":memory:" or database.startswith("file:"):
-            raise LedgerUrlError(
-                f"ledger url from {source} must name a SQLite database file, got {database!r}"
-            )
-        path = Path(database).expanduser()
-        if not path.is_absolute():
-            path = Path(airflow_home).expanduser() / path
-        sqlite_file = path.resolve()
-        parsed = parsed.set(database=str(sqlite_file))
-    return LedgerLocation(
-        url=_render(parsed, hide_password=False),
-        shown=_render(parsed, hide_password=True),
-        source=source,
-        sqlite_file=sqlite_file,
-    )
-
-
-def _render(url: URL, *, hide_password: bool) -> str:
-    return url.render_as_string(hide_password=hide_password)
+from hbase_migration.ledger_location import (  # noqa: F401 - re-exported for the dashboard
+    CONFIG_OPTION,
+    CONFIG_SECTION,
+    DEFAULT_URL,
+    ENV_VAR,
+    LedgerLocation,
+    LedgerUrlError,
+    resolve_ledger_url,
+)
 
 
 def configured_ledger_location() -> LedgerLocation:
