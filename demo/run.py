@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     mh = workdir / "minihbase"
     started = time.monotonic()
     log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}")
-    minihbase("up", workdir=mh)
+    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []), workdir=mh)
     writer = None
     try:
         endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     p.add_argument("--timeout-s", type=float, default=3600.0)
     p.add_argument("--workdir", default=str(REPO / ".state" / "demo"))
+    p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
     args = p.parse_args(argv)
     result = run(args)
     print(json.dumps(result, sort_keys=True), flush=True)

@@ -121,8 +121,9 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         # Re-running a copy re-writes the same cells with the same timestamps; finished partitions are skipped.
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **peer,
-            quota_policy="{{ params.quota_policy }}", rows_per_s="{{ params.rows_per_s }}",
-            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, retries=2, retry_delay=timedelta(minutes=1),
+            quota_policy="{{ params.quota_policy }}", quota_mark="{{ params.quota_mark }}",
+            rows_per_s="{{ params.rows_per_s }}", ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
                                     ledger_run_id="{{ run_id }}", **safe_retry)

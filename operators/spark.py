@@ -110,7 +110,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     job_kind = "copy"
     application_path = COPY_JOB
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy",
-                                      "rows_per_s", "copy_id")
+                                      "quota_mark", "rows_per_s", "copy_id")
     ui_color = "#fce8b2"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail", quota_mark: float = 0.8,
@@ -166,7 +166,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         previous: list[tuple[float, float]] = []
         while not stop.wait(self.watchdog_interval_s if previous else 0):
             try:
-                s = quota.sample(cluster, self.quota_mark, time.time(), previous[-5:])
+                s = quota.sample(cluster, float(self.quota_mark), time.time(), previous[-5:])
             except Exception as e:
                 self.log.warning("oldWALs sample failed: %s", e)
                 continue
