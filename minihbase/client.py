@@ -21,6 +21,15 @@ T = TypeVar("T")
 ROW_LIMIT_PER_CHUNK = 1000
 
 
+def serving(region: Region):
+    """The region server serving `region` right now, or NotServingRegion (the caller re-locates and retries)."""
+    rs = region.server
+    if rs is None:
+        raise NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
+    rs._check(region)
+    return rs
+
+
 class ClusterClient:
     def __init__(self, cluster: "MiniHBaseCluster"):
         self.cluster = cluster
@@ -64,9 +73,9 @@ class ClusterClient:
 
         def read(region: Region):
             with region.lock:
-                region.server._check(region)
+                rs = serving(region)
                 region.read_requests += 1
-                region.server.read_requests += 1
+                rs.read_requests += 1
                 return region.read_row(row, selector, time_max, versions, now_ms())
         return self._on_region(table, row, read)
 
@@ -99,13 +108,13 @@ class ClusterClient:
         """Write the rows of `pending` that belong to `region`; return the others."""
         info = region.info
         batch = [cells for cells in pending if info.contains(cells[0].row)]
-        region.server.mutate(region, batch, ids, durable)
+        serving(region).mutate(region, batch, ids, durable)
         return [cells for cells in pending if not info.contains(cells[0].row)]
 
     def increment(self, table: bytes, row: bytes, family: bytes, qualifier: bytes, amount: int) -> int:
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, [family])
-        return self._on_region(table, row, lambda r: r.server.increment(r, row, family, qualifier, amount))
+        return self._on_region(table, row, lambda r: serving(r).increment(r, row, family, qualifier, amount))
 
     def check_and_put(self, table: bytes, row: bytes, colkey: bytes, expected: bytes | None,
                       cells: list[Cell]) -> bool:
@@ -114,11 +123,11 @@ class ClusterClient:
 
         def run(region: Region) -> bool:
             with region.lock:
-                region.server._check(region)
+                rs = serving(region)
                 current = region.newest(row, colkey, now_ms())
                 if (current[1] if current else None) != expected:
                     return False
-                region.server.mutate(region, [cells], [self.cluster.cluster_id])
+                rs.mutate(region, [cells], [self.cluster.cluster_id])
                 return True
         return self._on_region(table, row, run)
 
@@ -205,7 +214,7 @@ class Scanner:
         while not rows and not self.done:
             def chunk(region: Region):
                 with region.lock:
-                    region.server._check(region)
+                    serving(region)
                     flt = self._filter_for(region)
                     result = region.scan_chunk(self.position, self.inclusive, self.stop, self.reversed,
                                                min(n, ROW_LIMIT_PER_CHUNK), self.selector, self.time_max,

@@ -263,6 +263,8 @@ class RegionServer:
                 self._roll_requested = True
                 self._wake.set()
         except (HDFSError, OSError) as e:
+            if not self.online:  # killed or aborted meanwhile: nothing was logged, the client retries elsewhere
+                raise RegionServerAborted(f"Server {self.servername} aborting") from None
             detail = e.java_text() if isinstance(e, HDFSError) else str(e)
             self.abort(f"WAL append failed: {detail}")
             raise WALAppendFailed(

@@ -5,6 +5,7 @@ The decoding here is written from the reference alone (no codec shared with mini
 from __future__ import annotations
 
 import struct
+import threading
 import time
 
 import happybase
@@ -114,8 +115,37 @@ def test_killed_region_server_vanishes_and_its_regions_recover(minihbase_factory
     servername = next(rs["servername"] for rs in cluster.region_servers if rs["port"] == victim["port"])
     others = sorted(set(zk.get_children(f"{parent}/rs")) - {servername})
 
+    # A client writing meanwhile sees no error: its requests wait for the region to come back, as HBase's
+    # client retries do.
+    written, errors, stop = [], [], threading.Event()
+
+    def writer():
+        c = cluster.connection(timeout=60000)
+        try:
+            i = 0
+            while not stop.is_set():
+                key = b"%c-live-%05d" % (ord("a") + (i % 2) * 13, i)  # alternates between both regions
+                c.table("t").put(key, {b"cf:v": b"live"})
+                written.append(key)
+                i += 1
+        except Exception as e:  # reported below
+            errors.append(e)
+        finally:
+            c.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    wait_for(lambda: len(written) > 20, what="the writer to start")
     assert cluster.kill_rs(servername) == servername
     wait_for(lambda: servername not in zk.get_children(f"{parent}/rs"), what="the killed server's znode to go")
+    count = len(written)
+    wait_for(lambda: len(written) > count + 20, what="writes to go on after the kill")
+    stop.set()
+    thread.join(60)
+    assert errors == []
+    assert all(table.row(key) == {b"cf:v": b"live"} for key in written)
+    for key in written:
+        table.delete(key)
     assert sorted(zk.get_children(f"{parent}/rs")) == others
     # The master replays the dead server's WAL on a live server: every acknowledged edit is there.
     assert sum(1 for _ in table.scan()) == 200
