@@ -135,7 +135,7 @@ class HttpServer:
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
+        if self._thread is not None:  # shutdown() waits for serve_forever: only if it ever ran
+            self._httpd.shutdown()
             self._thread.join(5)
+        self._httpd.server_close()

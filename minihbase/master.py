@@ -45,6 +45,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _metadata_id(data: bytes) -> str | None:
+    """The id inside a ZKMetadata header (None if the payload has none)."""
+    if not data or data[0] != 0xFF or len(data) < 5:
+        return None
+    length = int.from_bytes(data[1:5], "big")
+    return data[5:5 + length - 8].decode("utf-8", "replace")
+
+
 @dataclass
 class TableState:
     desc: TableDescriptor
@@ -121,30 +129,51 @@ class Master:
         self.recovery_error: str | None = None
 
     # ------------------------------------------------------------------------------------------ lifecycle
+    @property
+    def zk_ident(self) -> str:
+        """The ZKMetadata id of this cluster's znodes: names the cluster directory, so a restart recognises
+        its own previous incarnation's znodes and another instance's are never taken over."""
+        return f"minihbase:{self.cluster.dir}"
+
     def start_zookeeper(self) -> None:
         from kazoo.client import KazooClient
 
         parent = self.config.znode_parent
         self.zk = KazooClient(hosts=self.cluster.zk_hosts, timeout=self.config.zk_session_timeout_s)
         self.zk.start(timeout=30)
+        master_path = f"{parent}/master"
+        current = self.zk.exists(master_path)
+        if current is not None:
+            data, _ = self.zk.get(master_path)
+            owner = _metadata_id(data)
+            if owner != self.zk_ident:
+                self.zk.stop()
+                self.zk.close()
+                raise RuntimeError(
+                    f"znode parent {parent} on ZooKeeper {self.cluster.zk_hosts} is in use by another running "
+                    f"cluster ({owner or 'unknown owner'}); give this cluster another znode_parent")
+            self.zk.delete(master_path)  # our previous incarnation's, its session not expired yet
         for child in ("rs", "draining", "backup-masters", "splitWAL"):
             self.zk.ensure_path(f"{parent}/{child}")
-        data = znodes.with_metadata(znodes.cluster_id(self.cluster.cluster_id), ident=f"master:{self.rpc.port}")
+        for child in self.zk.get_children(f"{parent}/rs"):
+            # Region servers of our previous incarnation (a crashed process): their sessions would linger until
+            # they expire; they are certainly dead, so their znodes go now.
+            data, _ = self.zk.get(f"{parent}/rs/{child}")
+            if _metadata_id(data) == self.zk_ident:
+                self.zk.delete(f"{parent}/rs/{child}")
+        data = znodes.with_metadata(znodes.cluster_id(self.cluster.cluster_id), ident=self.zk_ident)
         if self.zk.exists(f"{parent}/hbaseid"):
             self.zk.set(f"{parent}/hbaseid", data)
         else:
             self.zk.create(f"{parent}/hbaseid", data)
-        master_path = f"{parent}/master"
-        if self.zk.exists(master_path):  # left by a previous incarnation whose session has not expired yet
-            self.zk.delete(master_path)
         self.zk.create(master_path, znodes.with_metadata(
             znodes.master(self.config.host, self.rpc.port, self.startcode, self.cluster.control.port),
-            ident=f"master:{self.rpc.port}"), ephemeral=True)
+            ident=self.zk_ident), ephemeral=True)
 
     def publish_meta_location(self, rs: RegionServer) -> None:
         path = f"{self.config.znode_parent}/meta-region-server"
         data = znodes.with_metadata(znodes.meta_region_server(rs.host, rs.port, rs.startcode),
-                                    ident=f"master:{self.rpc.port}")
+                                    ident=self.zk_ident)
         if self.zk.exists(path):
             self.zk.set(path, data)
         else:
@@ -163,7 +192,7 @@ class Master:
         for t in self._threads:
             t.join(10)
         self.rpc.stop()
-        if self.zk is not None:
+        if self.zk is not None and self.zk.connected:
             self.zk.stop()
             self.zk.close()
 

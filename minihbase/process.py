@@ -67,10 +67,10 @@ def wait_ready(workdir: Path, name: str, proc: subprocess.Popen | None, timeout:
         if path.exists():
             return json.loads(path.read_text())
         if proc is not None and proc.poll() is not None:
-            error = (d / "serve.error").read_text() if (d / "serve.error").exists() else ""
-            raise MiniHBaseError(
-                f"minihbase cluster {name} exited with {proc.returncode} while starting: {error.strip()}\n"
-                f"see {d / 'cluster.log'} and {d / 'serve.out'}\n{_tail(d / 'serve.out')}")
+            error = (d / "serve.error").read_text().splitlines() if (d / "serve.error").exists() else []
+            detail = error[0] if error else _tail(d / "serve.out")
+            raise MiniHBaseError(f"minihbase cluster {name} exited with {proc.returncode} while starting: "
+                                 f"{detail}\nsee {d / 'cluster.log'}")
         time.sleep(0.1)
     raise MiniHBaseError(f"minihbase cluster {name} not ready within {timeout:.0f}s; see {d / 'cluster.log'}")
 

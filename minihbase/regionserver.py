@@ -110,7 +110,7 @@ class RegionServer:
         self.zk.start(timeout=30)
         self.zk.add_listener(self._zk_state)
         self.zk.create(self.znode, znodes.with_metadata(znodes.region_server_info(self.info_port),
-                                                        ident=f"regionserver:{self.port}"),
+                                                        ident=self.cluster.master.zk_ident),
                        ephemeral=True, makepath=True)
         self.state = "online"
         self._chore = threading.Thread(target=self._chore_loop, name=f"rs{self.slot}-chore", daemon=True)

@@ -176,3 +176,13 @@ def test_latency_knob_delays_every_rpc(minihbase_dc1):
     finally:
         minihbase_dc1.set_latency(0)
         conn.close()
+
+
+def test_a_znode_parent_in_use_is_refused(minihbase_dc1, zookeeper, tmp_path):
+    from minihbase.testing import MiniCluster, MiniHBaseError
+
+    with pytest.raises(MiniHBaseError, match=f"znode parent {minihbase_dc1.znode_parent} on ZooKeeper "
+                                             f"{zookeeper.hosts} is in use by another running cluster"):
+        MiniCluster.start(zookeeper.hosts, tmp_path, name="dc1", znode_parent=minihbase_dc1.znode_parent)
+    assert minihbase_dc1.status()["master"]["alive"] is True
+    assert all(rs["alive"] for rs in minihbase_dc1.region_servers)
