@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-from minihbase.cells import Cell
+from minihbase.cells import PUT, Cell
 from minihbase.errors import HBaseError, NotServingRegion, RegionServerAborted, RetriesExhausted
 from minihbase.filters import Filter, parse_filter
 from minihbase.region import ColumnSelector, Region, now_ms
@@ -115,6 +115,25 @@ class ClusterClient:
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, [family])
         return self._on_region(table, row, lambda r: serving(r).increment(r, row, family, qualifier, amount))
+
+    def append(self, table: bytes, row: bytes, items: list[tuple[bytes, bytes, bytes]]) -> list[tuple[int, bytes]]:
+        """Atomically append `value` to each (family, qualifier)'s newest value; returns (ts, new value) each."""
+        state = self.master.enabled_table(table)
+        self.master.check_families(state.desc, {f for f, _, _ in items})
+
+        def run(region: Region):
+            with region.lock:
+                rs = serving(region)
+                now = now_ms()
+                cells, out = [], []
+                for family, qualifier, value in items:
+                    current = region.newest(row, family + b":" + qualifier, now)
+                    old, ts = (current[1], max(now, current[0] + 1)) if current else (b"", now)
+                    cells.append(Cell(row, family, qualifier, ts, PUT, old + value))
+                    out.append((ts, old + value))
+                rs.mutate(region, [cells], [self.cluster.cluster_id])
+                return out
+        return self._on_region(table, row, run)
 
     def check_and_put(self, table: bytes, row: bytes, colkey: bytes, expected: bytes | None,
                       cells: list[Cell]) -> bool:

@@ -371,7 +371,13 @@ class MiniHDFS:
             raise FileNotFound(f"File {path} does not exist.")
         if local.is_file():
             return [self._status(path, local, "")]
-        return [self._status(posixpath.join(path, name), local / name, name) for name in self.list_dir(path)]
+        out = []
+        for name in self.list_dir(path):
+            try:
+                out.append(self._status(posixpath.join(path, name), local / name, name))
+            except FileNotFoundError:  # deleted (or archived) while we listed
+                continue
+        return out
 
     def _summary(self, path: str) -> dict:
         local = self.local(path)

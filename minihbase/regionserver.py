@@ -302,8 +302,8 @@ class RegionServer:
     def _flush(self, region: Region) -> None:
         with region.lock:
             cells, max_seq = region.take_flush_snapshot()
+            by_family: dict[bytes, list[Cell]] = {}
             if cells:
-                by_family: dict[bytes, list[Cell]] = {}
                 for c in cells:
                     by_family.setdefault(c.family, []).append(c)
                 base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
@@ -322,7 +322,7 @@ class RegionServer:
                     raise
                 self.flushes += 1
             region.flushed_seq = max_seq
-            for family in by_family if cells else ():
+            for family in by_family:
                 self._maybe_compact(region, family)
             self._last_flush[region.encoded_name] = time.monotonic()
 

@@ -36,7 +36,7 @@ from minihbase.cells import (
 from minihbase.client import Scanner
 from minihbase.errors import HBaseError, JavaIllegalArgument, TableExists
 from minihbase.hdfs import HDFSError
-from minihbase.region import ColumnSelector, now_ms
+from minihbase.region import ColumnSelector
 from minihbase.schema import FOREVER, FamilyDescriptor, TableDescriptor, validate_table_name
 
 if TYPE_CHECKING:
@@ -279,16 +279,11 @@ class Handler:
     def append(self, append):
         if not append.row or not append.table:
             raise JavaIllegalArgument("Must supply a table and a row key; can't append")
-        out = []
-        now = now_ms()
+        items = []
         for column, value in zip(append.columns or [], append.values or []):
             family, qualifier = parse_column(column)
-            qualifier = qualifier or b""
-            current = self.client.get(append.table, append.row, selector([family + b":" + qualifier]))
-            old, ts = (current[0][2], max(now, current[0][1] + 1)) if current else (b"", now)
-            self.client.mutate(append.table, [[Cell(append.row, family, qualifier, ts, PUT, old + value)]])
-            out.append(Hbase.TCell(value=old + value, timestamp=ts))
-        return out
+            items.append((family, qualifier or b"", value or b""))
+        return [Hbase.TCell(value=v, timestamp=ts) for ts, v in self.client.append(append.table, append.row, items)]
 
     def checkAndPut(self, tableName, row, column, value, mput, attributes):
         family, qualifier = parse_column(mput.column or b"")

@@ -289,3 +289,16 @@ def test_writes_to_a_disabled_table_fail(conn):
         assert conn.table(name).row(b"r") == {b"cf:a": b"v"}
     finally:
         conn.delete_table(name, disable=True)
+
+
+def test_append_and_check_and_put(table, conn):
+    table.put(b"r", {b"cf:a": b"ab"})
+    cells = conn.client.append(HBASE.TAppend(table=table.name, row=b"r", columns=[b"cf:a", b"cf:new"],
+                                             values=[b"cd", b"x"]))
+    assert [c.value for c in cells] == [b"abcd", b"x"]
+    assert table.row(b"r") == {b"cf:a": b"abcd", b"cf:new": b"x"}
+    put_b = HBASE.Mutation(column=b"cf:b", value=b"1")
+    assert conn.client.checkAndPut(table.name, b"r", b"cf:a", b"wrong", put_b, {}) is False
+    assert b"cf:b" not in table.row(b"r")
+    assert conn.client.checkAndPut(table.name, b"r", b"cf:a", b"abcd", put_b, {}) is True
+    assert table.row(b"r")[b"cf:b"] == b"1"
