@@ -598,6 +598,9 @@ class Master:
                 src.remove_region(region)
                 dest.add_region(region)
                 self.changed.notify_all()
-        src._archive_flushed()
+        try:
+            src._archive_flushed()
+        except HDFSError:
+            pass  # the source aborted; its recovery takes over
         log.info("moved %s from %s to %s", region.encoded_name, src.servername, dest.servername)
         return True

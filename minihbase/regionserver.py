@@ -341,6 +341,7 @@ class RegionServer:
                 self.wal.archive(path)
         except HDFSError as e:
             self.abort(f"WAL archive failed: {e.java_text()}")
+            raise
 
     def roll_wal(self) -> str:
         try:

@@ -149,3 +149,19 @@ def _row_or_none(table, row):
         return table.row(row) or None
     except HBaseIOError:
         return None
+
+
+def test_archive_into_a_full_oldwals_aborts(minihbase_factory):
+    cluster = minihbase_factory("dc1", region_servers=1, client_retry_s=1.0)
+    cluster.create_table("a", {"cf": {}})
+    conn = cluster.connection()
+    conn.table("a").put(b"r", {b"cf:v": b"1"})
+    usage = webhdfs(cluster, "GET", "/hbase/oldWALs", op="GETQUOTAUSAGE").json()["QuotaUsage"]
+    cluster.set_quota("/hbase/oldWALs", ns=usage["fileAndDirectoryCount"])  # no room for one more file
+    cluster.flush("a")
+    with pytest.raises(MiniHBaseError, match="NSQuotaExceededException: The NameSpace quota .* of directory "
+                                             "/hbase/oldWALs is exceeded"):
+        cluster.roll_wals()  # the roll itself succeeds (WALs/ has room); archiving the old file does not
+    assert cluster.region_servers[0]["alive"] is False
+    assert cluster.status()["region_servers"][0]["abort_reason"].startswith("WAL archive failed: ")
+    conn.close()
