@@ -99,17 +99,34 @@ def test_up_endpoints_kill_start_status_down(zookeeper, instance):
     assert cli("status", "--workdir", str(instance)).returncode == 1
 
 
-def test_up_without_zookeeper_starts_and_stops_its_own(instance):
+def test_up_without_zookeeper_starts_and_stops_its_own_and_data_survives(instance):
     up = cli("up", "--workdir", str(instance))
     assert up.returncode == 0, up.stderr
     endpoints = json.loads(cli("endpoints", "--json", "--workdir", str(instance)).stdout)["clusters"]
     zk_pid = int((instance / "zookeeper" / "zookeeper.pid").read_text())
     assert b"ZooKeeperServerMain" in Path(f"/proc/{zk_pid}/cmdline").read_bytes()
     assert endpoints["dc1"]["zookeeper"]["hosts"] == endpoints["dc2"]["zookeeper"]["hosts"]
+    thrift = endpoints["dc1"]["thrift"]
+    hb = happybase.Connection(thrift["host"], thrift["port"])
+    hb.create_table("kept", {"cf": {}})
+    hb.table("kept").put(b"r", {b"cf:q": b"v"}, timestamp=1234)
+    hb.close()
+
     assert cli("down", "--workdir", str(instance)).returncode == 0
     assert serve_pids(instance) == []
     assert not Path(f"/proc/{zk_pid}").exists() or b"ZooKeeperServerMain" not in Path(
         f"/proc/{zk_pid}/cmdline").read_bytes()
+
+    assert cli("up", "--workdir", str(instance)).returncode == 0
+    again = json.loads(cli("endpoints", "--json", "--workdir", str(instance)).stdout)["clusters"]
+    # Same ZooKeeper port and Thrift port after a restart: cluster keys and connections stay valid.
+    assert again["dc1"]["cluster_key"] == endpoints["dc1"]["cluster_key"]
+    assert again["dc1"]["thrift"] == thrift and again["dc1"]["cluster_id"] == endpoints["dc1"]["cluster_id"]
+    hb = happybase.Connection(thrift["host"], thrift["port"])
+    assert hb.table("kept").row(b"r", include_timestamp=True) == {b"cf:q": (b"v", 1234)}
+    hb.close()
+    assert cli("down", "--workdir", str(instance)).returncode == 0
+    assert serve_pids(instance) == []
 
 
 def test_jmx_beans_and_query_filtering(minihbase_dc1):
