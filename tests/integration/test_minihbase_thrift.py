@@ -302,3 +302,18 @@ def test_append_and_check_and_put(table, conn):
     assert b"cf:b" not in table.row(b"r")
     assert conn.client.checkAndPut(table.name, b"r", b"cf:a", b"abcd", put_b, {}) is True
     assert table.row(b"r")[b"cf:b"] == b"1"
+
+
+def test_compaction_keeps_data_and_markers(table, conn, minihbase_dc1):
+    table.put(b"r", {b"cf:a": b"1"}, timestamp=10)
+    table.delete(b"r", columns=[b"cf:a"], timestamp=10)
+    for i in range(3):
+        table.put(b"s%d" % i, {b"cf:a": b"%d" % i})
+        minihbase_dc1.flush(table.name.decode())
+    conn.compact_table(table.name)
+    conn.compact_table(table.name, major=True)
+    store = next(p for p in minihbase_dc1.local_rootdir.glob(f"data/default/{table.name.decode()}/*/cf"))
+    assert len(list(store.iterdir())) == 1  # rewritten into one store file
+    table.put(b"r", {b"cf:a": b"late"}, timestamp=5)  # the marker survived compaction
+    assert table.row(b"r") == {}
+    assert [k for k, _ in table.scan()] == [b"s0", b"s1", b"s2"]
