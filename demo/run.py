@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         per_table = {}
         for t in tables:
             cmp = compare(src, dst, t.name)
-            copied = summary["copy"]["tables"].get(t.name, {}) if isinstance(summary.get("copy"), dict) else {}
-            verified = [v for v in summary.get("verification", []) if v.get("table") == t.name]
+            copied = summary["copy"]["tables"].get(t.name, {})
+            verified = summary["verification"].get(t.name, [])
             per_table[t.name] = {
                 "rows_copied": copied.get("rows"),
                 "catch_up_s": None if caught_up_at is None else round(caught_up_at - dag_started, 1),

@@ -35,6 +35,7 @@ PHASE_STATUSES = ("pending", "running", "success", "failed", "skipped")
 RUN_END_STATUSES = ("success", "failed")
 PEER_STATES = ("ENABLED", "DISABLED", "REMOVED")
 COPY_FIGURES = ("partitions", "rows", "cells", "bytes")
+NO_PEER = "-"  # peer id of a run that touches no peer (backfill, watch): never a valid peer id
 ALL_TABLES = "*"  # table name of a phase that covers every table of the run (add_peer, catch_up)
 
 

@@ -92,6 +92,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
             return
         from operators.ledger import open_ledger
 
+        if isinstance(detail, dict):  # the headline figures; per-partition results stay in the task log
+            detail = {k: v for k, v in detail.items() if k not in ("partition_results", "differing_rows_sample")}
         with open_ledger() as ledger:
             ledger.set_phase(self.ledger_run_id, self.table, phase, status,
                              None if detail is None else json.dumps(detail, sort_keys=True, default=str))

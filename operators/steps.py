@@ -79,9 +79,11 @@ def report(run_id: str) -> dict[str, Any]:
         summary = ledger.run_summary(run_id)
     copy = summary.get("copy", {})
     log.info("run %s succeeded; copy totals %s", run_id, copy.get("total", copy))
-    for v in summary.get("verification", []):
-        log.info("verify %s: source %s rows, target %s rows, %s matching, clean=%s", v.get("table"),
-                 v.get("source_rows"), v.get("target_rows"), v.get("matching"), v.get("clean"))
+    for table, results in (summary.get("verification") or {}).items():
+        for v in results:
+            log.info("verify %s [%s, %s): source %s rows, target %s rows, %s matching, clean=%s", table,
+                     v.get("window_start_ms"), v.get("window_end_ms"), v.get("source_rows"), v.get("target_rows"),
+                     v.get("matching"), v.get("clean"))
     peer = summary.get("peer") or {}
     log.info("peer %s is %s: it stays until a person cuts over (remove_peer is a separate step)",
              summary.get("run", {}).get("peer_id"), peer.get("state"))
@@ -134,6 +136,7 @@ def _instant_ms(value: Any) -> int | None:
 def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_start: Any,
                 interval_end: Any) -> list[dict[str, Any]]:
     """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
+    from hbase_migration.ledger import NO_PEER
     from operators.ledger import open_ledger
 
     tables = table_list(params["tables"])
@@ -149,7 +152,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
     if source.cluster_key.normalized() == target.cluster_key.normalized():
         raise InvalidRunInput(f"source and target are the same cluster ({source.cluster_key})")
     with open_ledger() as ledger:
-        ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, "", tables,
+        ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, NO_PEER, tables,
                          {**params, "start_time_ms": start, "end_time_ms": end})
     log.info("backfill %s: tables %s, window [%s, %s) ms", run_id, ", ".join(tables), start, end)
     return [{"table": t, "start_time": start, "end_time": end} for t in tables]

@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
     from hbase_migration import health, quota
+    from hbase_migration.ledger import ALL_TABLES, NO_PEER
     from operators.ledger import open_ledger
 
     cluster = HBaseClusterHook(conn_id).get_cluster()
@@ -27,7 +28,7 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
         log.info("%s", report.quota.log_line())
     watch_run = f"{run_id}:{conn_id}"
     with open_ledger() as ledger:
-        ledger.start_run(watch_run, dag_id, "watch", cluster.cluster_key, cluster.cluster_key, "", [],
+        ledger.start_run(watch_run, dag_id, "watch", cluster.cluster_key, cluster.cluster_key, NO_PEER, [ALL_TABLES],
                          {"cluster": conn_id})
         for p in report.peers:
             if p.lag:
