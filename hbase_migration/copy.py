@@ -253,7 +253,11 @@ class CopyOptions(TableScope):
     - write_batch_cells / write_batch_bytes: how many scanned cells are grouped by
       timestamp at once; one `mutateRowsTs` call never carries more.
     - writers: target connections written in parallel (the Thrift server gives one
-      thread per connection); pipeline: calls in flight per connection (hides RTT).
+      thread per connection, so this hides both network and server time).
+    - pipeline: calls sent back to back per connection before reading the answers;
+      hides network RTT only, and only against servers that set TCP_NODELAY on
+      accepted sockets (Java Thrift does; a server that does not pays Nagle's
+      ~40 ms per delayed answer), hence 1 by default.
     - rows_per_s / bytes_per_s: per-task cap on what is read from the source.
     - retries: attempts of one call on a transient error (safe: writes are idempotent).
     """
@@ -261,8 +265,8 @@ class CopyOptions(TableScope):
     scan_batch_rows: int = 500
     write_batch_cells: int = 5000
     write_batch_bytes: int = 4 << 20
-    writers: int = 4
-    pipeline: int = 8
+    writers: int = 8
+    pipeline: int = 1
     rows_per_s: float | None = None
     bytes_per_s: float | None = None
     retries: int = 8
@@ -870,7 +874,7 @@ class CellWriter:
 
     _STOP = object()
 
-    def __init__(self, cluster: "Cluster", table: str, writers: int = 4, pipeline: int = 8, retries: int = 8,
+    def __init__(self, cluster: "Cluster", table: str, writers: int = 8, pipeline: int = 1, retries: int = 8,
                  wait_cap: float = 20.0, timeout_s: float = 60.0):
         self.cluster = cluster
         self.table = table.encode("utf-8")
@@ -1139,10 +1143,14 @@ def copy_partition(
     started = clock()
     last_log = started
     reader = ThriftSession(source, options.timeout_s)
+    # The scan runs in the prefetch thread on `reader`; getVer calls run here, on their own connection.
+    history: ThriftSession | None = None
     writer: CellWriter | None = None
     try:
         if options.versions > 1 and multi_version_families is None:
             multi_version_families = {f for f, v in table_families(reader, options.table).items() if v > 1}
+        if options.versions > 1 and multi_version_families:
+            history = ThriftSession(source, options.timeout_s)
         writer = CellWriter(target, options.target_table, writers=options.writers,
                             pipeline=options.pipeline, retries=options.retries,
                             wait_cap=options.retry_wait_max_s, timeout_s=options.timeout_s)
@@ -1161,8 +1169,8 @@ def copy_partition(
                          wait_cap=options.retry_wait_max_s, stats=stats)
         for batch in prefetch(scan, depth=2):
             result.scanned_rows += len(batch)
-            if options.versions > 1 and multi_version_families:
-                older = read_versions(reader, options.table, batch, multi_version_families, options.versions,
+            if history is not None:
+                older = read_versions(history, options.table, batch, multi_version_families, options.versions,
                                       options.end_time)
                 batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
             batch_rows = batch_bytes = 0
@@ -1189,7 +1197,9 @@ def copy_partition(
                 last_log = now
                 _report(partition, result, meter, on_progress, final=False)
         flush()
-        writer.close()
+        writer.close()  # returns once every call is acknowledged: only then is the partition done
+        result.write_calls = writer.calls
+        stats["retries"] = stats.get("retries", 0) + writer.retried
         writer = None
     finally:
         if writer is not None:
@@ -1198,8 +1208,10 @@ def copy_partition(
             except Exception:  # the original error is the one to report
                 pass
         reader.close()
+        if history is not None:
+            history.close()
     result.elapsed_s = round(clock() - started, 3)
-    result.retries = stats.get("retries", 0) + reader.reconnects
+    result.retries = stats.get("retries", 0) + reader.reconnects + (history.reconnects if history else 0)
     meter.cells = result.cells
     _report(partition, result, meter, on_progress, final=True)
     return result

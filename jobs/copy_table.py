@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                log_level=ns.log_level)
     finally:
         if own_session:
-            spark.stop()
+            spark_runtime.stop_session(spark)
     summary = {
         "job": "copy", "copy_id": copy_id, "table": options.table, "target_table": options.target_table,
         "source": source.describe()["thrift"], "target": target.describe()["thrift"],

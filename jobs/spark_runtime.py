@@ -62,6 +62,14 @@ def spark_session(app_name: str, master: str | None = None, conf: dict[str, str]
     return spark, True
 
 
+def stop_session(spark: Any) -> None:
+    """Stop Spark; a JVM already gone (killed with the driver's process group) is not an error."""
+    try:
+        spark.stop()
+    except Exception as e:
+        log.warning("stopping Spark failed (%s: %s); the JVM is probably gone already", type(e).__name__, e)
+
+
 SHIPPED_PACKAGES = ("hbase_migration", "jobs")
 
 

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 log_level=ns.log_level)
     finally:
         if own_session:
-            spark.stop()
+            spark_runtime.stop_session(spark)
     result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
     result.update(summarize_verify(verdicts, options, spark_runtime.elapsed_since(started)))
     text = json.dumps(result, sort_keys=True)
