@@ -36,6 +36,7 @@ from minihbase.httpserver import BadRequest, HttpServer, Request, Response
 from minihbase.jmx import JmxRegistry
 from minihbase.master import Master
 from minihbase.regionserver import RegionServer, compact_store, region_dir
+from minihbase.replication import install as install_replication
 from minihbase.schema import FamilyDescriptor, TableDescriptor
 from minihbase.thrift_server import ThriftGateway
 from minihbase.webhdfs import install as install_webhdfs
@@ -88,6 +89,7 @@ class MiniHBaseCluster:
         self.thrift: ThriftGateway | None = None
         self.jmx = JmxRegistry()
         self.rs_abort_listeners.append(lambda rs, reason: self.master.server_died(rs, reason))
+        self.replication = install_replication(self)  # always on, as in HBase 2.x
         self._register_control()
         install_webhdfs(self.webhdfs, self.fs)
 
@@ -205,6 +207,7 @@ class MiniHBaseCluster:
         for rs in self.region_servers:
             if rs is not None and rs.online:
                 rs.stop()
+        self.replication.peer_clusters.close()
         for server in (self.control, self.webhdfs):
             try:
                 server.stop()
@@ -349,6 +352,7 @@ class MiniHBaseCluster:
         c.route("POST", "/control/create-table", self._wrap(self._create_table))
         c.route("POST", "/control/alter-family", self._wrap(self._alter_family))
         c.route("POST", "/control/balance", self._wrap(lambda b: {"moves": self.master.balance()}))
+        c.route("GET", "/control/replication-status", lambda r: Response(200, self.replication.status()))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
 

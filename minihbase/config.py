@@ -42,6 +42,13 @@ class ClusterConfig:
     # Master log cleaner (HBase: TTL 10 min, chore every 10 min in 2.x)
     log_cleaner_ttl_s: float = 600.0
     log_cleaner_interval_s: float = 10.0
+    # Replication sources (HBase: replication.source.nb.capacity 25000 entries, .size.capacity 64 MiB,
+    # .sleepforretries 1 s between empty reads and retries, replication.sleep.before.failover 30 s (2.x)).
+    replication_batch_entries: int = 5000
+    replication_batch_bytes: int = 4 << 20
+    replication_sleep_s: float = 0.05
+    replication_failover_delay_s: float = 0.5
+    replication_rpc_timeout_s: float = 30.0
     # Knobs
     latency_ms: float = 0.0
     zk_session_timeout_s: float = 30.0  # HBase: 90 s; long enough that a busy process never loses it
@@ -67,7 +74,8 @@ class ClusterConfig:
                 raise ConfigError(f"{self.name}: {key} must be an absolute path without a trailing '/', "
                                   f"got {value!r}")
         positive_ints = ("region_servers", "replication_factor", "wal_roll_size_bytes", "max_logs",
-                         "memstore_flush_size_bytes", "region_split_size_bytes")
+                         "memstore_flush_size_bytes", "region_split_size_bytes", "replication_batch_entries",
+                         "replication_batch_bytes")
         for key in positive_ints:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -76,7 +84,8 @@ class ClusterConfig:
             raise ConfigError(f"{self.name}: block_size_bytes must be >= 0 (0: no block reservation), "
                               f"got {self.block_size_bytes!r}")
         for key in ("wal_roll_period_s", "flush_interval_s", "log_cleaner_ttl_s", "log_cleaner_interval_s",
-                    "zk_session_timeout_s", "client_retry_s"):
+                    "zk_session_timeout_s", "client_retry_s", "replication_sleep_s",
+                    "replication_failover_delay_s", "replication_rpc_timeout_s"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{self.name}: {key} must be a positive number of seconds, got {value!r}")

@@ -70,6 +70,9 @@ class RegionServer:
         self.state = "new"
         self.abort_reason: str | None = None
         self.abort_listeners: list[Callable[["RegionServer", str], None]] = []
+        # Called once the server is online (its ZooKeeper session and znode exist) / when a graceful stop begins.
+        self.start_listeners: list[Callable[["RegionServer"], None]] = []
+        self.stop_listeners: list[Callable[["RegionServer"], None]] = []
         self.jmx = JmxRegistry()
         self.zk = None
         self._wake = threading.Event()
@@ -115,6 +118,8 @@ class RegionServer:
         self.state = "online"
         self._chore = threading.Thread(target=self._chore_loop, name=f"rs{self.slot}-chore", daemon=True)
         self._chore.start()
+        for listener in list(self.start_listeners):
+            listener(self)
         log.info("region server %s online (info port %d)", self.servername, self.info_port)
         return self
 
@@ -156,6 +161,11 @@ class RegionServer:
         if not self.online:
             return
         self.state = "stopping"
+        for listener in list(self.stop_listeners):
+            try:
+                listener(self)
+            except Exception:
+                log.exception("stop listener failed")
         self._wake.set()
         if self._chore is not None:
             self._chore.join(10)

@@ -82,6 +82,26 @@ def read_entries(data: bytes, start: int = 0) -> Iterator[tuple[WALEntry, int]]:
         off = end
 
 
+def decode_records(chunk: bytes, offset: int) -> tuple[list[tuple[WALEntry, int, int]], int]:
+    """Complete records of `chunk`, the bytes of a WAL file from `offset` (a record boundary past the magic):
+    [(entry, record size, end offset)] and the offset after the last complete one. A partial or corrupt record
+    ends the list (a file being written, or a torn tail), so a tailing reader simply retries later."""
+    out = []
+    pos = 0
+    n = len(chunk)
+    while pos + _RECORD.size <= n:
+        length, crc = _RECORD.unpack_from(chunk, pos)
+        end = pos + _RECORD.size + length
+        if end > n:
+            break
+        payload = chunk[pos + _RECORD.size:end]
+        if zlib.crc32(payload) != crc:
+            break
+        out.append((WALEntry.decode(payload), end - pos, offset + end))
+        pos = end
+    return out, offset + pos
+
+
 def encode_servername(servername: str) -> str:
     """Java's `URLEncoder.encode(serverName, "UTF8")`: commas become %2C."""
     return quote(servername, safe=".-*_")

@@ -136,9 +136,15 @@ def test_jmx_beans_and_query_filtering(minihbase_dc1):
     names = {b["name"] for b in all_beans}
     assert {REPLICATION, "Hadoop:service=HBase,name=RegionServer,sub=Server",
             "Hadoop:service=HBase,name=RegionServer,sub=WAL"} <= names
-    replication = requests.get(url, params={"qry": REPLICATION}, timeout=10).json()
-    assert replication == {"beans": [{"name": REPLICATION, "modelerType": "RegionServer,sub=Replication",
-                                      "tag.Context": "regionserver", "tag.Hostname": rs["host"]}]}
+    replication = requests.get(url, params={"qry": REPLICATION}, timeout=10).json()["beans"]
+    assert len(replication) == 1
+    bean = replication[0]
+    assert {k: bean[k] for k in ("name", "modelerType", "tag.Context", "tag.Hostname")} == {
+        "name": REPLICATION, "modelerType": "RegionServer,sub=Replication", "tag.Context": "regionserver",
+        "tag.Hostname": rs["host"]}
+    # No peer: the global source and sink figures are there and zero, and no queue has keys of its own.
+    assert bean["source.sizeOfLogQueue"] == 0 and bean["source.shippedOps"] == 0 and bean["sink.appliedOps"] == 0
+    assert [k for k in bean if k.startswith("source.") and k.count(".") > 1] == []
     wildcard = requests.get(url, params={"qry": "Hadoop:service=HBase,name=RegionServer,*"}, timeout=10).json()
     assert {b["name"] for b in wildcard["beans"]} == {n for n in names if "name=RegionServer" in n}
     none = requests.get(url, params={"qry": "Hadoop:service=HBase,name=Nothing"}, timeout=10)
