@@ -71,11 +71,13 @@ def cmd_peer(args: argparse.Namespace) -> int:
             _emit(args, [p.describe() for p in peers], "\n".join(lines) or "no peers")
             return EXIT_OK
         if args.action == "add":
-            from hbase_migration.preflight import migration_peer_config
+            from hbase_migration.preflight import ensure_distinct, migration_peer_config
 
             if not args.target or not args.tables:
                 raise UsageError("peer add needs --target and --tables")
-            config = migration_peer_config(resolve_cluster(args.target), _tables(args.tables))
+            target = resolve_cluster(args.target)
+            ensure_distinct(source, target)
+            config = migration_peer_config(target, _tables(args.tables))
             result = admin.add_peer(args.peer_id, config, enabled=args.state == "enabled", dry_run=args.dry_run)
         elif args.action == "enable":
             result = admin.enable_peer(args.peer_id, dry_run=args.dry_run)

@@ -287,6 +287,15 @@ def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> C
     return ClusterFacts(cluster.name, key, cluster_id, schemas)
 
 
+def ensure_distinct(source: Cluster, target: Cluster) -> None:
+    """Refuse a peer from a cluster to itself (HBase refuses it too, after the fact)."""
+    from hbase_migration.cluster import ClusterConfigError
+
+    if source.cluster_key.normalized() == target.cluster_key.normalized():
+        raise ClusterConfigError(f"source and target are the same cluster ({source.cluster_key}): "
+                                 "a peer to itself would replicate every edit back into its own tables")
+
+
 def migration_peer_config(target: Cluster, tables: Sequence[str]) -> PeerConfig:
     """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs)."""
     return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables})

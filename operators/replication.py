@@ -74,11 +74,12 @@ class AddPeerOperator(_PeerOperator):
         self.enabled = enabled
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.preflight import migration_peer_config
+        from hbase_migration.preflight import ensure_distinct, migration_peer_config
         from hbase_migration.replication import peer_admin
 
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        ensure_distinct(source, target)
         config = migration_peer_config(target, _tables(self.tables))
         t0_ms = int(time.time() * 1000)  # taken before the peer exists: every edit from here on is kept
         with peer_admin(source) as admin:

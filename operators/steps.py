@@ -52,6 +52,7 @@ def table_list(value: Any) -> list[str]:
 def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> list[dict[str, Any]]:
     """Validate the inputs, record the run in the ledger, and return what the mapped copy and verify tasks
     expand over: one {table, start_time, end_time} per table."""
+    from hbase_migration.preflight import ensure_distinct
     from hbase_migration.replication.model import validate_peer_id
     from operators.ledger import open_ledger
 
@@ -60,8 +61,7 @@ def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> 
     peer_id = validate_peer_id(params["peer_id"]) if params.get("peer_id") else ""
     source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
     target = HBaseClusterHook(params["target_conn_id"]).get_cluster()
-    if source.cluster_key.normalized() == target.cluster_key.normalized():
-        raise InvalidRunInput(f"source and target are the same cluster ({source.cluster_key})")
+    ensure_distinct(source, target)
     with open_ledger() as ledger:
         ledger.start_run(run_id, dag_id, plan, source.cluster_key, target.cluster_key, peer_id, tables,
                          {k: v for k, v in params.items()})
@@ -137,6 +137,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
                 interval_end: Any) -> list[dict[str, Any]]:
     """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
     from hbase_migration.ledger import NO_PEER
+    from hbase_migration.preflight import ensure_distinct
     from operators.ledger import open_ledger
 
     tables = table_list(params["tables"])
@@ -149,8 +150,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
         raise InvalidRunInput("no window: this run has no data interval; give start_time_ms and end_time_ms")
     source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
     target = HBaseClusterHook(params["target_conn_id"]).get_cluster()
-    if source.cluster_key.normalized() == target.cluster_key.normalized():
-        raise InvalidRunInput(f"source and target are the same cluster ({source.cluster_key})")
+    ensure_distinct(source, target)
     with open_ledger() as ledger:
         ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, NO_PEER, tables,
                          {**params, "start_time_ms": start, "end_time_ms": end})
