@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from operators.hooks import HBaseClusterHook
 
@@ -197,7 +197,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             self.log.info("copy summary: %s", json.dumps(summary, sort_keys=True))
         if self._breach:
             self._ledger_phase("copy", "failed", {"quota_breach": self._breach})
-            raise AirflowException(f"copy of {self.table} stopped: oldWALs quota breach: {self._breach}")
+            # Not retried: a retry would meet the same quota. The peer stays as it is (see state_left_behind).
+            raise AirflowFailException(f"copy of {self.table} stopped: oldWALs quota breach: {self._breach}")
         if error is not None:
             self._ledger_phase("copy", "failed", summary or {"error": str(error)})
             raise AirflowException(f"copy of {self.table} failed (finished partitions are kept; a retry "
