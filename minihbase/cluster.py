@@ -352,9 +352,50 @@ class MiniHBaseCluster:
         c.route("POST", "/control/create-table", self._wrap(self._create_table))
         c.route("POST", "/control/alter-family", self._wrap(self._alter_family))
         c.route("POST", "/control/balance", self._wrap(lambda b: {"moves": self.master.balance()}))
+        # Table DDL for the shell lookalike (HBase's Admin calls).
+        c.route("GET", "/control/tables", lambda r: Response(200, {"tables": self.table_descriptions()}))
+        c.route("POST", "/control/disable-table", self._wrap(
+            lambda b: self.master.disable_table(_required(b, "table").encode("latin-1")) or {}))
+        c.route("POST", "/control/enable-table", self._wrap(
+            lambda b: self.master.enable_table(_required(b, "table").encode("latin-1")) or {}))
+        c.route("POST", "/control/delete-table", self._wrap(
+            lambda b: self.master.delete_table(_required(b, "table").encode("latin-1")) or {}))
+        c.route("POST", "/control/truncate-table", self._wrap(
+            lambda b: {"regions": self.truncate_table(_required(b, "table").encode("latin-1"),
+                                                      bool(b.get("preserve_splits")))}))
+        c.route("POST", "/control/count", self._wrap(
+            lambda b: {"rows": self.count_rows(_required(b, "table").encode("latin-1"))}))
         c.route("GET", "/control/replication-status", lambda r: Response(200, self.replication.status()))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
+
+    def table_descriptions(self) -> list[dict]:
+        with self.master.lock:
+            states = sorted(self.master.tables.items())
+        return [{"name": name.decode("latin-1"), "enabled": st.desc.enabled, "regions": len(st.regions),
+                 "split_keys_hex": [r.info.start_key.hex() for r in st.regions[1:]],
+                 "families": [f.to_json() for f in st.desc.families.values()]} for name, st in states]
+
+    def truncate_table(self, name: bytes, preserve_splits: bool) -> int:
+        """HBase's truncateTable: the table must be disabled; it comes back empty and enabled."""
+        state = self.master.table(name)
+        if state.desc.enabled:
+            from minihbase.errors import TableNotDisabled
+
+            raise TableNotDisabled(name.decode("latin-1"))
+        splits = [r.info.start_key for r in state.regions[1:]] if preserve_splits else []
+        desc = TableDescriptor(name, state.desc.families, enabled=True)
+        self.master.delete_table(name)
+        return len(self.master.create_table(desc, splits))
+
+    def count_rows(self, name: bytes) -> int:
+        scanner = self.client.open_scanner(name, filter_string=b"FirstKeyOnlyFilter()")
+        count = 0
+        while True:
+            rows = scanner.next(1000)
+            if not rows:
+                return count
+            count += len(rows)
 
     def _wrap(self, fn):
         def handler(request: Request) -> Response:

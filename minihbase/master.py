@@ -14,6 +14,7 @@ first), `dead_server_listeners` (`fn(servername)` after a dead server's WALs are
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import posixpath
 import queue
@@ -306,6 +307,8 @@ class Master:
         validate_table_name(desc.name)
         if not desc.families:
             raise DoNotRetryIOException("Table should have at least one column family.")
+        for fam in desc.families.values():
+            fam.validate()
         splits = sorted(set(split_keys))
         if b"" in splits:
             raise DoNotRetryIOException("Empty split key must not be passed in the split keys.")
@@ -389,12 +392,18 @@ class Master:
 
         with self.lock:
             state = self.table(name)
-            fam = state.desc.families.get(family) or FamilyDescriptor(family)
+            current = state.desc.families.get(family)
+            fam = dataclasses.replace(current) if current else FamilyDescriptor(family)
             for k, v in attrs.items():
                 if not hasattr(fam, k) or k == "name":
                     raise DoNotRetryIOException(f"unknown column family attribute {k!r}")
                 setattr(fam, k, v)
-            state.desc.families[family] = fam
+            fam.validate()  # on a copy: a refused change changes nothing
+            if current is not None:
+                for k in attrs:
+                    setattr(current, k, getattr(fam, k))
+            else:
+                state.desc.families[family] = fam
             self._write_descriptor(state.desc)
 
     # ------------------------------------------------------------------------------------------ recovery

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
-from minihbase.errors import JavaIllegalArgument
+from minihbase.errors import DoNotRetryIOException, JavaIllegalArgument
 
 FOREVER = 2147483647  # HConstants.FOREVER: a TTL in seconds that never expires
 _QUALIFIER = re.compile(rb"^[a-zA-Z0-9_][a-zA-Z0-9_.\-]*$")
@@ -41,6 +41,28 @@ class FamilyDescriptor:
     bloom_filter_type: str = "ROW"
     block_cache_enabled: bool = True
     replication_scope: int = 0
+    # Kept and shown by `describe` (the toolkit copies them), without further effect in minihbase.
+    min_versions: int = 0
+    keep_deleted_cells: str = "FALSE"
+    block_size: int = 65536
+    data_block_encoding: str = "NONE"
+
+    def validate(self) -> None:
+        """HBase's checks plus the one replication needs: REPLICATION_SCOPE is 0 (local) or 1 (global). Other
+        values (2 was serial scope in 2.0) crashed 1.0 region servers; minihbase refuses them, naming the family."""
+        name = self.name.decode("latin-1")
+        scope = self.replication_scope
+        if isinstance(scope, bool) or not isinstance(scope, int) or scope not in (0, 1):
+            raise DoNotRetryIOException(
+                f"REPLICATION_SCOPE of column family '{name}' must be 0 (local) or 1 (global), got {scope!r}")
+        if isinstance(self.max_versions, bool) or not isinstance(self.max_versions, int) or self.max_versions < 1:
+            raise DoNotRetryIOException(f"Maximum versions must be positive (column family '{name}', "
+                                        f"got {self.max_versions!r})")
+        if isinstance(self.ttl_s, bool) or not isinstance(self.ttl_s, int) or self.ttl_s < 1:
+            raise DoNotRetryIOException(f"TTL for column family '{name}' must be positive, got {self.ttl_s!r}")
+        if not isinstance(self.min_versions, int) or not 0 <= self.min_versions <= self.max_versions:
+            raise DoNotRetryIOException(f"Minimum versions of column family '{name}' must be between 0 and "
+                                        f"VERSIONS ({self.max_versions}), got {self.min_versions!r}")
 
     def to_json(self) -> dict:
         d = asdict(self)
