@@ -225,6 +225,8 @@ class WAL:
     def archive(self, path: str) -> str:
         with self.lock:
             new = posixpath.join(self.old_dir, posixpath.basename(path))
+            if path not in self.files:
+                return new  # archived meanwhile by a concurrent caller (the chore and a requested roll)
             self.fs.rename(path, new)
             self.files.pop(path, None)
             for listener in list(self.archive_listeners):
