@@ -101,9 +101,17 @@ def snapshot(table) -> dict:
 
 
 def queues(zk, cluster) -> dict[str, dict[str, list[str]]]:
+    """replicator -> queue id -> WAL names; read again if a claim moved a node while we listed."""
+    from kazoo.exceptions import NoNodeError
+
     base = f"{cluster.znode_parent}/replication/rs"
-    return {rs: {q: sorted(zk.get_children(f"{base}/{rs}/{q}")) for q in zk.get_children(f"{base}/{rs}")
-                 if q != "lock"} for rs in zk.get_children(base)}
+    for _ in range(20):
+        try:
+            return {rs: {q: sorted(zk.get_children(f"{base}/{rs}/{q}")) for q in zk.get_children(f"{base}/{rs}")
+                         if q != "lock"} for rs in zk.get_children(base)}
+        except NoNodeError:
+            continue
+    raise AssertionError("the queues kept changing while being listed")
 
 
 def test_disabled_peer_queues_everything_and_enable_ships_it_with_original_timestamps(pair, zk):
@@ -358,3 +366,34 @@ def test_peer_znodes_are_hbase_bytes(pair, zk):
     wait_for(lambda: all(b.get("source.8.isInitializing") == 0 for b in beans(dc1).values()), what="sources")
     shell(dc1, "remove_peer '8'")
     assert zk.exists(base) is None
+
+
+def test_chained_failover_when_the_claimer_dies_too(minihbase_factory, pair, zk):
+    _, dc2 = pair
+    cluster = minihbase_factory("dc5", region_servers=3, replication_failover_delay_s=0.2)
+    shell(cluster, "create 'chain', {NAME => 'cf', REPLICATION_SCOPE => 1}, SPLITS => ['h', 'p']")
+    shell(dc2, "create 'chain', {NAME => 'cf', REPLICATION_SCOPE => 1}")
+    shell(cluster, f"add_peer '9', CLUSTER_KEY => \"{dc2.cluster_key}\", TABLE_CFS => {{'chain' => []}}, "
+                   "STATE => 'DISABLED'")
+    table = cluster.connection().table("chain")
+    rows = {}
+    for prefix in (b"a", b"k", b"t"):  # one region per server: three backlogs
+        for i in range(100):
+            rows[prefix + b"%03d" % i] = {b"cf:q": prefix}
+            table.put(prefix + b"%03d" % i, {b"cf:q": prefix}, timestamp=9_000 + i)
+    names = [rs["servername"] for rs in cluster.region_servers]
+    first = names[0]
+    cluster.kill_rs(0)
+    claimer = wait_for(lambda: next((sn for sn, q in queues(zk, cluster).items() if f"9-{first}" in q), None),
+                       what="the first claim")
+    cluster.kill_rs(names.index(claimer))
+    last = next(sn for sn in names if sn not in (first, claimer))
+    # The last server holds its own queue, the claimer's, and the first dead server's chained through both.
+    wait_for(lambda: set(queues(zk, cluster).get(last, {})) == {"9", f"9-{claimer}", f"9-{first}-{claimer}"},
+             what="the chained claim")
+    assert set(queues(zk, cluster)) == {last}
+    shell(cluster, "enable_peer '9'")
+    dst = dc2.connection().table("chain")
+    wait_for(lambda: dict(dst.scan()) == rows, what="every edit of the three servers")
+    wait_for(lambda: set(queues(zk, cluster)[last]) == {"9"}, what="the recovered queues to finish")
+    shell(cluster, "remove_peer '9'")
