@@ -106,7 +106,8 @@ def create_statement(schema: TableSchema, split_keys: list[bytes], name: str | N
                     if ttl is None:
                         continue
                     value = str(ttl)
-                attrs.append(f"{key} => {ruby_string(value)}")
+                # Numbers as an operator types them (VERSIONS => 3); the shell takes either form.
+                attrs.append(f"{key} => {value if value.isdigit() else ruby_string(value)}")
         parts.append("{" + ", ".join(attrs) + "}")
     splits = sorted(k for k in split_keys if k)
     if splits:

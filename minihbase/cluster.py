@@ -17,6 +17,7 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -432,7 +433,7 @@ class MiniHBaseCluster:
         fams = {}
         for fname, settings in families.items():
             settings = settings or {}
-            allowed = {"max_versions", "ttl_s", "replication_scope", "in_memory", "compression", "bloom_filter_type"}
+            allowed = {f.name for f in dataclasses.fields(FamilyDescriptor)} - {"name"}
             if not isinstance(settings, dict) or set(settings) - allowed:
                 raise BadRequest(f"family {fname!r}: settings must be an object with keys among {sorted(allowed)}")
             fams[fname.encode("latin-1")] = FamilyDescriptor(fname.encode("latin-1"), **settings)

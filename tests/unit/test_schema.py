@@ -56,9 +56,9 @@ def test_create_statement_copies_families_and_splits():
     stmt = create_statement(schema, [b"", b"m", b"\x01a"], name="orders_copy")
     assert stmt == (
         'create "orders_copy", '
-        '{NAME => "d", VERSIONS => "3", MIN_VERSIONS => "0", KEEP_DELETED_CELLS => "FALSE", '
-        'BLOOMFILTER => "ROW", REPLICATION_SCOPE => "1"}, '
-        '{NAME => "meta", VERSIONS => "1", TTL => "86400", BLOOMFILTER => "ROW", REPLICATION_SCOPE => "0"}, '
+        '{NAME => "d", VERSIONS => 3, MIN_VERSIONS => 0, KEEP_DELETED_CELLS => "FALSE", '
+        'BLOOMFILTER => "ROW", REPLICATION_SCOPE => 1}, '
+        '{NAME => "meta", VERSIONS => 1, TTL => 86400, BLOOMFILTER => "ROW", REPLICATION_SCOPE => 0}, '
         'SPLITS => ["\\x01a", "m"]'
     )
 
