@@ -265,7 +265,7 @@ class CopyOptions(TableScope):
     scan_batch_rows: int = 500
     write_batch_cells: int = 5000
     write_batch_bytes: int = 4 << 20
-    writers: int = 8
+    writers: int = 16
     pipeline: int = 1
     rows_per_s: float | None = None
     bytes_per_s: float | None = None
@@ -707,18 +707,7 @@ class ThriftSession:
 
     def call(self, api: str, *args: Any, retries: int = 5, wait_cap: float = 10.0) -> Any:
         """One Thrift call, retried (with a fresh connection) on a transient error."""
-        attempt = 0
-        while True:
-            try:
-                return getattr(self.client, api)(*args)
-            except Exception as e:
-                attempt += 1
-                if not is_transient(e) or attempt >= retries:
-                    raise
-                log.warning("%s on %s failed (%s: %s); retry %d/%d", api, self.cluster.name,
-                            type(e).__name__, e, attempt, retries - 1)
-                time.sleep(backoff_s(attempt, wait_cap))
-                self.reopen()
+        return retrying(self, lambda: getattr(self.client, api)(*args), retries, wait_cap, api)
 
     def pipelined(self, api: str, calls: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Send every call, then read every answer: one round trip for many calls.
@@ -773,9 +762,13 @@ def scan_rows(
     table_b = table.encode("utf-8")
     next_start = start_row
     failures = 0
+    broken = False
     while True:
         scanner = None
         try:
+            if broken:  # re-opened here, so a server still down costs an attempt, not the scan
+                session.reopen()
+                broken = False
             scan = T.TScan(startRow=next_start, stopRow=stop_row or None, timestamp=timestamp,
                            columns=list(columns) if columns else None, caching=batch_rows,
                            filterString=filter_string.encode("utf-8") if filter_string else None,
@@ -807,7 +800,7 @@ def scan_rows(
             log.warning("scan of %s on %s interrupted (%s: %s); resuming after the last row, retry %d/%d",
                         table, session.cluster.name, type(e).__name__, e, failures, retries - 1)
             time.sleep(backoff_s(failures, wait_cap))
-            session.reopen()
+            broken = True
             scanner = None
         finally:
             if scanner is not None:
@@ -839,27 +832,37 @@ def read_versions(
     out: dict[bytes, dict[bytes, list[Cell]]] = {}
     for i in range(0, len(calls), 256):
         chunk = calls[i:i + 256]
-        answers = _with_retries(session, lambda chunk=chunk: session.pipelined(api, chunk))
+        answers = retrying(session, lambda chunk=chunk: session.pipelined(api, chunk), what=api)
         for (row, column), cells in zip(wanted[i:i + 256], answers):
             out.setdefault(row, {})[column] = [(column, c.timestamp, c.value) for c in (cells or ())]
     return out
 
 
-def _with_retries(
-    session: ThriftSession, fn: Callable[[], Any], retries: int = 8, wait_cap: float = 20.0
-) -> Any:
+def retrying(session: ThriftSession, fn: Callable[[], Any], retries: int = 8, wait_cap: float = 20.0,
+             what: str = "call", on_retry: Callable[[BaseException], None] | None = None) -> Any:
+    """`fn()` until it succeeds, a non-transient error, or `retries` attempts.
+
+    After a transient error the connection is re-opened at the start of the next attempt, so
+    a server that is still down (re-open refused) costs an attempt instead of ending the retries.
+    """
     attempt = 0
+    broken = False
     while True:
         try:
+            if broken:
+                session.reopen()
+                broken = False
             return fn()
         except Exception as e:
             attempt += 1
             if not is_transient(e) or attempt >= retries:
                 raise
-            log.warning("call to %s failed (%s: %s); retry %d/%d", session.cluster.name, type(e).__name__, e,
-                        attempt, retries - 1)
+            if on_retry is not None:
+                on_retry(e)
+            log.warning("%s on %s failed (%s: %s); retry %d/%d on a new connection", what, session.cluster.name,
+                        type(e).__name__, e, attempt, retries - 1)
             time.sleep(backoff_s(attempt, wait_cap))
-            session.reopen()
+            broken = True
 
 
 class CellWriter:
@@ -874,7 +877,7 @@ class CellWriter:
 
     _STOP = object()
 
-    def __init__(self, cluster: "Cluster", table: str, writers: int = 8, pipeline: int = 1, retries: int = 8,
+    def __init__(self, cluster: "Cluster", table: str, writers: int = 16, pipeline: int = 1, retries: int = 8,
                  wait_cap: float = 20.0, timeout_s: float = 60.0):
         self.cluster = cluster
         self.table = table.encode("utf-8")
@@ -949,28 +952,19 @@ class CellWriter:
             session.close()
 
     def _send(self, session: ThriftSession, window: list[dict[str, Any]]) -> None:
-        attempt = 0
-        while True:
-            try:
-                session.pipelined("mutateRowsTs", window)
-                with self._lock:
-                    self.calls += len(window)
-                return
-            except Exception as e:
-                attempt += 1
-                if not is_transient(e) or attempt >= self.retries:
-                    raise
-                with self._lock:
-                    self.retried += 1
-                log.warning("mutateRowsTs x%d to %s failed (%s: %s); re-sending on a new connection, "
-                            "retry %d/%d", len(window), self.cluster.name, type(e).__name__, e, attempt,
-                            self.retries - 1)
-                time.sleep(backoff_s(attempt, self.wait_cap))
-                session.reopen()
+        def count_retry(_e: BaseException) -> None:
+            with self._lock:
+                self.retried += 1
+
+        retrying(session, lambda: session.pipelined("mutateRowsTs", window), self.retries, self.wait_cap,
+                 f"mutateRowsTs x{len(window)}", count_retry)
+        with self._lock:
+            self.calls += len(window)
 
     def close(self) -> None:
-        for t in self._threads:
-            while t.is_alive():
+        # One STOP per thread, whichever thread takes it (a thread that exits early took someone's STOP).
+        for _ in self._threads:
+            while any(t.is_alive() for t in self._threads):
                 try:
                     self._queue.put(self._STOP, timeout=0.5)
                     break

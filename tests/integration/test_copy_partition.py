@@ -1,0 +1,225 @@
+"""copy.py against two real minihbase clusters, without Spark: one partition at a time.
+
+Every check reads both clusters with stock happybase (scans with timestamps, `cells()` for older versions),
+never through the code under test.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from contextlib import closing
+
+import happybase
+import pytest
+
+from hbase_migration.copy import (
+    CopyConfigError,
+    CopyOptions,
+    TableScope,
+    ThriftSession,
+    check_tables,
+    copy_partition,
+    fetch_regions,
+    plan_partitions,
+    sample_region,
+    scan_rows,
+)
+from jobs.job_args import cluster_from_text
+
+pytestmark = pytest.mark.integration
+
+SPLITS = [b"4", b"8", b"c"]
+FAMILIES = {"a": {"max_versions": 3}, "b": {"max_versions": 1}}
+
+
+@pytest.fixture(scope="module")
+def clusters(minihbase_pair):
+    dc1, dc2 = minihbase_pair
+    return dc1, dc2, cluster_from_text("source", dc1.connection_json), cluster_from_text("target", dc2.connection_json)
+
+
+def _name() -> str:
+    return "cp_" + uuid.uuid4().hex[:8]
+
+
+def _load(conn: happybase.Connection, table: str, rows: int, versions: bool = True) -> None:
+    """Rows spread over the 4 regions, each with its own timestamps; every 3rd row has 3 versions of a:x."""
+    t = conn.table(table)
+    for i in range(rows):
+        key = b"%x-%05d" % (i % 16, i)
+        t.put(key, {b"a:x": b"x%d" % i, b"b:y": b"y" * (i % 40)}, timestamp=1_000_000 + i)
+        if versions and i % 3 == 0:
+            t.put(key, {b"a:x": b"x%d-v2" % i}, timestamp=2_000_000 + i)
+            t.put(key, {b"a:x": b"x%d-v3" % i}, timestamp=3_000_000 + i)
+
+
+def _newest(conn: happybase.Connection, table: str) -> dict:
+    return {row: data for row, data in conn.table(table).scan(include_timestamp=True, batch_size=1000)}
+
+
+def _history(conn: happybase.Connection, table: str, rows, column: bytes = b"a:x") -> dict:
+    t = conn.table(table)
+    return {row: t.cells(row, column, versions=10, include_timestamp=True) for row in rows}
+
+
+def _make_tables(dc1, dc2, name, target_name=None, target_families=None):
+    dc1.create_table(name, FAMILIES, SPLITS)
+    dc2.create_table(target_name or name, target_families or FAMILIES, SPLITS)
+
+
+def test_copy_keeps_every_cell_timestamp_and_version(clusters):
+    dc1, dc2, src, dst = clusters
+    name = _name()
+    _make_tables(dc1, dc2, name)
+    with closing(dc1.connection(timeout=30000)) as c1, closing(dc2.connection(timeout=30000)) as c2:
+        _load(c1, name, 1200)
+        options = CopyOptions(name, versions=3, writers=4)
+        with ThriftSession(src) as s:
+            parts = plan_partitions(fetch_regions(s, name), options)
+        assert len(parts) == 4
+        results = [copy_partition(src, dst, p, options) for p in parts]
+        assert sum(r.rows for r in results) == 1200
+        assert sum(r.cells for r in results) == 1200 * 2 + 400 * 2  # two columns, 400 rows with 2 more versions
+        source, target = _newest(c1, name), _newest(c2, name)
+        assert len(source) == 1200 and target == source  # values and timestamps of the newest cells
+        multi = [row for row in source if int(row.split(b"-")[1]) % 3 == 0]
+        assert _history(c2, name, multi) == _history(c1, name, multi)
+        assert all(len(cells) == 3 for cells in _history(c2, name, multi[:5]).values())
+
+
+def test_default_copy_takes_one_version_like_copytable(clusters):
+    dc1, dc2, src, dst = clusters
+    name = _name()
+    _make_tables(dc1, dc2, name)
+    with closing(dc1.connection(timeout=30000)) as c1, closing(dc2.connection(timeout=30000)) as c2:
+        _load(c1, name, 300)
+        options = CopyOptions(name)
+        with ThriftSession(src) as s:
+            parts = plan_partitions(fetch_regions(s, name), options)
+        for p in parts:
+            copy_partition(src, dst, p, options)
+        assert _newest(c2, name) == _newest(c1, name)
+        history = _history(c2, name, [b"0-00000", b"3-00003"])
+        assert history == {b"0-00000": [(b"x0-v3", 3_000_000)], b"3-00003": [(b"x3-v3", 3_000_003)]}
+
+
+def test_scan_resumes_after_the_connection_drops_without_losing_or_repeating_rows(clusters):
+    dc1, dc2, src, _dst = clusters
+    name = _name()
+    dc1.create_table(name, FAMILIES, SPLITS)
+    with closing(dc1.connection(timeout=30000)) as c1:
+        _load(c1, name, 500, versions=False)
+    with ThriftSession(src) as session:
+        seen = []
+        for n, batch in enumerate(scan_rows(session, name, b"", b"", batch_rows=50)):
+            seen.extend(row for row, _ in batch)
+            if n == 2:
+                # the link drops mid-scan (the socket dies under the client, as on a network failure)
+                session.connection.transport.sock.shutdown(socket.SHUT_RDWR)
+        assert session.reconnects == 1
+    assert len(seen) == 500 and seen == sorted(set(seen))
+
+
+def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
+    dc1, _dc2, src, _dst = clusters
+    target = minihbase_factory("dcx")  # a cluster of its own: this test kills it
+    dst = cluster_from_text("target", target.connection_json)
+    name = _name()
+    dc1.create_table(name, FAMILIES, SPLITS)
+    target.create_table(name, FAMILIES, SPLITS)
+    with closing(dc1.connection(timeout=30000)) as c1:
+        _load(c1, name, 800, versions=False)
+    # 200 rows at 50 rows/s: the copy runs for ~3 s, long enough to crash the target in the middle
+    options = CopyOptions(name, rows_per_s=50, scan_batch_rows=10, write_batch_cells=20, writers=2,
+                          retry_wait_max_s=2.0, timeout_s=10)
+    with ThriftSession(src) as s:
+        part = plan_partitions(fetch_regions(s, name), TableScope(name))[0]
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(r=copy_partition(src, dst, part, options)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    with closing(target.connection(timeout=30000)) as probe:  # once the copy has written something...
+        while not list(probe.table(name).scan(limit=1)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    target.crash()  # ...the target dies (SIGKILL) and comes back on the same ports, from its WALs
+    target.restart()
+    worker.join(120)
+    assert not worker.is_alive()
+    r = result["r"]
+    assert r.status == "copied" and r.rows == 200 and r.retries >= 1
+    with closing(dc1.connection(timeout=30000)) as c1, closing(target.connection(timeout=30000)) as c2:
+        expected = {row: data for row, data in _newest(c1, name).items() if row < part.stop_row}
+        assert len(expected) == 200 and _newest(c2, name) == expected
+
+
+def test_throttle_caps_the_rows_read_per_second(clusters):
+    dc1, dc2, src, dst = clusters
+    name = _name()
+    _make_tables(dc1, dc2, name)
+    with closing(dc1.connection(timeout=30000)) as c1:
+        _load(c1, name, 1000, versions=False)
+    with ThriftSession(src) as s:
+        part = plan_partitions(fetch_regions(s, name), TableScope(name))[0]  # [, 4): 252 rows
+    started = time.monotonic()
+    r = copy_partition(src, dst, part, CopyOptions(name, rows_per_s=100, scan_batch_rows=25))
+    elapsed = time.monotonic() - started
+    # 252 rows at 100 rows/s with a one-second burst: at least 1.5 s however fast the machine
+    assert r.rows == 252 and elapsed >= 1.4 and r.throttled_s >= 1.2
+
+
+def test_sampling_splits_a_big_region_into_even_partitions(clusters):
+    dc1, dc2, src, dst = clusters
+    name = _name()
+    dc1.create_table(name, FAMILIES)  # one region
+    dc2.create_table(name, FAMILIES)
+    with closing(dc1.connection(timeout=30000)) as c1:
+        _load(c1, name, 4000, versions=False)
+    options = CopyOptions(name, rows_per_partition=1000)
+    with ThriftSession(src) as s:
+        regions = fetch_regions(s, name)
+    assert len(regions) == 1
+    sample = sample_region(src, options, regions[0], max_keys=64)
+    assert sample.rows == 4000 and 32 <= len(sample.keys) <= 64
+    parts = plan_partitions(regions, options, {regions[0].name: sample})
+    assert len(parts) == 4
+    rows = [copy_partition(src, dst, p, options).rows for p in parts]
+    assert sum(rows) == 4000 and all(800 <= n <= 1200 for n in rows), rows
+
+
+def test_missing_table_or_family_is_refused_before_anything_is_written(clusters):
+    dc1, dc2, src, dst = clusters
+    name = _name()
+    dc1.create_table(name, FAMILIES, SPLITS)
+    with ThriftSession(src) as s, ThriftSession(dst) as t:
+        with pytest.raises(CopyConfigError, match=f"target_table: '{name}' does not exist on the target 'target'"):
+            check_tables(s, t, CopyOptions(name))
+        dc2.create_table(name, {"a": {}}, SPLITS)
+        with pytest.raises(CopyConfigError, match="families: 'b' is not a family of .* on the target"):
+            check_tables(s, t, CopyOptions(name))
+        with pytest.raises(CopyConfigError, match="families: 'zz' is not a family of .* on the source"):
+            check_tables(s, t, CopyOptions(name, families="zz"))
+        with pytest.raises(CopyConfigError, match="table: 'nope_x' does not exist on the source"):
+            check_tables(s, t, CopyOptions("nope_x"))
+        assert check_tables(s, t, CopyOptions(name, families="a")) == {b"a": 3, b"b": 1}
+    with closing(dc2.connection(timeout=30000)) as c2:
+        assert list(c2.table(name).scan()) == []
+
+
+def test_writer_close_returns_with_more_threads_than_work(clusters):
+    """Regression: threads that stop early must not leave another without its STOP (close() hung)."""
+    from hbase_migration.copy import CellWriter
+
+    dc1, dc2, _src, dst = clusters
+    name = _name()
+    dc2.create_table(name, FAMILIES)
+    for i in range(20):
+        writer = CellWriter(dst, name, writers=16)
+        writer.put((1000 + i, [(b"r%02d" % i, [(b"a:x", b"v")])]))
+        done = threading.Event()
+        closer = threading.Thread(target=lambda: (writer.close(), done.set()), daemon=True)
+        closer.start()
+        assert done.wait(30), f"close() did not return (round {i})"
+    with closing(dc2.connection(timeout=30000)) as c2:
+        assert len(list(c2.table(name).scan())) == 20
