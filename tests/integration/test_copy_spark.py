@@ -1,0 +1,271 @@
+"""jobs/copy_table.py through Spark local[2] against two minihbase clusters.
+
+The jobs run in-process on the module's SparkSession (`main(argv)` borrows it), except the one killed midway,
+which runs as `python jobs/copy_table.py --master local[2]` in its own process group. Every verdict comes
+from reading both clusters with stock happybase (scans with timestamps, `cells()` for older versions).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]  # 8 regions
+BASE = 1_600_000_000_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from jobs import spark_runtime
+
+    session, created = spark_runtime.spark_session("test-copy", "local[2]")
+    yield session
+    if created:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(minihbase_pair):
+    return minihbase_pair
+
+
+def _name(prefix: str = "cs") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _key(i: int) -> bytes:
+    return b"%02x-%06d" % ((i * 2654435761) % 256, i)
+
+
+def _conn(cluster):
+    return closing(cluster.connection(timeout=60000))
+
+
+def _write(conn, table: str, cells_by_ts: dict) -> None:
+    """cells_by_ts: {ts: {row: {column: value}}}, written with stock happybase's client, one call per ts."""
+    import happybase  # noqa: F401
+    from Hbase_thrift import BatchMutation, Mutation
+
+    for ts, rows in cells_by_ts.items():
+        batches = [BatchMutation(row=row, mutations=[Mutation(column=c, value=v) for c, v in cols.items()])
+                   for row, cols in rows.items()]
+        for i in range(0, len(batches), 2000):
+            conn.client.mutateRowsTs(table.encode(), batches[i:i + 2000], ts, {})
+
+
+def _newest(conn, table: str) -> dict:
+    return dict(conn.table(table).scan(include_timestamp=True, batch_size=2000))
+
+
+def _history(conn, table: str, keys, column: bytes) -> dict:
+    t = conn.table(table)
+    return {k: t.cells(k, column, versions=10, include_timestamp=True) for k in keys}
+
+
+def _run(job, argv, tmp_path) -> tuple[int, dict]:
+    summary = tmp_path / f"summary-{uuid.uuid4().hex[:6]}.json"
+    rc = job.main([*argv, "--summary-file", str(summary)])
+    return rc, json.loads(summary.read_text()) if summary.exists() else {}
+
+
+def _args(dc1, dc2, table, *extra) -> list[str]:
+    return ["--source", dc1.connection_json, "--target", dc2.connection_json, "--table", table, *extra]
+
+
+def test_multi_region_table_copies_cell_for_cell(spark, pair, tmp_path):
+    """50k rows, 3 families, up to 3 versions, a quarter of the rows with timestamps of their own."""
+    from jobs import copy_table
+
+    dc1, dc2 = pair
+    name = _name()
+    families = {"a": {"max_versions": 3}, "b": {"max_versions": 1}, "c": {"max_versions": 2}}
+    dc1.create_table(name, families, SPLITS)
+    dc2.create_table(name, families, SPLITS)
+    n = 50_000
+    by_ts: dict = {}
+    for i in range(n):
+        ts = BASE + 10_000 + i if i % 4 == 0 else BASE + i // 500  # distinct, or shared by a bulk load
+        cols = {b"a:x": b"a%d" % i}
+        if i % 2 == 0:
+            cols[b"b:y"] = b"b" * (i % 50)
+        if i % 5 == 0:
+            cols[b"c:z"] = b"c%d" % i
+        by_ts.setdefault(ts, {})[_key(i)] = cols
+        if i % 10 == 0:  # older versions
+            by_ts.setdefault(ts - 100_000, {})[_key(i)] = {b"a:x": b"old1-%d" % i, b"c:z": b"oldc-%d" % i}
+            by_ts.setdefault(ts - 200_000, {}).setdefault(_key(i), {})[b"a:x"] = b"old2-%d" % i
+    with _conn(dc1) as c1:
+        _write(c1, name, by_ts)
+    rc, summary = _run(copy_table, _args(dc1, dc2, name, "--versions", "3"), tmp_path)
+    assert rc == 0, summary
+    expected_cells = n + 2 * (n // 10) + n // 2 + n // 5 + n // 10
+    assert (summary["rows"], summary["cells"], summary["copied_partitions"], summary["failed_partitions"]) == (
+        n, expected_cells, 8, 0)
+    with _conn(dc1) as c1, _conn(dc2) as c2:
+        source, target = _newest(c1, name), _newest(c2, name)
+        assert len(source) == n
+        assert source[_key(4)][b"a:x"] == (b"a4", BASE + 10_004)  # the data is what the test wrote
+        assert target == source  # every newest cell: value and timestamp
+        multi = [_key(i) for i in range(0, n, 10)]
+        for column in (b"a:x", b"c:z"):
+            src_hist, tgt_hist = _history(c1, name, multi, column), _history(c2, name, multi, column)
+            assert tgt_hist == src_hist
+        assert tgt_hist[_key(20)] == [(b"c20", BASE + 10_020), (b"oldc-20", BASE + 10_020 - 100_000)]
+        assert _history(c2, name, [_key(30)], b"a:x")[_key(30)] == [
+            (b"a30", BASE), (b"old1-30", BASE - 100_000), (b"old2-30", BASE - 200_000)]
+
+
+def test_time_window_copies_exactly_the_window(spark, pair, tmp_path):
+    from jobs import copy_table
+
+    dc1, dc2 = pair
+    name = _name()
+    families = {"a": {"max_versions": 3}, "b": {"max_versions": 1}, "c": {"max_versions": 1}}
+    dc1.create_table(name, families, SPLITS)
+    dc2.create_table(name, families, SPLITS)
+    by_ts: dict = {}
+    for i in range(2000):
+        if i % 7 == 0:
+            by_ts.setdefault(50, {})[_key(i)] = {b"c:z": b"only-old"}  # nothing in the window
+            continue
+        for ts in (100, 200, 300):
+            by_ts.setdefault(ts, {})[_key(i)] = {b"a:x": b"v%d-%d" % (ts, i)}
+        if i % 2 == 0:
+            by_ts.setdefault(150, {})[_key(i)] = {b"b:y": b"y%d" % i}
+    with _conn(dc1) as c1:
+        _write(c1, name, by_ts)
+    rc, summary = _run(copy_table, _args(dc1, dc2, name, "--start-time", "150", "--end-time", "250"), tmp_path)
+    assert rc == 0, summary
+    expected = {}
+    for i in range(2000):
+        if i % 7 == 0:
+            continue
+        row = {b"a:x": (b"v200-%d" % i, 200)}
+        if i % 2 == 0:
+            row[b"b:y"] = (b"y%d" % i, 150)
+        expected[_key(i)] = row
+    with _conn(dc2) as c2:
+        assert _newest(c2, name) == expected
+        # one version only: nothing older than the window came along
+        assert _history(c2, name, [_key(1)], b"a:x") == {_key(1): [(b"v200-1", 200)]}
+    assert summary["rows"] == len(expected) and summary["scanned_rows"] == 2000
+
+
+def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
+    from jobs import copy_table
+
+    dc1, dc2 = pair
+    name, target = _name(), _name("renamed")
+    dc1.create_table(name, {"a": {}, "b": {}}, SPLITS)
+    dc2.create_table(target, {"a": {}, "z": {}}, SPLITS)
+    by_ts: dict = {}
+    for i in range(1000):
+        by_ts.setdefault(BASE + i % 3, {})[_key(i)] = {b"a:x": b"x%d" % i, b"b:q": b"q%d" % i, b"b:": b"empty-q"}
+    with _conn(dc1) as c1:
+        _write(c1, name, by_ts)
+        source = _newest(c1, name)
+    rc, summary = _run(copy_table, _args(dc1, dc2, name, "--target-table", target, "--families", "a", "b:z"),
+                       tmp_path)
+    assert rc == 0 and summary["families"] == [["a", "a"], ["b", "z"]]
+    renamed = {row: {(b"z" + c[1:] if c.startswith(b"b:") else c): v for c, v in cols.items()}
+               for row, cols in source.items()}
+    with _conn(dc2) as c2:
+        assert _newest(c2, target) == renamed
+        assert c2.table(target).row(_key(5), include_timestamp=True)[b"z:"] == (b"empty-q", BASE + 2)
+
+
+def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark, pair, tmp_path):
+    from jobs import copy_table
+
+    dc1, dc2 = pair
+    name = _name()
+    dc1.create_table(name, {"a": {}}, SPLITS)
+    dc2.create_table(name, {"a": {}}, SPLITS)
+    n = 4000
+    with _conn(dc1) as c1:
+        _write(c1, name, {BASE + r: {_key(i): {b"a:x": b"%d" % i} for i in range(r, n, 10)} for r in range(10)})
+    savepoint = tmp_path / "copy.savepoint.json"
+    args = _args(dc1, dc2, name, "--savepoint", str(savepoint))
+    # ~500 rows per partition at 120 rows/s: each task runs ~3 s, so the job is killed with work left
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONUNBUFFERED="1")
+    log = open(tmp_path / "killed-run.log", "w")
+    proc = subprocess.Popen([sys.executable, str(REPO / "jobs" / "copy_table.py"), "--master", "local[2]",
+                             *args, "--rows-per-s", "120", "--scan-batch-rows", "50"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def done_ids() -> dict:
+        if not savepoint.exists():
+            return {}
+        copies = json.loads(savepoint.read_text())["copies"]
+        return next(iter(next(iter(copies.values())).values()), {}) if copies else {}
+
+    try:
+        deadline = time.monotonic() + 180
+        while len(done_ids()) < 2:
+            assert proc.poll() is None, (tmp_path / "killed-run.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "no partition finished in time"
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and the Python workers, no clean-up
+        proc.wait(30)
+        log.close()
+    finished = done_ids()
+    assert 2 <= len(finished) < 8, finished
+    rows_before = sum(p["rows"] for p in finished.values())
+
+    rc, summary = _run(copy_table, args, tmp_path)
+    assert rc == 0, summary
+    assert summary["skipped_partitions"] == len(finished)
+    assert summary["copied_partitions"] == 8 - len(finished)
+    assert summary["rows"] == n - rows_before  # what the killed run finished was not copied again
+    assert {r["partition_id"] for r in summary["partition_results"]}.isdisjoint(finished)
+    assert len(done_ids()) == 8
+    with _conn(dc1) as c1, _conn(dc2) as c2:
+        assert _newest(c2, name) == _newest(c1, name)
+
+    rc, again = _run(copy_table, args, tmp_path)  # a third run has nothing left to do
+    assert (rc, again["skipped_partitions"], again["copied_partitions"], again["rows"]) == (0, 8, 0, 0)
+
+
+def test_an_update_after_t0_replayed_after_the_copy_stays_newest(spark, pair, tmp_path):
+    """The copy keeps source timestamps, so an edit made after T0 and replayed afterwards (as the replication
+    sink applies it: same cell, same timestamp) wins on the target. With real replication this is the
+    migration DAG's end-to-end test; here the replay is applied the way ReplicationSink would."""
+    from jobs import copy_table
+
+    dc1, dc2 = pair
+    name = _name()
+    dc1.create_table(name, {"a": {"max_versions": 3}}, SPLITS)
+    dc2.create_table(name, {"a": {"max_versions": 3}}, SPLITS)
+    t_initial = int(time.time() * 1000) - 60_000
+    with _conn(dc1) as c1:
+        _write(c1, name, {t_initial: {_key(i): {b"a:x": b"initial"} for i in range(100)}})
+        # T0: the peer would be added (disabled) here; edits from now on queue in the WALs.
+        t_update = t_initial + 30_000
+        _write(c1, name, {t_update: {_key(1): {b"a:x": b"after-T0"}}})
+        backlog = [(_key(1), b"a:x", b"after-T0", t_update)]
+    # a copy that ran from a snapshot older than the update would write the initial value...
+    rc, _ = _run(copy_table, _args(dc1, dc2, name, "--end-time", str(t_update)), tmp_path)
+    assert rc == 0
+    with _conn(dc2) as c2:
+        assert c2.table(name).row(_key(1), include_timestamp=True) == {b"a:x": (b"initial", t_initial)}
+        for row, column, value, ts in backlog:  # ...then the backlog is replayed with the edits' own timestamps
+            _write(c2, name, {ts: {row: {column: value}}})
+        assert c2.table(name).row(_key(1), include_timestamp=True) == {b"a:x": (b"after-T0", t_update)}
+        # had the copy stamped its own (later) time, the replayed edit would be shadowed: that is the bug avoided
+        stamped = _name()
+        dc2.create_table(stamped, {"a": {"max_versions": 3}})
+        c2.table(stamped).put(_key(1), {b"a:x": b"initial"})  # server time, after t_update
+        _write(c2, stamped, {t_update: {_key(1): {b"a:x": b"after-T0"}}})
+        assert c2.table(stamped).row(_key(1)) == {b"a:x": b"initial"}
