@@ -34,7 +34,10 @@ Thrift1 has no exact-version delete: a delete through `mutateRowTs` removes
 put at or below it. The repair therefore refuses (and reports as a conflict) a
 delete that would mask a source cell of the same column, and, when the window
 has a start time, any delete (it would also remove versions older than the
-window, which were not compared).
+window, which were not compared). The same masking works against the repair's
+puts: a row or column deleted on the target at a later time keeps hiding cells
+written with their (older) source timestamps until a major compaction drops the
+marker; the repair counts such rows (`masked_by_delete`) and says so.
 """
 from __future__ import annotations
 
@@ -444,8 +447,12 @@ def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOption
         }
         result["identical"] = not failed and bad == 0
     if options.repair:
-        keys = ("rows_repaired", "cells_put", "cells_deleted", "conflicts", "still_different", "not_repaired")
-        rep = {k: sum((v.repair or {}).get(k, 0) for v in ok) for k in keys}
+        keys = ("rows_repaired", "cells_put", "cells_deleted", "conflicts", "still_different", "masked_by_delete",
+                "not_repaired")
+        rep: dict[str, Any] = {k: sum((v.repair or {}).get(k, 0) for v in ok) for k in keys}
+        hints = sorted({v.repair["hint"] for v in ok if v.repair and v.repair.get("hint")})
+        if hints:
+            rep["hint"] = hints[0]
         rep["conflict_sample"] = [c for v in ok for c in (v.repair or {}).get("conflict_sample", [])][
             : options.sample_limit]
         result["repair"] = rep
@@ -667,7 +674,8 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     T = hbase_thrift()
     keys = sorted(tally.differing)
     report: dict[str, Any] = {"rows_repaired": 0, "cells_put": 0, "cells_deleted": 0, "conflicts": 0,
-                              "still_different": 0, "not_repaired": 0, "conflict_sample": []}
+                              "still_different": 0, "masked_by_delete": 0, "not_repaired": 0,
+                              "conflict_sample": []}
     if tally.truncated:
         report["not_repaired"] = sum(tally.counts[k] for k in DIFFERENT) - len(keys)
     if not keys:
@@ -675,6 +683,7 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     src_rows, tgt_rows = src.fetch(keys), tgt.fetch(keys)
     table_b = tgt.table.encode("utf-8")
     puts: list[Row] = []
+    conflict_rows: set[bytes] = set()
     for row in keys:
         plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time is not None)
         deletes_by_ts: dict[int, list[bytes]] = {}
@@ -688,6 +697,8 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
         report["cells_put"] += len(plan.puts)
         report["cells_deleted"] += len(plan.deletes)
         report["conflicts"] += len(plan.conflicts)
+        if plan.conflicts:
+            conflict_rows.add(row)
         for column, ts, reason in plan.conflicts:
             if len(report["conflict_sample"]) < options.sample_limit:
                 report["conflict_sample"].append({
@@ -702,13 +713,22 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
         tgt.session.call("mutateRowsTs", table_b, batches, ts, {})
     # What the target looks like now, from both sides again.
     after_s, after_t = src.fetch(keys), tgt.fetch(keys)
+    put_cells = {row: cells for row, cells in puts}
     for row in keys:
         status = row_status(after_s.get(row), after_t.get(row))
         if status is not None and status != MATCHING:
             report["still_different"] += 1
-    log.info("repair of %s: %d rows repaired (%d cells put, %d deleted), %d conflicts, %d still different",
-             tgt.table, report["rows_repaired"], report["cells_put"], report["cells_deleted"], report["conflicts"],
-             report["still_different"])
+            now_there = set(after_t.get(row, ()))
+            if row not in conflict_rows and any(c not in now_there for c in put_cells.get(row, ())):
+                # Written with its source timestamp, yet not visible: a delete marker on the target (the row or
+                # column was deleted there at a later time) hides it until a major compaction drops the marker.
+                report["masked_by_delete"] += 1
+    if report["masked_by_delete"]:
+        report["hint"] = ("cells written with their source timestamps are hidden by delete markers on the target; "
+                          "run a major compaction of the target table (it drops the markers), then repair again")
+    log.info("repair of %s: %d rows repaired (%d cells put, %d deleted), %d conflicts, %d still different "
+             "(%d hidden by delete markers)", tgt.table, report["rows_repaired"], report["cells_put"],
+             report["cells_deleted"], report["conflicts"], report["still_different"], report["masked_by_delete"])
     return report
 
 
