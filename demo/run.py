@@ -60,12 +60,14 @@ def happybase_connection(endpoint: dict):
     return happybase.Connection(endpoint["thrift"]["host"], endpoint["thrift"]["port"], timeout=60_000)
 
 
-def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float) -> float | None:
-    """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s)."""
+def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
+                      dag: subprocess.Popen) -> float | None:
+    """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s).
+    None when the run failed or ended first."""
     from hbase_migration.ledger import Ledger
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and dag.poll() is None:
         try:
             with Ledger.open(ledger_url) as ledger:
                 for run in ledger.recent_runs(5):
@@ -106,6 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ledger_url = f"sqlite:///{workdir / 'ledger.db'}"
         env = {**os.environ,
                "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PATH": f"{Path(PY).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # spark-submit, airflow
                "AIRFLOW_CONN_HBASE_SOURCE": json.dumps(dc1["connection"]),
                "AIRFLOW_CONN_HBASE_TARGET": json.dumps(dc2["connection"]),
                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
@@ -121,15 +124,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             dag = subprocess.Popen([str(Path(PY).parent / "airflow"), "dags", "test", "hbase_table_migration",
                                     "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
-            caught_up_at = wait_for_catch_up(ledger_url, "manual__", args.timeout_s)
+            caught_up_at = wait_for_catch_up(ledger_url, "manual__", args.timeout_s, dag)
             stats = writer.stop()
             log(f"catch-up drained; writer stopped after {stats.as_dict()}")
             rc = dag.wait(timeout=args.timeout_s)
         log(f"airflow dags test exited {rc}")
         log("waiting for the last edits to ship, then comparing every row of both sides")
-        subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
-                        "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env, cwd=REPO,
-                       capture_output=True)
+        if rc == 0:
+            subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
+                            "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env,
+                           cwd=REPO, capture_output=True)
         src, dst = happybase_connection(dc1), happybase_connection(dc2)
         from hbase_migration.ledger import Ledger
 

@@ -52,7 +52,7 @@ def load(connection, table: SampleTable, batch_size: int = 2000, base_ts: int | 
     with t.batch(batch_size=batch_size) as b:
         for i in range(table.rows):
             # A per-row timestamp: the copy must keep it, not stamp its own.
-            b.put(table.row_key(i), _cells(table, i), timestamp=None)
+            b.put(table.row_key(i), _cells(table, i))
             written += 1
     # Give a slice of rows an older, explicit timestamp and a second version.
     t2 = connection.table(table.name)
