@@ -47,6 +47,7 @@ import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from hbase_migration.copy import (
@@ -157,14 +158,15 @@ def update_digest(digest: Any, row: bytes, cells: Sequence[Cell]) -> int:
     Every part is length-prefixed, so no two different rows feed the same bytes
     (HashTable concatenates them bare). Returns the bytes fed, for batch sizes.
     """
-    n = 0
+    parts: list[bytes] = []
+    row_len = _LEN(len(row))
     for column, ts, value in cells:
         family, _, qualifier = column.partition(b":")
-        chunk = b"".join((_LEN(len(row)), row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier,
-                          _TS(ts), _LEN(len(value)), value))
-        digest.update(chunk)
-        n += len(chunk)
-    return n
+        parts += (row_len, row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier, _TS(ts),
+                  _LEN(len(value)), value)
+    chunk = b"".join(parts)  # one update per row: the same bytes as one per cell, fewer calls
+    digest.update(chunk)
+    return len(chunk)
 
 
 def is_cut(row: bytes, batch_rows: int) -> bool:
@@ -490,20 +492,25 @@ class Side:
         kept = window_cells(cells, self.options.start_time, self.options.end_time)
         return normalize_cells(kept) if self.options.versions > 1 else tuple(kept)
 
-    def rows(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[Row]:
-        """The side's rows in [lo, hi), normalized; rows with nothing in the window are skipped."""
+    def batches(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[list[Row]]:
+        """The side's rows in [lo, hi), normalized, one scan batch at a time (batches, not rows, cross
+        the prefetch queue: a queue hand-off per row costs more than the row); rows with nothing in the
+        window are skipped."""
         o = self.options
-        batches = scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
+        scanned = scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
                             batch_rows=o.scan_batch_rows, filter_string="KeyOnlyFilter()" if keys_only else None,
                             retries=o.retries, wait_cap=o.retry_wait_max_s)
-        for batch in batches:
+        for batch in scanned:
             if self.multi_version and not keys_only:
                 older = read_versions(self.session, self.table, batch, self.multi_version, o.versions, o.end_time)
                 batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
+            out = []
             for row, cells in batch:
                 kept = self.normalize(cells)
                 if kept:
-                    yield row, kept
+                    out.append((row, kept))
+            if out:
+                yield out
 
     def fetch(self, keys: Sequence[bytes]) -> dict[bytes, tuple[Cell, ...]]:
         """Rows by key, normalized (getRows*; absent or empty rows are left out)."""
@@ -616,16 +623,20 @@ def verify_partition(
     return verdict
 
 
+def _rows(batches: Iterable[list[Row]]) -> Iterator[Row]:
+    return chain.from_iterable(batches)
+
+
 def find_differences(src: Any, tgt: Any, lo: bytes, hi: bytes, options: VerifyOptions, tally: Tally,
                      verdict: PartitionVerdict) -> None:
     """Classify every row of [lo, hi) into `tally`: hash both sides, bisect what differs, diff rows.
 
-    `src`/`tgt` need only `rows(lo, hi, keys_only=False)` yielding sorted (row, cells)
-    in target terms, so the algorithm runs the same over Thrift or in memory.
+    `src`/`tgt` need only `batches(lo, hi, keys_only=False)` yielding lists of sorted
+    (row, cells) in target terms, so the algorithm runs the same over Thrift or in memory.
     """
     differing = []
-    for rv in compare_batches(hash_batches(prefetch(src.rows(lo, hi), 4), lo, options.batch_rows),
-                              hash_batches(prefetch(tgt.rows(lo, hi), 4), lo, options.batch_rows), hi):
+    for rv in compare_batches(hash_batches(_rows(prefetch(src.batches(lo, hi), 2)), lo, options.batch_rows),
+                              hash_batches(_rows(prefetch(tgt.batches(lo, hi), 2)), lo, options.batch_rows), hi):
         if rv.equal:
             tally.add_matching(rv.source_rows)
         else:
@@ -640,7 +651,7 @@ def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: Ve
     if rv.source_rows == 0 or rv.target_rows == 0:
         # One side is empty here: every row of the other is one-sided; keys suffice.
         side, status = (tgt, ONLY_IN_TARGET) if rv.source_rows == 0 else (src, ONLY_IN_SOURCE)
-        for row, _cells in side.rows(rv.lo, rv.hi, keys_only=True):
+        for row, _cells in _rows(side.batches(rv.lo, rv.hi, keys_only=True)):
             tally.add(row, status)
         return
     if max(rv.source_rows, rv.target_rows) <= options.leaf_rows or batch_rows <= 1:
@@ -648,8 +659,8 @@ def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: Ve
         return
     finer = max(1, batch_rows // 16)
     verdict.bisections += 1
-    subs = list(compare_batches(hash_batches(src.rows(rv.lo, rv.hi), rv.lo, finer),
-                                hash_batches(tgt.rows(rv.lo, rv.hi), rv.lo, finer), rv.hi))
+    subs = list(compare_batches(hash_batches(_rows(src.batches(rv.lo, rv.hi)), rv.lo, finer),
+                                hash_batches(_rows(tgt.batches(rv.lo, rv.hi)), rv.lo, finer), rv.hi))
     differing = [s for s in subs if not s.equal]
     still = sum(max(s.source_rows, s.target_rows) for s in differing)
     if still * 2 > max(rv.source_rows, rv.target_rows):
@@ -665,7 +676,7 @@ def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: Ve
 
 def _diff_range(src: Side, tgt: Side, rv: RangeVerdict, tally: Tally, verdict: PartitionVerdict) -> None:
     verdict.leaf_diffs += 1
-    for row, status in diff_rows(prefetch(src.rows(rv.lo, rv.hi), 2), tgt.rows(rv.lo, rv.hi)):
+    for row, status in diff_rows(_rows(prefetch(src.batches(rv.lo, rv.hi), 2)), _rows(tgt.batches(rv.lo, rv.hi))):
         tally.add(row, status)
 
 
