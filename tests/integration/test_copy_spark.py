@@ -175,9 +175,14 @@ def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
     with _conn(dc1) as c1:
         _write(c1, name, by_ts)
         source = _newest(c1, name)
-    rc, summary = _run(copy_table, _args(dc1, dc2, name, "--target-table", target, "--families", "a", "b:z"),
-                       tmp_path)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    rc, summary = _run(copy_table, _args(dc1, dc2, name, "--target-table", target, "--families", "a", "b:z",
+                                         "--ledger-url", ledger_url, "--copy-id", "run-42"), tmp_path)
     assert rc == 0 and summary["families"] == [["a", "a"], ["b", "z"]]
+    from hbase_migration.ledger import Ledger  # finished partitions went to the run ledger
+
+    assert Ledger.open(ledger_url).done_partitions("run-42", name) == {
+        r["partition_id"] for r in summary["partition_results"]}
     renamed = {row: {(b"z" + c[1:] if c.startswith(b"b:") else c): v for c, v in cols.items()}
                for row, cols in source.items()}
     with _conn(dc2) as c2:

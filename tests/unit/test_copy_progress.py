@@ -164,3 +164,18 @@ def test_ledger_store_forwards_to_the_ledger_api():
     assert calls == [("c", "t", "p2", b"a", b"b", 1, 2, 3)]
     with pytest.raises(TypeError, match="has no partition_done\\(\\) method"):
         LedgerStore(object())
+
+
+def test_ledger_store_over_the_real_ledger_on_sqlite(tmp_path):
+    from hbase_migration.ledger import Ledger
+
+    store = LedgerStore(Ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    assert store.done_partitions("copy-1", "t") == set()
+    record_done(store, "copy-1", "t", [
+        {"partition_id": "p1", "start_row": b"", "stop_row": b"g", "rows": 10, "cells": 20, "bytes": 300},
+        {"partition_id": "p2", "start_row": b"g", "stop_row": b"", "rows": 1, "cells": 1, "bytes": 9},
+    ])
+    record_done(store, "copy-1", "t", [  # a partition re-copied after a crash is recorded again, not twice
+        {"partition_id": "p2", "start_row": b"g", "stop_row": b"", "rows": 1, "cells": 1, "bytes": 9}])
+    assert store.done_partitions("copy-1", "t") == {"p1", "p2"}
+    assert store.done_partitions("copy-1", "other") == set() and store.done_partitions("copy-2", "t") == set()
