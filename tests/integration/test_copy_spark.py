@@ -243,34 +243,76 @@ def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark
     assert (rc, again["skipped_partitions"], again["copied_partitions"], again["rows"]) == (0, 8, 0, 0)
 
 
-def test_an_update_after_t0_replayed_after_the_copy_stays_newest(spark, pair, tmp_path):
-    """The copy keeps source timestamps, so an edit made after T0 and replayed afterwards (as the replication
-    sink applies it: same cell, same timestamp) wins on the target. With real replication this is the
-    migration DAG's end-to-end test; here the replay is applied the way ReplicationSink would."""
+def _shell(cluster, *statements: str) -> str:
+    proc = subprocess.run(cluster.endpoints["shell_command"], input="\n".join(statements) + "\n",
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(spark, pair, tmp_path):
+    """The migration's order of events with minihbase's real replication: a DISABLED peer at T0, edits,
+    the copy, more edits, enable_peer. Because the copy kept the source timestamps, every edit made after
+    T0 (overwrites and deletes, before, during or after the copy) is the newest state on the target once the
+    backlog has shipped."""
     from jobs import copy_table
 
     dc1, dc2 = pair
-    name = _name()
-    dc1.create_table(name, {"a": {"max_versions": 3}}, SPLITS)
-    dc2.create_table(name, {"a": {"max_versions": 3}}, SPLITS)
-    t_initial = int(time.time() * 1000) - 60_000
+    name = _name("repl")
+    families = {"a": {"max_versions": 3, "replication_scope": 1}, "b": {"max_versions": 1, "replication_scope": 1}}
+    dc1.create_table(name, families, SPLITS)
+    dc2.create_table(name, families, SPLITS)
+    t_initial = int(time.time() * 1000) - 3_600_000
     with _conn(dc1) as c1:
-        _write(c1, name, {t_initial: {_key(i): {b"a:x": b"initial"} for i in range(100)}})
-        # T0: the peer would be added (disabled) here; edits from now on queue in the WALs.
-        t_update = t_initial + 30_000
-        _write(c1, name, {t_update: {_key(1): {b"a:x": b"after-T0"}}})
-        backlog = [(_key(1), b"a:x", b"after-T0", t_update)]
-    # a copy that ran from a snapshot older than the update would write the initial value...
-    rc, _ = _run(copy_table, _args(dc1, dc2, name, "--end-time", str(t_update)), tmp_path)
-    assert rc == 0
+        _write(c1, name, {t_initial + r: {_key(i): {b"a:x": b"initial", b"b:y": b"%d" % i}
+                                          for i in range(r, 3000, 7)} for r in range(7)})
+    peer = "%d" % (int(uuid.uuid4().hex[:6], 16) % 90000 + 10000)
+    _shell(dc1, f"add_peer '{peer}', CLUSTER_KEY => \"{dc2.cluster_key}\", TABLE_CFS => {{'{name}' => []}}, "
+                "STATE => 'DISABLED'")  # T0: from here every edit is queued in the WALs
+    try:
+        with _conn(dc1) as c1:
+            t = c1.table(name)
+            for i in range(0, 100):
+                t.put(_key(i), {b"a:x": b"after-T0"})  # server timestamps, newer than the copy's cells
+            for i in range(100, 110):
+                t.delete(_key(i))
+            for i in range(110, 120):
+                t.delete(_key(i), columns=[b"b:y"])
+        rc, summary = _run(copy_table, _args(dc1, dc2, name), tmp_path)
+        assert rc == 0 and summary["rows"] == 3000 - 10
+        with _conn(dc1) as c1:  # edits the copy did not see
+            t = c1.table(name)
+            for i in range(200, 260):
+                t.put(_key(i), {b"a:x": b"after-copy"})
+            for i in range(300, 305):
+                t.delete(_key(i))
+        with _conn(dc2) as c2:
+            assert c2.table(name).row(_key(200))[b"a:x"] == b"initial"  # stale until the backlog ships
+        _shell(dc1, f"enable_peer '{peer}'")
+        with _conn(dc1) as c1, _conn(dc2) as c2:
+            expected = _newest(c1, name)
+            _wait_for(lambda: _newest(c2, name) == expected, 120, "the backlog to ship")
+            row200 = c2.table(name).cells(_key(200), b"a:x", versions=3, include_timestamp=True)
+            assert [v for v, _ in row200] == [b"after-copy", b"initial"]  # the replayed edit on top of the copy
+            assert row200[0][1] == expected[_key(200)][b"a:x"][1]  # with the source's own timestamp
+            assert c2.table(name).row(_key(100)) == {} and c2.table(name).row(_key(300)) == {}
+            assert b"b:y" not in c2.table(name).row(_key(110))
+            assert len(expected) == 3000 - 15
+    finally:
+        _shell(dc1, f"remove_peer '{peer}'")
+    # Had the copy stamped its own (later) time on the cells it wrote, an edit made after T0 but before that
+    # stamp would stay hidden behind it when replayed: the target would keep stale data, silently.
+    stamped = _name("stamped")
+    dc2.create_table(stamped, {"a": {"max_versions": 3}})
     with _conn(dc2) as c2:
-        assert c2.table(name).row(_key(1), include_timestamp=True) == {b"a:x": (b"initial", t_initial)}
-        for row, column, value, ts in backlog:  # ...then the backlog is replayed with the edits' own timestamps
-            _write(c2, name, {ts: {row: {column: value}}})
-        assert c2.table(name).row(_key(1), include_timestamp=True) == {b"a:x": (b"after-T0", t_update)}
-        # had the copy stamped its own (later) time, the replayed edit would be shadowed: that is the bug avoided
-        stamped = _name()
-        dc2.create_table(stamped, {"a": {"max_versions": 3}})
-        c2.table(stamped).put(_key(1), {b"a:x": b"initial"})  # server time, after t_update
-        _write(c2, stamped, {t_update: {_key(1): {b"a:x": b"after-T0"}}})
-        assert c2.table(stamped).row(_key(1)) == {b"a:x": b"initial"}
+        t_edit = int(time.time() * 1000) - 1000
+        c2.table(stamped).put(b"row", {b"a:x": b"initial"})  # the copy's write, stamped now
+        c2.table(stamped).put(b"row", {b"a:x": b"after-T0"}, timestamp=t_edit)  # the replayed edit
+        assert c2.table(stamped).row(b"row") == {b"a:x": b"initial"}
