@@ -132,7 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         task = functools.partial(_copy_task, source, target, options, multi_version)
         results = spark_runtime.run_partitions(sc, todo, task, on_done, job_group=f"copy-{copy_id}",
-                                               log_level=ns.log_level)
+                                               log_level=ns.log_level,
+                                               on_heartbeat=lambda: log.info("progress: %s", meter.line()))
     finally:
         if own_session:
             spark_runtime.stop_session(spark)

@@ -118,8 +118,11 @@ def run_partitions(
     poll_s: float = 1.0,
     job_group: str = "hbase-migration",
     log_level: str = "INFO",
+    on_heartbeat: Callable[[], None] | None = None,
+    heartbeat_s: float = 30.0,
 ) -> list[Any]:
-    """Run `task(item)` in one Spark task per item; `on_done(new_results)` on the driver as tasks end.
+    """Run `task(item)` in one Spark task per item; `on_done(new_results)` on the driver as tasks end,
+    `on_heartbeat()` every `heartbeat_s` (a progress line even while no partition finishes).
 
     `task` must not raise for an expected failure (return a failed result instead) so that one bad
     partition does not cancel the others. Returns every result, in item order.
@@ -150,9 +153,13 @@ def run_partitions(
     stop = threading.Event()
 
     def poll() -> None:
+        last_beat = time.monotonic()
         while not stop.wait(poll_s):
             try:
                 drain()
+                if on_heartbeat is not None and time.monotonic() - last_beat >= heartbeat_s:
+                    last_beat = time.monotonic()
+                    on_heartbeat()
             except Exception:  # keep polling: a store hiccup must not stop the job's bookkeeping
                 log.exception("recording finished partitions failed; will retry")
 
