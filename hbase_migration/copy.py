@@ -37,7 +37,7 @@ import random
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from hbase_migration.progress import ProgressMeter, Throttle, human_bytes
@@ -147,7 +147,7 @@ def _millis(value: Any, what: str) -> int | None:
     return ms
 
 
-def _positive(value: Any, what: str, *, allow_none: bool = False, integer: bool = True) -> Any:
+def positive_option(value: Any, what: str, *, allow_none: bool = False, integer: bool = True) -> Any:
     """A positive int (or float), also from its text form as a CLI or JSON gives it."""
     if value is None and allow_none:
         return None
@@ -202,8 +202,8 @@ class TableScope:
         object.__setattr__(self, "start_time", st)
         object.__setattr__(self, "end_time", et)
         object.__setattr__(self, "families", parse_families(self.families))
-        object.__setattr__(self, "versions", _positive(self.versions, "versions"))
-        rpp = _positive(self.rows_per_partition, "rows_per_partition", allow_none=True)
+        object.__setattr__(self, "versions", positive_option(self.versions, "versions"))
+        rpp = positive_option(self.rows_per_partition, "rows_per_partition", allow_none=True)
         object.__setattr__(self, "rows_per_partition", rpp)
 
     # Derived views ---------------------------------------------------------------------------
@@ -278,20 +278,20 @@ class CopyOptions(TableScope):
         super().__post_init__()
         for name in ("scan_batch_rows", "write_batch_cells", "write_batch_bytes", "writers", "pipeline",
                      "retries"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
+            object.__setattr__(self, name, positive_option(getattr(self, name), name))
         for name in ("rows_per_s", "bytes_per_s"):
-            value = _positive(getattr(self, name), name, allow_none=True, integer=False)
+            value = positive_option(getattr(self, name), name, allow_none=True, integer=False)
             object.__setattr__(self, name, value)
         for name in ("retry_wait_max_s", "timeout_s", "log_every_s"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name, integer=False))
+            object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CopyOptions":
         """Build from a JSON-like dict (row keys as text); unknown keys are an error."""
-        return _from_dict(cls, data)
+        return options_from_dict(cls, data)
 
 
-def _from_dict(cls: type, data: Mapping[str, Any]) -> Any:
+def options_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -1239,17 +1239,6 @@ def copy_partition_safely(
                                partition.start_row, partition.stop_row, status="failed",
                                elapsed_s=round(time.monotonic() - started, 3),
                                error=f"{type(e).__name__}: {e}")
-
-
-@dataclass
-class CopyPlan:
-    """The driver's plan: partitions to run, partitions already done, the source's versions."""
-
-    partitions: list[Partition]
-    todo: list[Partition]
-    skipped: list[Partition]
-    multi_version_families: set[bytes] = field(default_factory=set)
-    total_est_rows: int | None = None
 
 
 def default_copy_id(source: "Cluster", target: "Cluster", options: TableScope) -> str:

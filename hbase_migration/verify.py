@@ -58,10 +58,11 @@ from hbase_migration.copy import (
     Row,
     TableScope,
     ThriftSession,
-    _positive,
     group_by_timestamp,
     hbase_thrift,
     merge_versions,
+    options_from_dict,
+    positive_option,
     prefetch,
     read_versions,
     scan_rows,
@@ -116,11 +117,11 @@ class VerifyOptions(TableScope):
         if self.level not in LEVELS:
             raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
         for name in ("batch_rows", "leaf_rows", "max_diff_rows", "sample_limit", "scan_batch_rows", "retries"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name))
+            object.__setattr__(self, name, positive_option(getattr(self, name), name))
         if self.batch_rows & (self.batch_rows - 1):
             raise CopyConfigError(f"batch_rows must be a power of two, got {self.batch_rows}")
         for name in ("retry_wait_max_s", "timeout_s"):
-            object.__setattr__(self, name, _positive(getattr(self, name), name, integer=False))
+            object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))
         try:
             sleep_s = float(self.recompare_sleep_s)
         except (TypeError, ValueError):
@@ -135,9 +136,7 @@ class VerifyOptions(TableScope):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "VerifyOptions":
-        from hbase_migration.copy import _from_dict
-
-        return _from_dict(cls, data)
+        return options_from_dict(cls, data)
 
 
 # --------------------------------------------------------------------------------------------------

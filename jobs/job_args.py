@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from dataclasses import fields
 from typing import Any, Mapping, Sequence
 
@@ -254,7 +253,3 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
     if summary_file:
         argv += ["--summary-file", summary_file]
     return argv
-
-
-def env_default(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(name, default)
