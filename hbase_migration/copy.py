@@ -33,7 +33,6 @@ import json
 import logging
 import math
 import queue
-import random
 import socket
 import threading
 import time
@@ -648,11 +647,6 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def backoff_s(attempt: int, cap: float, base: float = 0.2) -> float:
-    """Exponential backoff with full jitter (attempt 1 -> up to 0.2 s, doubling, capped)."""
-    return random.uniform(0, min(cap, base * (2 ** (attempt - 1))))
-
-
 class ThriftSession:
     """One Thrift connection to a cluster that can be re-opened after a transport error."""
 
@@ -760,54 +754,44 @@ def scan_rows(
     """
     T = hbase_thrift()
     table_b = table.encode("utf-8")
-    next_start = start_row
-    failures = 0
-    broken = False
-    while True:
-        scanner = None
-        try:
-            if broken:  # re-opened here, so a server still down costs an attempt, not the scan
-                session.reopen()
-                broken = False
-            scan = T.TScan(startRow=next_start, stopRow=stop_row or None, timestamp=timestamp,
+    state: dict[str, Any] = {"scanner": None, "next_start": start_row}
+
+    def next_batch() -> list:
+        # After a failure the scanner is gone with its connection: open a new one after the last row yielded.
+        if state["scanner"] is None:
+            scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, timestamp=timestamp,
                            columns=list(columns) if columns else None, caching=batch_rows,
                            filterString=filter_string.encode("utf-8") if filter_string else None,
                            sortColumns=True)
-            scanner = session.client.scannerOpenWithScan(table_b, scan, {})
-            while True:
-                items = session.client.scannerGetList(scanner, batch_rows)
-                if not items:
-                    return
-                failures = 0
-                batch = [
-                    (it.row, [(c.columnName, c.cell.timestamp, c.cell.value)
-                              for c in (it.sortedColumns or ())])
-                    for it in items
-                ]
-                next_start = batch[-1][0] + b"\x00"
-                yield batch
-        except Exception as e:
-            if not is_transient(e):
-                raise
-            failures += 1
-            if stats is not None:
-                stats["retries"] = stats.get("retries", 0) + 1
-            if failures >= retries:
-                raise PartitionFailed(
-                    f"scan of {table!r} from {to_string_binary(next_start)} failed {failures} times: "
-                    f"{type(e).__name__}: {e}"
-                ) from e
-            log.warning("scan of %s on %s interrupted (%s: %s); resuming after the last row, retry %d/%d",
-                        table, session.cluster.name, type(e).__name__, e, failures, retries - 1)
-            time.sleep(backoff_s(failures, wait_cap))
-            broken = True
-            scanner = None
-        finally:
-            if scanner is not None:
-                try:
-                    session.client.scannerClose(scanner)
-                except Exception:  # a scanner on a dead connection is released by the server's lease
-                    pass
+            state["scanner"] = session.client.scannerOpenWithScan(table_b, scan, {})
+        return session.client.scannerGetList(state["scanner"], batch_rows)
+
+    def lost_scanner(_error: BaseException) -> None:
+        state["scanner"] = None
+        if stats is not None:
+            stats["retries"] = stats.get("retries", 0) + 1
+
+    try:
+        while True:
+            try:
+                items = retrying(session, next_batch, retries, wait_cap, f"scan of {table}", lost_scanner)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                raise PartitionFailed(f"scan of {table!r} from {to_string_binary(state['next_start'])} failed "
+                                      f"{retries} times: {type(e).__name__}: {e}") from e
+            if not items:
+                return
+            batch = [(it.row, [(c.columnName, c.cell.timestamp, c.cell.value) for c in (it.sortedColumns or ())])
+                     for it in items]
+            state["next_start"] = batch[-1][0] + b"\x00"
+            yield batch
+    finally:
+        if state["scanner"] is not None:
+            try:
+                session.client.scannerClose(state["scanner"])
+            except Exception:  # a scanner on a dead connection is released by the server's lease
+                pass
 
 
 def read_versions(
@@ -840,29 +824,34 @@ def read_versions(
 
 def retrying(session: ThriftSession, fn: Callable[[], Any], retries: int = 8, wait_cap: float = 20.0,
              what: str = "call", on_retry: Callable[[BaseException], None] | None = None) -> Any:
-    """`fn()` until it succeeds, a non-transient error, or `retries` attempts.
+    """`fn()` until it succeeds, a non-transient error, or `retries` attempts (tenacity, exponential
+    backoff with full jitter, capped at `wait_cap` seconds).
 
-    After a transient error the connection is re-opened at the start of the next attempt, so
-    a server that is still down (re-open refused) costs an attempt instead of ending the retries.
+    Every attempt after the first re-opens the connection first, so a server that is still down (the
+    re-open is refused) costs an attempt instead of ending the retries. Safe for writes: re-writing a
+    cell with its timestamp changes nothing.
     """
-    attempt = 0
-    broken = False
-    while True:
-        try:
-            if broken:
+    import tenacity
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        if on_retry is not None and error is not None:
+            on_retry(error)
+        log.warning("%s on %s failed (%s: %s); retry %d/%d on a new connection", what, session.cluster.name,
+                    type(error).__name__, error, state.attempt_number, retries - 1)
+
+    for attempt in tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_transient),
+        stop=tenacity.stop_after_attempt(retries),
+        wait=tenacity.wait_random_exponential(multiplier=0.2, max=wait_cap),
+        before_sleep=before_sleep,
+        reraise=True,
+    ):
+        with attempt:
+            if attempt.retry_state.attempt_number > 1:
                 session.reopen()
-                broken = False
-            return fn()
-        except Exception as e:
-            attempt += 1
-            if not is_transient(e) or attempt >= retries:
-                raise
-            if on_retry is not None:
-                on_retry(e)
-            log.warning("%s on %s failed (%s: %s); retry %d/%d on a new connection", what, session.cluster.name,
-                        type(e).__name__, e, attempt, retries - 1)
-            time.sleep(backoff_s(attempt, wait_cap))
-            broken = True
+            result = fn()
+    return result
 
 
 class CellWriter:
