@@ -119,12 +119,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000}
         dag_log = workdir / "dags-test.log"
         log(f"running hbase_table_migration with `airflow dags test` (log: {dag_log})")
-        dag_started = time.time()
         with open(dag_log, "w") as out:
             dag = subprocess.Popen([str(Path(PY).parent / "airflow"), "dags", "test", "hbase_table_migration",
                                     "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
                                    stderr=subprocess.STDOUT)
-            caught_up_at = wait_for_catch_up(ledger_url, "manual__", args.timeout_s, dag)
+            wait_for_catch_up(ledger_url, "manual__", args.timeout_s, dag)
             stats = writer.stop()
             log(f"catch-up drained; writer stopped after {stats.as_dict()}")
             rc = dag.wait(timeout=args.timeout_s)
@@ -140,14 +139,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with Ledger.open(ledger_url) as ledger:
             run_id = next(r["run_id"] for r in ledger.recent_runs(5) if r["dag_id"] == "hbase_table_migration")
             summary = ledger.run_summary(run_id)
+        catch_up = summary["phases"].get("*", {}).get("catch_up") or {}
         per_table = {}
         for t in tables:
             cmp = compare(src, dst, t.name)
             copied = summary["copy"]["tables"].get(t.name, {})
             verified = summary["verification"].get(t.name, [])
+            copy_phase = summary["phases"].get(t.name, {}).get("copy") or {}
             per_table[t.name] = {
                 "rows_copied": copied.get("rows"),
-                "catch_up_s": None if caught_up_at is None else round(caught_up_at - dag_started, 1),
+                "copy_s": round((copy_phase.get("duration_ms") or 0) / 1000, 1),
+                # enable_peer -> wait_drained: the backlog kept since T0, shipped until drained (all tables share it)
+                "catch_up_s": round((catch_up.get("duration_ms") or 0) / 1000, 1) if catch_up else None,
                 "verification": ("clean" if verified and verified[-1].get("clean") else
                                  "differences" if verified else "not run"),
                 "independent_comparison": cmp.as_dict(),
