@@ -41,6 +41,7 @@ from hbase_migration.progress import ProgressMeter, record_done  # noqa: E402
 from jobs import job_args, spark_runtime  # noqa: E402
 
 log = logging.getLogger("jobs.copy_table")
+MAX_PARTITION_RESULTS = 1000
 
 
 def _copy_task(source: Any, target: Any, options: CopyOptions, multi_version: set[bytes],
@@ -144,7 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "families": options.content_key()["families"],
     }
     summary.update(summarize(results, skipped, spark_runtime.elapsed_since(started)))
-    summary["partition_results"] = [r.to_dict() for r in sorted(results, key=lambda r: r.index)]
+    # Per-partition figures, capped so the summary line stays small on tables with thousands of regions
+    # (the savepoint/ledger holds every finished partition).
+    ordered = sorted(results, key=lambda r: (r.status == "copied", r.index))  # failures first
+    summary["partition_results"] = [r.to_dict() for r in ordered[:MAX_PARTITION_RESULTS]]
+    summary["partition_results_truncated"] = len(ordered) > MAX_PARTITION_RESULTS
     text = json.dumps(summary, sort_keys=True)
     if ns.summary_file:
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
