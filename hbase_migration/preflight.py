@@ -268,7 +268,7 @@ def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) 
 
 
 def list_tables(cluster: Cluster) -> set[str]:
-    from hbase_migration.copy import ThriftSession
+    from hbase_migration.thrift import ThriftSession
 
     with ThriftSession(cluster) as session:
         return {bytes(n).decode("utf-8") for n in session.call("getTableNames")}

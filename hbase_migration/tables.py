@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 
 def split_keys(cluster: Cluster, table: str) -> list[bytes]:
-    from hbase_migration.copy import ThriftSession, fetch_regions
+    from hbase_migration.copy import fetch_regions
+    from hbase_migration.thrift import ThriftSession
 
     with ThriftSession(cluster) as session:
         return [r.start_key for r in fetch_regions(session, table) if r.start_key]

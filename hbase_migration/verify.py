@@ -57,9 +57,7 @@ from hbase_migration.copy import (
     Partition,
     Row,
     TableScope,
-    ThriftSession,
     group_by_timestamp,
-    hbase_thrift,
     merge_versions,
     options_from_dict,
     positive_option,
@@ -71,6 +69,7 @@ from hbase_migration.copy import (
     transform_cells,
     window_cells,
 )
+from hbase_migration.thrift import ThriftSession, hbase_thrift
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster

@@ -28,7 +28,6 @@ from hbase_migration.copy import (  # noqa: E402
     CopyOptions,
     Partition,
     PartitionResult,
-    ThriftSession,
     check_tables,
     copy_partition_safely,
     default_copy_id,
@@ -38,6 +37,7 @@ from hbase_migration.copy import (  # noqa: E402
     summarize,
 )
 from hbase_migration.progress import ProgressMeter, record_done  # noqa: E402
+from hbase_migration.thrift import ThriftSession  # noqa: E402
 from jobs import job_args, spark_runtime  # noqa: E402
 
 log = logging.getLogger("jobs.copy_table")

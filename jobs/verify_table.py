@@ -26,11 +26,11 @@ if __package__ in (None, ""):  # run as a script
 from hbase_migration.copy import (  # noqa: E402
     CopyConfigError,
     Partition,
-    ThriftSession,
     check_tables,
     fetch_regions,
     plan_partitions,
 )
+from hbase_migration.thrift import ThriftSession  # noqa: E402
 from hbase_migration.verify import (  # noqa: E402
     PartitionVerdict,
     VerifyOptions,

@@ -18,7 +18,6 @@ from hbase_migration.copy import (
     CopyConfigError,
     CopyOptions,
     TableScope,
-    ThriftSession,
     check_tables,
     copy_partition,
     fetch_regions,
@@ -26,6 +25,7 @@ from hbase_migration.copy import (
     sample_region,
     scan_rows,
 )
+from hbase_migration.thrift import ThriftSession
 from jobs.job_args import cluster_from_text
 
 pytestmark = pytest.mark.integration
