@@ -144,7 +144,9 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
 
 
 def _run_job(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
-    argv = list(argv)
+    """Run a Spark job in-process on local Spark. Its stdout is one JSON summary line (logs go to stderr), so
+    `--json` is accepted for symmetry with the other commands and changes nothing."""
+    argv = [a for a in argv if a != "--json"]
     if not any(a == "--master" or a.startswith("--master=") for a in argv):
         argv = ["--master", "local[*]", *argv]
     return main(argv)
