@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import happybase.connection
 import pytest
@@ -12,21 +11,13 @@ import requests
 from kazoo.client import KazooClient
 
 from minihbase.testing import MiniHBaseError
+from tests.polling import wait_for
 
 HBASE = sys.modules[happybase.connection.Hbase.__module__]  # the IDL happybase loads (HBase's own)
 HBaseIOError, IllegalArgument, AlreadyExists = HBASE.IOError, HBASE.IllegalArgument, HBASE.AlreadyExists
 
 pytestmark = pytest.mark.integration
 
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def webhdfs(cluster, method: str, path: str, **params):

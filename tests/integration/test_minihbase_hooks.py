@@ -6,12 +6,11 @@ region servers' RPC ports, writes replicated edits with their cluster ids, and v
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 import requests
 
 from minihbase.wal import read_entries
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -52,15 +51,6 @@ def install(cluster) -> None:
 
     cluster.rs_init_hooks.append(on_rs)
 
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_extension_hooks(minihbase_factory):

@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 
 from minihbase.replication import codec
 from minihbase.testing import MiniCluster
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -24,16 +25,6 @@ HBaseIOError = sys.modules[happybase.connection.Hbase.__module__].IOError  # the
 BEAN = "Hadoop:service=HBase,name=RegionServer,sub=Replication"
 FAST = dict(log_cleaner_ttl_s=0.2, log_cleaner_interval_s=600.0, replication_failover_delay_s=0.2)
 
-
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def shell(cluster, *statements: str, expect_rc: int = 0) -> str:

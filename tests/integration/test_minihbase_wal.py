@@ -10,20 +10,12 @@ import pytest
 import requests
 
 from minihbase.wal import read_entries
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
 WAL_NAME = re.compile(r"^(.+)\.(\d+)$")
 
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def listing(cluster, path: str) -> list[dict]:

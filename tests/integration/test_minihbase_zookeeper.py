@@ -12,6 +12,8 @@ import happybase
 import pytest
 from kazoo.client import KazooClient
 
+from tests.polling import wait_for
+
 pytestmark = pytest.mark.integration
 
 
@@ -50,15 +52,6 @@ def fields(message: bytes) -> dict[int, list]:
         out.setdefault(number, []).append(value)
     return out
 
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture
