@@ -27,6 +27,7 @@ from hbase_migration.copy import (
 )
 from hbase_migration.thrift import ThriftSession
 from jobs.job_args import cluster_from_text
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -139,10 +140,8 @@ def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
     result = {}
     worker = threading.Thread(target=lambda: result.update(r=copy_partition(src, dst, part, options)))
     worker.start()
-    deadline = time.monotonic() + 30
     with closing(target.connection(timeout=30000)) as probe:  # once the copy has written something...
-        while not list(probe.table(name).scan(limit=1)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: list(probe.table(name).scan(limit=1)), 30, "the copy's first write")
     target.crash()  # ...the target dies (SIGKILL) and comes back on the same ports, from its WALs
     target.restart()
     worker.join(120)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_for
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -216,11 +218,11 @@ def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark
         return next(iter(next(iter(copies.values())).values()), {}) if copies else {}
 
     try:
-        deadline = time.monotonic() + 180
-        while len(done_ids()) < 2:
+        def two_done() -> bool:
             assert proc.poll() is None, (tmp_path / "killed-run.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "no partition finished in time"
-            time.sleep(0.1)
+            return len(done_ids()) >= 2
+
+        wait_for(two_done, 180, "two finished partitions", interval=0.1)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and the Python workers, no clean-up
         proc.wait(30)
@@ -249,12 +251,6 @@ def _shell(cluster, *statements: str) -> str:
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
-
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.1)
 
 
 def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(spark, pair, tmp_path):
@@ -298,7 +294,7 @@ def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(s
         _shell(dc1, f"enable_peer '{peer}'")
         with _conn(dc1) as c1, _conn(dc2) as c2:
             expected = _newest(c1, name)
-            _wait_for(lambda: _newest(c2, name) == expected, 120, "the backlog to ship")
+            wait_for(lambda: _newest(c2, name) == expected, 120, "the backlog to ship")
             row200 = c2.table(name).cells(_key(200), b"a:x", versions=3, include_timestamp=True)
             assert [v for v, _ in row200] == [b"after-copy", b"initial"]  # the replayed edit on top of the copy
             assert row200[0][1] == expected[_key(200)][b"a:x"][1]  # with the source's own timestamp

@@ -16,6 +16,7 @@ import pytest
 from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 from operators.sensors import ReplicationDrainedSensor
 from operators.triggers import ReplicationDrainedTrigger
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -111,11 +112,8 @@ def test_never_drained_while_edits_remain_poke_mode(replicated):
             time.sleep(0.5)
         assert drained_seen, "never drained within 120 s with a steady writer"
     # Writer stopped: the sensor passes, and then every edit is on the target.
-    deadline = time.time() + 120
     sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, thresholds=THRESHOLDS)
-    while not sensor.poke({}):
-        assert time.time() < deadline, "did not drain after the writer stopped"
-        time.sleep(0.5)
+    wait_for(lambda: sensor.poke({}), 120, "the sensor to pass after the writer stopped", interval=0.5)
     assert missing_on_target(dc2, table, [row for _, row in writer.acked]) == []
 
 

@@ -262,7 +262,8 @@ def test_retention_keeps_queued_wals_until_the_peer_is_removed(pair, zk):
         dc1.roll_wals()  # flushed and rolled: the old WALs move to oldWALs
     queued = {w for q in queues(zk, dc1).values() for w in q.get("5", [])}
     wait_for(lambda: len({p.name for p in old_dir.iterdir()} & queued) >= 6, what="archived queued WALs")
-    time.sleep(0.3)  # let the 0.2 s TTL pass, so that only the replication cleaner's veto can keep a file
+    # Past the 0.2 s TTL, only the replication cleaner's veto can keep a file.
+    wait_for(lambda: all(time.time() - p.stat().st_mtime > 0.3 for p in old_dir.iterdir()), 10, "the TTL to pass")
     dc1.run_log_cleaner()
     archived = {p.name for p in old_dir.iterdir()}
     # Unqueued WALs (older tests' peers are gone) were deleted; no queued WAL was: each is live or archived.

@@ -11,6 +11,7 @@ import pytest
 
 from hbase_migration import zk
 from minihbase.zookeeper import free_port
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -55,11 +56,9 @@ def test_live_region_servers_from_ephemeral_znodes(zookeeper, zk_chroot, zk_clie
         ]
         # A region server whose session expires is no longer live.
         expire(rs_sessions[1])
-        deadline = time.monotonic() + 15
+        wait_for(lambda: "rs-a.example.com,16020,1700000000001" not in
+                 [s.servername for s in zk.live_region_servers(zk_client, parent)], 15, "the expired server to go")
         names = [s.servername for s in zk.live_region_servers(zk_client, parent)]
-        while "rs-a.example.com,16020,1700000000001" in names and time.monotonic() < deadline:
-            time.sleep(0.05)
-            names = [s.servername for s in zk.live_region_servers(zk_client, parent)]
         assert names == ["rs-b.example.com,16020,1700000000002", "rs-c.example.com,16021,1700000000003"]
     finally:
         for session in rs_sessions:
