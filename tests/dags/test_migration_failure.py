@@ -2,7 +2,6 @@
 policy `fail`), so the peer added at T0 is left DISABLED, and the log and the ledger say so and what to do."""
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -11,10 +10,6 @@ from tests.dags.airflow_run import airflow_env, dags_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags]
 
-REPO = Path(__file__).resolve().parents[2]
-if not (REPO / "minihbase" / "shell.py").exists():
-    pytest.skip("the migration DAG's preflight reads schemas through the shell (minihbase part 2)",
-                allow_module_level=True)
 
 
 def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase_pair, zookeeper, tmp_path):

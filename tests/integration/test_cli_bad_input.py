@@ -14,7 +14,6 @@ from minihbase.zookeeper import free_port
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-SHELL_AVAILABLE = (REPO / "minihbase" / "shell.py").exists()
 
 
 def cli(args, conns, timeout=120):
@@ -87,14 +86,12 @@ def test_missing_connection_is_a_usage_error(conns):
     assert rc == 2 and "AIRFLOW_CONN_NOWHERE" in out, out
 
 
-@pytest.mark.skipif(not SHELL_AVAILABLE, reason="preflight reads schemas through the shell (minihbase part 2)")
 def test_preflight_unknown_table_fails_with_the_check_named(conns, no_peer_created):
     rc, out = cli(["preflight", "--source", "src", "--target", "dst", "--tables", "no_such_table",
                    "--peer-id", "p3", "--sample-gap-s", "0"], conns)
     assert rc == 1 and "source_tables" in out and "no_such_table" in out, out
 
 
-@pytest.mark.skipif(not SHELL_AVAILABLE, reason="preflight reads schemas through the shell (minihbase part 2)")
 def test_preflight_same_cluster_fails(conns, no_peer_created):
     rc, out = cli(["preflight", "--source", "src", "--target", "src", "--tables", "t", "--peer-id", "p4",
                    "--sample-gap-s", "0"], conns)

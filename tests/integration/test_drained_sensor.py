@@ -9,7 +9,6 @@ import json
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,6 @@ from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-REPLICATION_AVAILABLE = (Path(__file__).resolve().parents[2] / "minihbase" / "replication").is_dir()
-if not REPLICATION_AVAILABLE:
-    pytest.skip("minihbase replication (part 2) is not there yet", allow_module_level=True)
 
 THRESHOLDS = {"stable_samples": 3, "max_age_ms": 5_000, "caught_up_queue_size": 1, "idle_window_s": 5}
 

@@ -6,12 +6,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
-
-testing = pytest.importorskip("minihbase.testing", reason="minihbase part 1 (minihbase/testing.py) not there yet")
-pytest.importorskip("minihbase.__main__", reason="minihbase cannot run as `python -m minihbase` yet")
-
-from hbase_migration.hdfs import (  # noqa: E402  (after the skip: nothing to test without minihbase)
+from hbase_migration.hdfs import (
     HdfsPathNotFound,
     QuotaConstraint,
     WebHdfs,
@@ -21,11 +16,14 @@ from hbase_migration.hdfs import (  # noqa: E402  (after the skip: nothing to te
     quota_usage,
     watchdog_decision,
 )
+from minihbase.testing import MiniCluster
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def dc1(zookeeper, tmp_path_factory):
-    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("hdfs-dc1"), name="hdfsq",
+    cluster = MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("hdfs-dc1"), name="hdfsq",
                                         znode_parent="/hbase-hdfs-test", region_servers=2)
     yield cluster
     cluster.stop()
@@ -123,7 +121,7 @@ def test_wrong_rootdir_is_a_clear_error(client):
 
 
 def test_unreachable_webhdfs_after_the_cluster_stops(zookeeper, tmp_path):
-    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path, name="gone", znode_parent="/hbase-gone",
+    cluster = MiniCluster.start(zookeeper.hosts, tmp_path, name="gone", znode_parent="/hbase-gone",
                                         region_servers=1)
     url = cluster.endpoints["webhdfs_url"]
     rootdir = cluster.endpoints["rootdir"]

@@ -7,14 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-pytestmark = pytest.mark.integration
-
-testing = pytest.importorskip("minihbase.testing", reason="minihbase part 1 (minihbase/testing.py) not there yet")
-pytest.importorskip("minihbase.__main__", reason="minihbase cannot run as `python -m minihbase` yet")
-
-from hbase_migration import zk  # noqa: E402  (after the skip: nothing to test without minihbase)
-from hbase_migration.cluster import Cluster  # noqa: E402
-from hbase_migration.metrics import (  # noqa: E402
+from hbase_migration import zk
+from hbase_migration.cluster import Cluster
+from hbase_migration.metrics import (
     CANARY_ROW_PREFIX,
     REPLICATION_BEAN,
     CanaryTimeout,
@@ -24,12 +19,15 @@ from hbase_migration.metrics import (  # noqa: E402
     parse_replication_bean,
     peer_status,
 )
-from tests.polling import wait_for  # noqa: E402
+from minihbase.testing import MiniCluster
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def dc1(zookeeper, tmp_path_factory):
-    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc1"), name="dc1",
+    cluster = MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc1"), name="dc1",
                                         znode_parent="/hbase-metrics-dc1", region_servers=3)
     yield cluster
     cluster.stop()
@@ -37,7 +35,7 @@ def dc1(zookeeper, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def dc2(zookeeper, tmp_path_factory):
-    cluster = testing.MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc2"), name="dc2",
+    cluster = MiniCluster.start(zookeeper.hosts, tmp_path_factory.mktemp("metrics-dc2"), name="dc2",
                                         znode_parent="/hbase-metrics-dc2", region_servers=1)
     yield cluster
     cluster.stop()

@@ -8,11 +8,9 @@ confirmed by reading ZooKeeper, where the bytes are also checked here independen
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 
-import minihbase
 from hbase_migration import zk
 from hbase_migration.cluster import Cluster
 from hbase_migration.replication import (
@@ -26,10 +24,7 @@ from hbase_migration.replication.shell_backend import ShellPeerAdmin
 
 pytestmark = pytest.mark.integration
 
-if not (Path(minihbase.__file__).parent / "shell.py").exists():
-    pytest.skip("minihbase has no `hbase shell -n` lookalike yet (minihbase/shell.py, minihbase part 2)",
-                allow_module_level=True)
-testing = pytest.importorskip("minihbase.testing", reason="minihbase.testing.MiniCluster is not there yet")
+from minihbase import testing  # noqa: E402
 
 OWNER = "hbase_migration:shell-test"
 

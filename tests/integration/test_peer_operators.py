@@ -3,7 +3,6 @@ lookalike) and the HBase 1.x ZooKeeper path. What ZooKeeper holds afterwards is 
 compared with HBase's exact bytes."""
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -13,7 +12,6 @@ from operators.replication import AddPeerOperator, DisablePeerOperator, EnablePe
 
 pytestmark = pytest.mark.integration
 
-SHELL_AVAILABLE = (Path(__file__).resolve().parents[2] / "minihbase" / "shell.py").exists()
 DISABLED = b"PBUF\x08\x01"
 ENABLED = b"PBUF\x08\x00"
 
@@ -25,8 +23,7 @@ def strip_metadata(data: bytes) -> bytes:
     return data
 
 
-@pytest.fixture(params=["zookeeper", pytest.param("shell", marks=pytest.mark.skipif(
-    not SHELL_AVAILABLE, reason="minihbase's shell lookalike (part 2) is not there yet"))])
+@pytest.fixture(params=["zookeeper", "shell"])
 def backend(request, minihbase_pair, monkeypatch, zookeeper):
     dc1, dc2 = minihbase_pair
     conn = json.loads(dc1.connection_json)
