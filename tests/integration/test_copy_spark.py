@@ -13,11 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from tests.hbase_data import connect, spread_key, write_cells
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
@@ -44,26 +44,6 @@ def pair(minihbase_pair):
 
 def _name(prefix: str = "cs") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def _key(i: int) -> bytes:
-    return b"%02x-%06d" % ((i * 2654435761) % 256, i)
-
-
-def _conn(cluster):
-    return closing(cluster.connection(timeout=60000))
-
-
-def _write(conn, table: str, cells_by_ts: dict) -> None:
-    """cells_by_ts: {ts: {row: {column: value}}}, written with stock happybase's client, one call per ts."""
-    import happybase  # noqa: F401
-    from Hbase_thrift import BatchMutation, Mutation
-
-    for ts, rows in cells_by_ts.items():
-        batches = [BatchMutation(row=row, mutations=[Mutation(column=c, value=v) for c, v in cols.items()])
-                   for row, cols in rows.items()]
-        for i in range(0, len(batches), 2000):
-            conn.client.mutateRowsTs(table.encode(), batches[i:i + 2000], ts, {})
 
 
 def _newest(conn, table: str) -> dict:
@@ -103,28 +83,28 @@ def test_multi_region_table_copies_cell_for_cell(spark, pair, tmp_path):
             cols[b"b:y"] = b"b" * (i % 50)
         if i % 5 == 0:
             cols[b"c:z"] = b"c%d" % i
-        by_ts.setdefault(ts, {})[_key(i)] = cols
+        by_ts.setdefault(ts, {})[spread_key(i)] = cols
         if i % 10 == 0:  # older versions
-            by_ts.setdefault(ts - 100_000, {})[_key(i)] = {b"a:x": b"old1-%d" % i, b"c:z": b"oldc-%d" % i}
-            by_ts.setdefault(ts - 200_000, {}).setdefault(_key(i), {})[b"a:x"] = b"old2-%d" % i
-    with _conn(dc1) as c1:
-        _write(c1, name, by_ts)
+            by_ts.setdefault(ts - 100_000, {})[spread_key(i)] = {b"a:x": b"old1-%d" % i, b"c:z": b"oldc-%d" % i}
+            by_ts.setdefault(ts - 200_000, {}).setdefault(spread_key(i), {})[b"a:x"] = b"old2-%d" % i
+    with connect(dc1) as c1:
+        write_cells(c1, name, by_ts)
     rc, summary = _run(copy_table, _args(dc1, dc2, name, "--versions", "3"), tmp_path)
     assert rc == 0, summary
     expected_cells = n + 2 * (n // 10) + n // 2 + n // 5 + n // 10
     assert (summary["rows"], summary["cells"], summary["copied_partitions"], summary["failed_partitions"]) == (
         n, expected_cells, 8, 0)
-    with _conn(dc1) as c1, _conn(dc2) as c2:
+    with connect(dc1) as c1, connect(dc2) as c2:
         source, target = _newest(c1, name), _newest(c2, name)
         assert len(source) == n
-        assert source[_key(4)][b"a:x"] == (b"a4", BASE + 10_004)  # the data is what the test wrote
+        assert source[spread_key(4)][b"a:x"] == (b"a4", BASE + 10_004)  # the data is what the test wrote
         assert target == source  # every newest cell: value and timestamp
-        multi = [_key(i) for i in range(0, n, 10)]
+        multi = [spread_key(i) for i in range(0, n, 10)]
         for column in (b"a:x", b"c:z"):
             src_hist, tgt_hist = _history(c1, name, multi, column), _history(c2, name, multi, column)
             assert tgt_hist == src_hist
-        assert tgt_hist[_key(20)] == [(b"c20", BASE + 10_020), (b"oldc-20", BASE + 10_020 - 100_000)]
-        assert _history(c2, name, [_key(30)], b"a:x")[_key(30)] == [
+        assert tgt_hist[spread_key(20)] == [(b"c20", BASE + 10_020), (b"oldc-20", BASE + 10_020 - 100_000)]
+        assert _history(c2, name, [spread_key(30)], b"a:x")[spread_key(30)] == [
             (b"a30", BASE), (b"old1-30", BASE - 100_000), (b"old2-30", BASE - 200_000)]
 
 
@@ -139,14 +119,14 @@ def test_time_window_copies_exactly_the_window(spark, pair, tmp_path):
     by_ts: dict = {}
     for i in range(2000):
         if i % 7 == 0:
-            by_ts.setdefault(50, {})[_key(i)] = {b"c:z": b"only-old"}  # nothing in the window
+            by_ts.setdefault(50, {})[spread_key(i)] = {b"c:z": b"only-old"}  # nothing in the window
             continue
         for ts in (100, 200, 300):
-            by_ts.setdefault(ts, {})[_key(i)] = {b"a:x": b"v%d-%d" % (ts, i)}
+            by_ts.setdefault(ts, {})[spread_key(i)] = {b"a:x": b"v%d-%d" % (ts, i)}
         if i % 2 == 0:
-            by_ts.setdefault(150, {})[_key(i)] = {b"b:y": b"y%d" % i}
-    with _conn(dc1) as c1:
-        _write(c1, name, by_ts)
+            by_ts.setdefault(150, {})[spread_key(i)] = {b"b:y": b"y%d" % i}
+    with connect(dc1) as c1:
+        write_cells(c1, name, by_ts)
     rc, summary = _run(copy_table, _args(dc1, dc2, name, "--start-time", "150", "--end-time", "250"), tmp_path)
     assert rc == 0, summary
     expected = {}
@@ -156,11 +136,11 @@ def test_time_window_copies_exactly_the_window(spark, pair, tmp_path):
         row = {b"a:x": (b"v200-%d" % i, 200)}
         if i % 2 == 0:
             row[b"b:y"] = (b"y%d" % i, 150)
-        expected[_key(i)] = row
-    with _conn(dc2) as c2:
+        expected[spread_key(i)] = row
+    with connect(dc2) as c2:
         assert _newest(c2, name) == expected
         # one version only: nothing older than the window came along
-        assert _history(c2, name, [_key(1)], b"a:x") == {_key(1): [(b"v200-1", 200)]}
+        assert _history(c2, name, [spread_key(1)], b"a:x") == {spread_key(1): [(b"v200-1", 200)]}
     assert summary["rows"] == len(expected) and summary["scanned_rows"] == 2000
 
 
@@ -173,9 +153,9 @@ def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
     dc2.create_table(target, {"a": {}, "z": {}}, SPLITS)
     by_ts: dict = {}
     for i in range(1000):
-        by_ts.setdefault(BASE + i % 3, {})[_key(i)] = {b"a:x": b"x%d" % i, b"b:q": b"q%d" % i, b"b:": b"empty-q"}
-    with _conn(dc1) as c1:
-        _write(c1, name, by_ts)
+        by_ts.setdefault(BASE + i % 3, {})[spread_key(i)] = {b"a:x": b"x%d" % i, b"b:q": b"q%d" % i, b"b:": b"empty-q"}
+    with connect(dc1) as c1:
+        write_cells(c1, name, by_ts)
         source = _newest(c1, name)
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     rc, summary = _run(copy_table, _args(dc1, dc2, name, "--target-table", target, "--families", "a", "b:z",
@@ -187,9 +167,9 @@ def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
         r["partition_id"] for r in summary["partition_results"]}
     renamed = {row: {(b"z" + c[1:] if c.startswith(b"b:") else c): v for c, v in cols.items()}
                for row, cols in source.items()}
-    with _conn(dc2) as c2:
+    with connect(dc2) as c2:
         assert _newest(c2, target) == renamed
-        assert c2.table(target).row(_key(5), include_timestamp=True)[b"z:"] == (b"empty-q", BASE + 2)
+        assert c2.table(target).row(spread_key(5), include_timestamp=True)[b"z:"] == (b"empty-q", BASE + 2)
 
 
 def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark, pair, tmp_path):
@@ -200,8 +180,9 @@ def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark
     dc1.create_table(name, {"a": {}}, SPLITS)
     dc2.create_table(name, {"a": {}}, SPLITS)
     n = 4000
-    with _conn(dc1) as c1:
-        _write(c1, name, {BASE + r: {_key(i): {b"a:x": b"%d" % i} for i in range(r, n, 10)} for r in range(10)})
+    with connect(dc1) as c1:
+        write_cells(c1, name, {BASE + r: {spread_key(i): {b"a:x": b"%d" % i} for i in range(r, n, 10)}
+                               for r in range(10)})
     savepoint = tmp_path / "copy.savepoint.json"
     args = _args(dc1, dc2, name, "--savepoint", str(savepoint))
     # ~500 rows per partition at 120 rows/s: each task runs ~3 s, so the job is killed with work left
@@ -238,7 +219,7 @@ def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark
     assert summary["rows"] == n - rows_before  # what the killed run finished was not copied again
     assert {r["partition_id"] for r in summary["partition_results"]}.isdisjoint(finished)
     assert len(done_ids()) == 8
-    with _conn(dc1) as c1, _conn(dc2) as c2:
+    with connect(dc1) as c1, connect(dc2) as c2:
         assert _newest(c2, name) == _newest(c1, name)
 
     rc, again = _run(copy_table, args, tmp_path)  # a third run has nothing left to do
@@ -250,7 +231,6 @@ def _shell(cluster, *statements: str) -> str:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
     return proc.stdout
-
 
 
 def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(spark, pair, tmp_path):
@@ -266,40 +246,40 @@ def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(s
     dc1.create_table(name, families, SPLITS)
     dc2.create_table(name, families, SPLITS)
     t_initial = int(time.time() * 1000) - 3_600_000
-    with _conn(dc1) as c1:
-        _write(c1, name, {t_initial + r: {_key(i): {b"a:x": b"initial", b"b:y": b"%d" % i}
+    with connect(dc1) as c1:
+        write_cells(c1, name, {t_initial + r: {spread_key(i): {b"a:x": b"initial", b"b:y": b"%d" % i}
                                           for i in range(r, 3000, 7)} for r in range(7)})
     peer = "%d" % (int(uuid.uuid4().hex[:6], 16) % 90000 + 10000)
     _shell(dc1, f"add_peer '{peer}', CLUSTER_KEY => \"{dc2.cluster_key}\", TABLE_CFS => {{'{name}' => []}}, "
                 "STATE => 'DISABLED'")  # T0: from here every edit is queued in the WALs
     try:
-        with _conn(dc1) as c1:
+        with connect(dc1) as c1:
             t = c1.table(name)
             for i in range(0, 100):
-                t.put(_key(i), {b"a:x": b"after-T0"})  # server timestamps, newer than the copy's cells
+                t.put(spread_key(i), {b"a:x": b"after-T0"})  # server timestamps, newer than the copy's cells
             for i in range(100, 110):
-                t.delete(_key(i))
+                t.delete(spread_key(i))
             for i in range(110, 120):
-                t.delete(_key(i), columns=[b"b:y"])
+                t.delete(spread_key(i), columns=[b"b:y"])
         rc, summary = _run(copy_table, _args(dc1, dc2, name), tmp_path)
         assert rc == 0 and summary["rows"] == 3000 - 10
-        with _conn(dc1) as c1:  # edits the copy did not see
+        with connect(dc1) as c1:  # edits the copy did not see
             t = c1.table(name)
             for i in range(200, 260):
-                t.put(_key(i), {b"a:x": b"after-copy"})
+                t.put(spread_key(i), {b"a:x": b"after-copy"})
             for i in range(300, 305):
-                t.delete(_key(i))
-        with _conn(dc2) as c2:
-            assert c2.table(name).row(_key(200))[b"a:x"] == b"initial"  # stale until the backlog ships
+                t.delete(spread_key(i))
+        with connect(dc2) as c2:
+            assert c2.table(name).row(spread_key(200))[b"a:x"] == b"initial"  # stale until the backlog ships
         _shell(dc1, f"enable_peer '{peer}'")
-        with _conn(dc1) as c1, _conn(dc2) as c2:
+        with connect(dc1) as c1, connect(dc2) as c2:
             expected = _newest(c1, name)
             wait_for(lambda: _newest(c2, name) == expected, 120, "the backlog to ship")
-            row200 = c2.table(name).cells(_key(200), b"a:x", versions=3, include_timestamp=True)
+            row200 = c2.table(name).cells(spread_key(200), b"a:x", versions=3, include_timestamp=True)
             assert [v for v, _ in row200] == [b"after-copy", b"initial"]  # the replayed edit on top of the copy
-            assert row200[0][1] == expected[_key(200)][b"a:x"][1]  # with the source's own timestamp
-            assert c2.table(name).row(_key(100)) == {} and c2.table(name).row(_key(300)) == {}
-            assert b"b:y" not in c2.table(name).row(_key(110))
+            assert row200[0][1] == expected[spread_key(200)][b"a:x"][1]  # with the source's own timestamp
+            assert c2.table(name).row(spread_key(100)) == {} and c2.table(name).row(spread_key(300)) == {}
+            assert b"b:y" not in c2.table(name).row(spread_key(110))
             assert len(expected) == 3000 - 15
     finally:
         _shell(dc1, f"remove_peer '{peer}'")
@@ -307,7 +287,7 @@ def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(s
     # stamp would stay hidden behind it when replayed: the target would keep stale data, silently.
     stamped = _name("stamped")
     dc2.create_table(stamped, {"a": {"max_versions": 3}})
-    with _conn(dc2) as c2:
+    with connect(dc2) as c2:
         t_edit = int(time.time() * 1000) - 1000
         c2.table(stamped).put(b"row", {b"a:x": b"initial"})  # the copy's write, stamped now
         c2.table(stamped).put(b"row", {b"a:x": b"after-T0"}, timestamp=t_edit)  # the replayed edit

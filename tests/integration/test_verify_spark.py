@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from contextlib import closing
 
 import pytest
+
+from tests.hbase_data import connect, spread_key, write_cells
 
 pytestmark = pytest.mark.integration
 
@@ -30,25 +31,6 @@ def spark():
         session.stop()
 
 
-def _key(i: int) -> bytes:
-    return b"%02x-%06d" % ((i * 2654435761) % 256, i)
-
-
-def _conn(cluster):
-    return closing(cluster.connection(timeout=60000))
-
-
-def _write(conn, table: str, cells_by_ts: dict) -> None:
-    import happybase  # noqa: F401
-    from Hbase_thrift import BatchMutation, Mutation
-
-    for ts, rows in cells_by_ts.items():
-        batches = [BatchMutation(row=row, mutations=[Mutation(column=c, value=v) for c, v in cols.items()])
-                   for row, cols in rows.items()]
-        for i in range(0, len(batches), 2000):
-            conn.client.mutateRowsTs(table.encode(), batches[i:i + 2000], ts, {})
-
-
 def _data() -> dict:
     by_ts: dict = {}
     for i in range(N):
@@ -56,9 +38,9 @@ def _data() -> dict:
         cols = {b"a:x": b"x%d" % i}
         if i % 2:
             cols[b"b:y"] = b"y" * (i % 30)
-        by_ts.setdefault(ts, {})[_key(i)] = cols
+        by_ts.setdefault(ts, {})[spread_key(i)] = cols
         if i % 9 == 0:
-            by_ts.setdefault(ts - 1000, {})[_key(i)] = {b"a:x": b"older%d" % i}
+            by_ts.setdefault(ts - 1000, {})[spread_key(i)] = {b"a:x": b"older%d" % i}
     return by_ts
 
 
@@ -70,8 +52,8 @@ def same_table(minihbase_pair):
     data = _data()
     for cluster in (dc1, dc2):
         cluster.create_table(name, FAMILIES, SPLITS)
-        with _conn(cluster) as c:
-            _write(c, name, data)
+        with connect(cluster) as c:
+            write_cells(c, name, data)
     return dc1, dc2, name
 
 
@@ -91,11 +73,11 @@ def _counts(result: dict) -> tuple:
 
 # Injected on the target: one of each kind VerifyReplication distinguishes.
 # (MISSING sits in the last region, EXTRA in the first: row counts differ in two partitions.)
-MISSING, CHANGED, EXTRA, OTHER_TS = _key(10), _key(11), b"10-extra-row", _key(15)
+MISSING, CHANGED, EXTRA, OTHER_TS = spread_key(10), spread_key(11), b"10-extra-row", spread_key(15)
 
 
 def _inject(dc2, name) -> None:
-    with _conn(dc2) as c2:
+    with connect(dc2) as c2:
         t = c2.table(name)
         t.delete(MISSING)  # a missing row
         t.put(CHANGED, {b"a:x": b"CHANGED"}, timestamp=BASE + 11 // 400)  # same cell, other value
@@ -153,7 +135,7 @@ def test_repair_fixes_what_thrift1_can_and_reports_the_rest(spark, same_table, t
     assert rc == 1 and _counts(after) == (N, N - 1, N - 2, 1, 1, 0)
     assert after["differing_rows_sample"]["only_in_source"] == [MISSING.decode()]
 
-    with _conn(dc1) as c1, _conn(dc2) as c2:
+    with connect(dc1) as c1, connect(dc2) as c2:
         assert c2.table(name).row(CHANGED, include_timestamp=True) == c1.table(name).row(CHANGED,
                                                                                           include_timestamp=True)
         assert c2.table(name).row(EXTRA) == {}
@@ -163,8 +145,8 @@ def test_repair_fixes_what_thrift1_can_and_reports_the_rest(spark, same_table, t
 
 def test_cells_newer_than_the_cutoff_are_not_compared(spark, same_table, tmp_path):
     dc1, dc2, name = same_table
-    with _conn(dc2) as c2:
-        c2.table(name).put(_key(3), {b"a:x": b"in-flight"}, timestamp=BASE + 10 ** 7 + 5)
+    with connect(dc2) as c2:
+        c2.table(name).put(spread_key(3), {b"a:x": b"in-flight"}, timestamp=BASE + 10 ** 7 + 5)
         c2.table(name).put(b"ff-new-row", {b"a:x": b"in-flight"}, timestamp=BASE + 10 ** 7)
     rc, result = _verify(dc1, dc2, name, tmp_path)  # cutoff BASE + 10**7, exclusive
     assert rc == 0 and _counts(result) == (N, N, N, 0, 0, 0)

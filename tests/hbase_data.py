@@ -1,0 +1,25 @@
+"""Writing test data into a cluster with stock happybase: keys spread over every region, and cells written with
+the exact timestamps a test chooses (Thrift1 `mutateRowsTs`, one call per timestamp)."""
+from contextlib import closing
+
+
+def spread_key(i: int) -> bytes:
+    """Row i's key, prefixed with a hash byte so consecutive rows land in different regions."""
+    return b"%02x-%06d" % ((i * 2654435761) % 256, i)
+
+
+def connect(cluster):
+    """A happybase connection to a `MiniCluster` with a generous timeout, closed on exit."""
+    return closing(cluster.connection(timeout=60000))
+
+
+def write_cells(conn, table: str, cells_by_ts: dict) -> None:
+    """cells_by_ts: {ts: {row: {column: value}}}, written through happybase's own Thrift client."""
+    import happybase  # noqa: F401  (registers the Hbase_thrift module)
+    from Hbase_thrift import BatchMutation, Mutation
+
+    for ts, rows in cells_by_ts.items():
+        batches = [BatchMutation(row=row, mutations=[Mutation(column=c, value=v) for c, v in cols.items()])
+                   for row, cols in rows.items()]
+        for i in range(0, len(batches), 2000):
+            conn.client.mutateRowsTs(table.encode(), batches[i:i + 2000], ts, {})
