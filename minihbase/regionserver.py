@@ -353,7 +353,11 @@ class RegionServer:
             self.abort(f"WAL archive failed: {e.java_text()}")
             raise
 
-    def roll_wal(self) -> str:
+    def roll_wal(self, force: bool = True) -> str:
+        """Roll the WAL. An unforced roll (size or period) of a WAL with no entry is skipped, as HBase's
+        `rollWriter(force=false)`: a late size request must not roll the file that replaced the full one."""
+        if not force and self.wal.current_entries == 0:
+            return self.wal.current_path
         try:
             path = self.wal.roll()
         except (HDFSError, OSError) as e:
@@ -383,7 +387,7 @@ class RegionServer:
                       and self.wal.current_entries > 0)
         if self._roll_requested or period_due:
             self._roll_requested = False
-            self.roll_wal()
+            self.roll_wal(force=False)
         if self.wal.closed_file_count() > cfg.max_logs:
             # Too many WALs: flush the regions pinning the oldest, so it can be archived.
             for encoded in self.wal.oldest_pinning():

@@ -9,6 +9,7 @@ from urllib.parse import unquote
 import pytest
 import requests
 
+from minihbase.region import parse_store_file
 from minihbase.wal import read_entries
 from tests.polling import wait_for
 
@@ -34,6 +35,16 @@ def wal_files(cluster) -> dict[str, list[str]]:
 
 def old_wals(cluster) -> list[str]:
     return [f["pathSuffix"] for f in listing(cluster, f"{cluster.rootdir}/oldWALs")]
+
+
+def unflushed_archived_edits(cluster) -> list[tuple[str, int]]:
+    """(WAL, seq id) of every edit in oldWALs that no store file covers yet: archiving must never make one."""
+    flushed: dict[str, int] = {}
+    for store in (cluster.local_rootdir / "data").glob("*/*/*/*/*"):
+        region = store.parent.parent.name
+        flushed[region] = max(flushed.get(region, 0), parse_store_file(store.read_bytes())[0])
+    return [(wal.name, e.seq_id) for wal in sorted((cluster.local_rootdir / "oldWALs").iterdir())
+            for e, _ in read_entries(wal.read_bytes()) if e.seq_id > flushed.get(e.encoded_region, 0)]
 
 
 def load(table, start: int, count: int, width: int = 200) -> None:
@@ -68,11 +79,13 @@ def test_wal_names_roll_by_size_and_archive_after_flush(minihbase_factory):
     seqs = [e.seq_id for e in entries]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 
-    assert old_wals(cluster) == []  # nothing is archived before its edits are flushed
+    assert unflushed_archived_edits(cluster) == []  # nothing is archived before its edits are flushed
+    assert set(files) & set(old_wals(cluster)) == set()
     cluster.flush("t")
     cluster.roll_wals()
     archived = wait_for(lambda: set(old_wals(cluster)) >= set(files) and old_wals(cluster), what="archiving")
     assert set(files) <= set(archived)
+    assert unflushed_archived_edits(cluster) == []  # the archived files' 2000 edits are all in store files
     current = wal_files(cluster)[servername]
     assert len(current) == 1 and current[0] not in files  # only a fresh current WAL remains
     conn.close()
