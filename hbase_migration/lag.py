@@ -26,6 +26,12 @@ class Poll:
                 f"recovered queues {s['recovered_queues']}, stable {self.decision.stable_samples}/"
                 f"{self.decision.required_samples}; {verdict}")
 
+    def lag_rows(self) -> list[dict[str, Any]]:
+        """This poll's queues as the ledger's lag rows (`Ledger.lag_sample`)."""
+        return [{"server": s.servername, "queue_id": q.queue_id, "size_of_log_queue": q.size_of_log_queue,
+                 "age_of_last_shipped_op_ms": q.age_ms, "shipped_ops": q.shipped_ops, "recovered": q.recovered}
+                for s in self.snapshot.servers for q in s.queues]
+
 
 def thresholds_from(values: Mapping[str, Any] | None) -> metrics.DrainThresholds:
     values = dict(values or {})

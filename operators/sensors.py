@@ -71,7 +71,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
                           time.time())
         self._history = result.history
         self.log.info("%s", result.log_line())
-        self._ledger("running", lag=_lag_rows(result.snapshot))
+        self._ledger("running", lag=result.lag_rows())
         if result.decision.drained:
             self._run_canary()
             self._ledger("success", result.decision.to_dict())
@@ -93,6 +93,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
                          "extra": conn.extra_dejson},
                 peer_id=self.peer_id, thresholds=dict(self.thresholds),
                 poll_interval_s=float(self.poke_interval), deadline=time.time() + timeout,
+                ledger_run_id=self.ledger_run_id,
             ),
             method_name="execute_complete",
         )
@@ -115,12 +116,6 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         delay = canary(self._cluster(), target, self.canary_table, self.canary_family or "", self.canary_timeout_s)
         self.log.info("canary written on the source was read on the target after %.2fs", delay)
-
-
-def _lag_rows(snapshot) -> list[dict[str, Any]]:
-    return [{"server": s.servername, "queue_id": q.queue_id, "size_of_log_queue": q.size_of_log_queue,
-             "age_of_last_shipped_op_ms": q.age_ms, "shipped_ops": q.shipped_ops, "recovered": q.recovered}
-            for s in snapshot.servers for q in s.queues]
 
 
 class OldWalsWatchdogSensor(BaseSensorOperator):

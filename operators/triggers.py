@@ -16,11 +16,14 @@ class ReplicationDrainedTrigger(BaseTrigger):
     """Polls a peer until the drain decision holds (or the deadline passes).
 
     `cluster` is the source connection's fields ({name, host, port, extra}): the trigger rebuilds the cluster
-    from them, so it needs no connection lookup in the triggerer. No secret is involved.
+    from them, so it needs no connection lookup in the triggerer. No secret is involved. With `ledger_run_id`
+    every poll's queues are written to the run ledger as lag samples, as the poke-mode sensor does (the
+    triggerer reads the same `[hbase_migration] ledger_url`).
     """
 
     def __init__(self, cluster: dict[str, Any], peer_id: str, thresholds: dict[str, Any], poll_interval_s: float,
-                 deadline: float, history: list[dict[str, Any]] | None = None) -> None:
+                 deadline: float, history: list[dict[str, Any]] | None = None,
+                 ledger_run_id: str | None = None) -> None:
         super().__init__()
         self.cluster = cluster
         self.peer_id = peer_id
@@ -28,12 +31,14 @@ class ReplicationDrainedTrigger(BaseTrigger):
         self.poll_interval_s = poll_interval_s
         self.deadline = deadline
         self.history = history or []
+        self.ledger_run_id = ledger_run_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{self.__class__.__module__}.{self.__class__.__qualname__}",
             {"cluster": self.cluster, "peer_id": self.peer_id, "thresholds": self.thresholds,
-             "poll_interval_s": self.poll_interval_s, "deadline": self.deadline, "history": self.history},
+             "poll_interval_s": self.poll_interval_s, "deadline": self.deadline, "history": self.history,
+             "ledger_run_id": self.ledger_run_id},
         )
 
     def _poll(self) -> dict[str, Any]:
@@ -44,8 +49,21 @@ class ReplicationDrainedTrigger(BaseTrigger):
         cluster = Cluster.from_connection(c["name"], c["host"], c["port"], c["extra"])
         result = lag.poll(cluster, self.peer_id, self.history, lag.thresholds_from(self.thresholds), time.time())
         self.history = result.history
+        self._record(result)
         return {"drained": result.decision.drained, "decision": result.decision.to_dict(),
                 "summary": result.snapshot.summary(), "line": result.log_line()}
+
+    def _record(self, result) -> None:
+        """One lag sample in the ledger. A ledger that cannot be written costs a sample, never the wait."""
+        if not self.ledger_run_id:
+            return
+        from operators.ledger import open_ledger
+
+        try:
+            with open_ledger() as ledger:
+                ledger.lag_sample(self.ledger_run_id, self.peer_id, result.lag_rows())
+        except Exception as e:
+            self.log.warning("peer %s: lag sample not written to the ledger: %s", self.peer_id, e)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         last: dict[str, Any] = {}

@@ -113,8 +113,15 @@ def test_never_drained_while_edits_remain_poke_mode(replicated):
     assert missing_on_target(dc2, table, [row for _, row in writer.acked]) == []
 
 
-def test_deferrable_trigger_waits_for_the_backlog(replicated):
+def test_deferrable_trigger_waits_for_the_backlog(replicated, tmp_path, monkeypatch):
     dc1, dc2, table, peer_id = replicated
+    from hbase_migration.ledger import Ledger
+
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_URL", ledger_url)
+    with Ledger.open(ledger_url) as ledger:
+        ledger.start_run("run-1", "hbase_table_migration", "test", "127.0.0.1:2181:/hbase-dc1",
+                         "127.0.0.1:2181:/hbase-dc2", peer_id, [table])
     conn = dc1.connection()
     t = conn.table(table)
     with t.batch(batch_size=500) as b:
@@ -126,7 +133,8 @@ def test_deferrable_trigger_waits_for_the_backlog(replicated):
     cluster = json.loads(dc1.connection_json)
     trigger = ReplicationDrainedTrigger(
         cluster={"name": "src", "host": cluster["host"], "port": cluster["port"], "extra": cluster["extra"]},
-        peer_id=peer_id, thresholds=THRESHOLDS, poll_interval_s=0.5, deadline=time.time() + 120)
+        peer_id=peer_id, thresholds=THRESHOLDS, poll_interval_s=0.5, deadline=time.time() + 120,
+        ledger_run_id="run-1")
     # The trigger survives serialization (the triggerer rebuilds it from these kwargs).
     classpath, kwargs = trigger.serialize()
     assert classpath == "operators.triggers.ReplicationDrainedTrigger"
@@ -139,3 +147,12 @@ def test_deferrable_trigger_waits_for_the_backlog(replicated):
     event = asyncio.run(first_event())
     assert event.payload["status"] == "drained", event.payload
     assert missing_on_target(dc2, table, [b"b%08d" % i for i in range(3000)]) == []
+    # Every poll left its queues in the ledger, down to the caught-up queues of the stable window.
+    with Ledger.open(ledger_url) as ledger:
+        lag = ledger.latest_samples("run-1", limit=1000)["lag"]
+    instants = sorted({row["sampled_ms"] for row in lag})
+    assert len(instants) >= THRESHOLDS["stable_samples"]
+    assert {row["peer_id"] for row in lag} == {peer_id}
+    last = [row for row in lag if row["sampled_ms"] == instants[-1]]
+    assert len(last) == 3  # one queue per live region server
+    assert max(row["size_of_log_queue"] for row in last) <= THRESHOLDS["caught_up_queue_size"]
