@@ -1,7 +1,9 @@
 """Where the run ledger lives: one rule for the operators, the dashboard and the CLI.
 
-Resolution, first match wins: the Airflow option `[hbase_migration] ledger_url` (airflow.cfg, or the
-environment variable AIRFLOW__HBASE_MIGRATION__LEDGER_URL), then the toolkit's own variable
+Resolution, first match wins: an Airflow connection named by `[hbase_migration] ledger_conn_id` (so a
+database password lives in Airflow's connections or secrets backend, not in airflow.cfg), then the Airflow
+option `[hbase_migration] ledger_url` (airflow.cfg, or the environment variable
+AIRFLOW__HBASE_MIGRATION__LEDGER_URL), then the toolkit's own variable
 HBASE_MIGRATION_LEDGER_URL (what the CLI reads outside Airflow), then the ledger's default
 `sqlite:///.state/ledger.db`. A relative SQLite path is taken relative to AIRFLOW_HOME (the repository root
 here), never to the API server's working directory, which differs between `airflow standalone`, a systemd
@@ -12,13 +14,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 DEFAULT_URL = "sqlite:///.state/ledger.db"  # hbase_migration.ledger.DEFAULT_URL, which a unit test compares
 ENV_VAR = "HBASE_MIGRATION_LEDGER_URL"
-CONFIG_SECTION, CONFIG_OPTION = "hbase_migration", "ledger_url"
+CONFIG_SECTION, CONFIG_OPTION, CONN_OPTION = "hbase_migration", "ledger_url", "ledger_conn_id"
+# Airflow connection types -> SQLAlchemy dialects; extra `sqlalchemy_scheme` names another (e.g. a driver).
+DIALECTS = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
 
 
 class LedgerUrlError(ValueError):
@@ -33,10 +38,31 @@ class LedgerLocation:
     sqlite_file: Path | None  # the database file when the ledger is SQLite (its absence means "no runs yet")
 
 
+def connection_url(conn_id: str, conn: Any) -> str:
+    """The SQLAlchemy URL of an Airflow connection (an object with conn_type, host, port, login, password,
+    schema, extra_dejson), password included: for `Ledger.open`, never for a log."""
+    extra = getattr(conn, "extra_dejson", None) or {}
+    scheme = extra.get("sqlalchemy_scheme") or DIALECTS.get((conn.conn_type or "").lower())
+    if not scheme:
+        raise LedgerUrlError(
+            f"ledger connection {conn_id!r} has type {conn.conn_type!r}; use one of {', '.join(sorted(DIALECTS))} "
+            "or set extra sqlalchemy_scheme (like 'postgresql+psycopg2')")
+    if scheme.startswith("sqlite"):
+        # Airflow keeps a SQLite connection's file in `host` (sqlite:////path -> host '/path').
+        url = URL.create(scheme, database=conn.host or conn.schema or None)
+    else:
+        url = URL.create(scheme, username=conn.login or None, password=conn.password or None,
+                         host=conn.host or None, port=conn.port or None, database=conn.schema or None)
+    return _render(url, hide_password=False)
+
+
 def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflow_home: str | os.PathLike,
-                       ) -> LedgerLocation:
-    """Choose the ledger URL (see the module docstring); anchor a relative SQLite path at `airflow_home`."""
+                       connection: tuple[str, str] | None = None) -> LedgerLocation:
+    """Choose the ledger URL (see the module docstring); anchor a relative SQLite path at `airflow_home`.
+    `connection` is (conn id, its `connection_url`) when `ledger_conn_id` is set."""
+    conn_id, conn_url = connection or (None, None)
     candidates = (
+        (conn_url, f"[{CONFIG_SECTION}] {CONN_OPTION} (connection {conn_id})"),
         (airflow_option, f"[{CONFIG_SECTION}] {CONFIG_OPTION}"),
         (env_value, ENV_VAR),
         (DEFAULT_URL, "default"),

@@ -1,5 +1,6 @@
-"""The run ledger as the Airflow layer opens it (the same location rule as the dashboard and the CLI:
-`[hbase_migration] ledger_url`, else HBASE_MIGRATION_LEDGER_URL, else $AIRFLOW_HOME/.state/ledger.db)."""
+"""The run ledger as the Airflow layer opens it (the same location rule as the dashboard and the CLI: the
+connection `[hbase_migration] ledger_conn_id`, else `[hbase_migration] ledger_url`, else
+HBASE_MIGRATION_LEDGER_URL, else $AIRFLOW_HOME/.state/ledger.db)."""
 from __future__ import annotations
 
 import os
@@ -12,11 +13,24 @@ if TYPE_CHECKING:
 def ledger_url() -> str:
     from airflow.sdk import conf
 
-    from hbase_migration.ledger_location import CONFIG_OPTION, CONFIG_SECTION, ENV_VAR, resolve_ledger_url
+    from hbase_migration.ledger_location import (
+        CONFIG_OPTION,
+        CONFIG_SECTION,
+        CONN_OPTION,
+        ENV_VAR,
+        connection_url,
+        resolve_ledger_url,
+    )
 
     home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+    conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None) or "").strip()
+    connection = None
+    if conn_id:
+        from airflow.sdk import BaseHook
+
+        connection = (conn_id, connection_url(conn_id, BaseHook.get_connection(conn_id)))
     location = resolve_ledger_url(conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None), os.environ.get(ENV_VAR),
-                                  home)
+                                  home, connection)
     if location.sqlite_file is not None:
         location.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
     return location.url

@@ -7,10 +7,12 @@ import os
 from hbase_migration.ledger_location import (  # noqa: F401 - re-exported for the dashboard
     CONFIG_OPTION,
     CONFIG_SECTION,
+    CONN_OPTION,
     DEFAULT_URL,
     ENV_VAR,
     LedgerLocation,
     LedgerUrlError,
+    connection_url,
     resolve_ledger_url,
 )
 
@@ -20,4 +22,10 @@ def configured_ledger_location() -> LedgerLocation:
     from airflow.configuration import AIRFLOW_HOME, conf
 
     option = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
-    return resolve_ledger_url(option, os.environ.get(ENV_VAR), AIRFLOW_HOME)
+    conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None) or "").strip()
+    connection = None
+    if conn_id:
+        from airflow.models.connection import Connection
+
+        connection = (conn_id, connection_url(conn_id, Connection.get_connection_from_secrets(conn_id)))
+    return resolve_ledger_url(option, os.environ.get(ENV_VAR), AIRFLOW_HOME, connection)

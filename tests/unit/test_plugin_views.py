@@ -1,8 +1,10 @@
 """The plugin's pure parts, exactly: macros, the ledger URL, the dashboard's figures and verdicts."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pendulum
 import pytest
@@ -11,7 +13,13 @@ from hbase_migration import ledger as ledger_module
 from hbase_migration.ledger import ALL_TABLES
 from plugins.hbase_migration_plugin import dashboard_href, hex_row, ms
 from plugins.hbase_migration_ui import formatting, views
-from plugins.hbase_migration_ui.settings import DEFAULT_URL, ENV_VAR, LedgerUrlError, resolve_ledger_url
+from plugins.hbase_migration_ui.settings import (
+    DEFAULT_URL,
+    ENV_VAR,
+    LedgerUrlError,
+    connection_url,
+    resolve_ledger_url,
+)
 
 T = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC
 
@@ -98,6 +106,47 @@ def test_server_url_keeps_its_password_for_use_and_masks_it_for_show(tmp_path):
 def test_unusable_urls_are_refused_naming_their_source(tmp_path, option, message):
     with pytest.raises(LedgerUrlError, match=message):
         resolve_ledger_url(option, None, tmp_path)
+
+
+def conn(conn_type, host=None, port=None, login=None, password=None, schema=None, extra=None):
+    return SimpleNamespace(conn_type=conn_type, host=host, port=port, login=login, password=password,
+                           schema=schema, extra_dejson=extra or {})
+
+
+@pytest.mark.parametrize("connection, url", [
+    (conn("postgres", "db.example.com", 5432, "mig", "s3cret", "ledger"),
+     "postgresql://mig:s3cret@db.example.com:5432/ledger"),
+    (conn("postgres", "db", None, "mig", "p@ss/word", "ledger", {"sqlalchemy_scheme": "postgresql+psycopg2"}),
+     "postgresql+psycopg2://mig:p%40ss%2Fword@db/ledger"),
+    (conn("mysql", "db", 3306, "mig", None, "ledger"), "mysql://mig@db:3306/ledger"),
+    (conn("sqlite", "/srv/ledger.db"), "sqlite:////srv/ledger.db"),
+])
+def test_a_ledger_connection_becomes_a_sqlalchemy_url(connection, url):
+    assert connection_url("ledger_db", connection) == url
+
+
+def test_a_ledger_connection_wins_and_is_named_with_its_password_masked(tmp_path):
+    url = connection_url("ledger_db", conn("postgres", "db", 5432, "mig", "s3cret", "ledger"))
+    loc = resolve_ledger_url("sqlite:///a.db", "sqlite:///b.db", tmp_path, ("ledger_db", url))
+    assert loc.url == "postgresql://mig:s3cret@db:5432/ledger"
+    assert loc.shown == "postgresql://mig:***@db:5432/ledger"
+    assert loc.source == "[hbase_migration] ledger_conn_id (connection ledger_db)"
+
+
+def test_a_ledger_connection_of_another_type_is_refused_by_name():
+    with pytest.raises(LedgerUrlError, match="ledger connection 'ledger_db' has type 'http'; use one of mysql"):
+        connection_url("ledger_db", conn("http", "db"))
+
+
+def test_tasks_and_dashboard_open_the_ledger_named_by_ledger_conn_id(tmp_path, monkeypatch):
+    from operators.ledger import ledger_url
+    from plugins.hbase_migration_ui.settings import configured_ledger_location
+
+    db = tmp_path / "via-connection.db"
+    monkeypatch.setenv("AIRFLOW_CONN_LEDGER_DB", json.dumps({"conn_type": "sqlite", "host": str(db)}))
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_CONN_ID", "ledger_db")
+    assert ledger_url() == f"sqlite:///{db}"
+    assert configured_ledger_location().url == f"sqlite:///{db}"
 
 
 def test_a_url_that_does_not_parse_is_not_echoed(tmp_path):
