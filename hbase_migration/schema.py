@@ -118,4 +118,4 @@ def create_statement(schema: TableSchema, split_keys: list[bytes], name: str | N
 def alter_scope_statement(table: str, family: str, scope: int) -> str:
     if scope not in (0, 1):
         raise SchemaError(f"REPLICATION_SCOPE must be 0 or 1, got {scope!r}")
-    return f"alter {ruby_string(table)}, {{NAME => {ruby_string(family)}, REPLICATION_SCOPE => '{scope}'}}"
+    return f"alter {ruby_string(table)}, {{NAME => {ruby_string(family)}, REPLICATION_SCOPE => \"{scope}\"}}"

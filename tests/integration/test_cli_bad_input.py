@@ -2,6 +2,7 @@
 nothing (no peer znode appears on the source)."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,53 @@ def test_preflight_same_cluster_fails(conns, no_peer_created):
     rc, out = cli(["preflight", "--source", "src", "--target", "src", "--tables", "t", "--peer-id", "p4",
                    "--sample-gap-s", "0"], conns)
     assert rc == 1 and "distinct_clusters" in out, out
+
+
+def test_preflight_names_a_family_missing_on_the_target(minihbase_pair, conns, no_peer_created):
+    dc1, dc2 = minihbase_pair
+    dc1.create_table("fam_gap", {"d": {"replication_scope": 1}, "e": {"replication_scope": 1}})
+    dc2.create_table("fam_gap", {"d": {"replication_scope": 1}})
+    rc, out = cli(["preflight", "--source", "src", "--target", "dst", "--tables", "fam_gap", "--peer-id", "p5",
+                   "--sample-gap-s", "0"], conns)
+    assert rc == 1 and "target_tables" in out and "fam_gap on the target lacks families e" in out, out
+
+
+def test_preflight_refuses_scope_0_and_prints_the_alter_that_fixes_it(minihbase_pair, conns, no_peer_created):
+    dc1, dc2 = minihbase_pair
+    for c in (dc1, dc2):
+        c.create_table("scope_zero", {"d": {"replication_scope": 0}})
+    rc, out = cli(["preflight", "--source", "src", "--target", "dst", "--tables", "scope_zero", "--peer-id", "p6",
+                   "--sample-gap-s", "0"], conns)
+    assert rc == 1 and "REPLICATION_SCOPE is 0 on scope_zero:d" in out, out
+    fix = 'alter "scope_zero", {NAME => "d", REPLICATION_SCOPE => "1"}'
+    assert fix in out, out
+    # The printed fix is a working shell statement: applied through the source's shell, preflight passes.
+    shell = shlex.split(json.loads(conns["src"])["extra"]["shell_command"])
+    applied = subprocess.run(shell, input=fix + "\n", capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    rc, out = cli(["preflight", "--source", "src", "--target", "dst", "--tables", "scope_zero", "--peer-id", "p6",
+                   "--sample-gap-s", "0"], conns)
+    assert "[ok  ] replication_scope" in out, out
+
+
+def test_conflicting_peer_is_refused_and_left_untouched(minihbase_pair, conns, zookeeper):
+    dc1, dc2 = minihbase_pair
+    for c in (dc1, dc2):
+        for t in ("conflict_a", "conflict_b"):
+            c.create_table(t, {"d": {"replication_scope": 1}})
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "conflict_a",
+                   "--peer-id", "conflict"], conns)
+    assert rc == 0, out
+    zk = KazooClient(hosts=zookeeper.hosts)
+    zk.start(timeout=15)
+    try:
+        peer = f"{dc1.znode_parent}/replication/peers/conflict"
+        before = [zk.get(p) for p in (peer, peer + "/peer-state")]
+        rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "conflict_b",
+                       "--peer-id", "conflict"], conns)
+        assert rc == 1 and "conflict" in out and "conflict_b" in out, out
+        assert [zk.get(p) for p in (peer, peer + "/peer-state")] == before  # same bytes, same mzxid
+    finally:
+        zk.stop()
+        zk.close()
+        cli(["peer", "remove", "--source", "src", "--peer-id", "conflict"], conns)

@@ -81,7 +81,7 @@ def test_each_failure_is_named_with_its_reason(case, changes, same_key, check, f
 
 def test_scope_fix_is_offered_as_shell_statement():
     report = evaluate(facts(source=ClusterFacts("s", "k", "id-1", {"t1": schema("t1", ("0",))})), False)
-    assert result(report, "replication_scope").fix == "alter \"t1\", {NAME => \"f0\", REPLICATION_SCOPE => '1'}"
+    assert result(report, "replication_scope").fix == "alter \"t1\", {NAME => \"f0\", REPLICATION_SCOPE => \"1\"}"
 
 
 def test_our_peer_with_same_config_is_accepted_as_rerun():

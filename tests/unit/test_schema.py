@@ -64,6 +64,6 @@ def test_create_statement_copies_families_and_splits():
 
 
 def test_alter_scope_statement_only_0_or_1():
-    assert alter_scope_statement("t", "cf", 1) == "alter \"t\", {NAME => \"cf\", REPLICATION_SCOPE => '1'}"
+    assert alter_scope_statement("t", "cf", 1) == "alter \"t\", {NAME => \"cf\", REPLICATION_SCOPE => \"1\"}"
     with pytest.raises(SchemaError, match="REPLICATION_SCOPE must be 0 or 1, got 2"):
         alter_scope_statement("t", "cf", 2)
