@@ -10,7 +10,7 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
   POST /control/quota       {"path": "/hbase", "space_bytes": n, "namespace": n}   (-1 clears, absent keeps)
   POST /control/roll-wals   {"server": optional}             roll (and archive what is flushed)
   POST /control/flush       {"table": optional}              flush memstores (lets WALs be archived)
-  POST /control/compact     {"table": name}
+  POST /control/compact     {"table": name, "major": false}
   POST /control/create-table {"table": t, "families": {"cf": {"max_versions": 3, ...}}, "split_keys": [...]}
   POST /control/alter-family {"table": t, "family": f, "replication_scope": 1, ...}
   POST /control/balance, /control/run-log-cleaner, /control/shutdown
@@ -311,7 +311,7 @@ class MiniHBaseCluster:
                 count += 1
         return count
 
-    def compact(self, table_or_region: bytes) -> None:
+    def compact(self, table_or_region: bytes, major: bool = False) -> None:
         name = table_or_region.decode("latin-1")
         targets = [(s, r) for s, r in self._regions(None)
                    if r.info.region_name == table_or_region or r.encoded_name == name] \
@@ -326,7 +326,7 @@ class MiniHBaseCluster:
                 for family in state.desc.families:
                     fdir = posixpath.join(base, family.decode("latin-1"))
                     if self.fs.exists(fdir) and self.fs.list_dir(fdir):
-                        compact_store(self.fs, fdir, region, family)
+                        compact_store(self.fs, fdir, region, family, major)
 
     # ------------------------------------------------------------------------------------------ control
     def _register_control(self) -> None:
@@ -349,7 +349,7 @@ class MiniHBaseCluster:
         c.route("POST", "/control/roll-wals", self._wrap(lambda b: {"wals": self.roll_wals(b.get("server"))}))
         c.route("POST", "/control/flush", self._wrap(lambda b: {"flushed_regions": self.flush(b.get("table"))}))
         c.route("POST", "/control/compact", self._wrap(
-            lambda b: self.compact(_required(b, "table").encode("latin-1")) or {}))
+            lambda b: self.compact(_required(b, "table").encode("latin-1"), bool(b.get("major"))) or {}))
         c.route("POST", "/control/create-table", self._wrap(self._create_table))
         c.route("POST", "/control/alter-family", self._wrap(self._alter_family))
         c.route("POST", "/control/balance", self._wrap(lambda b: {"moves": self.master.balance()}))

@@ -387,6 +387,26 @@ class Region:
                     append((row, fam, qual, ts, PUT, value))
         return out
 
+    def drop_delete_markers(self, family: bytes) -> int:
+        """What a major compaction does to a family: its delete markers go (the cells they masked are already
+        gone), so a put older than a former marker is visible again, as in HBase. Returns the count dropped."""
+        dropped = 0
+        prefix = family + b":"
+        for row in list(self.markers):
+            m = self.markers[row]
+            dropped += m.family.pop(family, None) is not None
+            for colkey in [c for c in m.column if c.startswith(prefix)]:
+                del m.column[colkey]
+                dropped += 1
+            versions = {v for v in m.version if v[0].startswith(prefix)}
+            family_versions = {v for v in m.family_version if v[0] == family}
+            m.version -= versions
+            m.family_version -= family_versions
+            dropped += len(versions) + len(family_versions)
+            if not (m.family or m.column or m.version or m.family_version):
+                del self.markers[row]
+        return dropped
+
     def compact_in_memory(self) -> None:
         """Drop rows that hold nothing (all deleted) and recount the data size."""
         empty = [k for k, cols in self.rows.items() if not cols]

@@ -461,9 +461,12 @@ def load_region(fs, rootdir: str, region: Region) -> int:
     return max_seq
 
 
-def compact_store(fs, fdir: str, region: Region, family: bytes) -> None:
-    """Rewrite a family's store files as one (call with the region lock held). A failure leaves the old files."""
+def compact_store(fs, fdir: str, region: Region, family: bytes, major: bool = False) -> None:
+    """Rewrite a family's store files as one (call with the region lock held, memstore flushed). A minor
+    compaction keeps delete markers; a major one drops them, as HBase does. A failure leaves the old files."""
     old = fs.list_dir(fdir)
+    if major:
+        region.drop_delete_markers(family)
     new_path = posixpath.join(fdir, new_store_file_name())
     fs.write_file(new_path, store_file_bytes(region.snapshot_by_family().get(family, []), region.max_seq))
     for name in old:

@@ -173,8 +173,8 @@ class MiniCluster:
     def flush(self, table: str | None = None) -> int:
         return self._control("/control/flush", {} if table is None else {"table": table})["flushed_regions"]
 
-    def compact(self, table: str) -> None:
-        self._control("/control/compact", {"table": table})
+    def compact(self, table: str, major: bool = False) -> None:
+        self._control("/control/compact", {"table": table, "major": major})
 
     def create_table(self, name: str, families: dict[str, dict], split_keys: list[bytes] | None = None) -> list[str]:
         """Create a (pre-split) table; families map to settings such as max_versions, ttl_s, replication_scope."""

@@ -157,7 +157,8 @@ class Handler:
     def compact(self, tableNameOrRegionName):
         self.cluster.compact(tableNameOrRegionName)
 
-    majorCompact = compact
+    def majorCompact(self, tableNameOrRegionName):
+        self.cluster.compact(tableNameOrRegionName, major=True)
 
     # ------------------------------------------------------------------------------------------ gets
     def get(self, tableName, row, column, attributes):

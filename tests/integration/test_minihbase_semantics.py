@@ -71,6 +71,22 @@ def test_delete_family_and_exact_version():
     assert read(r, b"r") == [(b"cf:b", 20, b"b"), (b"m:x", 10, b"x")]
 
 
+def test_major_compaction_drops_one_familys_markers_and_older_puts_show_again():
+    r = region()
+    put(r, b"r", b"cf:a", 10, b"a")
+    put(r, b"r", b"m:x", 10, b"x")
+    delete(r, b"r", b"cf:", 15, DELETE_FAMILY)
+    delete(r, b"r", b"cf:b", 12, DELETE_COLUMN)
+    delete(r, b"r", b"cf:c", 7, DELETE)
+    delete(r, b"r", b"m:x", 20, DELETE_COLUMN)
+    assert r.drop_delete_markers(b"cf") == 3
+    for col, ts in ((b"cf:a", 9), (b"cf:b", 11), (b"cf:c", 7), (b"m:x", 19)):
+        put(r, b"r", col, ts, b"late")
+    # cf's markers are gone, so its late puts show; m's marker stays and still masks.
+    assert read(r, b"r") == [(b"cf:a", 9, b"late"), (b"cf:b", 11, b"late"), (b"cf:c", 7, b"late")]
+    assert r.drop_delete_markers(b"m") == 1 and r.markers == {}
+
+
 def test_time_range_is_exclusive_and_ttl_hides_expired_cells():
     r = region(ttl=60)
     put(r, b"r", b"cf:q", NOW - 120_000, b"expired")
