@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap lint test test-unit test-integration demo bench lock clean
+.PHONY: help bootstrap postgresql lint test test-unit test-integration demo bench lock clean
 
 help:
 	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
@@ -19,7 +19,7 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) $(VENV)/.installed .airflow/airflow.db .airflow/secrets
+bootstrap: $(ZOOKEEPER_JAR) postgresql $(VENV)/.installed .airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
 $(ZOOKEEPER_JAR):
@@ -27,6 +27,14 @@ $(ZOOKEEPER_JAR):
 	apt-get update -qq
 	apt-get install -y -qq zookeeper libslf4j-java default-jre-headless >/dev/null
 	@test -f $@
+
+# Debian's PostgreSQL server binaries, for the ledger's PostgreSQL tests (each test session starts its own
+# throw-away server on a free port). A server the package's install may start is stopped again.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's postgresql package by hand"; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null && \
+	  { service postgresql stop >/dev/null 2>&1 || true; }; }
 
 # The pinned stack, installed with the recorded resolution (constraints.txt) so every machine gets the same set.
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt

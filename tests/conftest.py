@@ -30,6 +30,16 @@ def zookeeper(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (`tests/pg_server.py`); `.create_database(name)` gives a URL."""
+    from tests.pg_server import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def zk_chroot(zookeeper):
     """A chroot no other test uses, created empty and deleted afterwards."""

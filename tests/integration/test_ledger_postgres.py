@@ -1,0 +1,149 @@
+"""The run ledger on a real PostgreSQL server (Debian's, started per session), as ARCHITECTURE.md promises:
+the same schema and queries as on SQLite, the same answers, atomic schema changes, concurrent writers, and the
+ledger named by an Airflow connection (`[hbase_migration] ledger_conn_id`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy
+
+from hbase_migration.ledger import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def pg_url(postgres):
+    return postgres.create_database("ledger_" + uuid.uuid4().hex[:8])
+
+
+def pg_rows(url, sql):
+    """An independent look at what PostgreSQL stored (plain SQLAlchemy, not the ledger's queries)."""
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql(sql)]
+    finally:
+        engine.dispose()
+
+
+def one_migration(ledger: Ledger) -> dict:
+    """A whole run through the public API, including re-runs and repeats that must be idempotent upserts."""
+    for _ in range(2):  # a re-run resumes the same run
+        ledger.start_run("run-1", "migrate_orders", "orders", "zk1,zk2:2181:/hbase", "zkb:2181:/hbase", "mig1",
+                         ["ns:orders", "ns:items"], {"throttle": 500}, copy_id="copy-1", started_ms=1_000)
+    ledger.record_t0("run-1", 2_000)
+    ledger.record_t0("run-1", 2_500)  # the earliest T0 stays
+    ledger.set_phase("run-1", ALL_TABLES, "add_peer", "success", at_ms=2_000)
+    for table in ("ns:orders", "ns:items"):
+        ledger.set_phase("run-1", table, "copy", "running", at_ms=3_000)
+        ledger.set_phase("run-1", table, "copy", "failed", "Spark task lost", at_ms=3_500)
+        ledger.set_phase("run-1", table, "copy", "running", at_ms=4_000)  # retried: first start kept
+        ledger.set_phase("run-1", table, "copy", "success", at_ms=5_000)
+    for i in range(3):
+        ledger.partition_done("copy-1", "ns:orders", f"p{i}", bytes([i]), bytes([i + 1, 0xFF]), 10 * i, 20 * i,
+                              300 * i, started_ms=3_000, finished_ms=4_000 + i, attempt=1 + i % 2)
+    ledger.partition_done("copy-1", "ns:orders", "p0", b"", b"\x01", 7, 8, 9, finished_ms=4_100)  # overwrite
+    for at in (6_000, 6_000, 7_000):
+        ledger.lag_sample("run-1", "mig1", [
+            LagRow("rs1,16020,1", "mig1", 2, 1_500, 70),
+            {"server": "rs1,16020,1", "queue_id": "mig1-rs2,16020,9", "size_of_log_queue": 4,
+             "age_of_last_shipped_op_ms": 90_000, "shipped_ops": 0}], sampled_ms=at)
+    ledger.quota_sample("run-1", "/hbase/oldWALs", space_consumed=3_000, space_quota=-1, ns_consumed=12,
+                        ns_quota=None, sampled_ms=6_000)
+    ledger.quota_sample("run-1", "/hbase", space_consumed=9_000, space_quota=30_000, ns_consumed=40,
+                        ns_quota=1_000, growth_bytes_per_s=12.5, projected_exhaustion_ms=1_680_000,
+                        sampled_ms=6_000)
+    for matching in (90, 97):  # verifying the same window again overwrites it
+        ledger.verification("run-1", "ns:orders", window_start_ms=None, window_end_ms=9_000, source_rows=100,
+                            target_rows=99, matching=matching, content_different=2, only_in_source=1,
+                            only_in_target=0, sample_keys=[b"r\x01", b"r\xff"], verified_ms=9_500)
+    ledger.peer_note("run-1", "mig1", "DISABLED", "copy failed; the peer pins WALs", noted_ms=5_500)
+    ledger.peer_note("run-1", "mig1", "ENABLED", "caught up", noted_ms=8_000)
+    ledger.end_run("run-1", "success", ended_ms=10_000)
+    return {
+        "summary": ledger.run_summary("run-1"),
+        "recent": ledger.recent_runs(),
+        "samples": ledger.latest_samples("run-1"),
+        "done": sorted(ledger.done_partitions("copy-1", "ns:orders")),
+    }
+
+
+def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
+    with Ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}") as lite, Ledger.open(pg_url) as pg:
+        on_sqlite, on_postgres = one_migration(lite), one_migration(pg)
+    assert on_postgres == on_sqlite
+    assert on_postgres["done"] == ["p0", "p1", "p2"]
+    assert on_postgres["summary"]["run"]["t0_ms"] == 2_000
+    # Stored as the schema says: row keys as hex, unset quotas as NULL, flags as 0/1.
+    assert pg_rows(pg_url, "SELECT partition_id, start_row_hex, stop_row_hex, row_count FROM copy_partitions "
+                           "ORDER BY partition_id") == [("p0", "", "01", 7), ("p1", "01", "02ff", 10),
+                                                        ("p2", "02", "03ff", 20)]
+    assert pg_rows(pg_url, "SELECT path, space_quota, ns_quota, growth_bytes_per_s FROM quota_samples "
+                           "ORDER BY path") == [("/hbase", 30_000, 1_000, 12.5), ("/hbase/oldWALs", None, None, None)]
+    assert pg_rows(pg_url, "SELECT queue_id, recovered FROM lag_samples WHERE sampled_ms = 7000 "
+                           "ORDER BY queue_id") == [("mig1", 0), ("mig1-rs2,16020,9", 1)]
+
+
+def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_path):
+    Ledger.open(pg_url).close()
+    Ledger.open(pg_url).close()
+    assert pg_rows(pg_url, "SELECT version, name FROM schema_version") == [(1, "initial")]
+    sql_dir = tmp_path / "sql"
+    (sql_dir / "schema").mkdir(parents=True)
+    (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
+    (sql_dir / "schema" / "001_initial.sql").write_text((SQL_DIR / "schema" / "001_initial.sql").read_text())
+    (sql_dir / "schema" / "002_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    with pytest.raises(LedgerError, match='002_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+        Ledger.open(pg_url, sql_dir=sql_dir)
+    assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,)]
+
+
+CONCURRENT_COPY = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from hbase_migration.ledger import Ledger
+
+    worker = int(sys.argv[3])
+    with Ledger.open(sys.argv[1]) as ledger:
+        for i in range(40):
+            ledger.partition_done("copy-1", "t", f"w{worker}-p{i}", b"", b"", i, 2 * i, 3 * i)
+            ledger.set_phase("run-1", f"t{worker}", "copy", "running", at_ms=i)
+""")
+
+
+def test_concurrent_writers_all_land(pg_url):
+    """Spark tasks record partitions at the same time, each opening (and schema-checking) the ledger."""
+    with Ledger.open(pg_url) as ledger:
+        ledger.start_run("run-1", "d", "p", "zk:2181:/hbase", "zkb:2181:/hbase", "mig1", ["t"], started_ms=1)
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_COPY, pg_url, str(REPO), str(w)],
+                              stderr=subprocess.PIPE, text=True) for w in range(4)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert pg_rows(pg_url, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
+    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
+        (f"t{w}", 0) for w in range(4)]
+
+
+def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres, pg_url, monkeypatch):
+    from operators.ledger import open_ledger
+
+    database = pg_url.rsplit("/", 1)[1]
+    monkeypatch.setenv("AIRFLOW_CONN_MIGRATION_LEDGER", json.dumps(
+        {"conn_type": "postgres", "host": "127.0.0.1", "port": postgres.port, "login": "postgres",
+         "schema": database}))
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_CONN_ID", "migration_ledger")
+    with open_ledger() as ledger:
+        ledger.start_run("run-1", "d", "p", "zk:2181:/hbase", "zkb:2181:/hbase", "mig1", ["t"], started_ms=1)
+    assert pg_rows(pg_url, "SELECT run_id, status FROM migration_runs") == [("run-1", "running")]

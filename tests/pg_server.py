@@ -1,0 +1,72 @@
+"""A throw-away PostgreSQL server for the ledger's tests: Debian's server binaries, a fresh data directory,
+a free loopback port, trust authentication, stopped (immediately) and deleted afterwards.
+
+PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user the Debian package
+creates, with its data directory in /tmp (pytest's own temporary directories are private to root).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from minihbase.zookeeper import free_port
+
+
+def server_binaries() -> Path | None:
+    """The newest installed PostgreSQL server's bin directory, or None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+class PostgresServer:
+    def __init__(self) -> None:
+        self.bin = server_binaries()
+        if self.bin is None:
+            raise RuntimeError("PostgreSQL server binaries not found under /usr/lib/postgresql: run `make bootstrap`")
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="hbase-migration-pg-"))
+        self.data = self.dir / "data"
+        self.user = "postgres" if os.geteuid() == 0 else None
+
+    def _run(self, *args: str, timeout: float = 120) -> None:
+        cmd = [*(["runuser", "-u", self.user, "--"] if self.user else []), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+
+    def start(self) -> "PostgresServer":
+        if self.user:
+            shutil.chown(self.dir, self.user)
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                  "--no-sync", "-E", "UTF8")
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} -c fsync=off"
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
+                  "-w", "-t", "60", "start")
+        return self
+
+    def create_database(self, name: str) -> str:
+        """Create database `name`; returns its SQLAlchemy URL."""
+        import psycopg
+
+        conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            conn.close()
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            if (self.data / "postmaster.pid").exists():
+                self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            deadline = time.monotonic() + 10
+            while (self.data / "postmaster.pid").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            shutil.rmtree(self.dir, ignore_errors=True)
