@@ -186,11 +186,19 @@ def backfill_params() -> dict[str, Param]:
 
 def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@daily", start_date: Any = None,
                        spark_conn_id: str = "spark_default") -> DAG:
+    """A cron `schedule` becomes a data-interval timetable: each run's window is the period between two fires
+    (Airflow 3's default cron timetable gives a run an empty interval, which would leave nothing to copy), so
+    `airflow backfill create --from-date D1 --to-date D2` copies day by day, each run its own day. The default
+    start date is the epoch, because a task never runs for a logical date before its DAG's start date: a later
+    one would turn a backfill of older cells into runs that succeed having copied nothing."""
     import pendulum
+    from airflow.sdk import CronDataIntervalTimetable
 
+    if isinstance(schedule, str) and not schedule.startswith("@once") and schedule != "@continuous":
+        schedule = CronDataIntervalTimetable(schedule, timezone="UTC")
     with DAG(
         dag_id=dag_id, schedule=schedule, catchup=False, max_active_runs=2, params=backfill_params(),
-        start_date=start_date or pendulum.datetime(2024, 1, 1, tz="UTC"), render_template_as_native_obj=True,
+        start_date=start_date or pendulum.datetime(1970, 1, 1, tz="UTC"), render_template_as_native_obj=True,
         tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0},
     ) as dag:
         both = {"source_conn_id": "{{ params.source_conn_id }}", "target_conn_id": "{{ params.target_conn_id }}"}

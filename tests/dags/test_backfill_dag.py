@@ -70,3 +70,22 @@ def test_reversed_window_is_refused_and_writes_nothing(minihbase_pair, tmp_path)
     assert rc != 0
     assert "time range is reversed or empty" in log
     assert cells(dc2, table) == {}
+
+
+def test_a_run_without_bounds_copies_its_data_interval(minihbase_pair, tmp_path):
+    """The window comes from the run's data interval, as under `airflow backfill create`: the day before the
+    logical date 2020-09-14 given to `airflow dags test`, start inclusive and end exclusive."""
+    dc1, dc2 = minihbase_pair
+    table = "bf_day_" + uuid.uuid4().hex[:6]
+    for c in (dc1, dc2):
+        c.create_table(table, {"d": {}})
+    day_start, day_end = 1_599_955_200_000, 1_600_041_600_000  # 2020-09-13T00:00Z, 2020-09-14T00:00Z
+    stamps = {"before": day_start - 1, "first": day_start, "inside": BASE, "last": day_end - 1, "after": day_end}
+    conn = dc1.connection()
+    for name, ts in stamps.items():  # one row per instant (the copy takes the newest version, as CopyTable)
+        conn.table(table).put(name.encode(), {b"d:v": name.encode()}, timestamp=ts)
+    conn.close()
+    env = airflow_env(dc1, dc2, tmp_path / "ledger.db")
+    rc = dags_test("hbase_backfill", {"tables": [table]}, env, tmp_path / "dag.log", logical_date="2020-09-14")
+    assert rc == 0, (tmp_path / "dag.log").read_text()[-5000:]
+    assert cells(dc2, table) == {(n.encode(), stamps[n]): n.encode() for n in ("first", "inside", "last")}
