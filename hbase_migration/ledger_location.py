@@ -46,7 +46,7 @@ def connection_url(conn_id: str, conn: Any) -> str:
     if not scheme:
         raise LedgerUrlError(
             f"ledger connection {conn_id!r} has type {conn.conn_type!r}; use one of {', '.join(sorted(DIALECTS))} "
-            "or set extra sqlalchemy_scheme (like 'postgresql+psycopg2')")
+            "or set extra sqlalchemy_scheme (like 'postgresql+psycopg2' or 'mysql+pymysql')")
     if scheme.startswith("sqlite"):
         # Airflow keeps a SQLite connection's file in `host` (sqlite:////path -> host '/path').
         url = URL.create(scheme, database=conn.host or conn.schema or None)

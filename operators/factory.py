@@ -194,7 +194,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
     import pendulum
     from airflow.sdk import CronDataIntervalTimetable
 
-    if isinstance(schedule, str) and not schedule.startswith("@once") and schedule != "@continuous":
+    if isinstance(schedule, str) and schedule not in ("@once", "@continuous"):
         schedule = CronDataIntervalTimetable(schedule, timezone="UTC")
     with DAG(
         dag_id=dag_id, schedule=schedule, catchup=False, max_active_runs=2, params=backfill_params(),

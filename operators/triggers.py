@@ -18,7 +18,7 @@ class ReplicationDrainedTrigger(BaseTrigger):
     `cluster` is the source connection's fields ({name, host, port, extra}): the trigger rebuilds the cluster
     from them, so it needs no connection lookup in the triggerer. No secret is involved. With `ledger_run_id`
     every poll's queues are written to the run ledger as lag samples, as the poke-mode sensor does (the
-    triggerer reads the same `[hbase_migration] ledger_url`).
+    triggerer finds the ledger by the same settings as the tasks).
     """
 
     def __init__(self, cluster: dict[str, Any], peer_id: str, thresholds: dict[str, Any], poll_interval_s: float,
