@@ -24,6 +24,10 @@ ENV_VAR = "HBASE_MIGRATION_LEDGER_URL"
 CONFIG_SECTION, CONFIG_OPTION, CONN_OPTION = "hbase_migration", "ledger_url", "ledger_conn_id"
 # Airflow connection types -> SQLAlchemy dialects; extra `sqlalchemy_scheme` names another (e.g. a driver).
 DIALECTS = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
+# libpq settings a PostgreSQL connection's extra may carry (Airflow's postgres extras mix them with hook-only
+# keys such as `cursor`, which the driver would refuse): passed on in the URL's query.
+LIBPQ_EXTRAS = ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "application_name", "options",
+                "target_session_attrs")
 
 
 class LedgerUrlError(ValueError):
@@ -51,8 +55,10 @@ def connection_url(conn_id: str, conn: Any) -> str:
         # Airflow keeps a SQLite connection's file in `host` (sqlite:////path -> host '/path').
         url = URL.create(scheme, database=conn.host or conn.schema or None)
     else:
+        query = ({k: str(extra[k]) for k in LIBPQ_EXTRAS if extra.get(k) not in (None, "")}
+                 if scheme.startswith("postgresql") else {})
         url = URL.create(scheme, username=conn.login or None, password=conn.password or None,
-                         host=conn.host or None, port=conn.port or None, database=conn.schema or None)
+                         host=conn.host or None, port=conn.port or None, database=conn.schema or None, query=query)
     return _render(url, hide_password=False)
 
 

@@ -142,7 +142,7 @@ def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres,
     database = pg_url.rsplit("/", 1)[1]
     monkeypatch.setenv("AIRFLOW_CONN_MIGRATION_LEDGER", json.dumps(
         {"conn_type": "postgres", "host": "127.0.0.1", "port": postgres.port, "login": "postgres",
-         "schema": database}))
+         "schema": database, "extra": {"sslmode": "disable", "cursor": "dictcursor"}}))  # libpq's key passes
     monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_CONN_ID", "migration_ledger")
     with open_ledger() as ledger:
         ledger.start_run("run-1", "d", "p", "zk:2181:/hbase", "zkb:2181:/hbase", "mig1", ["t"], started_ms=1)

@@ -118,6 +118,9 @@ def conn(conn_type, host=None, port=None, login=None, password=None, schema=None
      "postgresql://mig:s3cret@db.example.com:5432/ledger"),
     (conn("postgres", "db", None, "mig", "p@ss/word", "ledger", {"sqlalchemy_scheme": "postgresql+psycopg2"}),
      "postgresql+psycopg2://mig:p%40ss%2Fword@db/ledger"),
+    (conn("postgres", "db", 5432, "mig", None, "ledger", {"sslmode": "verify-full", "cursor": "dictcursor",
+                                                         "sslrootcert": "/etc/ssl/ca.pem"}),
+     "postgresql://mig@db:5432/ledger?sslmode=verify-full&sslrootcert=%2Fetc%2Fssl%2Fca.pem"),
     (conn("mysql", "db", 3306, "mig", None, "ledger"), "mysql://mig@db:3306/ledger"),
     (conn("sqlite", "/srv/ledger.db"), "sqlite:////srv/ledger.db"),
 ])
