@@ -159,6 +159,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         dst.close()
         return {"demo": "hbase_table_migration", "dag_exit_code": rc, "run_id": run_id,
                 "run_status": summary["run"].get("status"), "writer": stats.as_dict(),
+                # what the catch-up sensor saw, poll by poll, as the ledger recorded it
+                "catch_up": {"lag_samples": summary["lag"]["samples"],
+                             "max_age_of_last_shipped_op_ms": summary["lag"]["max_age_of_last_shipped_op_ms"],
+                             "max_size_of_log_queue": summary["lag"]["max_size_of_log_queue"]},
                 "wall_time_s": round(time.monotonic() - started, 1), "tables": per_table,
                 "differences": sum(v["independent_comparison"]["differences"] for v in per_table.values())}
     finally:
