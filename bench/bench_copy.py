@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -30,8 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
+from bench.harness import clusters_and_spark, set_latency  # noqa: E402
 
 SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]
 FAMILIES = {"a": {"max_versions": 1}, "b": {"max_versions": 1}}
@@ -145,25 +143,14 @@ def main(argv=None) -> int:
     p.add_argument("--rows-at-5ms", type=int, default=3_000, help="table size at 5 ms (the naive copy is slow)")
     p.add_argument("--memory-rows", type=int, default=20_000, help="the small table of the memory figure (x10)")
     args = p.parse_args(argv)
-    from jobs import spark_runtime
-
-    workdir = Path(tempfile.mkdtemp(prefix="bench-copy-"))
-    zk = ZooKeeperServer(workdir / "zk")
-    zk.start()
-    dc1 = MiniCluster.start(zk.hosts, workdir, name="dc1", znode_parent="/hbase-bench-dc1")
-    dc2 = MiniCluster.start(zk.hosts, workdir, name="dc2", znode_parent="/hbase-bench-dc2")
-    spark, _ = spark_runtime.spark_session("bench-copy", "local[2]")
     figures: dict = {}
-    # Warm-up, not measured: start the Python workers so the first measured job does not pay for them.
-    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
-    try:
+    with clusters_and_spark("bench-copy") as (workdir, dc1, dc2):
         for latency, rows in ((0, args.rows), (5, args.rows_at_5ms)):
             src_t, naive_t, job_t = f"src_{latency}", f"naive_{latency}", f"job_{latency}"
             load(dc1, src_t, rows)
             for t in (naive_t, job_t):
                 dc2.create_table(t, FAMILIES, SPLITS)
-            dc1.set_latency(latency)
-            dc2.set_latency(latency)
+            set_latency(latency, dc1, dc2)
             scan = raw_scan_rate(dc1, src_t)
             naive = naive_copy_rate(dc1, dc2, src_t, naive_t)
             job, summary = job_copy_rate(dc1, dc2, src_t, job_t, workdir)
@@ -176,8 +163,7 @@ def main(argv=None) -> int:
                 dc2.create_table("writers_5", FAMILIES, SPLITS)
                 figures["5ms"]["one_partition_rows_per_s_by_writers"] = {
                     str(w): round(r) for w, r in writers_scan(dc1, dc2, src_t, "writers_5")}
-            dc1.set_latency(0)
-            dc2.set_latency(0)
+            set_latency(0, dc1, dc2)
         memory = {}
         for n in (args.memory_rows, args.memory_rows * 10):
             t = f"mem_{n}"
@@ -192,11 +178,6 @@ def main(argv=None) -> int:
             "rss_ratio_10x_rows": round(big["peak_rss_mib"] / small["peak_rss_mib"], 2),
             "python_ratio_10x_rows": round(big["peak_python_mib"] / small["peak_python_mib"], 2),
         }
-    finally:
-        spark_runtime.stop_session(spark)
-        dc1.stop()
-        dc2.stop()
-        zk.stop()
     for name in ("0ms", "5ms"):
         f = figures[name]
         print(f"{name:>4} latency, {f['rows']} rows: copy job {f['job_copy_rows_per_s']} rows/s = "

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
@@ -24,8 +23,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from bench.bench_copy import key, load, raw_scan_rate, row_ts  # noqa: E402
-from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
+from bench.harness import clusters_and_spark, set_latency  # noqa: E402
 
 
 def verify_rate(source, target, table: str, workdir: Path) -> tuple[float, dict]:
@@ -45,24 +43,13 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=50_000, help="table size at 0 ms")
     p.add_argument("--rows-at-5ms", type=int, default=20_000, help="table size at 5 ms")
     args = p.parse_args(argv)
-    from jobs import spark_runtime
-
-    workdir = Path(tempfile.mkdtemp(prefix="bench-verify-"))
-    zk = ZooKeeperServer(workdir / "zk")
-    zk.start()
-    dc1 = MiniCluster.start(zk.hosts, workdir, name="dc1", znode_parent="/hbase-benchv-dc1")
-    dc2 = MiniCluster.start(zk.hosts, workdir, name="dc2", znode_parent="/hbase-benchv-dc2")
-    spark, _ = spark_runtime.spark_session("bench-verify", "local[2]")
     figures: dict = {}
-    # Warm-up, not measured: start the Python workers so the first measured job does not pay for them.
-    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
-    try:
+    with clusters_and_spark("bench-verify") as (workdir, dc1, dc2):
         for latency, rows in ((0, args.rows), (5, args.rows_at_5ms)):
             table = f"v_{latency}"
             load(dc1, table, rows)
             load(dc2, table, rows)  # the same cells and timestamps: a clean copy
-            dc1.set_latency(latency)
-            dc2.set_latency(latency)
+            set_latency(latency, dc1, dc2)
             scans = (raw_scan_rate(dc1, table), raw_scan_rate(dc2, table))
             clean, clean_result = verify_rate(dc1, dc2, table, workdir)
             assert clean_result["identical"], clean_result  # a wrong verdict would make the figure meaningless
@@ -71,19 +58,13 @@ def main(argv=None) -> int:
                     c2.table(table).put(key(i), {b"a:x": b"changed"}, timestamp=row_ts(i))  # same cell, new value
             dirty, dirty_result = verify_rate(dc1, dc2, table, workdir)
             assert dirty_result["content_different"] == 20, dirty_result
-            dc1.set_latency(0)
-            dc2.set_latency(0)
+            set_latency(0, dc1, dc2)
             slower = min(scans)
             figures[f"{latency}ms"] = {
                 "rows": rows, "raw_scan_rows_per_s": [round(s) for s in scans],
                 "verify_clean_rows_per_s": round(clean), "verify_20_diffs_rows_per_s": round(dirty),
                 "clean_vs_slower_scan": round(clean / slower, 2), "diffs_vs_slower_scan": round(dirty / slower, 2),
             }
-    finally:
-        spark_runtime.stop_session(spark)
-        dc1.stop()
-        dc2.stop()
-        zk.stop()
     for name, f in figures.items():
         print(f"{name:>4} latency, {f['rows']} rows: verify {f['verify_clean_rows_per_s']} rows/s clean "
               f"({f['clean_vs_slower_scan']}x the slower side's raw scan of {min(f['raw_scan_rows_per_s'])} rows/s), "
