@@ -30,6 +30,17 @@ def zookeeper(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def spark(request):
+    """A Spark local[2] session for the module (the jobs find it already started), stopped afterwards."""
+    from jobs import spark_runtime
+
+    session, created = spark_runtime.spark_session(f"test-{request.module.__name__}", "local[2]")
+    yield session
+    if created:
+        session.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL server for the session (`tests/pg_server.py`); `.create_database(name)` gives a URL."""

@@ -2,6 +2,9 @@
 the exact timestamps a test chooses (Thrift1 `mutateRowsTs`, one call per timestamp)."""
 from contextlib import closing
 
+# Split keys for 8 regions over spread_key's hash prefix ("00".."ff"): every region gets rows.
+SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]
+
 
 def spread_key(i: int) -> bytes:
     """Row i's key, prefixed with a hash byte so consecutive rows land in different regions."""

@@ -17,24 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.hbase_data import connect, spread_key, write_cells
+from tests.hbase_data import SPLITS, connect, spread_key, write_cells
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]  # 8 regions
 BASE = 1_600_000_000_000
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from jobs import spark_runtime
-
-    session, created = spark_runtime.spark_session("test-copy", "local[2]")
-    yield session
-    if created:
-        session.stop()
 
 
 @pytest.fixture(scope="module")

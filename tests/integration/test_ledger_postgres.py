@@ -4,20 +4,15 @@ ledger named by an Airflow connection (`[hbase_migration] ledger_conn_id`)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import uuid
-from pathlib import Path
 
 import pytest
 import sqlalchemy
 
 from hbase_migration.ledger import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError
+from tests.ledger_writers import run_concurrent_copies
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -108,28 +103,12 @@ def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_pat
     assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,)]
 
 
-CONCURRENT_COPY = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    from hbase_migration.ledger import Ledger
-
-    worker = int(sys.argv[3])
-    with Ledger.open(sys.argv[1]) as ledger:
-        for i in range(40):
-            ledger.partition_done("copy-1", "t", f"w{worker}-p{i}", b"", b"", i, 2 * i, 3 * i)
-            ledger.set_phase("run-1", f"t{worker}", "copy", "running", at_ms=i)
-""")
-
-
 def test_concurrent_writers_all_land(pg_url):
     """Spark tasks record partitions at the same time, each opening (and schema-checking) the ledger."""
     with Ledger.open(pg_url) as ledger:
         ledger.start_run("run-1", "d", "p", "zk:2181:/hbase", "zkb:2181:/hbase", "mig1", ["t"], started_ms=1)
-    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_COPY, pg_url, str(REPO), str(w)],
-                              stderr=subprocess.PIPE, text=True) for w in range(4)]
-    for proc in procs:
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    for returncode, err in run_concurrent_copies(pg_url):
+        assert returncode == 0, err
     assert pg_rows(pg_url, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(1,)]
     assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [

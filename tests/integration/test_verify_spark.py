@@ -11,24 +11,13 @@ import uuid
 
 import pytest
 
-from tests.hbase_data import connect, spread_key, write_cells
+from tests.hbase_data import SPLITS, connect, spread_key, write_cells
 
 pytestmark = pytest.mark.integration
 
-SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]  # 8 regions
 BASE = 1_600_000_000_000
 N = 20_000
 FAMILIES = {"a": {"max_versions": 3}, "b": {"max_versions": 1}}
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from jobs import spark_runtime
-
-    session, created = spark_runtime.spark_session("test-verify", "local[2]")
-    yield session
-    if created:
-        session.stop()
 
 
 def _data() -> dict:

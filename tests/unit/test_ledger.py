@@ -23,6 +23,7 @@ from hbase_migration.ledger import (
     split_statements,
     strip_comments,
 )
+from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = [
@@ -385,30 +386,13 @@ def test_done_partitions_after_a_crash(db_path):
         assert ledger.done_partitions("copy-1", "t") == {"p0", "p1", "p2", "p3", "p4"}
 
 
-CONCURRENT_COPY = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    from hbase_migration.ledger import Ledger
-
-    worker = int(sys.argv[3])
-    with Ledger.open(sys.argv[1]) as ledger:
-        for i in range(40):
-            ledger.partition_done("copy-1", "t", f"w{worker}-p{i}", b"", b"", i, 2 * i, 3 * i)
-            # Reads the run, then writes: the pattern where two lazy SQLite transactions collide.
-            ledger.set_phase("run-1", f"t{worker}", "copy", "running", at_ms=i)
-""")
-
-
 def test_concurrent_writers_all_land(db_path):
     """Spark tasks record partitions at the same time, and each opens (and schema-checks) the ledger."""
     url = f"sqlite:///{db_path}"
     with Ledger.open(url) as ledger:
         start(ledger)
-    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_COPY, url, str(REPO), str(w)],
-                              stderr=subprocess.PIPE, text=True) for w in range(4)]
-    for proc in procs:
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    for returncode, err in run_concurrent_copies(url):
+        assert returncode == 0, err
     with Ledger.open(url) as ledger:
         assert ledger.done_partitions("copy-1", "t") == {f"w{w}-p{i}" for w in range(4) for i in range(40)}
     assert raw(db_path, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
