@@ -354,12 +354,9 @@ class RegionServer:
             raise
 
     def roll_wal(self, force: bool = True) -> str:
-        """Roll the WAL. An unforced roll (size or period) of a WAL with no entry is skipped, as HBase's
-        `rollWriter(force=false)`: a late size request must not roll the file that replaced the full one."""
-        if not force and self.wal.current_entries == 0:
-            return self.wal.current_path
+        """Roll the WAL; an unforced roll (size or period) of an empty WAL is skipped (see `WAL.roll`)."""
         try:
-            path = self.wal.roll()
+            path = self.wal.roll(force)
         except (HDFSError, OSError) as e:
             detail = e.java_text() if isinstance(e, HDFSError) else str(e)
             self.abort(f"WAL roll failed: {detail}")

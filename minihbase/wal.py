@@ -165,11 +165,15 @@ class WAL:
                 return path
             ts += 1
 
-    def roll(self) -> str:
-        """Close the current file and start a new one. Raises (HDFS quota...) if the new file cannot be made."""
+    def roll(self, force: bool = True) -> str:
+        """Close the current file and start a new one. Raises (HDFS quota...) if the new file cannot be made.
+        An unforced roll of a file with no entry keeps it, as HBase's `rollWriter(force=false)`: a late size
+        request must not roll the file that already replaced the full one."""
         with self.lock:
             if self.closed:
                 raise IOError(f"WAL of {self.servername} is closed")
+            if not force and self.current_path is not None and self.current_entries == 0:
+                return self.current_path
             path = self._new_name()
             stream = self.fs.create(path)
             try:
