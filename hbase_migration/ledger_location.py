@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -60,6 +60,13 @@ def connection_url(conn_id: str, conn: Any) -> str:
         url = URL.create(scheme, username=conn.login or None, password=conn.password or None,
                          host=conn.host or None, port=conn.port or None, database=conn.schema or None, query=query)
     return _render(url, hide_password=False)
+
+
+def configured_connection(conn_id: str | None, lookup: Callable[[str], Any]) -> tuple[str, str] | None:
+    """(conn id, its `connection_url`) when `ledger_conn_id` is set (blank = unset); `lookup(conn_id)` fetches
+    the connection as the caller's Airflow process can (task SDK in tasks, the metastore in the API server)."""
+    conn_id = (conn_id or "").strip()
+    return (conn_id, connection_url(conn_id, lookup(conn_id))) if conn_id else None
 
 
 def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflow_home: str | os.PathLike,

@@ -11,24 +11,19 @@ if TYPE_CHECKING:
 
 
 def ledger_url() -> str:
-    from airflow.sdk import conf
+    from airflow.sdk import BaseHook, conf
 
     from hbase_migration.ledger_location import (
         CONFIG_OPTION,
         CONFIG_SECTION,
         CONN_OPTION,
         ENV_VAR,
-        connection_url,
+        configured_connection,
         resolve_ledger_url,
     )
 
     home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
-    conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None) or "").strip()
-    connection = None
-    if conn_id:
-        from airflow.sdk import BaseHook
-
-        connection = (conn_id, connection_url(conn_id, BaseHook.get_connection(conn_id)))
+    connection = configured_connection(conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None), BaseHook.get_connection)
     location = resolve_ledger_url(conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None), os.environ.get(ENV_VAR),
                                   home, connection)
     if location.sqlite_file is not None:

@@ -12,6 +12,7 @@ from hbase_migration.ledger_location import (  # noqa: F401 - re-exported for th
     ENV_VAR,
     LedgerLocation,
     LedgerUrlError,
+    configured_connection,
     connection_url,
     resolve_ledger_url,
 )
@@ -20,12 +21,9 @@ from hbase_migration.ledger_location import (  # noqa: F401 - re-exported for th
 def configured_ledger_location() -> LedgerLocation:
     """The ledger this Airflow installation uses, read from Airflow's configuration and the environment."""
     from airflow.configuration import AIRFLOW_HOME, conf
+    from airflow.models.connection import Connection
 
     option = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
-    conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None) or "").strip()
-    connection = None
-    if conn_id:
-        from airflow.models.connection import Connection
-
-        connection = (conn_id, connection_url(conn_id, Connection.get_connection_from_secrets(conn_id)))
+    connection = configured_connection(conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None),
+                                       Connection.get_connection_from_secrets)
     return resolve_ledger_url(option, os.environ.get(ENV_VAR), AIRFLOW_HOME, connection)
