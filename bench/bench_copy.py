@@ -103,8 +103,9 @@ def job_copy_rate(source, target, table: str, target_table: str, workdir: Path) 
 WORKER = r"""
 import json, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from hbase_migration.copy import CopyOptions, Partition, copy_partition
-from jobs.job_args import cluster_from_text
+from hbase_migration.copy import CopyOptions, copy_partition
+from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.partitions import Partition
 source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
 table = sys.argv[4]
 tracemalloc.start()
@@ -125,8 +126,9 @@ def worker_memory(source, target, table: str) -> dict:
 
 
 def writers_scan(source, target, table: str, target_table: str) -> list[tuple[int, float]]:
-    from hbase_migration.copy import CopyOptions, Partition, copy_partition
-    from jobs.job_args import cluster_from_text
+    from hbase_migration.copy import CopyOptions, copy_partition
+    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.partitions import Partition
 
     src, dst = cluster_from_text("source", source.connection_json), cluster_from_text("target", target.connection_json)
     out = []

@@ -14,20 +14,20 @@ from minihbase.zookeeper import ZooKeeperServer
 @contextmanager
 def clusters_and_spark(name: str) -> Iterator[tuple[Path, MiniCluster, MiniCluster]]:
     """Yields (workdir, dc1, dc2)."""
-    from jobs import spark_runtime
+    from hbase_migration import executors
 
     workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     zk = ZooKeeperServer(workdir / "zk")
     zk.start()
     dc1 = MiniCluster.start(zk.hosts, workdir, name="dc1", znode_parent=f"/hbase-{name}-dc1")
     dc2 = MiniCluster.start(zk.hosts, workdir, name="dc2", znode_parent=f"/hbase-{name}-dc2")
-    spark, _ = spark_runtime.spark_session(name, "local[2]")
+    spark, _ = executors.spark_session(name, "local[2]")
     # Warm-up, not measured: start the Python workers so the first measured job does not pay for them.
     spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
     try:
         yield workdir, dc1, dc2
     finally:
-        spark_runtime.stop_session(spark)
+        executors.stop_session(spark)
         dc1.stop()
         dc2.stop()
         zk.stop()

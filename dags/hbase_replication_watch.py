@@ -5,7 +5,10 @@ sample goes to the run ledger."""
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, task
+
+from hbase_migration.runspec import WATCH
+from operators.factory import form_params
 
 with DAG(
     dag_id="hbase_replication_watch",
@@ -15,27 +18,20 @@ with DAG(
     max_active_runs=1,
     tags=["hbase", "replication", "watch"],
     doc_md=__doc__,
-    params={
-        "clusters": Param(["hbase_source"], type="array", items={"type": "string"}, minItems=1,
-                          title="Source clusters to watch (connection ids)"),
-        "max_disabled_s": Param(3600, type="number", minimum=0, title="Fail when a peer is disabled longer (s)"),
-        "max_lag_ms": Param(300_000, type="integer", minimum=0, title="Fail when an enabled peer lags more (ms)"),
-        "quota_mark": Param(0.8, type="number", exclusiveMinimum=0, maximum=1,
-                            title="Fail when oldWALs' quota is this full"),
-        "min_exhaustion_s": Param(86_400, type="number", minimum=0,
-                                  title="Fail when the quota is projected to run out sooner (s)"),
-        "quota_sample_gap_s": Param(5, type="number", minimum=0, title="Gap between two oldWALs readings (s)"),
-    },
+    params=form_params(WATCH),
 ) as dag:
 
     @task(task_id="clusters")
     def clusters(**context) -> list[str]:
-        return list(context["params"]["clusters"])
+        from hbase_migration.runspec import RunSpec
 
-    @task(task_id="check_cluster", retries=1, retry_delay=timedelta(seconds=30))
+        return list(RunSpec.validate(context["params"], WATCH).clusters)
+
+    @task(task_id="check_cluster", retries=1, retry_delay=timedelta(seconds=30), map_index_template="{{ conn_id }}")
     def check_cluster(conn_id: str, **context) -> dict:
         from operators.watch import check_cluster_health
 
+        context["conn_id"] = conn_id  # labels the mapped task in the UI (map_index_template)
         return check_cluster_health(conn_id, context["params"], context["run_id"], context["dag"].dag_id)
 
     check_cluster.expand(conn_id=clusters())

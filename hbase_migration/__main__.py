@@ -5,10 +5,11 @@
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
     python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force]
     python -m hbase_migration lag --source CONN --peer-id ID [--watch]
-    python -m hbase_migration quota --source CONN
+    python -m hbase_migration quota --source CONN [--quota-mark F]
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
+    python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
 
 Clusters are Airflow connection ids, resolved as Airflow does (AIRFLOW_CONN_<ID> in JSON or URI form, else
 `airflow connections get`). `--json` prints one machine-readable JSON document. Exit status: 0 all is well,
@@ -22,10 +23,11 @@ import json
 import logging
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from hbase_migration.cluster import ClusterConfigError
 from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+from hbase_migration.runspec import BY_NAME, InvalidRunInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -35,10 +37,7 @@ class UsageError(Exception):
 
 
 def _tables(text: str) -> list[str]:
-    tables = [t.strip() for t in text.split(",") if t.strip()]
-    if not tables:
-        raise UsageError("--tables: at least one table is required")
-    return tables
+    return list(BY_NAME["tables"].value(text))
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -54,7 +53,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     report = run_preflight(resolve_cluster(args.source), resolve_cluster(args.target), _tables(args.tables),
                            args.peer_id, create_missing=not args.no_create, expected_copy_s=args.expected_copy_s,
-                           safety_factor=args.safety_factor, sample_gap_s=args.sample_gap_s)
+                           safety_factor=args.safety_factor, quota_mark=args.quota_mark,
+                           sample_gap_s=args.sample_gap_s)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -97,7 +97,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     from hbase_migration import lag
 
     source = resolve_cluster(args.source)
-    thresholds = lag.thresholds_from({"stable_samples": args.stable_samples, "max_age_ms": args.max_age_ms,
+    thresholds = lag.thresholds_from({"stable_samples": args.stable_samples, "max_lag_ms": args.max_lag_ms,
                                       "caught_up_queue_size": args.caught_up_queue_size})
     history: list[dict] = []
     deadline = time.monotonic() + args.watch_timeout_s
@@ -128,7 +128,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
 def cmd_quota(args: argparse.Namespace) -> int:
     from hbase_migration import quota
 
-    sample = quota.measure(resolve_cluster(args.source), args.mark, args.sample_gap_s)
+    sample = quota.measure(resolve_cluster(args.source), args.quota_mark, args.sample_gap_s)
     _emit(args, sample.to_dict(), sample.log_line())
     return EXIT_FAILED if sample.decision.level == "breach" else EXIT_OK
 
@@ -143,25 +143,31 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_job(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
-    """Run a Spark job in-process on local Spark. Its stdout is one JSON summary line (logs go to stderr), so
-    `--json` is accepted for symmetry with the other commands and changes nothing."""
+def cmd_cluster(args: argparse.Namespace) -> int:
+    cluster = resolve_cluster(args.source)
+    data = cluster.to_dict()
+    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    return EXIT_OK
+
+
+def run_in_process(kind: str, argv: Sequence[str]) -> int:
+    """The copy or verification in this process, partitions on threads (no Spark), with the same arguments
+    as the Spark jobs plus `--workers N` (partitions at once, default 4). Its stdout is one JSON summary line
+    (logs go to stderr), so `--json` is accepted for symmetry with the other commands and changes nothing."""
+    from hbase_migration.executors import LocalExecutor
+    from hbase_migration.runner import job_main
+
     argv = [a for a in argv if a != "--json"]
-    if not any(a == "--master" or a.startswith("--master=") for a in argv):
-        argv = ["--master", "local[*]", *argv]
-    return main(argv)
-
-
-def cmd_copy(args: argparse.Namespace, rest: Sequence[str]) -> int:
-    from jobs.copy_table import main
-
-    return _run_job(main, rest)
-
-
-def cmd_verify(args: argparse.Namespace, rest: Sequence[str]) -> int:
-    from jobs.verify_table import main
-
-    return _run_job(main, rest)
+    workers = 4
+    if "--workers" in argv:
+        i = argv.index("--workers")
+        try:
+            workers = int(argv[i + 1])
+        except (IndexError, ValueError):
+            print("error: --workers needs a number", file=sys.stderr)
+            return EXIT_USAGE
+        del argv[i:i + 2]
+    return job_main(kind, argv, lambda _name, _ns: LocalExecutor(workers))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -186,6 +192,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-create", action="store_true", help="fail when a target table is absent")
     sp.add_argument("--expected-copy-s", type=float, default=3600.0, help="expected copy duration (headroom)")
     sp.add_argument("--safety-factor", type=float, default=2.0)
+    sp.add_argument("--quota-mark", type=float, default=BY_NAME["quota_mark"].default,
+                    help="fraction of an oldWALs quota that counts as pressure")
     sp.add_argument("--sample-gap-s", type=float, default=2.0, help="gap between two oldWALs readings")
     sp.set_defaults(func=cmd_preflight)
 
@@ -207,14 +215,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--watch", action="store_true", help="poll until drained (or --watch-timeout-s)")
     sp.add_argument("--interval-s", type=float, default=5.0)
     sp.add_argument("--watch-timeout-s", type=float, default=3600.0)
-    sp.add_argument("--stable-samples", type=int, default=3)
-    sp.add_argument("--max-age-ms", type=int, default=30_000)
-    sp.add_argument("--caught-up-queue-size", type=int, default=1, help="1 for HBase 2.x, 0 for 1.x")
+    sp.add_argument("--stable-samples", type=int, default=BY_NAME["stable_samples"].default)
+    sp.add_argument("--max-lag-ms", type=int, default=BY_NAME["max_lag_ms"].default)
+    sp.add_argument("--caught-up-queue-size", type=int, default=BY_NAME["caught_up_queue_size"].default,
+                    help="1 for HBase 2.x, 0 for 1.x")
     sp.set_defaults(func=cmd_lag)
 
     sp = sub.add_parser("quota", help="oldWALs usage, quota, growth and projected exhaustion")
     common(sp)
-    sp.add_argument("--mark", type=float, default=0.8, help="fraction of a quota that counts as a breach")
+    sp.add_argument("--quota-mark", type=float, default=BY_NAME["quota_mark"].default,
+                    help="fraction of a quota that counts as a breach")
     sp.add_argument("--sample-gap-s", type=float, default=5.0)
     sp.set_defaults(func=cmd_quota)
 
@@ -224,10 +234,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
 
-    for name, func in (("copy", cmd_copy), ("verify", cmd_verify)):
-        sp = sub.add_parser(name, add_help=False, help=f"the {name} Spark job through local Spark "
-                                                       f"(arguments as jobs/{name}_table.py; --help there)")
-        sp.set_defaults(func=func, passthrough=True)
+    for name in ("copy", "verify"):
+        sp = sub.add_parser(name, add_help=False, help=f"the {name} in this process, no Spark "
+                                                       f"(arguments as jobs/{name}_table.py, plus --workers N)")
+        sp.set_defaults(passthrough=True)
+
+    sp = sub.add_parser("cluster", help="a connection as the toolkit reads it (the cluster's wire form)")
+    common(sp)
+    sp.set_defaults(func=cmd_cluster)
     return p
 
 
@@ -235,9 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
     if argv and argv[0] in ("copy", "verify"):
-        args = argparse.Namespace(func=cmd_copy if argv[0] == "copy" else cmd_verify, log_level="INFO")
         try:
-            return args.func(args, argv[1:])
+            return run_in_process(argv[0], argv[1:])
         except SystemExit as e:  # argparse in the job: 2 on a usage error
             return int(e.code or 0)
     args = p.parse_args(argv)
@@ -247,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig) as e:
+    except (UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig, InvalidRunInput) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except PeerAdminError as e:

@@ -8,7 +8,7 @@ happybase's `Connection` does.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 PEER_ADMIN_BACKENDS = ("shell", "zookeeper")
@@ -88,9 +88,50 @@ def _znode_parent(value: str, what: str) -> str:
     return value
 
 
+THRIFT_TRANSPORTS = ("buffered", "framed")
+THRIFT_PROTOCOLS = ("binary", "compact")
+
+# Connection extras -> Cluster fields. The one place a connection's extras are decoded (README "Connections").
+EXTRAS = {
+    "zookeeper_quorum": "zk_quorum", "zookeeper_port": "zk_port", "znode_parent": "znode_parent",
+    "info_port": "info_port", "webhdfs_url": "webhdfs_url", "rootdir": "rootdir", "peer_admin": "peer_admin",
+    "shell_command": "shell_command", "shell_timeout_s": "shell_timeout_s", "timeout_s": "timeout_s",
+    "thrift_transport": "thrift_transport", "thrift_protocol": "thrift_protocol",
+    "zk_legacy_table_cfs": "zk_legacy_table_cfs",
+}
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split(",")
+    return tuple(str(h).strip() for h in (value or ()))
+
+
+def _flag(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in ("true", "false"):
+        return str(value).strip().lower() == "true"
+    raise ClusterConfigError(f"{what} must be true or false, got {value!r}")
+
+
+def _seconds(value: Any, what: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ClusterConfigError(f"{what} must be a number of seconds, got {value!r}") from None
+    if not seconds > 0:
+        raise ClusterConfigError(f"{what} must be positive, got {value!r}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Cluster:
-    """Addresses of one HBase cluster. Opens no connection."""
+    """Addresses of one HBase cluster. Opens no connection.
+
+    `to_dict()`/`from_dict()` are its one wire form: what crosses a process boundary (Spark job arguments, a
+    trigger's `serialize()`, the CLI's `--json`) is that dict, and the other side rebuilds the same Cluster.
+    """
 
     name: str
     thrift_host: str
@@ -103,14 +144,18 @@ class Cluster:
     rootdir: str = "/hbase"
     peer_admin: str = "shell"
     shell_command: tuple[str, ...] = DEFAULT_SHELL_COMMAND
+    shell_timeout_s: float = 180.0  # a real `hbase shell` spends 10-30 s starting its JVM
     timeout_s: float = 10.0
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    thrift_transport: str = "buffered"  # hbase.regionserver.thrift.framed=false (HBase's default)
+    thrift_protocol: str = "binary"  # hbase.regionserver.thrift.compact=false
+    zk_legacy_table_cfs: bool = False  # HBase 1.x peers keeping TABLE_CFS in their own znode
 
     def __post_init__(self) -> None:
         if not self.thrift_host:
             raise ClusterConfigError(f"cluster {self.name!r}: host (the Thrift server) is required")
         object.__setattr__(self, "thrift_port", _port(self.thrift_port, f"cluster {self.name!r}: port"))
         object.__setattr__(self, "zk_port", _port(self.zk_port, f"cluster {self.name!r}: zookeeper_port"))
+        object.__setattr__(self, "zk_quorum", _hosts(self.zk_quorum))
         if not self.zk_quorum or any(not h for h in self.zk_quorum):
             raise ClusterConfigError(
                 f"cluster {self.name!r}: zookeeper_quorum is required (comma-separated hosts)"
@@ -125,6 +170,8 @@ class Cluster:
                 f"cluster {self.name!r}: peer_admin must be one of {', '.join(PEER_ADMIN_BACKENDS)}, "
                 f"got {self.peer_admin!r}"
             )
+        shell = shlex.split(self.shell_command) if isinstance(self.shell_command, str) else self.shell_command
+        object.__setattr__(self, "shell_command", tuple(shell))
         if not self.shell_command:
             raise ClusterConfigError(f"cluster {self.name!r}: shell_command is empty")
         if self.webhdfs_url is not None and not self.webhdfs_url.startswith(("http://", "https://")):
@@ -136,6 +183,16 @@ class Cluster:
             raise ClusterConfigError(
                 f"cluster {self.name!r}: rootdir must be an absolute HDFS path, got {self.rootdir!r}"
             )
+        for name in ("timeout_s", "shell_timeout_s"):
+            object.__setattr__(self, name, _seconds(getattr(self, name), f"cluster {self.name!r}: {name}"))
+        if self.thrift_transport not in THRIFT_TRANSPORTS:
+            raise ClusterConfigError(f"cluster {self.name!r}: thrift_transport must be one of "
+                                     f"{', '.join(THRIFT_TRANSPORTS)}, got {self.thrift_transport!r}")
+        if self.thrift_protocol not in THRIFT_PROTOCOLS:
+            raise ClusterConfigError(f"cluster {self.name!r}: thrift_protocol must be one of "
+                                     f"{', '.join(THRIFT_PROTOCOLS)}, got {self.thrift_protocol!r}")
+        object.__setattr__(self, "zk_legacy_table_cfs",
+                           _flag(self.zk_legacy_table_cfs, f"cluster {self.name!r}: zk_legacy_table_cfs"))
 
     @property
     def cluster_key(self) -> ClusterKey:
@@ -149,44 +206,39 @@ class Cluster:
     def from_connection(
         cls, name: str, host: str | None, port: int | None, extra: Mapping[str, Any] | None
     ) -> "Cluster":
-        """Build from an Airflow Connection's fields (host/port = Thrift, the rest in extras).
-
-        Extras: zookeeper_quorum (required), zookeeper_port, znode_parent, info_port,
-        webhdfs_url, rootdir, peer_admin, shell_command (a string, split like a shell
-        would, or a list), timeout_s.
-        """
+        """Build from an Airflow Connection's fields: host/port = the Thrift server, the rest in extras
+        (`EXTRAS`: every key and the field it sets). An unknown extra is refused (a misspelt key would
+        otherwise be silently ignored)."""
         extra = dict(extra or {})
-        known = {
-            "zookeeper_quorum", "zookeeper_port", "znode_parent", "info_port", "webhdfs_url",
-            "rootdir", "peer_admin", "shell_command", "timeout_s",
-        }
-        quorum = extra.get("zookeeper_quorum")
-        if not quorum:
+        unknown = sorted(set(extra) - set(EXTRAS))
+        if unknown:
+            raise ClusterConfigError(f"cluster {name!r}: unknown extra {', '.join(map(repr, unknown))} "
+                                     f"(known: {', '.join(sorted(EXTRAS))})")
+        if not extra.get("zookeeper_quorum"):
             raise ClusterConfigError(f"cluster {name!r}: extra 'zookeeper_quorum' is required")
-        if isinstance(quorum, str):
-            quorum = [h.strip() for h in quorum.split(",")]
-        shell = extra.get("shell_command", DEFAULT_SHELL_COMMAND)
-        if isinstance(shell, str):
-            shell = shlex.split(shell)
-        info_port = extra.get("info_port")
-        return cls(
-            name=name,
-            thrift_host=host or "",
-            thrift_port=port if port else 9090,
-            zk_quorum=tuple(quorum),
-            zk_port=extra.get("zookeeper_port", 2181),
-            znode_parent=extra.get("znode_parent", "/hbase"),
-            info_port=int(info_port) if info_port not in (None, "") else None,
-            webhdfs_url=extra.get("webhdfs_url") or None,
-            rootdir=extra.get("rootdir", "/hbase"),
-            peer_admin=extra.get("peer_admin", "shell"),
-            shell_command=tuple(shell),
-            timeout_s=float(extra.get("timeout_s", 10.0)),
-            extra={k: v for k, v in extra.items() if k not in known},
-        )
+        values = {EXTRAS[k]: v for k, v in extra.items() if v not in (None, "")}
+        return cls(name=name, thrift_host=host or "", thrift_port=port if port else 9090, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: JSON-ready, every field."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["zk_quorum"], d["shell_command"] = list(self.zk_quorum), list(self.shell_command)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Cluster":
+        """The Cluster `to_dict()` described; unknown keys are refused."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ClusterConfigError(f"unknown cluster field(s) {', '.join(unknown)} "
+                                     f"(known: {', '.join(sorted(known))})")
+        if "name" not in data or "thrift_host" not in data or "zk_quorum" not in data:
+            raise ClusterConfigError("a cluster needs name, thrift_host and zk_quorum")
+        return cls(**dict(data))
 
     def describe(self) -> dict[str, Any]:
-        """What logs and `--json` show: addresses, never credentials."""
+        """What logs show: addresses, never credentials."""
         return {
             "name": self.name,
             "thrift": f"{self.thrift_host}:{self.thrift_port}",

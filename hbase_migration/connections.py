@@ -62,6 +62,19 @@ def cluster_from_connection_text(conn_id: str, text: str) -> Cluster:
     return Cluster.from_connection(conn_id, fields["host"], fields["port"], fields["extra"])
 
 
+def cli_json(stdout: str) -> Any:
+    """The JSON document in an `airflow ... -o json` output. Airflow may print warnings (a deprecated setting, a
+    provider's notice) on stdout before it, so the document starts at the first line opening with `[` or `{`."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("[", "{")):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                continue
+    raise ClusterConfigError(f"no JSON in the output of `airflow connections get`: {stdout[:200]!r}")
+
+
 def resolve_cluster(
     conn_id: str, environ: Mapping[str, str] | None = None, airflow_cli: bool = True
 ) -> Cluster:
@@ -76,7 +89,7 @@ def resolve_cluster(
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode == 0 and proc.stdout.strip():
-            rows = json.loads(proc.stdout)
+            rows = cli_json(proc.stdout)
             row = rows[0] if isinstance(rows, list) else rows
             extra = row.get("extra_dejson") or row.get("extra") or {}
             if isinstance(extra, str):

@@ -1,4 +1,5 @@
-"""oldWALs and HDFS quotas over WebHDFS (reference §6): how much room is left, and for how long.
+"""oldWALs and HDFS quotas over WebHDFS (HDFS's `GETCONTENTSUMMARY`/`GETQUOTAUSAGE`; HBase's `LogCleaner`): how
+much room is left, and for how long.
 
 A disabled or lagging peer pins every WAL written since it was added (ReplicationLogCleaner keeps any
 WAL a queue references), so `<rootdir>/oldWALs` grows for the whole copy. When a space or namespace
@@ -13,6 +14,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
+
+DEFAULT_QUOTA_MARK = 0.8  # fraction of an oldWALs quota that counts as pressure (preflight, watchdog, watch)
 
 log = logging.getLogger(__name__)
 
@@ -475,11 +478,11 @@ def _describe(c: QuotaConstraint) -> str:
 
 
 def headroom_decision(usage: QuotaUsage, rate: float | None, expected_duration_s: float,
-                      safety_factor: float = 2.0, high_water_mark: float = 0.8, *,
+                      safety_factor: float = 2.0, quota_mark: float = DEFAULT_QUOTA_MARK, *,
                       names_rate: float | None = None) -> HeadroomDecision:
     """May a copy of `expected_duration_s` start with the peer pinning WALs? (preflight)
 
-    Refused when a quota is already at or above `high_water_mark` of its limit, or when the projected
+    Refused when a quota is already at or above `quota_mark` of its limit, or when the projected
     exhaustion comes before `expected_duration_s x safety_factor`. No quota at all is ok (the reason
     list then says so: HDFS capacity is the only limit).
     """
@@ -488,10 +491,10 @@ def headroom_decision(usage: QuotaUsage, rate: float | None, expected_duration_s
         raise ValueError(f"expected_duration_s must be a number >= 0, got {expected_duration_s!r}")
     if isinstance(safety_factor, bool) or not isinstance(safety_factor, (int, float)) or safety_factor < 1:
         raise ValueError(f"safety_factor must be a number >= 1, got {safety_factor!r}")
-    mark = _fraction(high_water_mark, "high_water_mark")
+    mark = _fraction(quota_mark, "quota_mark")
     needed = float(expected_duration_s) * float(safety_factor)
     projected = projected_exhaustion(usage, rate, names_rate)
-    reasons = [f"{_describe(c)} is at or above the high-water mark {mark:.0%}"
+    reasons = [f"{_describe(c)} is at or above the quota mark {mark:.0%}"
                for c in usage.constraints if c.fraction_used >= mark]
     if projected is not None and projected < needed:
         reasons.append(
@@ -519,20 +522,20 @@ class WatchdogDecision:
                 "fraction_used": self.fraction_used, "seconds_to_mark": self.seconds_to_mark}
 
 
-def watchdog_decision(usage: QuotaUsage, rate: float | None, mark_fraction: float, *,
+def watchdog_decision(usage: QuotaUsage, rate: float | None, quota_mark: float, *,
                       warn_fraction: float | None = None, remaining_s: float | None = None,
                       names_rate: float | None = None) -> WatchdogDecision:
     """ok / warn / breach for a watchdog beside a running copy.
 
-    breach: some quota is at or above `mark_fraction` of its limit (act now: fail loudly, or enable
+    breach: some quota is at or above `quota_mark` of its limit (act now: fail loudly, or enable
     the peer early so the cleaner can free WALs).
     warn: some quota is at or above `warn_fraction` (default 90% of the mark), or, with `remaining_s`
     (the copy's expected remaining time), the mark will be reached before the copy ends at this rate.
     """
-    mark = _fraction(mark_fraction, "mark_fraction")
+    mark = _fraction(quota_mark, "quota_mark")
     warn_at = mark * 0.9 if warn_fraction is None else _fraction(warn_fraction, "warn_fraction")
     if warn_at > mark:
-        raise ValueError(f"warn_fraction {warn_at!r} must not exceed mark_fraction {mark!r}")
+        raise ValueError(f"warn_fraction {warn_at!r} must not exceed quota_mark {mark!r}")
     if not usage.constraints:
         return WatchdogDecision("ok", (), None, None, (f"no quota on {usage.oldwals_path} or any ancestor",))
     highest = max(c.fraction_used for c in usage.constraints)

@@ -9,19 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hbase_migration.cluster import Cluster
+from hbase_migration.hdfs import DEFAULT_QUOTA_MARK
 
 
 @dataclass(frozen=True)
 class WatchThresholds:
     max_disabled_s: float = 3600.0  # a peer disabled longer pins WALs for too long
-    max_lag_ms: int = 300_000  # worst ageOfLastShippedOp of an enabled peer
-    quota_mark: float = 0.8  # fraction of an oldWALs quota
+    alert_lag_ms: int = 300_000  # worst ageOfLastShippedOp of an enabled peer
+    quota_mark: float = DEFAULT_QUOTA_MARK  # fraction of an oldWALs quota
     min_exhaustion_s: float = 24 * 3600.0  # projected time to quota exhaustion
 
     def __post_init__(self) -> None:
         if not 0 < self.quota_mark <= 1:
             raise ValueError(f"quota_mark must be within (0, 1], got {self.quota_mark!r}")
-        for name in ("max_disabled_s", "max_lag_ms", "min_exhaustion_s"):
+        for name in ("max_disabled_s", "alert_lag_ms", "min_exhaustion_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -33,6 +34,7 @@ class PeerHealth:
     state_since: float | None  # epoch seconds of the last state change (peer-state znode mtime)
     owner: str | None
     lag: dict[str, Any] = field(default_factory=dict)  # PeerLagSnapshot.summary()
+    queues: tuple[dict[str, Any], ...] = ()  # PeerLagSnapshot.lag_rows(): one per region server queue
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ def evaluate(peers: tuple[PeerHealth, ...], quota_sample: Any, quota_error: str 
                                    "WAL in oldWALs; enable it or remove it"))
         elif p.state == "ENABLED":
             age = p.lag.get("max_age_ms")
-            if age is not None and age > th.max_lag_ms:
-                out.append(Finding("breach", subject, f"ageOfLastShippedOp {age} ms > {th.max_lag_ms} ms"))
+            if age is not None and age > th.alert_lag_ms:
+                out.append(Finding("breach", subject, f"ageOfLastShippedOp {age} ms > {th.alert_lag_ms} ms"))
             if p.lag.get("unreadable_servers"):
                 out.append(Finding("warn", subject, f"{p.lag['unreadable_servers']} region server(s) unreadable"))
             if p.lag.get("recovered_queues"):
@@ -112,8 +114,9 @@ def gather(cluster: Cluster, th: WatchThresholds, now: float, quota_gap_s: float
         for p in listed:
             stat = client.exists(zk.peer_state_path(cluster.znode_parent, p.id))
             since = stat.mtime / 1000.0 if stat else None
-            lag = metrics.peer_status(cluster, p.id, client, now).summary() if p.enabled else {}
-            peers.append(PeerHealth(p.id, p.state, since, p.owner, lag))
+            snapshot = metrics.peer_status(cluster, p.id, client, now) if p.enabled else None
+            peers.append(PeerHealth(p.id, p.state, since, p.owner, snapshot.summary() if snapshot else {},
+                                    tuple(snapshot.lag_rows()) if snapshot else ()))
     sample, error = None, None
     if cluster.webhdfs_url:
         try:

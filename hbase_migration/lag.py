@@ -28,14 +28,12 @@ class Poll:
 
     def lag_rows(self) -> list[dict[str, Any]]:
         """This poll's queues as the ledger's lag rows (`Ledger.lag_sample`)."""
-        return [{"server": s.servername, "queue_id": q.queue_id, "size_of_log_queue": q.size_of_log_queue,
-                 "age_of_last_shipped_op_ms": q.age_ms, "shipped_ops": q.shipped_ops, "recovered": q.recovered}
-                for s in self.snapshot.servers for q in s.queues]
+        return self.snapshot.lag_rows()
 
 
 def thresholds_from(values: Mapping[str, Any] | None) -> metrics.DrainThresholds:
     values = dict(values or {})
-    known = {"stable_samples", "caught_up_queue_size", "max_age_ms", "idle_window_s"}
+    known = {"stable_samples", "caught_up_queue_size", "max_lag_ms", "idle_window_s"}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"unknown drain threshold(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")

@@ -211,7 +211,7 @@ class LagRow:
     size_of_log_queue: int
     age_of_last_shipped_op_ms: int
     shipped_ops: int
-    recovered: bool | None = None  # None: derived, a normal queue's id is the peer id (reference §2)
+    recovered: bool | None = None  # None: derived (a recovered queue's id is `<peer>-<dead server>`)
 
     def params(self, peer_id: str, index: int) -> dict[str, Any]:
         where = f"queues[{index}]"

@@ -1,4 +1,8 @@
-"""Replication lag from region servers' `/jmx`, and the decision "has the peer drained?" (reference §3).
+"""Replication lag from region servers' `/jmx`, and the decision "has the peer drained?"
+
+Bean `Hadoop:service=HBase,name=RegionServer,sub=Replication` (HBase's `MetricsReplicationSourceSourceImpl`;
+HBase book, "Replication Metrics"): per-queue `source.<queueId>.sizeOfLogQueue` and `ageOfLastShippedOp`, as
+gauges (1.x, early 2.x) or time histograms (`Source.<queueId>.ageOfLastShippedOp_*`, later 2.x).
 
 Three layers, each usable alone:
 
@@ -334,6 +338,13 @@ class PeerLagSnapshot:
                             for q in data.get("zk_queues", ())),
         )
 
+    def lag_rows(self) -> list[dict[str, Any]]:
+        """The queues as the ledger's lag rows (`Ledger.lag_sample`): those whose figures were all read."""
+        return [{"server": s.servername, "queue_id": q.queue_id, "size_of_log_queue": q.size_of_log_queue,
+                 "age_of_last_shipped_op_ms": q.age_ms, "shipped_ops": q.shipped_ops, "recovered": q.recovered}
+                for s in self.servers for q in s.queues
+                if None not in (q.size_of_log_queue, q.age_ms, q.shipped_ops)]
+
     def summary(self) -> dict[str, Any]:
         """Headline figures for logs and the UI: worst age, total WALs queued, counts."""
         normal = [q for s in self.servers for q in s.queues if not q.recovered]
@@ -418,7 +429,7 @@ class DrainThresholds:
       consecutive snapshots).
     caught_up_queue_size: the sizeOfLogQueue of a caught-up normal queue: 1 on HBase 2.x (the WAL
       being written stays counted), 0 on 1.x; with multiwal, one per WAL group.
-    max_age_ms: the largest ageOfLastShippedOp still called caught up.
+    max_lag_ms: the largest ageOfLastShippedOp still called caught up.
     idle_window_s: how long a queue's counters must stay frozen before a stale age is believed (see
       `decide_drained`); longer than the metrics period (10 s by default) so a cached JMX snapshot
       cannot fake an idle source.
@@ -426,11 +437,11 @@ class DrainThresholds:
 
     stable_samples: int = 3
     caught_up_queue_size: int = 1
-    max_age_ms: int = 30_000
+    max_lag_ms: int = 30_000
     idle_window_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name, low in (("stable_samples", 2), ("caught_up_queue_size", 0), ("max_age_ms", 0)):
+        for name, low in (("stable_samples", 2), ("caught_up_queue_size", 0), ("max_lag_ms", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"DrainThresholds.{name} must be an integer >= {low}, got {value!r}")
@@ -485,7 +496,7 @@ def _idle_stale_ages(window: Sequence[PeerLagSnapshot], th: DrainThresholds) -> 
     notes: dict[str, str] = {}
     for reading in window[-1].servers:
         last = _normal_queue(reading, peer_id)
-        if last is None or last.age_ms is None or last.age_ms <= th.max_age_ms:
+        if last is None or last.age_ms is None or last.age_ms <= th.max_lag_ms:
             continue
         series = [_normal_queue(next((r for r in s.servers if r.servername == reading.servername), None),
                                 peer_id) for s in window]
@@ -552,8 +563,8 @@ def _sample_reasons(sample: PeerLagSnapshot, prev: PeerLagSnapshot | None, th: D
                            f"<= {th.caught_up_queue_size}")
         if q.age_ms is None:
             reasons.append(f"{where}: ageOfLastShippedOp not reported")
-        elif q.age_ms > th.max_age_ms and server not in idle:
-            reasons.append(f"{where}: ageOfLastShippedOp={q.age_ms:g} ms > {th.max_age_ms} ms")
+        elif q.age_ms > th.max_lag_ms and server not in idle:
+            reasons.append(f"{where}: ageOfLastShippedOp={q.age_ms:g} ms > {th.max_lag_ms} ms")
         if prev is None:
             continue
         before = _normal_queue(prev_readings.get(server), peer)
@@ -600,7 +611,7 @@ def decide_drained(history: Sequence[PeerLagSnapshot],
 
     * the peer is ENABLED and at least one region server is live;
     * every live server was read (no unreadable /jmx) and reports a normal queue for the peer;
-    * each normal queue: sizeOfLogQueue <= caught_up_queue_size, ageOfLastShippedOp <= max_age_ms
+    * each normal queue: sizeOfLogQueue <= caught_up_queue_size, ageOfLastShippedOp <= max_lag_ms
       (or a stale age proven idle, see `_idle_stale_ages`);
     * counters versus the previous snapshot (the one before the window too, when the history has it):
       if logEditsRead moved, shippedOps + logEditsFiltered moved too (read but neither shipped nor
@@ -670,20 +681,21 @@ def _thrift_address(endpoint: Any, what: str) -> tuple[str, int]:
     raise ValueError(f"{what} must be a Cluster, a (host, port) pair or 'host:port', got {endpoint!r}")
 
 
-def canary(source_thrift: Any, target_thrift: Any, table: str, family: str, timeout_s: float = 60.0, *,
+def canary(source_thrift: Any, target_thrift: Any, table: str, family: str | None, timeout_s: float = 60.0, *,
            poll_s: float = 0.05, max_poll_s: float = 0.5, connect_timeout_s: float = 10.0) -> float:
     """Write a marker cell on the source, wait until the target reads it back, delete it on both.
 
-    The row key is `__hbase_migration_canary__/<uuid4>` in `table`, column `<family>:canary`; the
-    family must be one the peer replicates. Returns the delay in seconds from just before the put on
-    the source to the first read on the target that returns the marker (polling backs off from
-    `poll_s` to `max_poll_s`). Raises CanaryTimeout (after deleting the row) when it is not seen within
-    `timeout_s`. Copy and verification jobs must skip rows under CANARY_ROW_PREFIX.
+    The row key is `__hbase_migration_canary__/<uuid4>` in `table`, column `<family>:canary` (None: the
+    table's first family on the source); the family must be one the peer replicates. Returns the delay in
+    seconds from just before the put on the source to the first read on the target that returns the marker
+    (polling backs off from `poll_s` to `max_poll_s`). Raises CanaryTimeout (after deleting the row) when it
+    is not seen within `timeout_s`. The row is deleted on both sides, so a later verification sees nothing
+    of it; its delete markers stay until a major compaction.
     """
     import happybase
 
-    if not table or not family or ":" in family:
-        raise ValueError(f"canary: table and a family name without ':' are required, "
+    if not table or (family is not None and (not family or ":" in family)):
+        raise ValueError(f"canary: a table and a family name without ':' are required, "
                          f"got {table!r}, {family!r}")
     if not timeout_s > 0:
         raise ValueError(f"canary: timeout_s must be positive, got {timeout_s!r}")
@@ -691,7 +703,6 @@ def canary(source_thrift: Any, target_thrift: Any, table: str, family: str, time
     dst_host, dst_port = _thrift_address(target_thrift, "target_thrift")
     marker = uuid.uuid4().hex
     row = CANARY_ROW_PREFIX + marker.encode()
-    column = f"{family}:canary".encode()
     value = marker.encode()
     ms = int(connect_timeout_s * 1000)
     connections: list[tuple[Any, str]] = []
@@ -701,6 +712,8 @@ def canary(source_thrift: Any, target_thrift: Any, table: str, family: str, time
         target = happybase.Connection(dst_host, dst_port, timeout=ms, autoconnect=True)
         connections.append((target, "target"))
         src_table, dst_table = source.table(table), target.table(table)
+        family = family or sorted(src_table.families())[0].decode()
+        column = f"{family}:canary".encode()
         started = time.monotonic()
         src_table.put(row, {column: value})
         deadline = started + timeout_s

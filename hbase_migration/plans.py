@@ -1,8 +1,9 @@
 """Migration plans: one TOML file per scheduled migration, validated field by field.
 
 A plan names the clusters (Airflow connection ids), the tables, the peer id, the schedule and thresholds; the
-DAG file `dags/hbase_migration_plans.py` turns each valid plan into one migration DAG. Errors name the file
-and the field, so one bad plan is reported clearly and breaks no other.
+DAG file `dags/hbase_migration_plans.py` turns each valid plan into one migration DAG. Every run parameter is
+checked by the run spec (`hbase_migration/runspec.py`: the same rules as the trigger form), so a plan that
+loads is a run that starts. Errors name the file and the field, so one bad plan breaks no other.
 """
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hbase_migration.runspec import BY_NAME, BY_PLAN_KEY, MIGRATION, InvalidRunInput, RunSpec
+
 NAME = re.compile(r"^[A-Za-z0-9_]{1,100}$")
-PEER_ID = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 SCHEDULE_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@yearly"}
+# [migration] fields that are the plan's own (the DAG's identity and schedule), not run parameters.
+PLAN_ONLY = ("name", "description", "schedule", "spark_conn_id")
+REQUIRED = ("source_conn_id", "target_conn_id", "tables", "peer_id")
 
 
 class PlanError(ValueError):
@@ -29,58 +34,34 @@ class Plan:
     name: str
     path: str
     schedule: str | None
-    source_conn_id: str
-    target_conn_id: str
-    tables: tuple[str, ...]
-    peer_id: str
+    spec: RunSpec
     spark_conn_id: str = "spark_default"
-    params: dict[str, Any] = field(default_factory=dict)  # defaults for the DAG's trigger form
+    params: dict[str, Any] = field(default_factory=dict)  # the values the plan sets: its trigger form's defaults
     description: str = ""
 
     @property
     def dag_id(self) -> str:
         return f"hbase_migration__{self.name}"
 
+    @property
+    def source_conn_id(self) -> str:
+        return self.spec.source_conn_id
 
-# section.key -> (param name, type check, description for errors)
-_OPTIONAL: dict[str, tuple[str, Any, str]] = {
-    "copy.start_time_ms": ("start_time_ms", int, "an integer (ms since the epoch)"),
-    "copy.end_time_ms": ("end_time_ms", int, "an integer (ms since the epoch)"),
-    "copy.rows_per_s": ("rows_per_s", int, "an integer >= 0"),
-    "copy.create_missing_tables": ("create_missing_tables", bool, "true or false"),
-    "catch_up.max_lag_ms": ("max_lag_ms", int, "an integer >= 0"),
-    "catch_up.stable_samples": ("stable_samples", int, "an integer >= 2"),
-    "catch_up.caught_up_queue_size": ("caught_up_queue_size", int, "0 (HBase 1.x) or 1 (HBase 2.x)"),
-    "quota.policy": ("quota_policy", str, "'fail' or 'enable_peer'"),
-    "quota.mark": ("quota_mark", float, "a fraction in (0, 1]"),
-    "quota.expected_copy_s": ("expected_copy_s", int, "an integer >= 1"),
-    "verify.recompare_sleep_s": ("recompare_sleep_s", float, "a number >= 0"),
-}
+    @property
+    def peer_id(self) -> str | None:
+        return self.spec.peer_id
 
-_RANGES = {
-    "rows_per_s": lambda v: v >= 0, "max_lag_ms": lambda v: v >= 0, "stable_samples": lambda v: v >= 2,
-    "caught_up_queue_size": lambda v: v in (0, 1), "quota_policy": lambda v: v in ("fail", "enable_peer"),
-    "quota_mark": lambda v: 0 < v <= 1, "expected_copy_s": lambda v: v >= 1, "recompare_sleep_s": lambda v: v >= 0,
-    "start_time_ms": lambda v: v >= 0, "end_time_ms": lambda v: v >= 0,
-}
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.spec.tables
 
 
-def _typed(value: Any, kind: type) -> bool:
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def _string(path: Path, data: dict, key: str, pattern: re.Pattern | None = None, required: bool = True) -> Any:
+def _plan_string(path: Path, data: dict, key: str, pattern: re.Pattern | None = None) -> str | None:
     value = data.get(key)
-    if value is None and not required:
+    if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise PlanError(path, f"migration.{key}", "is required (a non-empty string)")
+        raise PlanError(path, f"migration.{key}", "must be a non-empty string")
     if pattern is not None and not pattern.match(value):
         raise PlanError(path, f"migration.{key}", f"{value!r} must match {pattern.pattern}")
     return value.strip()
@@ -101,56 +82,51 @@ def _schedule(path: Path, value: Any) -> str | None:
     return value
 
 
+def _run_values(path: Path, data: dict) -> dict[str, Any]:
+    """Each `[section] key` of the file as the run parameter it sets (names from the run spec)."""
+    values: dict[str, Any] = {}
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise PlanError(path, section, "must be a table ([section])")
+        for key, raw in table.items():
+            if section == "migration" and key in PLAN_ONLY:
+                continue
+            spec_field = BY_PLAN_KEY.get(f"{section}.{key}")
+            if spec_field is None or MIGRATION not in spec_field.dags:
+                known = sorted([k.split(".", 1)[1] for k in BY_PLAN_KEY if k.startswith(section + ".")]
+                               + (list(PLAN_ONLY) if section == "migration" else []))
+                raise PlanError(path, f"{section}.{key}", f"unknown field (known: {', '.join(known)})")
+            values[spec_field.name] = raw
+    return values
+
+
 def parse_plan(path: Path | str, text: str | None = None) -> Plan:
     path = Path(path)
     try:
         data = tomllib.loads(text if text is not None else path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise PlanError(path, "(file)", f"not valid TOML: {e}") from None
-    known_sections = {"migration", "copy", "catch_up", "quota", "verify"}
+    known_sections = {k.split(".")[0] for k in BY_PLAN_KEY}
     unknown = sorted(set(data) - known_sections)
     if unknown:
         raise PlanError(path, unknown[0], f"unknown section (known: {', '.join(sorted(known_sections))})")
     mig = data.get("migration")
     if not isinstance(mig, dict):
         raise PlanError(path, "migration", "section [migration] is required")
-    known = {"name", "description", "schedule", "source_conn_id", "target_conn_id", "tables", "peer_id",
-             "spark_conn_id"}
-    extra = sorted(set(mig) - known)
-    if extra:
-        raise PlanError(path, f"migration.{extra[0]}", f"unknown field (known: {', '.join(sorted(known))})")
-    name = _string(path, mig, "name", NAME)
-    source = _string(path, mig, "source_conn_id")
-    target = _string(path, mig, "target_conn_id")
-    if source == target:
-        raise PlanError(path, "migration.target_conn_id", f"must differ from source_conn_id ({source!r})")
-    tables = mig.get("tables")
-    if not isinstance(tables, list) or not tables or not all(isinstance(t, str) and t.strip() for t in tables):
-        raise PlanError(path, "migration.tables", "must be a non-empty list of table names")
-    peer_id = _string(path, mig, "peer_id", PEER_ID)
-    params: dict[str, Any] = {}
-    for dotted, (param, kind, wanted) in _OPTIONAL.items():
-        section, key = dotted.split(".")
-        sec = data.get(section, {})
-        if not isinstance(sec, dict):
-            raise PlanError(path, section, "must be a table ([section])")
-        if key not in sec:
-            continue
-        value = sec[key]
-        if not _typed(value, kind) or not _RANGES.get(param, lambda v: True)(value):
-            raise PlanError(path, dotted, f"must be {wanted}, got {value!r}")
-        params[param] = value
-    for section in ("copy", "catch_up", "quota", "verify"):
-        for key in data.get(section, {}):
-            if f"{section}.{key}" not in _OPTIONAL:
-                raise PlanError(path, f"{section}.{key}", "unknown field")
-    if "start_time_ms" in params and "end_time_ms" in params and params["start_time_ms"] >= params["end_time_ms"]:
-        raise PlanError(path, "copy.end_time_ms",
-                        "must be greater than copy.start_time_ms (the window is [start, end))")
-    params.update(source_conn_id=source, target_conn_id=target, tables=[t.strip() for t in tables], peer_id=peer_id)
-    return Plan(name=name, path=str(path), schedule=_schedule(path, mig.get("schedule")), source_conn_id=source,
-                target_conn_id=target, tables=tuple(params["tables"]), peer_id=peer_id,
-                spark_conn_id=_string(path, mig, "spark_conn_id", required=False) or "spark_default",
+    name = _plan_string(path, mig, "name", NAME)
+    if name is None:
+        raise PlanError(path, "migration.name", "is required (a non-empty string)")
+    values = _run_values(path, data)
+    for key in REQUIRED:
+        if key not in values:
+            raise PlanError(path, f"migration.{key}", "is required")
+    try:
+        spec = RunSpec.validate(values, MIGRATION)
+    except InvalidRunInput as e:
+        raise PlanError(path, BY_NAME[e.field].plan_key or e.field, e.reason) from None
+    params = {k: v for k, v in spec.to_dict().items() if k in values}
+    return Plan(name=name, path=str(path), schedule=_schedule(path, mig.get("schedule")), spec=spec,
+                spark_conn_id=_plan_string(path, mig, "spark_conn_id") or "spark_default",
                 params=params, description=str(mig.get("description", "")))
 
 

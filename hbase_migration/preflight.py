@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from hbase_migration import hdfs
 from hbase_migration.cluster import Cluster
 from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfig, is_ours, validate_peer_id
 from hbase_migration.schema import TableSchema, alter_scope_statement
@@ -301,10 +302,8 @@ def migration_peer_config(target: Cluster, tables: Sequence[str]) -> PeerConfig:
     return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables})
 
 
-def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, high_water_mark: float,
+def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
                     sample_gap_s: float, clock: Callable[[], float]) -> tuple[Any, str | None]:
-    from hbase_migration import hdfs
-
     if not cluster.webhdfs_url:
         return None, None
     try:
@@ -318,14 +317,14 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
             rate = hdfs.growth_rate([(t0, first.oldwals.space_consumed),
                                      (clock(), second.oldwals.space_consumed)])
             first = second
-        return hdfs.headroom_decision(first, rate, expected_copy_s, safety_factor, high_water_mark), None
+        return hdfs.headroom_decision(first, rate, expected_copy_s, safety_factor, quota_mark), None
     except Exception as e:
         return None, f"cannot read oldWALs usage through {cluster.webhdfs_url}: {type(e).__name__}: {e}"
 
 
 def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_id: str, *,
                   create_missing: bool = True, expected_copy_s: float = 3600.0, safety_factor: float = 2.0,
-                  high_water_mark: float = 0.8, sample_gap_s: float = 2.0, owner: str | None = None,
+                  quota_mark: float = hdfs.DEFAULT_QUOTA_MARK, sample_gap_s: float = 2.0, owner: str | None = None,
                   clock: Callable[[], float] = time.time) -> PreflightReport:
     """Every check, against both clusters; changes nothing."""
     from hbase_migration import zk
@@ -360,7 +359,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                 peers_error = f"{type(e).__name__}: {e}"
     headroom, headroom_error = (None, None)
     if not src_facts.error:
-        headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, high_water_mark,
+        headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, quota_mark,
                                                    sample_gap_s, clock)
     facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables), peers,
                   peers_error, queued, recovered, headroom, headroom_error, create_missing, owner)

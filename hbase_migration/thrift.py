@@ -67,13 +67,12 @@ class ThriftSession:
     def open(self) -> None:
         import happybase
 
-        extra = dict(self.cluster.extra or {})
         self.connection = happybase.Connection(
             host=self.cluster.thrift_host,
             port=self.cluster.thrift_port,
             timeout=int(self.timeout_s * 1000),
-            transport=extra.get("thrift_transport", "buffered"),
-            protocol=extra.get("thrift_protocol", "binary"),
+            transport=self.cluster.thrift_transport,
+            protocol=self.cluster.thrift_protocol,
             autoconnect=False,
         )
         try:

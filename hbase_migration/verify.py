@@ -1,9 +1,9 @@
 """Prove a copy: row counts, range hashes with bisection, a row diff, re-compare, optional repair.
 
-References (reference §5.2-5.4): RowCounter (`FirstKeyOnlyFilter AND
+After HBase's tools in `org.apache.hadoop.hbase.mapreduce`: RowCounter (`FirstKeyOnlyFilter AND
 KeyOnlyFilter`, one cell per row), HashTable/SyncTable (MD5 over row, family,
 qualifier, timestamp and value, in batches aligned to row boundaries) and
-VerifyReplication (a merge-join by row key into GOODROWS, CONTENT_DIFFERENT,
+`replication.VerifyReplication` (a merge-join by row key into GOODROWS, CONTENT_DIFFERENT,
 ONLY_IN_SOURCE, ONLY_IN_PEER, timestamps compared, a re-compare after a sleep).
 
 How one partition is verified (`verify_partition`):
@@ -50,26 +50,18 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from hbase_migration.copy import (
-    FIRST_KEY_ONLY,
+from hbase_migration.datapath import DataPath, open_data_path, prefetch
+from hbase_migration.partitions import Partition
+from hbase_migration.scope import (
     Cell,
     CopyConfigError,
-    Partition,
     Row,
     TableScope,
-    group_by_timestamp,
-    merge_versions,
     options_from_dict,
     positive_option,
-    prefetch,
-    read_versions,
-    scan_rows,
-    table_families,
     to_string_binary,
     transform_cells,
-    window_cells,
 )
-from hbase_migration.thrift import ThriftSession, hbase_thrift
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
@@ -415,8 +407,8 @@ def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOption
         "table": options.table,
         "target_table": options.target_table,
         "level": options.level,
-        "start_time": options.start_time,
-        "end_time": options.end_time,
+        "start_time_ms": options.start_time_ms,
+        "end_time_ms": options.end_time_ms,
         "versions": options.versions,
         "partitions": len(verdicts),
         "failed_partitions": len(failed),
@@ -469,99 +461,56 @@ def exit_code(result: dict[str, Any]) -> int:
 
 
 class Side:
-    """One side of a comparison: a session, its table, and how its cells map to target terms."""
+    """One side of a comparison: a data path, its table, and how its cells map to target terms."""
 
-    def __init__(self, name: str, session: ThriftSession, table: str, options: VerifyOptions, is_source: bool):
+    def __init__(self, name: str, path: DataPath, table: str, options: VerifyOptions, is_source: bool):
         self.name = name
-        self.session = session
+        self.path = path
         self.table = table
         self.options = options
         self.is_source = is_source
         self.columns = options.source_columns if is_source else options.target_columns
-        self.multi_version: set[bytes] | None = None
-        if options.versions > 1:
-            self.multi_version = set(table_families(session, table))
 
     def normalize(self, cells: Sequence[Cell]) -> tuple[Cell, ...]:
-        """Window (and rename on the source), in target column order."""
-        if self.is_source:
-            kept = transform_cells(cells, self.options)
-            return normalize_cells(kept) if self.options.renames or self.options.versions > 1 else tuple(kept)
-        kept = window_cells(cells, self.options.start_time, self.options.end_time)
-        return normalize_cells(kept) if self.options.versions > 1 else tuple(kept)
+        """Renamed to target terms (on the source), in one canonical order whatever the data path."""
+        return normalize_cells(transform_cells(cells, self.options) if self.is_source else cells)
+
+    def _read(self) -> dict[str, Any]:
+        o = self.options
+        return {"columns": self.columns, "start_ms": o.start_time_ms, "end_ms": o.end_time_ms, "versions": o.versions}
 
     def batches(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[list[Row]]:
-        """The side's rows in [lo, hi), normalized, one scan batch at a time (batches, not rows, cross
-        the prefetch queue: a queue hand-off per row costs more than the row); rows with nothing in the
-        window are skipped."""
-        o = self.options
-        scanned = scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
-                            batch_rows=o.scan_batch_rows, filter_string="KeyOnlyFilter()" if keys_only else None,
-                            retries=o.retries, wait_cap=o.retry_wait_max_s)
-        for batch in scanned:
-            if self.multi_version and not keys_only:
-                older = read_versions(self.session, self.table, batch, self.multi_version, o.versions, o.end_time)
-                batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
-            out = []
-            for row, cells in batch:
-                kept = self.normalize(cells)
-                if kept:
-                    out.append((row, kept))
-            if out:
-                yield out
+        """The side's rows in [lo, hi), normalized, one scan batch at a time (batches, not rows, cross the
+        prefetch queue: a queue hand-off per row costs more than the row)."""
+        for batch in self.path.scan(self.table, lo, hi, batch_rows=self.options.scan_batch_rows, keys_only=keys_only,
+                                    **self._read()):
+            yield [(row, self.normalize(cells)) for row, cells in batch]
 
     def fetch(self, keys: Sequence[bytes]) -> dict[bytes, tuple[Cell, ...]]:
-        """Rows by key, normalized (getRows*; absent or empty rows are left out)."""
-        o = self.options
-        table_b = self.table.encode("utf-8")
-        out: dict[bytes, tuple[Cell, ...]] = {}
-        for i in range(0, len(keys), 500):
-            chunk = list(keys[i:i + 500])
-            if self.columns and o.end_time is not None:
-                found = self.session.call("getRowsWithColumnsTs", table_b, chunk, self.columns, o.end_time, {})
-            elif self.columns:
-                found = self.session.call("getRowsWithColumns", table_b, chunk, self.columns, {})
-            elif o.end_time is not None:
-                found = self.session.call("getRowsTs", table_b, chunk, o.end_time, {})
-            else:
-                found = self.session.call("getRows", table_b, chunk, {})
-            rows = [(r.row, normalize_cells((col, c.timestamp, c.value) for col, c in (r.columns or {}).items()))
-                    for r in found]
-            if self.multi_version:
-                older = read_versions(self.session, self.table, rows, self.multi_version, o.versions, o.end_time)
-                rows = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in rows]
-            for row, cells in rows:
-                kept = self.normalize(cells)
-                if kept:
-                    out[row] = kept
-        return out
+        """Rows by key, normalized (absent rows, or rows with nothing in range, are left out)."""
+        found = self.path.get_rows(self.table, keys, **self._read())
+        return {row: self.normalize(cells) for row, cells in found.items()}
 
     def count(self, lo: bytes, hi: bytes) -> int:
-        """Rows with a cell in the window: RowCounter's key-only scan (one cell per row).
-
-        Thrift1 scans have no lower time bound, so with a start time every row's
-        newest cells are fetched key-only and checked here.
-        """
+        """Rows with a cell in the window: RowCounter's key-only scan (one cell per row)."""
         o = self.options
-        flt = FIRST_KEY_ONLY if o.start_time is None else "KeyOnlyFilter()"
-        n = 0
-        for batch in scan_rows(self.session, self.table, lo, hi, timestamp=o.scan_timestamp, columns=self.columns,
-                               batch_rows=max(o.scan_batch_rows, 2000), filter_string=flt, retries=o.retries,
-                               wait_cap=o.retry_wait_max_s):
-            if o.start_time is None:
-                n += len(batch)
-            else:
-                n += sum(1 for _row, cells in batch if any(c[1] >= o.start_time for c in cells))
-        return n
+        return sum(len(batch) for batch in self.path.scan(
+            self.table, lo, hi, columns=self.columns, start_ms=o.start_time_ms, end_ms=o.end_time_ms,
+            batch_rows=max(o.scan_batch_rows, 2000), first_key_only=True))
+
+
+def _open_paths(source: "Cluster", target: "Cluster", options: VerifyOptions) -> list[DataPath]:
+    return [open_data_path(c, options.timeout_s, options.retries, options.retry_wait_max_s) for c in (source, target)]
 
 
 def count_partition(source: "Cluster", target: "Cluster", partition: Partition,
                     options: VerifyOptions) -> PartitionVerdict:
     """Level "rows": both sides' row counts for one partition."""
     started = time.monotonic()
-    with ThriftSession(source, options.timeout_s) as s, ThriftSession(target, options.timeout_s) as t:
-        src = Side("source", s, options.table, options, True)
-        tgt = Side("target", t, options.target_table, options, False)
+    paths = _open_paths(source, target, options)
+    with paths[0], paths[1]:
+        src = Side("source", paths[0], options.table, options, True)
+        tgt = Side("target", paths[1], options.target_table, options, False)
         with ThreadPoolExecutor(1, thread_name_prefix="count-source") as pool:  # both sides at once
             source_count = pool.submit(src.count, partition.start_row, partition.stop_row)
             target_rows = tgt.count(partition.start_row, partition.stop_row)
@@ -581,11 +530,11 @@ def verify_partition(
     started = time.monotonic()
     verdict = PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row)
     tally = Tally(max_kept=options.max_diff_rows)
-    sessions = [ThriftSession(c, options.timeout_s) for c in (source, target)]
+    paths = _open_paths(source, target, options)
     try:
         # Each side is read in its own thread and connection; the main thread hashes and compares.
-        src = Side("source", sessions[0], options.table, options, True)
-        tgt = Side("target", sessions[1], options.target_table, options, False)
+        src = Side("source", paths[0], options.table, options, True)
+        tgt = Side("target", paths[1], options.target_table, options, False)
         find_differences(src, tgt, partition.start_row, partition.stop_row, options, tally, verdict)
         if options.recompare_sleep_s > 0 and tally.differing:
             sleep(options.recompare_sleep_s)
@@ -600,8 +549,8 @@ def verify_partition(
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
     finally:
-        for s in sessions:
-            s.close()
+        for path in paths:
+            path.close()
     verdict.counts = dict(tally.counts)
     verdict.source_rows, verdict.target_rows = tally.source_rows, tally.target_rows
     verdict.truncated = tally.truncated
@@ -680,7 +629,6 @@ def _diff_range(src: Side, tgt: Side, rv: RangeVerdict, tally: Tally, verdict: P
 
 def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[str, Any]:
     """Make the kept differing rows equal on the target; report what could not be done."""
-    T = hbase_thrift()
     keys = sorted(tally.differing)
     report: dict[str, Any] = {"rows_repaired": 0, "cells_put": 0, "cells_deleted": 0, "conflicts": 0,
                               "still_different": 0, "masked_by_delete": 0, "not_repaired": 0,
@@ -690,17 +638,12 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     if not keys:
         return report
     src_rows, tgt_rows = src.fetch(keys), tgt.fetch(keys)
-    table_b = tgt.table.encode("utf-8")
     puts: list[Row] = []
     conflict_rows: set[bytes] = set()
     for row in keys:
-        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time is not None)
-        deletes_by_ts: dict[int, list[bytes]] = {}
-        for column, ts in plan.deletes:
-            deletes_by_ts.setdefault(ts, []).append(column)
-        for ts, columns in sorted(deletes_by_ts.items()):
-            mutations = [T.Mutation(isDelete=True, column=c, writeToWAL=True) for c in columns]
-            tgt.session.call("mutateRowTs", table_b, row, mutations, ts, {})
+        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time_ms is not None)
+        if plan.deletes:
+            tgt.path.delete(tgt.table, row, plan.deletes)
         if plan.puts:
             puts.append((row, plan.puts))
         report["cells_put"] += len(plan.puts)
@@ -716,10 +659,10 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
                 })
         if plan.puts or plan.deletes:
             report["rows_repaired"] += 1
-    for ts, rows in group_by_timestamp(puts, max_cells=5000):
-        batches = [T.BatchMutation(row=r, mutations=[T.Mutation(isDelete=False, column=c, value=v, writeToWAL=True)
-                                                     for c, v in muts]) for r, muts in rows]
-        tgt.session.call("mutateRowsTs", table_b, batches, ts, {})
+    if puts:
+        writer = tgt.path.writer(tgt.table, writers=1)
+        writer.put(puts)
+        writer.close()
     # What the target looks like now, from both sides again.
     after_s, after_t = src.fetch(keys), tgt.fetch(keys)
     put_cells = {row: cells for row, cells in puts}

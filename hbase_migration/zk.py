@@ -1,4 +1,5 @@
-"""ZooKeeper access and HBase's znode byte formats (reference §0 and §1).
+"""ZooKeeper access and HBase's znode byte formats (HBase's `ZKMetadata`, `ProtobufUtil`, the replication
+znodes of `ZKReplicationPeerStorage` and `ZKReplicationQueueStorage`).
 
 HBase wraps every non-empty znode payload in a ZKMetadata header
 (`FF | int32 idLength | id | 8-byte salt | payload`) and most payloads are

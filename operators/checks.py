@@ -1,4 +1,4 @@
-"""Preflight, target-table creation and the oldWALs quota check: the steps before a peer exists."""
+"""Preflight and target-table creation: the steps before a peer exists."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -6,8 +6,8 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from operators.hooks import HBaseClusterHook
-from operators.replication import _tables
+from hbase_migration.hdfs import DEFAULT_QUOTA_MARK
+from operators.hooks import HBaseClusterHook, table_names
 
 
 class PreflightOperator(BaseOperator):
@@ -17,16 +17,25 @@ class PreflightOperator(BaseOperator):
     REPLICATION_SCOPE exactly 1 on every migrated family (any value other than 0/1 refused); the peer id free
     or already ours with the same config; no other peer pinning WALs; oldWALs quota headroom for the copy.
     Changes nothing. The report is returned (XCom) and logged with a fix for each failure.
+
+    :param tables: the tables to migrate (every family of each).
+    :param peer_id: the replication peer the run will add.
+    :param source_conn_id: the source cluster's Airflow connection.
+    :param target_conn_id: the target cluster's Airflow connection.
+    :param create_missing: a table absent on the target passes (it will be created) instead of failing.
+    :param expected_copy_s: the copy's expected duration: oldWALs must hold what a disabled peer pins that long.
+    :param quota_mark: the fraction of an oldWALs quota that counts as pressure (the run's `quota_mark`).
+    :param safety_factor: the expected duration is multiplied by this for the headroom check.
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
-                                      "expected_copy_s")
+                                      "expected_copy_s", "quota_mark")
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, tables: Sequence[str] | str, peer_id: str, source_conn_id: str = "hbase_source",
+    def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", create_missing: bool = True,
-                 expected_copy_s: float = 3600.0, safety_factor: float = 2.0, high_water_mark: float = 0.8,
-                 **kwargs) -> None:
+                 expected_copy_s: float = 3600.0, quota_mark: float = DEFAULT_QUOTA_MARK,
+                 safety_factor: float = 2.0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
@@ -34,17 +43,16 @@ class PreflightOperator(BaseOperator):
         self.peer_id = peer_id
         self.create_missing = create_missing
         self.expected_copy_s = expected_copy_s
+        self.quota_mark = quota_mark
         self.safety_factor = safety_factor
-        self.high_water_mark = high_water_mark
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.preflight import run_preflight
 
         report = run_preflight(
             HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
-            _tables(self.tables), self.peer_id, create_missing=bool(self.create_missing),
-            expected_copy_s=float(self.expected_copy_s), safety_factor=self.safety_factor,
-            high_water_mark=self.high_water_mark,
+            table_names(self.tables), self.peer_id, create_missing=self.create_missing,
+            expected_copy_s=self.expected_copy_s, safety_factor=self.safety_factor, quota_mark=self.quota_mark,
         )
         for line in report.text().splitlines():
             self.log.info("%s", line)
@@ -56,13 +64,19 @@ class PreflightOperator(BaseOperator):
 
 class CreateTargetTablesOperator(BaseOperator):
     """Creates each migrated table that is absent on the target with the source's families (versions, TTL,
-    REPLICATION_SCOPE) and the source's split keys; tables that exist are left alone. Safe to re-run."""
+    REPLICATION_SCOPE) and the source's split keys; tables that exist are left alone. Safe to re-run.
+
+    :param tables: the tables to create when absent.
+    :param source_conn_id: the cluster whose table descriptions are copied.
+    :param target_conn_id: the cluster the tables are created on (through its `shell_command`).
+    :param dry_run: log the `create` statements without running them.
+    """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "dry_run")
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, tables: Sequence[str] | str, source_conn_id: str = "hbase_source",
-                 target_conn_id: str = "hbase_target", dry_run: bool | str = False, **kwargs) -> None:
+    def __init__(self, *, tables: Sequence[str], source_conn_id: str = "hbase_source",
+                 target_conn_id: str = "hbase_target", dry_run: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
@@ -74,37 +88,8 @@ class CreateTargetTablesOperator(BaseOperator):
 
         done = create_missing_tables(
             HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
-            _tables(self.tables), dry_run=str(self.dry_run).lower() in ("true", "1"))
+            table_names(self.tables), dry_run=self.dry_run is True)
         for item in done:
             self.log.info("%s: %s%s", item["table"], item["outcome"],
                           f" ({item['statement']})" if item.get("statement") else "")
         return done
-
-
-class OldWalsQuotaCheckOperator(BaseOperator):
-    """Refuses to go on when oldWALs' quota cannot hold the WALs a disabled peer will pin for the copy's
-    expected duration times a safety factor (growth measured over `sample_gap_s`)."""
-
-    template_fields: Sequence[str] = ("source_conn_id", "expected_copy_s")
-
-    def __init__(self, *, source_conn_id: str = "hbase_source", expected_copy_s: float = 3600.0,
-                 safety_factor: float = 2.0, high_water_mark: float = 0.8, sample_gap_s: float = 5.0,
-                 **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.source_conn_id = source_conn_id
-        self.expected_copy_s = expected_copy_s
-        self.safety_factor = safety_factor
-        self.high_water_mark = high_water_mark
-        self.sample_gap_s = sample_gap_s
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration import hdfs, quota
-
-        cluster = HBaseClusterHook(self.source_conn_id).get_cluster()
-        s = quota.measure(cluster, self.high_water_mark, self.sample_gap_s)
-        self.log.info("%s", s.log_line())
-        decision = hdfs.headroom_decision(s.usage, s.growth_bytes_per_s, float(self.expected_copy_s),
-                                          self.safety_factor, self.high_water_mark)
-        if not decision.ok:
-            raise AirflowFailException("oldWALs headroom too short: " + "; ".join(decision.reasons))
-        return {"sample": s.to_dict(), "decision": decision.to_dict()}

@@ -1,12 +1,18 @@
 """Airflow hooks: an Airflow Connection in, a library object out. No I/O until asked."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
+
+
+def table_names(tables: Sequence[str] | str) -> list[str]:
+    """An operator's `tables` argument as a list (one table may be given as a plain string). The names are
+    validated by the run spec (in the DAGs) or by the library call they reach."""
+    return [tables] if isinstance(tables, str) else list(tables)
 
 
 class HBaseClusterHook(BaseHook):

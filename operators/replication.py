@@ -11,23 +11,21 @@ from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator, Context
 
-from operators.hooks import HBaseClusterHook
+from operators.hooks import HBaseClusterHook, table_names
 
-
-def _tables(value: Any) -> list[str]:
-    if isinstance(value, str):
-        value = value.split(",")
-    tables = [t.strip() for t in value or [] if t and t.strip()]
-    if not tables:
-        raise ValueError("tables: at least one table is required")
-    return tables
+_COMMON_PARAMS = """
+    :param peer_id: the replication peer's id on the source cluster.
+    :param source_conn_id: the source cluster's Airflow connection (the peer lives there).
+    :param dry_run: run the checks and log the exact statements, change nothing.
+    :param ledger_run_id: the run whose ledger records the peer's state changes (None: no ledger).
+"""
 
 
 class _PeerOperator(BaseOperator):
     template_fields: Sequence[str] = ("source_conn_id", "peer_id", "dry_run", "ledger_run_id")
     ui_color = "#e8f0fe"
 
-    def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source", dry_run: bool | str = False,
+    def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source", dry_run: bool = False,
                  ledger_run_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
@@ -37,7 +35,7 @@ class _PeerOperator(BaseOperator):
 
     @property
     def is_dry_run(self) -> bool:
-        return self.dry_run is True or str(self.dry_run).lower() in ("true", "1", "yes")
+        return self.dry_run is True
 
     def _log_result(self, result) -> dict[str, Any]:
         data = result.to_dict()
@@ -57,16 +55,20 @@ class _PeerOperator(BaseOperator):
 
 
 class AddPeerOperator(_PeerOperator):
-    """Add the migration's replication peer, DISABLED, scoped by TABLE_CFS to `tables`.
+    __doc__ = """Add the migration's replication peer, DISABLED, scoped by TABLE_CFS to `tables`.
 
     From the instant it exists, every edit to those tables is kept in the source's WALs (T0): the copy that
     follows may then read the tables at leisure, and enabling the peer ships the backlog. Re-running finds the
     peer (same id, same config, ours) and does nothing; a different peer under that id is refused.
-    """
+
+    :param tables: the tables the peer replicates (TABLE_CFS, every family of each).
+    :param target_conn_id: the cluster the peer ships to (its cluster key is the peer's).
+    :param enabled: create the peer ENABLED instead (only when no copy has to precede the shipping).
+    """ + _COMMON_PARAMS
 
     template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id", "tables", "enabled")
 
-    def __init__(self, *, tables: Sequence[str] | str, target_conn_id: str = "hbase_target",
+    def __init__(self, *, tables: Sequence[str], target_conn_id: str = "hbase_target",
                  enabled: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self.target_conn_id = target_conn_id
@@ -80,7 +82,7 @@ class AddPeerOperator(_PeerOperator):
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         ensure_distinct(source, target)
-        config = migration_peer_config(target, _tables(self.tables))
+        config = migration_peer_config(target, table_names(self.tables))
         t0_ms = int(time.time() * 1000)  # taken before the peer exists: every edit from here on is kept
         with peer_admin(source) as admin:
             result = admin.add_peer(self.peer_id, config, enabled=bool(self.enabled), dry_run=self.is_dry_run)
@@ -94,7 +96,7 @@ class AddPeerOperator(_PeerOperator):
 
 
 class EnablePeerOperator(_PeerOperator):
-    """Enable the peer: the WAL backlog kept since T0 starts shipping to the target."""
+    __doc__ = """Enable the peer: the WAL backlog kept since T0 starts shipping to the target.""" + _COMMON_PARAMS
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.replication import peer_admin
@@ -104,7 +106,8 @@ class EnablePeerOperator(_PeerOperator):
 
 
 class DisablePeerOperator(_PeerOperator):
-    """Disable the peer: shipping stops and WALs are kept again (oldWALs grows until it is re-enabled)."""
+    __doc__ = """Disable the peer: shipping stops and WALs are kept again (oldWALs grows until it is re-enabled).""" \
+        + _COMMON_PARAMS
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.replication import peer_admin
@@ -114,10 +117,12 @@ class DisablePeerOperator(_PeerOperator):
 
 
 class RemovePeerOperator(_PeerOperator):
-    """Remove the peer (the cut-over step, run by a person): its queues go and the cleaner frees oldWALs.
+    __doc__ = """Remove the peer (the cut-over step, run by a person): its queues go and the cleaner frees oldWALs.
 
     A peer the toolkit did not create is removed only with `force=True`.
-    """
+
+    :param force: remove a peer that does not carry the toolkit's ownership mark.
+    """ + _COMMON_PARAMS
 
     template_fields: Sequence[str] = (*_PeerOperator.template_fields, "force")
 

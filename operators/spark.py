@@ -1,8 +1,8 @@
 """The copy and verify Spark jobs, submitted with SparkSubmitOperator.
 
-The operators add what the migration needs around a plain spark-submit: the clusters' connection fields
+The operators add what the migration needs around a plain spark-submit: the clusters in their wire form
 passed to the job (addresses only; no secret lives in an HBase connection), the ledger for resume and
-results, the job's JSON summary returned as XCom, and, for the copy, an oldWALs watchdog thread that
+results, the job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that
 samples the source's quota while the job runs and applies the quota policy on a breach.
 """
 from __future__ import annotations
@@ -11,8 +11,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,29 +18,39 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from hbase_migration.hdfs import DEFAULT_QUOTA_MARK
 from operators.hooks import HBaseClusterHook
 
 REPO = Path(__file__).resolve().parents[1]
 COPY_JOB = str(REPO / "jobs" / "copy_table.py")
 VERIFY_JOB = str(REPO / "jobs" / "verify_table.py")
 
+_COMMON_PARAMS = """
+    :param table: the source table.
+    :param source_conn_id: the source cluster's Airflow connection.
+    :param target_conn_id: the target cluster's Airflow connection.
+    :param target_table: the table on the target (default: the source table's name).
+    :param start_time_ms: only cells with timestamp >= this (ms since the epoch); None: from the first.
+    :param end_time_ms: only cells with timestamp < this; None: everything (verify: the job's start).
+    :param families: families to cover, CopyTable style (`cf1`, `src:dst` renames); None: every family.
+    :param ledger_run_id: the run whose ledger records the phase, the partitions and the results (None: none).
+    :param spark_conn_id: the Spark connection (master, deploy mode, ...) the job is submitted to.
+"""
 
-def connection_json(conn_id: str) -> str:
-    """The connection's fields as the jobs take them (`--source '{"host":..., "extra": {...}}'`)."""
-    hook = HBaseClusterHook(conn_id)
-    conn = hook.get_connection(conn_id)
-    hook.get_cluster()  # validated here, so a bad connection fails before spark-submit starts
-    return json.dumps({"conn_id": conn_id, "conn_type": conn.conn_type, "host": conn.host, "port": conn.port,
-                       "extra": conn.extra_dejson}, sort_keys=True)
+
+def cluster_json(conn_id: str) -> str:
+    """The cluster behind a connection in its wire form, as the jobs take it (`--source '{...}'`). Built and
+    validated here, so a bad connection fails before spark-submit starts. No secret lives in it."""
+    return json.dumps(HBaseClusterHook(conn_id).get_cluster().to_dict(), sort_keys=True)
 
 
 class _HBaseJobOperator(SparkSubmitOperator):
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "source_conn_id", "target_conn_id",
-                                      "table", "target_table", "start_time", "end_time", "families",
+                                      "table", "target_table", "start_time_ms", "end_time_ms", "families",
                                       "ledger_run_id")
 
     def __init__(self, *, table: str, source_conn_id: str = "hbase_source", target_conn_id: str = "hbase_target",
-                 target_table: str | None = None, start_time: Any = None, end_time: Any = None,
+                 target_table: str | None = None, start_time_ms: int | None = None, end_time_ms: int | None = None,
                  families: Sequence[str] | str | None = None, ledger_run_id: str | None = None,
                  spark_conn_id: str = "spark_default", **kwargs) -> None:
         kwargs.setdefault("name", f"{self.job_kind}-{table}")
@@ -51,8 +59,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
         self.target_conn_id = target_conn_id
         self.table = table
         self.target_table = target_table
-        self.start_time = start_time
-        self.end_time = end_time
+        self.start_time_ms = start_time_ms
+        self.end_time_ms = end_time_ms
         self.families = families
         self.ledger_run_id = ledger_run_id
 
@@ -100,14 +108,21 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
 
 class HBaseCopyTableOperator(_HBaseJobOperator):
-    """Copies one table with the PySpark CopyTable (jobs/copy_table.py), keeping every cell's timestamp.
+    __doc__ = """Copies one table with the PySpark CopyTable (jobs/copy_table.py), keeping every cell's timestamp.
 
     One Spark task per source region (big regions split further). Finished partitions are recorded in the
     ledger under this run, so a retry skips them. Deletes are not copied: the replication backlog since T0
-    carries them. Beside the job, a watchdog thread samples oldWALs' quota every `watchdog_interval_s`: on a
-    breach of `quota_mark` the `quota_policy` acts (`fail`: kill the job and fail; `enable_peer`: enable the
-    peer early so the cleaner can free shipped WALs, and go on).
-    """
+    carries them. Beside the job, the library's oldWALs watchdog samples the source's quota every
+    `watchdog_interval_s` and records each reading in the ledger; when `quota_mark` is reached the
+    `quota_policy` acts (`fail`: kill the job and fail; `enable_peer`: enable the peer early so the cleaner can
+    free shipped WALs, and go on).
+
+    :param peer_id: the run's peer (enabled by the `enable_peer` policy); None: the quota is not watched.
+    :param quota_policy: `fail` or `enable_peer`, on oldWALs quota pressure.
+    :param quota_mark: the fraction of an oldWALs quota that counts as pressure.
+    :param watchdog_interval_s: seconds between two oldWALs readings.
+    :param rows_per_s: rows read from the source per second and partition task (0/None: no limit).
+    :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).""" + _COMMON_PARAMS
 
     job_kind = "copy"
     application_path = COPY_JOB
@@ -115,9 +130,9 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
                                       "quota_mark", "rows_per_s", "copy_id")
     ui_color = "#fce8b2"
 
-    def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail", quota_mark: float = 0.8,
-                 watchdog_interval_s: float = 30.0, rows_per_s: Any = None, copy_id: str | None = None,
-                 **kwargs) -> None:
+    def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
+                 quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float = 30.0,
+                 rows_per_s: float | None = None, copy_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.peer_id = peer_id
         self.quota_policy = quota_policy
@@ -128,68 +143,39 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         self._breach: str | None = None
 
     def _prepare(self, summary_file: str) -> list[str]:
-        from jobs.job_args import copy_job_args
+        from hbase_migration.jobargs import copy_job_args
         from operators.ledger import ledger_url
 
-        argv = copy_job_args(
-            connection_json(self.source_conn_id), connection_json(self.target_conn_id), self.table,
-            target_table=self.target_table or None, start_time=self.start_time, end_time=self.end_time,
-            families=self.families or None, copy_id=self.copy_id or self.ledger_run_id,
-            ledger_url=ledger_url() if (self.copy_id or self.ledger_run_id) else None, summary_file=summary_file)
-        if self.rows_per_s not in (None, "", "None", 0, "0"):
-            argv += ["--rows-per-s", str(self.rows_per_s)]
-        return argv
+        copy_id = self.copy_id or self.ledger_run_id
+        return copy_job_args(
+            cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
+            target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
+            families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
+            ledger_url=ledger_url() if copy_id else None, summary_file=summary_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        if self.quota_policy not in ("fail", "enable_peer"):
-            raise AirflowException(f"quota_policy must be 'fail' or 'enable_peer', got {self.quota_policy!r}")
+        from hbase_migration.quota import Watchdog, check_policy
+        from operators.ledger import ledger_url
+
+        try:
+            check_policy(self.quota_policy)
+        except ValueError as e:
+            raise AirflowFailException(str(e)) from None
         self._ledger_phase("copy", "running")
-        stop = threading.Event()
-        watchdog = threading.Thread(target=self._watch, args=(stop,), name="oldwals-watchdog", daemon=True)
-        watchdog.start()
+        watchdog = None
+        if self.peer_id:
+            watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
+                                self.quota_policy, self.quota_mark, self.watchdog_interval_s,
+                                ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
+                                on_fail=self._on_quota_fail, logger=self.log).start()
         try:
             return self._run(context)
         finally:
-            stop.set()
-            watchdog.join(10)
+            if watchdog is not None:
+                watchdog.stop()
 
-    def _watch(self, stop: threading.Event) -> None:
-        """Samples oldWALs while the job runs; never lets a sampling error stop the copy."""
-        from hbase_migration import quota
-
-        try:
-            cluster = HBaseClusterHook(self.source_conn_id).get_cluster()
-            if not cluster.webhdfs_url:
-                self.log.warning("no webhdfs_url on %s: oldWALs is not watched during the copy", cluster.name)
-                return
-        except Exception as e:
-            self.log.warning("oldWALs watchdog not started: %s", e)
-            return
-        previous: list[tuple[float, float]] = []
-        while not stop.wait(self.watchdog_interval_s if previous else 0):
-            try:
-                s = quota.sample(cluster, float(self.quota_mark), time.time(), previous[-5:])
-            except Exception as e:
-                self.log.warning("oldWALs sample failed: %s", e)
-                continue
-            previous.append((s.taken_at, float(s.usage.oldwals.space_consumed)))
-            self.log.info("watchdog: %s", s.log_line())
-            if s.decision.level == "breach":
-                self._on_breach(cluster, s)
-                return
-
-    def _on_breach(self, cluster, s) -> None:
-        reasons = "; ".join(s.decision.reasons)
-        if self.quota_policy == "enable_peer" and self.peer_id:
-            from hbase_migration.replication import peer_admin
-
-            with peer_admin(cluster) as admin:
-                result = admin.enable_peer(self.peer_id)
-            self.log.warning("oldWALs breach (%s): peer %s enabled early (%s); the copy goes on", reasons,
-                             self.peer_id, result.outcome)
-            return
-        self._breach = reasons
-        self.log.error("oldWALs breach (%s): killing the copy; peer %s is left DISABLED", reasons, self.peer_id)
+    def _on_quota_fail(self, message: str) -> None:
+        self._breach = message
         self.on_kill()
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
@@ -198,7 +184,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         if self._breach:
             self._ledger_phase("copy", "failed", {"quota_breach": self._breach})
             # Not retried: a retry would meet the same quota. The peer stays as it is (see state_left_behind).
-            raise AirflowFailException(f"copy of {self.table} stopped: oldWALs quota breach: {self._breach}")
+            raise AirflowFailException(f"copy of {self.table} stopped: {self._breach}")
         if error is not None:
             self._ledger_phase("copy", "failed", summary or {"error": str(error)})
             raise AirflowException(f"copy of {self.table} failed (finished partitions are kept; a retry "
@@ -208,10 +194,14 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
 
 class HBaseVerifyTableOperator(_HBaseJobOperator):
-    """Verifies one table (jobs/verify_table.py): per-range content hashes over (row, family, qualifier,
+    __doc__ = """Verifies one table (jobs/verify_table.py): per-range content hashes over (row, family, qualifier,
     timestamp, value) on both sides, bisected down to the differing rows, bounded to cells older than
-    `end_time` (default: the job's start), re-compared after `recompare_sleep_s` for edits in flight.
-    Fails when any row differs; the result (counts and a sample of differing keys) goes to the ledger."""
+    `end_time_ms` (default: the job's start), re-compared after `recompare_sleep_s` for edits in flight.
+    Fails when any row differs; the result (counts and a sample of differing keys) goes to the ledger.
+
+    :param recompare_sleep_s: pause before differing rows are compared again (edits in flight).
+    :param level: `content` (every cell) or `rows` (row counts only).
+    :param repair: write the source's cells to the target where they differ (off by default).""" + _COMMON_PARAMS
 
     job_kind = "verify"
     application_path = VERIFY_JOB
@@ -226,13 +216,13 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         self.repair = repair
 
     def _prepare(self, summary_file: str) -> list[str]:
-        from jobs.job_args import verify_job_args
+        from hbase_migration.jobargs import verify_job_args
 
         return verify_job_args(
-            connection_json(self.source_conn_id), connection_json(self.target_conn_id), self.table,
-            target_table=self.target_table or None, start_time=self.start_time, end_time=self.end_time,
-            families=self.families or None, level=self.level, recompare_sleep_s=float(self.recompare_sleep_s or 0),
-            repair=bool(self.repair), summary_file=summary_file)
+            cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
+            target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
+            families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
+            repair=self.repair, summary_file=summary_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._ledger_phase("verify", "running")
@@ -246,8 +236,8 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
                        for k in keys]
             with open_ledger() as ledger:
                 ledger.verification(
-                    self.ledger_run_id, self.table, window_start_ms=summary.get("start_time") or 0,
-                    window_end_ms=summary.get("end_time"), source_rows=summary["source_rows"],
+                    self.ledger_run_id, self.table, window_start_ms=summary.get("start_time_ms") or 0,
+                    window_end_ms=summary.get("end_time_ms"), source_rows=summary["source_rows"],
                     target_rows=summary["target_rows"], matching=summary["matching"],
                     content_different=summary["content_different"], only_in_source=summary["only_in_source"],
                     only_in_target=summary["only_in_target"], sample_keys=samples)

@@ -1,73 +1,74 @@
 """Python callables of the migration DAGs' small tasks: validate the run's inputs and open it in the ledger,
 report it, and make the state left behind by a failed run explicit.
 
-Each reads the run's params and context, builds clusters through the hook, and calls the library.
+Validation is the library's run spec (`RunSpec.validate`): these callables add only what needs Airflow (the
+connections, the data interval) and return the validated spec, which every later task reads.
 """
 from __future__ import annotations
 
 import logging
 from typing import Any, Mapping
 
+from hbase_migration.runspec import BACKFILL, MIGRATION, InvalidRunInput, RunSpec
 from operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
 
 
-class InvalidRunInput(ValueError):
-    pass
-
-
-def _ms(value: Any, name: str) -> int | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, bool):
-        raise InvalidRunInput(f"{name} must be milliseconds since the epoch, got {value!r}")
-    try:
-        ms = int(value)
-    except (TypeError, ValueError):
-        raise InvalidRunInput(f"{name} must be milliseconds since the epoch, got {value!r}") from None
-    if ms < 0:
-        raise InvalidRunInput(f"{name} must be >= 0, got {ms}")
-    return ms
-
-
-def time_window(start: Any, end: Any) -> tuple[int | None, int | None]:
-    """The copy window [start, end) in ms; a reversed or empty window is refused before anything runs."""
-    s, e = _ms(start, "start_time_ms"), _ms(end, "end_time_ms")
-    if s is not None and e is not None and s >= e:
-        raise InvalidRunInput(f"time range is reversed or empty: start_time_ms {s} must be < end_time_ms {e} "
-                              "(the window is [start, end))")
-    return s, e
-
-
-def table_list(value: Any) -> list[str]:
-    if isinstance(value, str):
-        value = value.split(",")
-    tables = list(dict.fromkeys(t.strip() for t in (value or []) if isinstance(t, str) and t.strip()))
-    if not tables:
-        raise InvalidRunInput("tables: at least one table is required")
-    return tables
-
-
-def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> list[dict[str, Any]]:
-    """Validate the inputs, record the run in the ledger, and return what the mapped copy and verify tasks
-    expand over: one {table, start_time, end_time} per table."""
+def _clusters(spec: RunSpec) -> tuple[Any, Any]:
+    """Both clusters from their connections (validated there), refused when they are the same cluster."""
     from hbase_migration.preflight import ensure_distinct
-    from hbase_migration.replication.model import validate_peer_id
+
+    source = HBaseClusterHook(spec.source_conn_id).get_cluster()
+    target = HBaseClusterHook(spec.target_conn_id).get_cluster()
+    ensure_distinct(source, target)
+    return source, target
+
+
+def _opened(spec: RunSpec) -> dict[str, Any]:
+    """What the open task returns: the spec (read by every task) and what the mapped copy/verify expand over."""
+    return {"spec": spec.to_dict(), "copies": spec.copies()}
+
+
+def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> dict[str, Any]:
+    """Validate the inputs, record the run in the ledger, return the spec."""
     from operators.ledger import open_ledger
 
-    tables = table_list(params["tables"])
-    start, end = time_window(params.get("start_time_ms"), params.get("end_time_ms"))
-    peer_id = validate_peer_id(params["peer_id"]) if params.get("peer_id") else ""
-    source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
-    target = HBaseClusterHook(params["target_conn_id"]).get_cluster()
-    ensure_distinct(source, target)
+    spec = RunSpec.validate(params, MIGRATION)
+    source, target = _clusters(spec)
     with open_ledger() as ledger:
-        ledger.start_run(run_id, dag_id, plan, source.cluster_key, target.cluster_key, peer_id, tables,
-                         {k: v for k, v in params.items()})
+        ledger.start_run(run_id, dag_id, plan, source.cluster_key, target.cluster_key, spec.peer_id,
+                         list(spec.tables), spec.to_dict())
     log.info("run %s: %s -> %s, tables %s, peer %s, window [%s, %s)", run_id, source.cluster_key,
-             target.cluster_key, ", ".join(tables), peer_id or "-", start, end)
-    return [{"table": t, "start_time": start, "end_time": end} for t in tables]
+             target.cluster_key, ", ".join(spec.tables), spec.peer_id, spec.start_time_ms, spec.end_time_ms)
+    return _opened(spec)
+
+
+def _instant_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    return int(value.timestamp() * 1000)
+
+
+def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_start: Any,
+                interval_end: Any) -> dict[str, Any]:
+    """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
+    from hbase_migration.ledger import NO_PEER
+    from operators.ledger import open_ledger
+
+    spec = RunSpec.validate(params, BACKFILL)
+    start = _instant_ms(interval_start) if spec.start_time_ms is None else spec.start_time_ms
+    end = _instant_ms(interval_end) if spec.end_time_ms is None else spec.end_time_ms
+    if start is None or end is None:
+        raise InvalidRunInput("start_time_ms", "no window: this run has no data interval; give start_time_ms "
+                                               "and end_time_ms")
+    spec = spec.with_window(start, end)
+    source, target = _clusters(spec)
+    with open_ledger() as ledger:
+        ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, NO_PEER,
+                         list(spec.tables), spec.to_dict())
+    log.info("backfill %s: tables %s, window [%s, %s) ms", run_id, ", ".join(spec.tables), start, end)
+    return _opened(spec)
 
 
 def report(run_id: str) -> dict[str, Any]:
@@ -90,69 +91,36 @@ def report(run_id: str) -> dict[str, Any]:
     return summary
 
 
-def state_left_behind(params: Mapping[str, Any], run_id: str, failed_tasks: list[str]) -> dict[str, Any]:
-    """After a failure: read the peer's real state, say it plainly, record it, apply the quota policy."""
-    from hbase_migration.replication import peer_admin
+def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_tasks: list[str]) -> dict[str, Any]:
+    """After a failure: read the peer's real state, say it plainly, record it, apply the quota policy.
+
+    Without a spec, `open_run` itself failed (bad input): nothing was changed on either cluster."""
+    from hbase_migration.quota import settle_after_failure
     from operators.ledger import open_ledger
 
-    peer_id = params.get("peer_id")
-    source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
-    state = "UNKNOWN"
-    action = None
-    with peer_admin(source) as admin:
-        peer = admin.get_peer(peer_id) if peer_id else None
-        state = peer.state if peer else "ABSENT"
-        if peer is not None and peer.enabled is False and params.get("quota_policy") == "enable_peer" \
-                and not params.get("dry_run"):
-            action = admin.enable_peer(peer_id).outcome
-            state = "ENABLED"
+    where = ", ".join(failed_tasks) or "unknown task"
+    if not spec_dict:
+        log.error("run %s failed at %s before it started: nothing was changed on either cluster", run_id, where)
+        return {"peer_id": None, "state": "NOT_STARTED", "advice": "fix the inputs and trigger again",
+                "failed_tasks": failed_tasks}
+    spec = RunSpec.from_dict(spec_dict)
+    source = HBaseClusterHook(spec.source_conn_id).get_cluster()
+    state, action = settle_after_failure(source, spec.peer_id, spec.quota_policy, spec.dry_run)
     if state == "DISABLED":
         advice = ("it pins every WAL since T0 in oldWALs: clear the failed task(s) to resume (finished copy "
                   "partitions are skipped), or enable it to stop oldWALs growth, or remove it to roll back "
-                  f"(python -m hbase_migration peer remove --source {params['source_conn_id']} --peer-id {peer_id})")
+                  f"(python -m hbase_migration peer remove --source {spec.source_conn_id} --peer-id {spec.peer_id})")
     elif state == "ENABLED":
         advice = "it ships edits to the target; clear the failed task(s) to resume"
     else:
         advice = "no peer is left behind"
-    reason = f"run failed at {', '.join(failed_tasks) or 'unknown task'}; peer {state}" + \
-        (f" (enabled by quota policy: {action})" if action else "")
-    log.error("peer %s left %s: %s", peer_id, state, advice)
+    reason = f"run failed at {where}; peer {state}" + (f" (enabled by quota policy: {action})" if action else "")
+    log.error("peer %s left %s: %s", spec.peer_id, state, advice)
     try:
         with open_ledger() as ledger:
-            if peer_id and state in ("ENABLED", "DISABLED"):
-                ledger.peer_note(run_id, peer_id, state, reason)
+            if state in ("ENABLED", "DISABLED"):
+                ledger.peer_note(run_id, spec.peer_id, state, reason)
             ledger.end_run(run_id, "failed")
-    except Exception as e:  # a run that failed before it was recorded (bad input) has no ledger entry
+    except Exception as e:  # the ledger is bookkeeping: the peer's state is already logged above
         log.warning("ledger not updated for run %s: %s", run_id, e)
-    return {"peer_id": peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
-
-
-def _instant_ms(value: Any) -> int | None:
-    if value is None:
-        return None
-    return int(value.timestamp() * 1000)
-
-
-def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_start: Any,
-                interval_end: Any) -> list[dict[str, Any]]:
-    """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
-    from hbase_migration.ledger import NO_PEER
-    from hbase_migration.preflight import ensure_distinct
-    from operators.ledger import open_ledger
-
-    tables = table_list(params["tables"])
-    start = params.get("start_time_ms")
-    end = params.get("end_time_ms")
-    start = _instant_ms(interval_start) if start in (None, "") else start
-    end = _instant_ms(interval_end) if end in (None, "") else end
-    start, end = time_window(start, end)
-    if start is None or end is None:
-        raise InvalidRunInput("no window: this run has no data interval; give start_time_ms and end_time_ms")
-    source = HBaseClusterHook(params["source_conn_id"]).get_cluster()
-    target = HBaseClusterHook(params["target_conn_id"]).get_cluster()
-    ensure_distinct(source, target)
-    with open_ledger() as ledger:
-        ledger.start_run(run_id, dag_id, "backfill", source.cluster_key, target.cluster_key, NO_PEER, tables,
-                         {**params, "start_time_ms": start, "end_time_ms": end})
-    log.info("backfill %s: tables %s, window [%s, %s) ms", run_id, ", ".join(tables), start, end)
-    return [{"table": t, "start_time": start, "end_time": end} for t in tables]
+    return {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}

@@ -15,8 +15,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 class ReplicationDrainedTrigger(BaseTrigger):
     """Polls a peer until the drain decision holds (or the deadline passes).
 
-    `cluster` is the source connection's fields ({name, host, port, extra}): the trigger rebuilds the cluster
-    from them, so it needs no connection lookup in the triggerer. No secret is involved. With `ledger_run_id`
+    `cluster` is the source cluster's wire form (`Cluster.to_dict()`), rebuilt once here, so the triggerer needs
+    no connection lookup. No secret is involved. With `ledger_run_id`
     every poll's queues are written to the run ledger as lag samples, as the poke-mode sensor does (the
     triggerer finds the ledger by the same settings as the tasks).
     """
@@ -24,8 +24,11 @@ class ReplicationDrainedTrigger(BaseTrigger):
     def __init__(self, cluster: dict[str, Any], peer_id: str, thresholds: dict[str, Any], poll_interval_s: float,
                  deadline: float, history: list[dict[str, Any]] | None = None,
                  ledger_run_id: str | None = None) -> None:
+        from hbase_migration.cluster import Cluster
+
         super().__init__()
         self.cluster = cluster
+        self._cluster = Cluster.from_dict(cluster)
         self.peer_id = peer_id
         self.thresholds = thresholds
         self.poll_interval_s = poll_interval_s
@@ -43,11 +46,8 @@ class ReplicationDrainedTrigger(BaseTrigger):
 
     def _poll(self) -> dict[str, Any]:
         from hbase_migration import lag
-        from hbase_migration.cluster import Cluster
 
-        c = self.cluster
-        cluster = Cluster.from_connection(c["name"], c["host"], c["port"], c["extra"])
-        result = lag.poll(cluster, self.peer_id, self.history, lag.thresholds_from(self.thresholds), time.time())
+        result = lag.poll(self._cluster, self.peer_id, self.history, lag.thresholds_from(self.thresholds), time.time())
         self.history = result.history
         self._record(result)
         return {"drained": result.decision.drained, "decision": result.decision.to_dict(),

@@ -13,15 +13,17 @@ log = logging.getLogger(__name__)
 
 
 def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
+    """Gather one cluster's peers, lag and oldWALs quota; record every queue and reading; fail on a breach."""
     from hbase_migration import health, quota
     from hbase_migration.ledger import ALL_TABLES, NO_PEER
+    from hbase_migration.runspec import WATCH, RunSpec
     from operators.ledger import open_ledger
 
+    spec = RunSpec.validate(params, WATCH)
     cluster = HBaseClusterHook(conn_id).get_cluster()
-    th = health.WatchThresholds(max_disabled_s=float(params["max_disabled_s"]), max_lag_ms=int(params["max_lag_ms"]),
-                                quota_mark=float(params["quota_mark"]),
-                                min_exhaustion_s=float(params["min_exhaustion_s"]))
-    report = health.gather(cluster, th, time.time(), float(params["quota_sample_gap_s"]))
+    th = health.WatchThresholds(max_disabled_s=spec.max_disabled_s, alert_lag_ms=spec.alert_lag_ms,
+                                quota_mark=spec.quota_mark, min_exhaustion_s=spec.min_exhaustion_s)
+    report = health.gather(cluster, th, time.time(), spec.quota_sample_gap_s)
     for p in report.peers:
         log.info("peer %s %s since %s; lag %s", p.peer_id, p.state, p.state_since, p.lag)
     if report.quota:
@@ -31,11 +33,8 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
         ledger.start_run(watch_run, dag_id, "watch", cluster.cluster_key, cluster.cluster_key, NO_PEER, [ALL_TABLES],
                          {"cluster": conn_id})
         for p in report.peers:
-            if p.lag:
-                ledger.lag_sample(watch_run, p.peer_id, [
-                    {"server": "*", "queue_id": p.peer_id, "size_of_log_queue": p.lag.get("total_size_of_log_queue"),
-                     "age_of_last_shipped_op_ms": p.lag.get("max_age_ms"), "shipped_ops": None}],
-                    sampled_ms=int(report.taken_at * 1000))
+            if p.queues:
+                ledger.lag_sample(watch_run, p.peer_id, list(p.queues), sampled_ms=int(report.taken_at * 1000))
         if report.quota:
             quota.record(ledger, watch_run, report.quota)
         ledger.end_run(watch_run, "success" if report.healthy else "failed")

@@ -1,9 +1,7 @@
-"""The toolkit's Airflow plugin: the migration dashboard in the Airflow UI, and template macros.
+"""The toolkit's Airflow plugin: the migration dashboard in the Airflow UI.
 
-- Dashboard: a FastAPI app mounted on the API server at /hbase-migration/ (see `hbase_migration_ui/app.py`),
-  behind Airflow's own sign-in, and a "HBase migrations" entry under Browse that frames it in the UI.
-- Macros, pure and cheap: `{{ macros.hbase_migration.ms(data_interval_start) }}` (epoch ms, a copy's time
-  bound) and `{{ macros.hbase_migration.hex_row(key) }}` (a row key as the ledger stores it).
+A FastAPI app mounted on the API server at /hbase-migration/ (see `hbase_migration_ui/app.py`), behind
+Airflow's own sign-in, and a "HBase migrations" entry under Browse that frames it in the UI.
 
 Every Airflow process loads this file (a task does, to render its templates), so it imports nothing beyond
 the standard library and AirflowPlugin: the dashboard, and with it FastAPI and the ledger, is built on first
@@ -13,9 +11,7 @@ so the API server still starts.
 """
 from __future__ import annotations
 
-import calendar
 import logging
-from datetime import datetime
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,41 +21,8 @@ from airflow.plugins_manager import AirflowPlugin
 
 log = logging.getLogger(__name__)
 
-PLUGIN_NAME = "hbase_migration"  # also the macros' namespace: macros.hbase_migration.*
+PLUGIN_NAME = "hbase_migration"
 URL_PREFIX = "/hbase-migration"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Macros
-
-def ms(value: Any) -> int:
-    """An instant as epoch milliseconds, HBase's timestamp unit: the bound of a copy's time range.
-
-    Takes a timezone-aware datetime (Airflow's `data_interval_start`, a pendulum DateTime, is one) or its ISO
-    8601 text with an offset (a trigger-form param). Sub-millisecond parts are floored, so consecutive data
-    intervals map to ranges [ms(start), ms(end)) that tile with neither gap nor overlap. A naive datetime is
-    refused: its instant would depend on the machine's zone. Integer arithmetic only, so the result is exact.
-    """
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            raise ValueError(f"ms() needs an ISO 8601 date-time with an offset, got {text!r}") from None
-    if not isinstance(value, datetime):
-        hint = " (the run has no data interval: pass the instant explicitly)" if value is None else ""
-        raise TypeError(f"ms() needs a timezone-aware datetime, got {value!r}{hint}")
-    if value.utcoffset() is None:
-        raise ValueError(f"ms() needs a timezone-aware datetime, got naive {value.isoformat()!r}")
-    # Not `(value - epoch) // timedelta(milliseconds=1)`: pendulum's difference type breaks on that division.
-    return calendar.timegm(value.utctimetuple()) * 1000 + value.microsecond // 1000
-
-
-def hex_row(value: Any) -> str:
-    """A row key (bytes) as the ledger stores it: lower-case hex, b'' (an open end) as ''."""
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"hex_row() needs a row key as bytes, got {type(value).__name__} {value!r}")
-    return bytes(value).hex()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -119,7 +82,6 @@ def broken_dashboard(reason: str, dependencies: list[Any]) -> Any:
 
 class HBaseMigrationPlugin(AirflowPlugin):
     name = PLUGIN_NAME
-    macros = [ms, hex_row]
     external_views = [
         {
             "name": "HBase migrations",

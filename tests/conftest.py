@@ -33,9 +33,9 @@ def zookeeper(tmp_path_factory):
 @pytest.fixture(scope="module")
 def spark(request):
     """A Spark local[2] session for the module (the jobs find it already started), stopped afterwards."""
-    from jobs import spark_runtime
+    from hbase_migration import executors
 
-    session, created = spark_runtime.spark_session(f"test-{request.module.__name__}", "local[2]")
+    session, created = executors.spark_session(f"test-{request.module.__name__}", "local[2]")
     yield session
     if created:
         session.stop()

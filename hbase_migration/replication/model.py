@@ -32,6 +32,8 @@ DEFAULT_OWNER = "hbase_migration"
 # `source.<peer>.<metric>`); 'lock' is the 1.x failover znode under a replicator.
 _PEER_ID = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 _RESERVED_PEER_IDS = {"lock"}
+# The same rule as one JSON-schema pattern (the trigger form checks it as the user types).
+PEER_ID_PATTERN = "^(?!lock$)[A-Za-z0-9_]{1,64}$"
 # HBase's TableName rules: namespace [A-Za-z0-9_]+, qualifier [A-Za-z0-9_.-]+ not starting with '.' or '-'.
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_]+$")
 _QUALIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

@@ -19,7 +19,6 @@ from hbase_migration.replication.shell_parsers import ListedPeer, ReplicationSta
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-DEFAULT_SHELL_TIMEOUT_S = 180.0  # a real `hbase shell` spends 10-30 s starting its JVM
 
 
 class ShellPeerAdmin(PeerAdmin):
@@ -29,7 +28,7 @@ class ShellPeerAdmin(PeerAdmin):
                  confirm_timeout_s: float | None = None, shell_timeout_s: float | None = None):
         super().__init__(cluster, zk_client, owner, confirm_timeout_s)
         if shell_timeout_s is None:
-            shell_timeout_s = float(cluster.extra.get("shell_timeout_s", DEFAULT_SHELL_TIMEOUT_S))
+            shell_timeout_s = cluster.shell_timeout_s
         if shell_timeout_s <= 0:
             raise ValueError(f"shell_timeout_s must be positive, got {shell_timeout_s!r}")
         self.shell_timeout_s = shell_timeout_s

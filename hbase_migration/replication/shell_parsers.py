@@ -1,4 +1,5 @@
-"""Parsers for `hbase shell` output: `list_peers` and `status 'replication'` (reference §2.1, §2.2).
+"""Parsers for `hbase shell` output: `list_peers` and `status 'replication'` (HBase's `list_peers.rb` and
+`admin.rb#status`, HBase book "Cluster Replication").
 
 `list_peers` rows are the formatter's cells joined by ONE space after a
 leading space, and an empty cell (no endpoint, no namespaces...) leaves two

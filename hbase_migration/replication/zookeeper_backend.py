@@ -9,7 +9,7 @@ State and config changes are version-checked setData; removal is a recursive
 delete (HBase's deleteNodeRecursively is not atomic either).
 
 Do not use this backend on HBase 2.x+: the master caches peers and region
-servers only learn of them through procedures (reference §1.3).
+servers only learn of them through procedures (HBase 2's `ReplicationPeerManager`).
 
 `legacy_table_cfs_znode=True` also writes table-CFs as a string in the
 `tableCFs` child, which HBase 1.0-1.2 read instead of the peer message
@@ -47,7 +47,7 @@ class ZooKeeperPeerAdmin(PeerAdmin):
                  metadata_id: str | None = None):
         super().__init__(cluster, zk_client, owner, confirm_timeout_s)
         if legacy_table_cfs_znode is None:
-            legacy_table_cfs_znode = str(cluster.extra.get("zk_legacy_table_cfs", "false")).lower() == "true"
+            legacy_table_cfs_znode = cluster.zk_legacy_table_cfs
         self.legacy_table_cfs_znode = bool(legacy_table_cfs_znode)
         self.metadata_id = metadata_id or f"hbase_migration:{zk.default_metadata_id()}"
 

@@ -1,4 +1,4 @@
-"""The migration dashboard and macros behind `plugins/hbase_migration_plugin.py`.
+"""The migration dashboard behind `plugins/hbase_migration_plugin.py`.
 
 Not a plugin folder of its own: `plugins/.airflowignore` keeps Airflow's plugin loader out of it, and the
 plugin file imports it as `plugins.hbase_migration_ui` (the repository root is on PYTHONPATH, as for

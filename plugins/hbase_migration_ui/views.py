@@ -14,7 +14,7 @@ from hbase_migration.ledger import ALL_TABLES, PHASES
 from . import formatting
 
 # Colours draw the eye; the oldWALs watchdog acts on its own policy. A quota this full is close to the point
-# where HDFS refuses WAL blocks and region servers abort (reference §6.5).
+# where HDFS refuses WAL blocks (DSQuotaExceededException) and region servers abort.
 QUOTA_BAD_FRACTION = 0.9
 QUOTA_WARN_FRACTION = 0.75
 QUOTA_WARN_HORIZON_MS = 6 * 3600 * 1000  # an exhaustion projected this soon is worth a look now
@@ -68,7 +68,8 @@ def peer_alert(run: Mapping[str, Any], state: str | None, reason: str | None) ->
     """What an operator must know about the run's peer, or None when its state needs no action.
 
     A peer left DISABLED after its run ended pins every WAL written since T0 (the log cleaner keeps any WAL a
-    queue still references, reference §6.2) until someone enables or removes it: that is the one alarm here.
+    queue still references: HBase's `ReplicationLogCleaner`) until someone enables or removes it: that is the one
+    alarm here.
     """
     if state != "DISABLED":
         return None

@@ -68,7 +68,7 @@ def test_reversed_window_is_refused_and_writes_nothing(minihbase_pair, tmp_path)
                    env, tmp_path / "dag.log")
     log = (tmp_path / "dag.log").read_text()
     assert rc != 0
-    assert "time range is reversed or empty" in log
+    assert "end_time_ms: must be greater than start_time_ms" in log and "would be reversed or empty" in log
     assert cells(dc2, table) == {}
 
 

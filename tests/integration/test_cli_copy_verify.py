@@ -1,5 +1,5 @@
-"""`python -m hbase_migration copy|verify` through local Spark: exit 0 on a clean copy, 1 when verify finds a
-difference (named in the JSON summary), 2 on a usage error with nothing written."""
+"""`python -m hbase_migration copy|verify` in-process (partitions on threads, no Spark): exit 0 on a clean copy,
+1 when verify finds a difference (named in the JSON summary), 2 on a usage error with nothing written."""
 import json
 import os
 import subprocess
@@ -18,7 +18,7 @@ def cli(args, dc1, dc2):
     env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "AIRFLOW_CONN_SRC": dc1.connection_json, "AIRFLOW_CONN_DST": dc2.connection_json}
-    proc = subprocess.run([sys.executable, "-m", "hbase_migration", *args, "--master", "local[2]", "--json"],
+    proc = subprocess.run([sys.executable, "-m", "hbase_migration", *args, "--workers", "2", "--json"],
                           env=env, capture_output=True, text=True, cwd=REPO, timeout=600)
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
     return proc.returncode, json.loads(last) if last.startswith("{") else {}, proc.stderr

@@ -1,4 +1,4 @@
-"""copy.py against two real minihbase clusters, without Spark: one partition at a time.
+"""The copy against two real minihbase clusters, without Spark: one partition at a time.
 
 Every check reads both clusters with stock happybase (scans with timestamps, `cells()` for older versions),
 never through the code under test.
@@ -14,19 +14,12 @@ from contextlib import closing
 import happybase
 import pytest
 
-from hbase_migration.copy import (
-    CopyConfigError,
-    CopyOptions,
-    TableScope,
-    check_tables,
-    copy_partition,
-    fetch_regions,
-    plan_partitions,
-    sample_region,
-    scan_rows,
-)
-from hbase_migration.thrift import ThriftSession
-from jobs.job_args import cluster_from_text
+from hbase_migration.copy import CopyOptions, copy_partition
+from hbase_migration.datapath import open_data_path
+from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.partitions import plan_partitions, sample_region
+from hbase_migration.runner import check_tables
+from hbase_migration.scope import CopyConfigError, TableScope
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
@@ -77,8 +70,8 @@ def test_copy_keeps_every_cell_timestamp_and_version(clusters):
     with closing(dc1.connection(timeout=30000)) as c1, closing(dc2.connection(timeout=30000)) as c2:
         _load(c1, name, 1200)
         options = CopyOptions(name, versions=3, writers=4)
-        with ThriftSession(src) as s:
-            parts = plan_partitions(fetch_regions(s, name), options)
+        with open_data_path(src) as s:
+            parts = plan_partitions(s.regions(name), options)
         assert len(parts) == 4
         results = [copy_partition(src, dst, p, options) for p in parts]
         assert sum(r.rows for r in results) == 1200
@@ -97,8 +90,8 @@ def test_default_copy_takes_one_version_like_copytable(clusters):
     with closing(dc1.connection(timeout=30000)) as c1, closing(dc2.connection(timeout=30000)) as c2:
         _load(c1, name, 300)
         options = CopyOptions(name)
-        with ThriftSession(src) as s:
-            parts = plan_partitions(fetch_regions(s, name), options)
+        with open_data_path(src) as s:
+            parts = plan_partitions(s.regions(name), options)
         for p in parts:
             copy_partition(src, dst, p, options)
         assert _newest(c2, name) == _newest(c1, name)
@@ -112,14 +105,14 @@ def test_scan_resumes_after_the_connection_drops_without_losing_or_repeating_row
     dc1.create_table(name, FAMILIES, SPLITS)
     with closing(dc1.connection(timeout=30000)) as c1:
         _load(c1, name, 500, versions=False)
-    with ThriftSession(src) as session:
+    with open_data_path(src) as path:
         seen = []
-        for n, batch in enumerate(scan_rows(session, name, b"", b"", batch_rows=50)):
+        for n, batch in enumerate(path.scan(name, b"", b"", batch_rows=50)):
             seen.extend(row for row, _ in batch)
             if n == 2:
                 # the link drops mid-scan (the socket dies under the client, as on a network failure)
-                session.connection.transport.sock.shutdown(socket.SHUT_RDWR)
-        assert session.reconnects == 1
+                path.session.connection.transport.sock.shutdown(socket.SHUT_RDWR)
+        assert path.reconnects == 1
     assert len(seen) == 500 and seen == sorted(set(seen))
 
 
@@ -135,8 +128,8 @@ def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
     # 200 rows at 50 rows/s: the copy runs for ~3 s, long enough to crash the target in the middle
     options = CopyOptions(name, rows_per_s=50, scan_batch_rows=10, write_batch_cells=20, writers=2,
                           retry_wait_max_s=2.0, timeout_s=10)
-    with ThriftSession(src) as s:
-        part = plan_partitions(fetch_regions(s, name), TableScope(name))[0]
+    with open_data_path(src) as s:
+        part = plan_partitions(s.regions(name), TableScope(name))[0]
     result = {}
     worker = threading.Thread(target=lambda: result.update(r=copy_partition(src, dst, part, options)))
     worker.start()
@@ -159,8 +152,8 @@ def test_throttle_caps_the_rows_read_per_second(clusters):
     _make_tables(dc1, dc2, name)
     with closing(dc1.connection(timeout=30000)) as c1:
         _load(c1, name, 1000, versions=False)
-    with ThriftSession(src) as s:
-        part = plan_partitions(fetch_regions(s, name), TableScope(name))[0]  # [, 4): 252 rows
+    with open_data_path(src) as s:
+        part = plan_partitions(s.regions(name), TableScope(name))[0]  # [, 4): 252 rows
     started = time.monotonic()
     r = copy_partition(src, dst, part, CopyOptions(name, rows_per_s=100, scan_batch_rows=25))
     elapsed = time.monotonic() - started
@@ -176,8 +169,8 @@ def test_sampling_splits_a_big_region_into_even_partitions(clusters):
     with closing(dc1.connection(timeout=30000)) as c1:
         _load(c1, name, 4000, versions=False)
     options = CopyOptions(name, rows_per_partition=1000)
-    with ThriftSession(src) as s:
-        regions = fetch_regions(s, name)
+    with open_data_path(src) as s:
+        regions = s.regions(name)
     assert len(regions) == 1
     sample = sample_region(src, options, regions[0], max_keys=64)
     assert sample.rows == 4000 and 32 <= len(sample.keys) <= 64
@@ -191,31 +184,31 @@ def test_missing_table_or_family_is_refused_before_anything_is_written(clusters)
     dc1, dc2, src, dst = clusters
     name = _name()
     dc1.create_table(name, FAMILIES, SPLITS)
-    with ThriftSession(src) as s, ThriftSession(dst) as t:
-        with pytest.raises(CopyConfigError, match=f"target_table: '{name}' does not exist on the target 'target'"):
-            check_tables(s, t, CopyOptions(name))
-        dc2.create_table(name, {"a": {}}, SPLITS)
-        with pytest.raises(CopyConfigError, match="families: 'b' is not a family of .* on the target"):
-            check_tables(s, t, CopyOptions(name))
-        with pytest.raises(CopyConfigError, match="families: 'zz' is not a family of .* on the source"):
-            check_tables(s, t, CopyOptions(name, families="zz"))
-        with pytest.raises(CopyConfigError, match="table: 'nope_x' does not exist on the source"):
-            check_tables(s, t, CopyOptions("nope_x"))
-        assert check_tables(s, t, CopyOptions(name, families="a")) == {b"a": 3, b"b": 1}
+    with pytest.raises(CopyConfigError, match=f"target_table: '{name}' does not exist on the target 'target'"):
+        check_tables(src, dst, CopyOptions(name))
+    dc2.create_table(name, {"a": {}}, SPLITS)
+    with pytest.raises(CopyConfigError, match="families: 'b' is not a family of .* on the target"):
+        check_tables(src, dst, CopyOptions(name))
+    with pytest.raises(CopyConfigError, match="families: 'zz' is not a family of .* on the source"):
+        check_tables(src, dst, CopyOptions(name, families="zz"))
+    with pytest.raises(CopyConfigError, match="table: 'nope_x' does not exist on the source"):
+        check_tables(src, dst, CopyOptions("nope_x"))
+    families, regions = check_tables(src, dst, CopyOptions(name, families="a"))
+    assert families == {b"a": 3, b"b": 1} and len(regions) == 4
     with closing(dc2.connection(timeout=30000)) as c2:
         assert list(c2.table(name).scan()) == []
 
 
 def test_writer_close_returns_with_more_threads_than_work(clusters):
     """Regression: threads that stop early must not leave another without its STOP (close() hung)."""
-    from hbase_migration.copy import CellWriter
+    from hbase_migration.datapath.thrift1 import CellWriter
 
     dc1, dc2, _src, dst = clusters
     name = _name()
     dc2.create_table(name, FAMILIES)
     for i in range(20):
         writer = CellWriter(dst, name, writers=16)
-        writer.put((1000 + i, [(b"r%02d" % i, [(b"a:x", b"v")])]))
+        writer.put([(b"r%02d" % i, [(b"a:x", 1000 + i, b"v")])])
         done = threading.Event()
         closer = threading.Thread(target=lambda: (writer.close(), done.set()), daemon=True)
         closer.start()

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from hbase_migration.jobargs import cluster_from_text
 from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 from operators.sensors import ReplicationDrainedSensor
 from operators.triggers import ReplicationDrainedTrigger
@@ -20,7 +21,8 @@ from tests.polling import wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-THRESHOLDS = {"stable_samples": 3, "max_age_ms": 5_000, "caught_up_queue_size": 1, "idle_window_s": 5}
+THRESHOLDS = {"stable_samples": 3, "max_lag_ms": 5_000, "caught_up_queue_size": 1, "idle_window_s": 5}
+# The sensor takes the same thresholds as its own arguments (the trigger gets them as one dict).
 
 
 class Writer:
@@ -84,7 +86,7 @@ def replicated(minihbase_pair, monkeypatch):
 
 def test_never_drained_while_edits_remain_poke_mode(replicated):
     dc1, dc2, table, peer_id = replicated
-    sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, thresholds=THRESHOLDS)
+    sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, **THRESHOLDS)
     with Writer(dc1, table) as writer:
         # Disabled: a backlog builds and the sensor must not pass.
         deadline = time.time() + 6
@@ -93,7 +95,7 @@ def test_never_drained_while_edits_remain_poke_mode(replicated):
             time.sleep(0.5)
         assert len(writer.acked) > 50
         EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})
-        sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, thresholds=THRESHOLDS)
+        sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, **THRESHOLDS)
         windows = []  # (time of the first sample of the window, verdict time)
         drained_seen = 0
         deadline = time.time() + 120
@@ -108,7 +110,7 @@ def test_never_drained_while_edits_remain_poke_mode(replicated):
             time.sleep(0.5)
         assert drained_seen, "never drained within 120 s with a steady writer"
     # Writer stopped: the sensor passes, and then every edit is on the target.
-    sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, thresholds=THRESHOLDS)
+    sensor = ReplicationDrainedSensor(task_id="s", peer_id=peer_id, **THRESHOLDS)
     wait_for(lambda: sensor.poke({}), 120, "the sensor to pass after the writer stopped", interval=0.5)
     assert missing_on_target(dc2, table, [row for _, row in writer.acked]) == []
 
@@ -130,9 +132,8 @@ def test_deferrable_trigger_waits_for_the_backlog(replicated, tmp_path, monkeypa
     conn.close()
     dc1.roll_wals()  # more than one WAL queued: sizeOfLogQueue above its caught-up value
     EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})
-    cluster = json.loads(dc1.connection_json)
     trigger = ReplicationDrainedTrigger(
-        cluster={"name": "src", "host": cluster["host"], "port": cluster["port"], "extra": cluster["extra"]},
+        cluster=cluster_from_text("src", dc1.connection_json).to_dict(),
         peer_id=peer_id, thresholds=THRESHOLDS, poll_interval_s=0.5, deadline=time.time() + 120,
         ledger_run_id="run-1")
     # The trigger survives serialization (the triggerer rebuilds it from these kwargs).

@@ -106,9 +106,9 @@ def test_quota_set_through_the_cluster_shows_in_quota_usage(dc1, client, rootdir
         rate = growth_rate(samples)
         assert rate is not None and rate > 0
         fresh = quota_usage(client, rootdir)
-        ok = headroom_decision(fresh, rate, expected_duration_s=0, safety_factor=1, high_water_mark=1.0)
+        ok = headroom_decision(fresh, rate, expected_duration_s=0, safety_factor=1, quota_mark=1.0)
         assert ok.ok is True, ok
-        mark = watchdog_decision(fresh, rate, mark_fraction=fresh.binding.fraction_used / 2)
+        mark = watchdog_decision(fresh, rate, quota_mark=fresh.binding.fraction_used / 2)
         assert mark.level == "breach"
     finally:
         dc1.set_quota(rootdir, space_bytes=-1, ns=-1)

@@ -10,7 +10,8 @@ from contextlib import closing
 
 import pytest
 
-from hbase_migration.copy import Partition
+from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.partitions import Partition
 from hbase_migration.verify import (
     CONTENT_DIFFERENT,
     MATCHING,
@@ -19,7 +20,6 @@ from hbase_migration.verify import (
     VerifyOptions,
     verify_partition,
 )
-from jobs.job_args import cluster_from_text
 
 pytestmark = pytest.mark.integration
 
@@ -116,10 +116,10 @@ def test_a_window_compares_only_the_cells_inside_it(clusters):
         t.put(b"r25", {b"a:x": b"X"}, timestamp=125)  # inside: reported
         t.put(b"r35", {b"a:x": b"X"}, timestamp=135)  # after (>= end): ignored
         t.put(b"zz", {b"a:x": b"X"}, timestamp=120)  # a target-only row inside: reported
-    verdict = verify_partition(src, dst, WHOLE, VerifyOptions(name, start_time=110, end_time=130))
+    verdict = verify_partition(src, dst, WHOLE, VerifyOptions(name, start_time_ms=110, end_time_ms=130))
     assert _counts(verdict) == (19, 1, 0, 1)
     assert dict(verdict.differing) == {b"r25": CONTENT_DIFFERENT, b"zz": ONLY_IN_TARGET}
-    counts = verify_partition(src, dst, WHOLE, VerifyOptions(name, start_time=110, end_time=130, level="rows"))
+    counts = verify_partition(src, dst, WHOLE, VerifyOptions(name, start_time_ms=110, end_time_ms=130, level="rows"))
     assert (counts.source_rows, counts.target_rows) == (20, 21)
 
 

@@ -51,7 +51,7 @@ def _verify(dc1, dc2, table, tmp_path, *extra) -> tuple[int, dict]:
 
     out = tmp_path / f"verify-{uuid.uuid4().hex[:6]}.json"
     rc = verify_table.main(["--source", dc1.connection_json, "--target", dc2.connection_json, "--table", table,
-                            "--end-time", str(BASE + 10 ** 7), "--summary-file", str(out), *extra])
+                            "--end-time-ms", str(BASE + 10 ** 7), "--summary-file", str(out), *extra])
     return rc, json.loads(out.read_text()) if out.exists() else {}
 
 
@@ -139,5 +139,5 @@ def test_cells_newer_than_the_cutoff_are_not_compared(spark, same_table, tmp_pat
         c2.table(name).put(b"ff-new-row", {b"a:x": b"in-flight"}, timestamp=BASE + 10 ** 7)
     rc, result = _verify(dc1, dc2, name, tmp_path)  # cutoff BASE + 10**7, exclusive
     assert rc == 0 and _counts(result) == (N, N, N, 0, 0, 0)
-    rc, result = _verify(dc1, dc2, name, tmp_path, "--end-time", str(BASE + 10 ** 7 + 6))
+    rc, result = _verify(dc1, dc2, name, tmp_path, "--end-time-ms", str(BASE + 10 ** 7 + 6))
     assert rc == 1 and _counts(result) == (N, N + 1, N - 1, 1, 0, 1)

@@ -59,15 +59,28 @@ def test_cluster_from_connection_fields():
             "webhdfs_url": "http://nn:9870",
             "peer_admin": "zookeeper",
             "shell_command": "/opt/hbase/bin/hbase shell -n",
-            "unrelated": 1,
+            "thrift_transport": "framed",
+            "shell_timeout_s": "60",
         },
     )
     assert c.thrift_port == 9091 and c.zk_port == 2181
     assert str(c.cluster_key) == "zk1,zk2:2181:/hbase-dc1"
     assert c.shell_command == ("/opt/hbase/bin/hbase", "shell", "-n")
     assert c.info_port is None and c.rootdir == "/hbase"
-    assert c.extra == {"unrelated": 1}
+    assert (c.thrift_transport, c.shell_timeout_s, c.thrift_protocol) == ("framed", 60.0, "binary")
     assert c.describe()["cluster_key"] == "zk1,zk2:2181:/hbase-dc1"
+
+
+def test_the_wire_form_rebuilds_the_same_cluster():
+    import json
+
+    c = Cluster.from_connection("src", "thrift.dc1", 9091, {"zookeeper_quorum": "zk1,zk2", "info_port": 16030,
+                                                            "webhdfs_url": "http://nn:9870", "peer_admin": "zookeeper",
+                                                            "zk_legacy_table_cfs": "true"})
+    wire = json.loads(json.dumps(c.to_dict()))
+    assert Cluster.from_dict(wire) == c and Cluster.from_dict(wire).zk_legacy_table_cfs is True
+    with pytest.raises(ClusterConfigError, match="unknown cluster field\\(s\\) colour"):
+        Cluster.from_dict({**wire, "colour": "red"})
 
 
 @pytest.mark.parametrize(
@@ -79,6 +92,9 @@ def test_cluster_from_connection_fields():
         ("t", {"zookeeper_quorum": "zk", "znode_parent": "hbase"}, "znode_parent must be an absolute"),
         ("t", {"zookeeper_quorum": "zk", "webhdfs_url": "nn:9870"}, "webhdfs_url must start with http"),
         ("t", {"zookeeper_quorum": "zk", "zookeeper_port": "x"}, "zookeeper_port must be an integer"),
+        ("t", {"zookeeper_quorum": "zk", "zookeeper_qourum": "zk"}, "unknown extra 'zookeeper_qourum'"),
+        ("t", {"zookeeper_quorum": "zk", "thrift_transport": "http"}, "thrift_transport must be one of"),
+        ("t", {"zookeeper_quorum": "zk", "timeout_s": "0"}, "timeout_s must be positive"),
     ],
 )
 def test_cluster_rejects_bad_fields_naming_them(host, extra, fragment):

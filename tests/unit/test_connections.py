@@ -52,3 +52,14 @@ def test_malformed_values_are_clear_errors():
         parse_connection("{not json")
     with pytest.raises(ClusterConfigError, match="no scheme"):
         parse_connection("just-a-host")
+
+
+def test_cli_json_skips_what_airflow_prints_before_the_document():
+    from hbase_migration.connections import cli_json
+
+    out = ('[2026-11-23T19:00:00] {configuration.py:123} WARNING - option is deprecated\n'
+           '[{"conn_id": "hbase_source", "host": "t", "extra_dejson": {"zookeeper_quorum": "zk"}}]\n')
+    assert cli_json(out) == [{"conn_id": "hbase_source", "host": "t", "extra_dejson": {"zookeeper_quorum": "zk"}}]
+    assert cli_json('{"a": 1}') == {"a": 1}
+    with pytest.raises(ClusterConfigError, match="no JSON in the output"):
+        cli_json("WARNING only\n")

@@ -1,20 +1,12 @@
-"""copy.py's pure cell handling: time window, renames, grouping by timestamp, summaries."""
+"""The pure cell handling of the copy: time window, renames, Thrift1's grouping by timestamp, summaries."""
 from __future__ import annotations
 
 import socket
 
-from hbase_migration.copy import (
-    PartitionResult,
-    TableScope,
-    cell_bytes,
-    group_by_timestamp,
-    is_transient,
-    merge_versions,
-    rename_column,
-    summarize,
-    transform_cells,
-    window_cells,
-)
+from hbase_migration.copy import PartitionResult, summarize
+from hbase_migration.datapath.thrift1 import group_by_timestamp, merge_versions
+from hbase_migration.scope import TableScope, cell_bytes, rename_column, transform_cells, window_cells
+from hbase_migration.thrift import hbase_thrift, is_transient
 
 CELLS = [(b"a:q", 100, b"v100"), (b"a:r", 200, b"v200"), (b"b:q", 300, b"v300")]
 
@@ -37,9 +29,9 @@ def test_rename_only_touches_the_family_before_the_first_colon():
 
 
 def test_transform_windows_then_renames():
-    scope = TableScope("t", families="a:x,b", start_time=150)
+    scope = TableScope("t", families="a:x,b", start_time_ms=150)
     assert transform_cells(CELLS, scope) == [(b"x:r", 200, b"v200"), (b"b:q", 300, b"v300")]
-    assert transform_cells(CELLS, TableScope("t", start_time=400)) == []
+    assert transform_cells(CELLS, TableScope("t", start_time_ms=400)) == []
 
 
 def test_group_by_timestamp_one_call_per_timestamp_rows_in_order():
@@ -85,8 +77,6 @@ def test_cell_bytes_counts_key_value_and_timestamp():
 
 def test_is_transient_classifies_errors():
     from thriftpy2.transport import TTransportException
-
-    from hbase_migration.copy import hbase_thrift
 
     T = hbase_thrift()
     assert is_transient(TTransportException(message="closed"))

@@ -1,24 +1,15 @@
-"""copy.py's pure planning: options, families, regions, partitions and their ids."""
+"""The copy's pure planning: options, families, regions, partitions and their ids."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from hbase_migration.copy import (
-    CopyConfigError,
-    CopyOptions,
-    Partition,
-    Region,
-    RegionSample,
-    TableScope,
-    parse_families,
-    partition_id,
-    plan_partitions,
-    regions_from_thrift,
-    split_points,
-    to_string_binary,
-)
+from hbase_migration.copy import CopyOptions
+from hbase_migration.datapath import Region
+from hbase_migration.datapath.thrift1 import regions_from_thrift
+from hbase_migration.partitions import Partition, RegionSample, partition_id, plan_partitions, split_points
+from hbase_migration.scope import CopyConfigError, TableScope, parse_families, to_string_binary
 
 # A table pre-split at b"g" and b"p": three regions, the last one open-ended.
 REGIONS = [
@@ -60,8 +51,6 @@ def test_scope_defaults_and_derived_views():
     assert scope.renames == {b"b": b"c"}
     assert scope.source_columns == [b"a", b"b"]
     assert scope.target_columns == [b"a", b"c"]
-    assert scope.scan_timestamp is None
-    assert TableScope("t", end_time=1000).scan_timestamp == 1000
     assert TableScope("t").source_columns is None
 
 
@@ -69,11 +58,11 @@ def test_scope_defaults_and_derived_views():
     (dict(table=""), "table must be a non-empty table name"),
     (dict(table="t", start_row=b"b", stop_row=b"a"), "start_row b'b' must sort before stop_row b'a'"),
     (dict(table="t", start_row=b"a", stop_row=b"a"), "must sort before stop_row"),
-    (dict(table="t", start_time=10, end_time=10),
-     r"start_time 10 must be < end_time 10 \(the range is \[start, end\)\)"),
-    (dict(table="t", start_time="yesterday"),
-     "start_time must be milliseconds since the epoch, got 'yesterday'"),
-    (dict(table="t", end_time=-1), "end_time must be within 0.."),
+    (dict(table="t", start_time_ms=10, end_time_ms=10),
+     r"start_time_ms 10 must be < end_time_ms 10 \(the range is \[start, end\)\)"),
+    (dict(table="t", start_time_ms="yesterday"),
+     "start_time_ms must be milliseconds since the epoch, got 'yesterday'"),
+    (dict(table="t", end_time_ms=-1), "end_time_ms must be within 0.."),
     (dict(table="t", versions=0), "versions must be a positive integer, got 0"),
     (dict(table="t", versions=1.5), "versions must be a positive integer, got 1.5"),
     (dict(table="t", rows_per_partition=-5), "rows_per_partition must be a positive integer"),
@@ -85,8 +74,8 @@ def test_scope_validation_names_the_field(kwargs, message):
 
 
 def test_copy_options_validate_tuning_and_accept_text_numbers():
-    opts = CopyOptions("t", writers="3", rows_per_s="250.5", start_time="100", end_time="200")
-    assert (opts.writers, opts.rows_per_s, opts.start_time, opts.end_time) == (3, 250.5, 100, 200)
+    opts = CopyOptions("t", writers="3", rows_per_s="250.5", start_time_ms="100", end_time_ms="200")
+    assert (opts.writers, opts.rows_per_s, opts.start_time_ms, opts.end_time_ms) == (3, 250.5, 100, 200)
     with pytest.raises(CopyConfigError, match="writers must be a positive integer, got 0"):
         CopyOptions("t", writers=0)
     with pytest.raises(CopyConfigError, match="bytes_per_s must be a positive number, got 'fast'"):
@@ -105,7 +94,7 @@ def test_fingerprint_changes_with_content_options_only():
     base = CopyOptions("t")
     assert base.fingerprint() == CopyOptions("t", writers=9, rows_per_s=10).fingerprint()
     different = [
-        CopyOptions("t", target_table="u"), CopyOptions("t", start_time=1), CopyOptions("t", end_time=5),
+        CopyOptions("t", target_table="u"), CopyOptions("t", start_time_ms=1), CopyOptions("t", end_time_ms=5),
         CopyOptions("t", families="a"), CopyOptions("t", families="a:b"), CopyOptions("t", versions=2),
     ]
     prints = {o.fingerprint() for o in different}
@@ -136,7 +125,7 @@ def test_one_partition_per_region_with_stable_ids():
     # Same options, regions given in another order: same plan, same ids.
     assert plan_partitions(list(reversed(REGIONS)), scope) == parts
     # Another window: other ids for the same ranges.
-    other = plan_partitions(REGIONS, TableScope("t", end_time=5))
+    other = plan_partitions(REGIONS, TableScope("t", end_time_ms=5))
     assert {p.partition_id for p in other}.isdisjoint({p.partition_id for p in parts})
 
 
@@ -204,7 +193,7 @@ def test_to_string_binary_matches_hbase_bytes_tostringbinary():
 
 
 def test_to_bytes_binary_is_the_inverse_of_to_string_binary():
-    from hbase_migration.copy import to_bytes_binary
+    from hbase_migration.scope import to_bytes_binary
 
     assert to_bytes_binary("row\\x00\\xFF-1") == b"row\x00\xff-1"
     assert to_bytes_binary("\\x5C") == b"\\"

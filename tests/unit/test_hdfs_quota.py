@@ -209,7 +209,7 @@ def test_projected_exhaustion():
 # ------------------------------------------------------------------------------------ decisions
 
 def test_headroom_ok_when_the_projection_outlasts_the_copy_with_margin():
-    # needed = 1000 s x 2 = 2000 s < 2500 s; 90% used is below a 95% high-water mark
+    # needed = 1000 s x 2 = 2000 s < 2500 s; 90% used is below a 95% quota mark
     assert headroom_decision(USAGE, 4_000_000.0, 1000, 2.0, 0.95) == HeadroomDecision(
         ok=True, reasons=(), projected_exhaustion_s=2500.0, needed_s=2000.0)
 
@@ -222,11 +222,11 @@ def test_headroom_refused_when_the_copy_would_outlast_the_quota():
                  "copy's 1500s x safety factor 2 = 3000s",))
 
 
-def test_headroom_refused_above_the_high_water_mark_even_without_growth():
+def test_headroom_refused_above_the_quota_mark_even_without_growth():
     decision = headroom_decision(USAGE, None, 60, 2.0, 0.8)
     assert (decision.ok, decision.projected_exhaustion_s) == (False, None)
     assert decision.reasons == (
-        "space quota on /hbase: 90000000000/100000000000 bytes used (90.0%) is at or above the high-water mark 80%",)
+        "space quota on /hbase: 90000000000/100000000000 bytes used (90.0%) is at or above the quota mark 80%",)
 
 
 def test_headroom_notes_without_quota_or_growth():
@@ -241,7 +241,7 @@ def test_headroom_notes_without_quota_or_growth():
 @pytest.mark.parametrize("args, message", [
     ((USAGE, 1.0, -1), "expected_duration_s must be a number >= 0, got -1"),
     ((USAGE, 1.0, 10, 0.5), "safety_factor must be a number >= 1, got 0.5"),
-    ((USAGE, 1.0, 10, 2.0, 1.5), r"high_water_mark must be a fraction within \(0, 1\], got 1.5"),
+    ((USAGE, 1.0, 10, 2.0, 1.5), r"quota_mark must be a fraction within \(0, 1\], got 1.5"),
 ])
 def test_headroom_rejects_bad_arguments(args, message):
     with pytest.raises(ValueError, match=message):
@@ -252,16 +252,16 @@ SPACE_90 = "space quota on /hbase: 90000000000/100000000000 bytes used (90.0%)"
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    pytest.param(dict(mark_fraction=0.99, warn_fraction=0.95), WatchdogDecision(
+    pytest.param(dict(quota_mark=0.99, warn_fraction=0.95), WatchdogDecision(
         "ok", (), 0.9, 2250.0), id="ok: 9 GB to the 99% mark at 4 MB/s"),
-    pytest.param(dict(mark_fraction=0.95, warn_fraction=0.85), WatchdogDecision(
+    pytest.param(dict(quota_mark=0.95, warn_fraction=0.85), WatchdogDecision(
         "warn", (f"{SPACE_90}: above the warning level 85% (mark 95%)",), 0.9, 1250.0), id="warn: above warning"),
-    pytest.param(dict(mark_fraction=0.99, warn_fraction=0.95, remaining_s=3000), WatchdogDecision(
+    pytest.param(dict(quota_mark=0.99, warn_fraction=0.95, remaining_s=3000), WatchdogDecision(
         "warn", ("at the current growth the mark 99% is reached in 2250s, before the copy's remaining 3000s",),
         0.9, 2250.0), id="warn: the mark comes before the copy ends"),
-    pytest.param(dict(mark_fraction=0.9), WatchdogDecision(
+    pytest.param(dict(quota_mark=0.9), WatchdogDecision(
         "breach", (f"{SPACE_90}: at or above the mark 90%",), 0.9, 0.0), id="breach: at the mark"),
-    pytest.param(dict(mark_fraction=0.99), WatchdogDecision(
+    pytest.param(dict(quota_mark=0.99), WatchdogDecision(
         "warn", (f"{SPACE_90}: above the warning level 89% (mark 99%)",), 0.9, 2250.0),
         id="default warning level is 90% of the mark"),
 ])
@@ -276,7 +276,7 @@ def test_watchdog_without_quota_and_bad_marks():
     no_quota = usage_from_summaries("/h", {"/h/oldWALs": OLDWALS, "/h": summary(1, 1, 5), "/": summary(1, 1, 5)})
     assert watchdog_decision(no_quota, 1e9, 0.9) == WatchdogDecision(
         "ok", (), None, None, ("no quota on /h/oldWALs or any ancestor",))
-    with pytest.raises(ValueError, match=r"mark_fraction must be a fraction within \(0, 1\], got 0"):
+    with pytest.raises(ValueError, match=r"quota_mark must be a fraction within \(0, 1\], got 0"):
         watchdog_decision(USAGE, 1.0, 0)
-    with pytest.raises(ValueError, match="warn_fraction 0.95 must not exceed mark_fraction 0.9"):
+    with pytest.raises(ValueError, match="warn_fraction 0.95 must not exceed quota_mark 0.9"):
         watchdog_decision(USAGE, 1.0, 0.9, warn_fraction=0.95)

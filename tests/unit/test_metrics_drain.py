@@ -22,7 +22,7 @@ RS2 = "rs2.example.com,16020,1700000000002"
 DEAD = "rs-9.dc-a.example.com,16020,1600000000009"
 WAL1 = "rs-1.dc-a.example.com%2C16020%2C1700000000001.1700000000100"
 WAL2 = "rs2.example.com%2C16020%2C1700000000002.1700000000200"
-TH = DrainThresholds(stable_samples=3, caught_up_queue_size=1, max_age_ms=30_000, idle_window_s=30.0)
+TH = DrainThresholds(stable_samples=3, caught_up_queue_size=1, max_lag_ms=30_000, idle_window_s=30.0)
 
 
 def q(i: int = 0, *, queue_id: str = "1", size=1, age=120, form="gauge", read=None, shipped=None,
@@ -209,7 +209,7 @@ def test_history_must_be_one_peer_in_time_order():
     (dict(stable_samples=1), r"DrainThresholds.stable_samples must be an integer >= 2, got 1"),
     (dict(stable_samples=True), r"DrainThresholds.stable_samples must be an integer >= 2, got True"),
     (dict(caught_up_queue_size=-1), r"DrainThresholds.caught_up_queue_size must be an integer >= 0, got -1"),
-    (dict(max_age_ms=1.5), r"DrainThresholds.max_age_ms must be an integer >= 0, got 1.5"),
+    (dict(max_lag_ms=1.5), r"DrainThresholds.max_lag_ms must be an integer >= 0, got 1.5"),
     (dict(idle_window_s=-1), r"DrainThresholds.idle_window_s must be a number >= 0, got -1"),
 ])
 def test_thresholds_reject_bad_values(kwargs, message):

@@ -31,8 +31,12 @@ def test_minimal_plan_and_defaults():
 
 
 @pytest.mark.parametrize("change, field, fragment", [
-    (('peer_id = "m1"', 'peer_id = "m-1"'), "migration.peer_id", "must match"),
-    (('tables = ["t1", "t2"]', "tables = []"), "migration.tables", "non-empty list"),
+    (('peer_id = "m1"', 'peer_id = "m-1"'), "migration.peer_id", "contains '-'"),
+    (('peer_id = "m1"', 'peer_id = "lock"'), "migration.peer_id", "reserved by HBase"),
+    (('tables = ["t1", "t2"]', "tables = []"), "migration.tables", "at least one table"),
+    (('tables = ["t1", "t2"]', "tables = 3"), "migration.tables", "must be a list of tables"),
+    (('source_conn_id = "src"\n', ''), "migration.source_conn_id", "is required"),
+    (("peer_id = \"m1\"", "peer_id = \"m1\"\n[quota]\nmark = 1.5"), "quota.mark", "a fraction in (0, 1]"),
     (('target_conn_id = "dst"', 'target_conn_id = "src"'), "migration.target_conn_id", "must differ"),
     (('name = "m1"', 'name = "m1"\nschedule = "@sometimes"'), "migration.schedule", "unknown preset"),
     (('name = "m1"', 'name = "m1"\nschedule = "* *"'), "migration.schedule", "5-field cron"),

@@ -383,22 +383,14 @@ def run_airflow(code_or_args: list[str], **env: str) -> subprocess.CompletedProc
     return subprocess.run(code_or_args, capture_output=True, text=True, timeout=120, env=environment, cwd="/")
 
 
-def test_airflow_plugin_manager_loads_the_plugin_and_its_macros(tmp_path):
+def test_airflow_plugin_manager_loads_the_plugin(tmp_path):
     script = textwrap.dedent("""
         import json
-        import jinja2
-        import pendulum
         from airflow import plugins_manager
-        from airflow.sdk.plugins_manager import integrate_macros_plugins
-        from airflow.sdk.execution_time import macros
 
         info = {p["name"]: p for p in plugins_manager.get_plugin_info()}
-        integrate_macros_plugins()  # what a task does before rendering its templates
-        rendered = jinja2.Template(
-            "{{ macros.hbase_migration.ms(start) }} {{ macros.hbase_migration.hex_row(key) }}"
-        ).render(macros=macros, start=pendulum.datetime(2024, 5, 1, 14, tz="Europe/Paris"), key=b"\\x00k")
-        print(json.dumps({"errors": plugins_manager.get_import_errors(), "plugin": info["hbase_migration"],
-                          "rendered": rendered}, default=str))
+        print(json.dumps({"errors": plugins_manager.get_import_errors(), "plugin": info["hbase_migration"]},
+                         default=str))
     """)
     done = run_airflow([sys.executable, "-c", script])
     assert done.returncode == 0, done.stderr[-3000:]
@@ -406,11 +398,10 @@ def test_airflow_plugin_manager_loads_the_plugin_and_its_macros(tmp_path):
     assert result["errors"] == {}
     plugin = result["plugin"]
     assert plugin["source"] == "$PLUGINS_FOLDER/hbase_migration_plugin.py"
-    assert plugin["macros"] == ["hbase_migration_plugin.ms", "hbase_migration_plugin.hex_row"]
+    assert not plugin.get("macros")
     assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI",
                                        "url_prefix": "/hbase-migration", "name": "HBase migration dashboard"}]
     assert [v["url_route"] for v in plugin["external_views"]] == ["hbase-migrations"]
-    assert result["rendered"] == f"{T} 006b"
 
 
 def test_airflow_plugins_cli_lists_it_under_its_name():

@@ -1,17 +1,15 @@
-"""The plugin's pure parts, exactly: macros, the ledger URL, the dashboard's figures and verdicts."""
+"""The plugin's pure parts, exactly: the ledger URL, the dashboard's figures and verdicts."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
-import pendulum
 import pytest
 
 from hbase_migration import ledger as ledger_module
 from hbase_migration.ledger import ALL_TABLES
-from plugins.hbase_migration_plugin import dashboard_href, hex_row, ms
+from plugins.hbase_migration_plugin import dashboard_href
 from plugins.hbase_migration_ui import formatting, views
 from plugins.hbase_migration_ui.settings import (
     DEFAULT_URL,
@@ -22,54 +20,6 @@ from plugins.hbase_migration_ui.settings import (
 )
 
 T = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Macros
-
-def test_ms_of_an_aware_datetime_is_exact_epoch_milliseconds():
-    assert ms(datetime(2024, 5, 1, 12, 0, 0, 123999, tzinfo=timezone.utc)) == T + 123
-    assert ms(datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))) == T
-
-
-def test_ms_of_pendulum_datetimes_as_airflow_passes_them():
-    assert ms(pendulum.datetime(2024, 5, 1, 14, 0, 0, tz="Europe/Paris")) == T
-    assert ms(pendulum.datetime(2024, 5, 1, 12, 0, 0, tz="UTC").add(microseconds=999)) == T
-
-
-def test_ms_floors_so_consecutive_intervals_tile():
-    assert ms(pendulum.datetime(1969, 12, 31, 23, 59, 59).add(microseconds=999_500)) == -1
-    a = pendulum.datetime(2024, 5, 1, 12, tz="UTC").add(microseconds=1500)
-    assert ms(a) == T + 1  # [.., T+1) then [T+1, ..): the partial millisecond belongs to one window only
-
-
-def test_ms_of_iso_text_with_offset():
-    assert ms("2024-05-01T12:00:00.123Z") == T + 123
-    assert ms(" 2024-05-01T14:00:00+02:00 ") == T
-
-
-@pytest.mark.parametrize("value, error, message", [
-    (datetime(2024, 5, 1, 12), ValueError, "naive '2024-05-01T12:00:00'"),
-    ("2024-05-01T12:00:00", ValueError, "naive"),
-    ("yesterday", ValueError, "ISO 8601 date-time with an offset, got 'yesterday'"),
-    (None, TypeError, "got None (the run has no data interval"),
-    (1714564800, TypeError, "got 1714564800"),
-])
-def test_ms_refuses_what_has_no_single_instant(value, error, message):
-    with pytest.raises(error, match=message.replace("(", r"\(")):
-        ms(value)
-
-
-def test_hex_row_matches_the_ledger_format():
-    for key in (b"", b"\x00\xffA", bytearray(b"row-1"), memoryview(b"\x10")):
-        assert hex_row(key) == ledger_module.row_hex(key, "key")
-    assert hex_row(b"\x00\xffA") == "00ff41"
-    assert hex_row(b"") == ""
-
-
-def test_hex_row_refuses_text():
-    with pytest.raises(TypeError, match="needs a row key as bytes, got str 'row'"):
-        hex_row("row")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from hbase_migration.copy import CopyConfigError
+from hbase_migration.scope import CopyConfigError
 from hbase_migration.verify import (
     CONTENT_DIFFERENT,
     MATCHING,
@@ -291,7 +291,7 @@ def test_verify_options_validation(kwargs, message):
 
 
 def test_summary_totals_counters_and_capped_samples():
-    opts = VerifyOptions("t", target_table="u", end_time=1000, sample_limit=2)
+    opts = VerifyOptions("t", target_table="u", end_time_ms=1000, sample_limit=2)
     v1 = PartitionVerdict("p0", 0, b"", b"m", counts={MATCHING: 10, CONTENT_DIFFERENT: 1, ONLY_IN_SOURCE: 2,
                                                       ONLY_IN_TARGET: 0},
                           source_rows=13, target_rows=11,
@@ -302,10 +302,10 @@ def test_summary_totals_counters_and_capped_samples():
     r = summarize_verify([v2, v1], opts, elapsed_s=2.0)
     assert {k: r[k] for k in ("source_rows", "target_rows", "matching", "content_different", "only_in_source",
                               "only_in_target", "partitions", "failed_partitions", "identical", "rows_per_s",
-                              "end_time", "target_table")} == {
+                              "end_time_ms", "target_table")} == {
         "source_rows": 19, "target_rows": 17, "matching": 15, "content_different": 1, "only_in_source": 3,
         "only_in_target": 1, "partitions": 2, "failed_partitions": 0, "identical": False, "rows_per_s": 9.5,
-        "end_time": 1000, "target_table": "u",
+        "end_time_ms": 1000, "target_table": "u",
     }
     assert r["differing_rows_sample"] == {CONTENT_DIFFERENT: ["a"], ONLY_IN_SOURCE: ["b", "c"],
                                           ONLY_IN_TARGET: ["y"]}

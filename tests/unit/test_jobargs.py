@@ -1,4 +1,4 @@
-"""jobs/job_args.py: cluster descriptions, options from the command line, argv builders for Airflow."""
+"""hbase_migration/jobargs.py: cluster descriptions, options from the command line, argv builders for Airflow."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,9 @@ import zipfile
 
 import pytest
 
-from jobs import job_args
-from jobs.job_args import UsageError, cluster_from_text
+from hbase_migration import jobargs as job_args
+from hbase_migration.cluster import Cluster
+from hbase_migration.jobargs import UsageError, cluster_from_text
 
 CONN = {"conn_type": "hbase", "host": "thrift.dc1", "port": 9091,
         "extra": {"zookeeper_quorum": "zk1,zk2", "zookeeper_port": 2182, "znode_parent": "/hbase-dc1"}}
@@ -24,6 +25,9 @@ def test_cluster_from_airflow_connection_json_uri_and_cluster_fields():
         "thrift.dc2", 9090, ("zkb",), "/hbase")
     fields = cluster_from_text("x", json.dumps({"thrift_host": "h", "thrift_port": 1234, "zk_quorum": "a,b"}))
     assert (fields.name, fields.thrift_port, fields.zk_quorum) == ("x", 1234, ("a", "b"))
+    # the wire form the operators pass is the same cluster on the other side
+    assert cluster_from_text("source", json.dumps(c.to_dict())) == c
+    assert Cluster.from_dict(json.loads(json.dumps(uri.to_dict()))) == uri
 
 
 def test_cluster_from_a_connection_id_in_the_environment(monkeypatch):
@@ -39,7 +43,7 @@ def test_cluster_from_a_connection_id_in_the_environment(monkeypatch):
     ("{bad json", "--source: not valid JSON"),
     ("[1]", "--source: expected a JSON object"),
     (json.dumps({"host": "h", "extra": {}}), "--source: .*zookeeper_quorum' is required"),
-    (json.dumps({"thrift_host": "h", "zk_quorum": "z", "colour": 1}), "--source: unknown Cluster field\\(s\\) colour"),
+    (json.dumps({"thrift_host": "h", "zk_quorum": "z", "colour": 1}), "--source: unknown cluster field\\(s\\) colour"),
     (json.dumps({"thrift_host": "h", "zk_quorum": "z", "thrift_port": 0}), "--source: .*port must be within"),
 ])
 def test_bad_cluster_descriptions_name_the_argument(text, message):
@@ -52,18 +56,18 @@ def parse_copy(*argv):
 
 
 def test_copy_options_from_the_command_line():
-    ns = parse_copy("--target-table", "tbl2", "--start-row", "a\\x00", "--stop-row", "z", "--start-time", "10",
-                    "--end-time", "20", "--families", "cf1", "src:dst", "--versions", "3", "--writers", "6",
+    ns = parse_copy("--target-table", "tbl2", "--start-row", "a\\x00", "--stop-row", "z", "--start-time-ms", "10",
+                    "--end-time-ms", "20", "--families", "cf1", "src:dst", "--versions", "3", "--writers", "6",
                     "--rows-per-s", "100.5", "--options-json", '{"pipeline": 3, "scan_batch_rows": 50}')
     o = job_args.copy_options(ns)
-    assert (o.table, o.target_table, o.start_row, o.stop_row, o.start_time, o.end_time) == (
+    assert (o.table, o.target_table, o.start_row, o.stop_row, o.start_time_ms, o.end_time_ms) == (
         "tbl", "tbl2", b"a\x00", b"z", 10, 20)
     assert o.families == ((b"cf1", b"cf1"), (b"src", b"dst"))
     assert (o.versions, o.writers, o.rows_per_s, o.pipeline, o.scan_batch_rows) == (3, 6, 100.5, 3, 50)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--start-time", "20", "--end-time", "10"], "start_time 20 must be < end_time 10"),
+    (["--start-time-ms", "20", "--end-time-ms", "10"], "start_time_ms 20 must be < end_time_ms 10"),
     (["--options-json", "[1]"], "--options-json: expected a JSON object"),
     (["--options-json", "{x"], "--options-json: not valid JSON"),
     (["--options-json", '{"speed": 1}'], "unknown option\\(s\\) speed"),
@@ -86,9 +90,10 @@ def test_verify_options_default_the_cutoff_to_the_job_start():
     ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", "--repair",
                                               "--recompare-sleep-s", "2.5", "--level", "content"])
     o = job_args.verify_options(ns, now_ms=1_700_000_000_000)
-    assert (o.end_time, o.repair, o.recompare_sleep_s, o.level) == (1_700_000_000_000, True, 2.5, "content")
-    ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", "--end-time", "5"])
-    assert job_args.verify_options(ns, now_ms=99).end_time == 5
+    assert (o.end_time_ms, o.repair, o.recompare_sleep_s, o.level) == (1_700_000_000_000, True, 2.5, "content")
+    ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl",
+                                              "--end-time-ms", "5"])
+    assert job_args.verify_options(ns, now_ms=99).end_time_ms == 5
 
 
 def test_spark_conf_pairs():
@@ -98,33 +103,35 @@ def test_spark_conf_pairs():
 
 
 def test_copy_job_args_round_trip_through_the_parser():
-    argv = job_args.copy_job_args("{{ conn.src }}", "tgt", "tbl", target_table="tbl2", start_time=5,
-                                  end_time="{{ params.end }}", families=["a", "b:c"], versions=2,
+    argv = job_args.copy_job_args("src", "tgt", "tbl", target_table="tbl2", start_time_ms=5,
+                                  end_time_ms=7, families=["a", "b:c"], versions=2, rows_per_s=50,
                                   rows_per_partition=1000, copy_id="run-1", savepoint="/tmp/sp.json",
                                   options={"writers": 8})
-    assert argv == ["--source", "{{ conn.src }}", "--target", "tgt", "--table", "tbl", "--target-table", "tbl2",
-                    "--start-time", "5", "--end-time", "{{ params.end }}", "--families", "a,b:c",
+    assert argv == ["--source", "src", "--target", "tgt", "--table", "tbl", "--target-table", "tbl2",
+                    "--start-time-ms", "5", "--end-time-ms", "7", "--families", "a,b:c",
                     "--versions", "2", "--rows-per-partition", "1000", "--options-json", '{"writers": 8}',
-                    "--copy-id", "run-1", "--savepoint", "/tmp/sp.json"]
-    ns = job_args.copy_parser().parse_args([a if "{{" not in a else "7" for a in argv])
+                    "--rows-per-s", "50", "--copy-id", "run-1", "--savepoint", "/tmp/sp.json"]
+    ns = job_args.copy_parser().parse_args(argv)
     o = job_args.copy_options(ns)
-    assert (o.target_table, o.families, o.versions, o.writers, o.rows_per_partition) == (
-        "tbl2", ((b"a", b"a"), (b"b", b"c")), 2, 8, 1000)
+    assert (o.target_table, o.families, o.versions, o.writers, o.rows_per_partition, o.rows_per_s) == (
+        "tbl2", ((b"a", b"a"), (b"b", b"c")), 2, 8, 1000, 50)
 
 
 def test_verify_job_args():
-    assert job_args.verify_job_args("s", "t", "tbl", end_time=9, recompare_sleep_s=5, repair=True,
+    assert job_args.verify_job_args("s", "t", "tbl", end_time_ms=9, recompare_sleep_s=5, repair=True,
                                     level="content", sample_limit=3) == [
-        "--source", "s", "--target", "t", "--table", "tbl", "--end-time", "9", "--recompare-sleep-s", "5",
+        "--source", "s", "--target", "t", "--table", "tbl", "--end-time-ms", "9", "--recompare-sleep-s", "5",
         "--sample-limit", "3", "--repair"]
     assert job_args.verify_job_args("s", "t", "tbl", level="rows")[-2:] == ["--level", "rows"]
 
 
-def test_package_zip_holds_the_library_and_the_job_helpers(tmp_path):
-    from jobs.spark_runtime import package_zip
+def test_package_zip_holds_the_library(tmp_path):
+    from hbase_migration.executors import package_zip
 
     with zipfile.ZipFile(package_zip(dest_dir=str(tmp_path))) as zf:
         names = set(zf.namelist())
     assert {"hbase_migration/__init__.py", "hbase_migration/copy.py", "hbase_migration/verify.py",
-            "jobs/spark_runtime.py", "jobs/job_args.py"} <= names
+            "hbase_migration/datapath/__init__.py", "hbase_migration/datapath/thrift1.py",
+            "hbase_migration/runner.py"} <= names
+    assert not any(n.startswith("jobs/") for n in names)
     assert not any("__pycache__" in n for n in names)

@@ -1,24 +1,23 @@
-"""Command-line arguments shared by the copy and verify jobs, and the cluster descriptions they accept.
-
-No Spark and no Airflow here: the Airflow layer imports `copy_job_args`/`verify_job_args` to render a
-`SparkSubmitOperator`'s `application_args`, and tests parse arguments without starting anything.
+"""Command-line arguments of the copy and verify (the Spark jobs and the CLI share them), and the argv the
+Airflow layer renders for a `SparkSubmitOperator`'s `application_args`. No Spark and no Airflow here.
 
 A cluster is given as one argument, in any of these forms:
+- the cluster's wire form, `Cluster.to_dict()` as JSON (what the Airflow operators pass);
 - Airflow connection JSON, as `AIRFLOW_CONN_*` or minihbase's `endpoints[...]["connection"]` hold it:
   `{"conn_type": "hbase", "host": "...", "port": 9090, "extra": {"zookeeper_quorum": "...", ...}}`;
 - an Airflow connection URI: `hbase://thrift-host:9090?zookeeper_quorum=zk1,zk2&znode_parent=/hbase`;
-- `Cluster` fields as JSON: `{"name": "dc1", "thrift_host": "...", "zk_quorum": ["..."], ...}`;
-- an Airflow connection id (`hbase_source`), resolved from its `AIRFLOW_CONN_HBASE_SOURCE` variable.
+- an Airflow connection id (`hbase_source`), resolved as the CLI resolves it.
+Connection fields are decoded by `Cluster.from_connection`, the one place that reads a connection's extras.
 """
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
 from typing import Any, Mapping, Sequence
 
 from hbase_migration.cluster import Cluster, ClusterConfigError
-from hbase_migration.copy import CopyConfigError, CopyOptions, to_bytes_binary
+from hbase_migration.copy import CopyOptions
+from hbase_migration.scope import CopyConfigError, to_bytes_binary
 from hbase_migration.verify import VerifyOptions
 
 
@@ -37,16 +36,7 @@ def cluster_from_text(name: str, text: str) -> Cluster:
             if not isinstance(data, dict):
                 raise UsageError(f"--{name}: expected a JSON object")
             if "thrift_host" in data:
-                known = {f.name for f in fields(Cluster)}
-                unknown = sorted(set(data) - known)
-                if unknown:
-                    raise UsageError(f"--{name}: unknown Cluster field(s) {', '.join(unknown)}")
-                data = dict(data)
-                data.setdefault("name", name)
-                data["zk_quorum"] = _quorum(data.get("zk_quorum"))
-                if "shell_command" in data:
-                    data["shell_command"] = tuple(data["shell_command"])
-                return Cluster(**data)
+                return Cluster.from_dict({"name": name, **data})
             return _from_connection(name, data)
         if "://" in text:
             from hbase_migration.connections import parse_connection
@@ -55,19 +45,13 @@ def cluster_from_text(name: str, text: str) -> Cluster:
         from hbase_migration.connections import ConnectionNotFound, resolve_cluster
 
         try:
-            return resolve_cluster(text, airflow_cli=False)
+            return resolve_cluster(text)
         except ConnectionNotFound as e:
             raise UsageError(f"--{name}: {e}") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"--{name}: not valid JSON: {e}") from None
     except (ClusterConfigError, TypeError) as e:
         raise UsageError(f"--{name}: {e}") from None
-
-
-def _quorum(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return tuple(h.strip() for h in value.split(",") if h.strip())
-    return tuple(value or ())
 
 
 def _from_connection(name: str, data: Mapping[str, Any]) -> Cluster:
@@ -84,8 +68,8 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-table", help="target table (default: the source table's name)")
     p.add_argument("--start-row", help="first row (inclusive), \\xNN escapes as CopyTable's --startrow")
     p.add_argument("--stop-row", help="last row (exclusive), \\xNN escapes")
-    p.add_argument("--start-time", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
-    p.add_argument("--end-time", type=int, help="copy cells with timestamp < this (ms, exclusive)")
+    p.add_argument("--start-time-ms", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
+    p.add_argument("--end-time-ms", type=int, help="copy cells with timestamp < this (ms, exclusive)")
     p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
     p.add_argument("--versions", type=int, default=1, help="versions per column (default 1, as CopyTable)")
     p.add_argument("--rows-per-partition", type=int,
@@ -149,8 +133,8 @@ def _scope_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
         target_table=ns.target_table,
         start_row=to_bytes_binary(ns.start_row) if ns.start_row else b"",
         stop_row=to_bytes_binary(ns.stop_row) if ns.stop_row else b"",
-        start_time=ns.start_time,
-        end_time=ns.end_time,
+        start_time_ms=ns.start_time_ms,
+        end_time_ms=ns.end_time_ms,
         families=",".join(ns.families) if ns.families else (),
         versions=ns.versions,
     )
@@ -172,10 +156,10 @@ def copy_options(ns: argparse.Namespace) -> CopyOptions:
 
 
 def verify_options(ns: argparse.Namespace, now_ms: int) -> VerifyOptions:
-    """VerifyOptions from the arguments; without --end-time the cutoff is the job's start (`now_ms`)."""
+    """VerifyOptions from the arguments; without --end-time-ms the cutoff is the job's start (`now_ms`)."""
     kwargs = _scope_kwargs(ns)
-    if kwargs["end_time"] is None:
-        kwargs["end_time"] = now_ms
+    if kwargs["end_time_ms"] is None:
+        kwargs["end_time_ms"] = now_ms
     kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
                   repair=ns.repair)
     try:
@@ -198,16 +182,16 @@ def spark_conf(pairs: Sequence[str]) -> dict[str, str]:
 # argv builders for the Airflow layer (SparkSubmitOperator application_args)
 
 
-def _scope_argv(source: str, target: str, table: str, target_table: str | None, start_time: Any,
-                end_time: Any, families: Sequence[str] | str | None, versions: int | None,
+def _scope_argv(source: str, target: str, table: str, target_table: str | None, start_time_ms: int | None,
+                end_time_ms: int | None, families: Sequence[str] | str | None, versions: int | None,
                 rows_per_partition: int | None, options: Mapping[str, Any] | None) -> list[str]:
     argv = ["--source", source, "--target", target, "--table", table]
     if target_table:
         argv += ["--target-table", target_table]
-    if start_time not in (None, ""):
-        argv += ["--start-time", str(start_time)]
-    if end_time not in (None, ""):
-        argv += ["--end-time", str(end_time)]
+    if start_time_ms is not None:
+        argv += ["--start-time-ms", str(start_time_ms)]
+    if end_time_ms is not None:
+        argv += ["--end-time-ms", str(end_time_ms)]
     if families:
         argv += ["--families", families if isinstance(families, str) else ",".join(families)]
     if versions and int(versions) != 1:
@@ -220,13 +204,16 @@ def _scope_argv(source: str, target: str, table: str, target_table: str | None, 
 
 
 def copy_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
-                  start_time: Any = None, end_time: Any = None, families: Sequence[str] | str | None = None,
-                  versions: int | None = None, rows_per_partition: int | None = None,
+                  start_time_ms: int | None = None, end_time_ms: int | None = None,
+                  families: Sequence[str] | str | None = None, versions: int | None = None,
+                  rows_per_partition: int | None = None, rows_per_s: float | None = None,
                   copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
                   options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
-    """`application_args` for jobs/copy_table.py (strings may be Jinja templates: they are passed through)."""
-    argv = _scope_argv(source, target, table, target_table, start_time, end_time, families, versions,
+    """`application_args` for jobs/copy_table.py."""
+    argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions,
                        rows_per_partition, options)
+    if rows_per_s:
+        argv += ["--rows-per-s", str(rows_per_s)]
     for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url),
                         ("--summary-file", summary_file)):
         if value:
@@ -235,12 +222,13 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
 
 
 def verify_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
-                    start_time: Any = None, end_time: Any = None, families: Sequence[str] | str | None = None,
+                    start_time_ms: int | None = None, end_time_ms: int | None = None,
+                    families: Sequence[str] | str | None = None,
                     versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
                     repair: bool = False, sample_limit: int | None = None,
                     options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
-    argv = _scope_argv(source, target, table, target_table, start_time, end_time, families, versions, None,
+    argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
     if level != "content":
         argv += ["--level", level]

@@ -3,10 +3,9 @@ from types import SimpleNamespace
 import pytest
 
 from hbase_migration.health import PeerHealth, WatchThresholds, evaluate
-from operators.steps import InvalidRunInput, table_list, time_window
 
 NOW = 1_700_000_000.0
-TH = WatchThresholds(max_disabled_s=3600, max_lag_ms=60_000, quota_mark=0.8, min_exhaustion_s=86_400)
+TH = WatchThresholds(max_disabled_s=3600, alert_lag_ms=60_000, quota_mark=0.8, min_exhaustion_s=86_400)
 
 
 def quota(fraction=0.1, projected=None, rate=100.0):
@@ -38,20 +37,3 @@ def test_breaches(peers, q, error, subject, fragment):
 def test_recovered_queues_warn_only():
     peers = (PeerHealth("p", "ENABLED", NOW, None, {"max_age_ms": 1, "recovered_queues": 2}),)
     assert [f.level for f in evaluate(peers, quota(), None, TH, NOW)] == ["warn"]
-
-
-def test_time_window_rules():
-    assert time_window(None, None) == (None, None)
-    assert time_window("5", 10) == (5, 10)
-    with pytest.raises(InvalidRunInput, match="reversed or empty: start_time_ms 10 must be < end_time_ms 10"):
-        time_window(10, 10)
-    with pytest.raises(InvalidRunInput, match="milliseconds since the epoch"):
-        time_window("yesterday", None)
-    with pytest.raises(InvalidRunInput, match=">= 0"):
-        time_window(-1, None)
-
-
-def test_table_list():
-    assert table_list("a, b,,a") == ["a", "b"]
-    with pytest.raises(InvalidRunInput, match="at least one table"):
-        table_list([])

@@ -1,11 +1,13 @@
-"""The Spark plumbing shared by the copy and verify jobs: session, shipping the library, running partitions.
+"""Where the copy's and verification's partitions run: Spark executors, or threads of this process.
 
-`run_partitions` runs one Spark task per partition and hands every finished result to the driver *as
-soon as its task ends* (not when the whole job ends): each task adds its result to an accumulator, which
-Spark merges on the driver at task completion, and a driver thread polls it. That is what lets the copy
-record finished partitions in the savepoint/ledger while the job runs, so a job killed midway resumes
-where it stopped (scylla-migrator keeps its savepoints the same way). Only the driver writes the store,
-which then works the same on local[*], YARN or Kubernetes.
+An executor runs `task(item)` once per partition and calls `on_done(results)` on the driver as tasks end, so
+finished partitions are recorded while the job runs (a job killed midway resumes where it stopped, as
+scylla-migrator's savepoints do). `SparkExecutor` is what the spark-submit jobs use; `LocalExecutor` is the
+CLI's, in-process, no Spark. pyspark is imported only by the Spark parts, inside functions.
+
+With Spark, each task adds its result to an accumulator, which Spark merges on the driver at task completion,
+and a driver thread polls it: results reach the driver as each task ends, not when the whole job ends. Only
+the driver writes the store, which then works the same on local[*], a standalone cluster, YARN or Kubernetes.
 """
 from __future__ import annotations
 
@@ -70,11 +72,11 @@ def stop_session(spark: Any) -> None:
         log.warning("stopping Spark failed (%s: %s); the JVM is probably gone already", type(e).__name__, e)
 
 
-SHIPPED_PACKAGES = ("hbase_migration", "jobs")
+SHIPPED_PACKAGES = ("hbase_migration",)
 
 
 def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None = None) -> str:
-    """Zip the toolkit's packages that tasks import (the library, and these jobs' helpers)."""
+    """Zip the toolkit's packages that tasks import (the library)."""
     import importlib
 
     fd, path = tempfile.mkstemp(prefix="hbase_migration-", suffix=".zip", dir=dest_dir)
@@ -173,6 +175,77 @@ def run_partitions(
         poller.join()
         drain()  # whatever finished since the last poll, also when the job failed or was interrupted
     return results
+
+
+class LocalExecutor:
+    """Partitions on `workers` threads of this process (the CLI's copy and verify: no Spark needed)."""
+
+    def __init__(self, workers: int = 4, heartbeat_s: float = 30.0):
+        self.workers = max(1, int(workers))
+        self.heartbeat_s = heartbeat_s
+
+    def map(self, items: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
+        if not items:
+            return []
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(self.workers, len(items)), thread_name_prefix="hbase-task") as pool:
+            return list(pool.map(fn, items))
+
+    def run(self, items: Sequence[Any], task: Callable[[Any], Any],
+            on_done: Callable[[list[Any]], None] | None = None,
+            on_heartbeat: Callable[[], None] | None = None) -> list[Any]:
+        """`task(item)` per item on the pool; `on_done([result])` here as each ends. Results in item order."""
+        if not items:
+            return []
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        results: dict[int, Any] = {}
+        with ThreadPoolExecutor(min(self.workers, len(items)), thread_name_prefix="hbase-task") as pool:
+            pending = {pool.submit(task, item): i for i, item in enumerate(items)}
+            while pending:
+                done, _ = wait(pending, timeout=self.heartbeat_s, return_when=FIRST_COMPLETED)
+                if not done and on_heartbeat is not None:
+                    on_heartbeat()
+                for future in done:
+                    results[pending.pop(future)] = future.result()
+                    if on_done is not None:
+                        on_done([future.result()])
+        return [results[i] for i in range(len(items))]
+
+
+class SparkExecutor:
+    """Partitions as Spark tasks, one per partition, on the session's cluster (spark-submit's, or `master`).
+
+    A session already active in this process (a test module's, a notebook's) is borrowed and left running;
+    one created here is stopped by `close()`. The library is shipped to the executors unless spark-submit's
+    --py-files already carries it.
+    """
+
+    def __init__(self, app_name: str, master: str | None = None, conf: dict[str, str] | None = None,
+                 log_level: str = "INFO", heartbeat_s: float = 30.0):
+        self.spark, self.own_session = spark_session(app_name, master, conf)
+        if self.own_session:  # a job of its own (not a session borrowed in-process): finish cleanly on SIGTERM
+            install_sigterm_handler()
+        self.sc = self.spark.sparkContext
+        self.log_level = log_level
+        self.heartbeat_s = heartbeat_s
+        ship_package(self.sc)
+
+    def map(self, items: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
+        if not items:
+            return []
+        return self.sc.parallelize(list(items), len(items)).map(fn).collect()
+
+    def run(self, items: Sequence[Any], task: Callable[[Any], Any],
+            on_done: Callable[[list[Any]], None] | None = None,
+            on_heartbeat: Callable[[], None] | None = None, job_group: str = "hbase-migration") -> list[Any]:
+        return run_partitions(self.sc, items, task, on_done, job_group=job_group, log_level=self.log_level,
+                              on_heartbeat=on_heartbeat, heartbeat_s=self.heartbeat_s)
+
+    def close(self) -> None:
+        if self.own_session:
+            stop_session(self.spark)
 
 
 def install_sigterm_handler() -> None:

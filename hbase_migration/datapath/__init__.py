@@ -1,0 +1,182 @@
+"""The data path: how copy, verify and repair read and write a cluster's cells, behind one small interface.
+
+`open_data_path(cluster)` picks the implementation once per cluster, from its connection:
+- `thrift1`: HBase's Thrift1 gateway through happybase (`hbase thrift`). Scans return the newest version of
+  each column only, so older versions cost a `getVer` per column; a write carries one timestamp per call, so
+  cells are grouped by timestamp; a delete removes every version at or below its timestamp.
+
+Every implementation returns rows as `(row, [(b"family:qualifier", timestamp, value), ...])`, cells ordered by
+column (the bytes `family:qualifier`) and newest version first, only cells inside the asked time range
+`[start, end)`, and writes every cell at its own timestamp. Re-writing a cell with its timestamp changes
+nothing, so retries and resumed copies are idempotent.
+"""
+from __future__ import annotations
+
+import abc
+import queue
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from hbase_migration.scope import Cell, Row
+
+if TYPE_CHECKING:
+    from hbase_migration.cluster import Cluster
+
+FIRST_KEY_ONLY = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"  # RowCounter's filter pair: one cell per row
+KEY_ONLY = "KeyOnlyFilter()"
+
+__all__ = ["FIRST_KEY_ONLY", "KEY_ONLY", "Cell", "DataPath", "PartitionFailed", "Region", "Row", "Writer",
+           "open_data_path", "prefetch"]
+
+
+class PartitionFailed(RuntimeError):
+    """A scan or a write could not be completed after its retries."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One region of a table (b"" = open end)."""
+
+    start_key: bytes
+    end_key: bytes
+    name: bytes = b""
+
+
+class Writer(abc.ABC):
+    """Writes rows of cells, each at its own timestamp; `close()` returns once every write is acknowledged and
+    raises the first failure. `calls` and `retried` count the server calls and the retried ones."""
+
+    calls: int = 0
+    retried: int = 0
+
+    @abc.abstractmethod
+    def put(self, rows: Sequence[Row]) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class DataPath(abc.ABC):
+    """One cluster's cells through one connection (re-opened after a transport error).
+
+    `versions` is how many versions per column a read returns: N, or None for every version each family
+    keeps (its VERSIONS). `start_ms`/`end_ms` bound the cells' timestamps, `[start, end)`, None = open.
+    """
+
+    kind = ""
+    exact_deletes = False  # can delete exactly one version of a column
+
+    def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
+                 wait_cap_s: float = 20.0):
+        self.cluster = cluster
+        self.timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
+        self.retries = retries
+        self.wait_cap_s = wait_cap_s
+
+    def __enter__(self) -> "DataPath":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def reconnects(self) -> int:
+        return 0
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def families(self, table: str) -> dict[bytes, int]:
+        """family -> VERSIONS of a table; {} when the table does not exist."""
+
+    @abc.abstractmethod
+    def regions(self, table: str) -> list[Region]:
+        """The table's regions sorted by start key; [] when the table does not exist."""
+
+    @abc.abstractmethod
+    def scan(self, table: str, start_row: bytes, stop_row: bytes, *, columns: Sequence[bytes] | None = None,
+             start_ms: int | None = None, end_ms: int | None = None, versions: int | None = 1,
+             batch_rows: int = 500, keys_only: bool = False, first_key_only: bool = False,
+             stats: dict[str, int] | None = None) -> Iterator[list[Row]]:
+        """Rows of `[start_row, stop_row)` (b"" stop: to the end), one server batch at a time; rows with no cell
+        in the time range are left out. `keys_only`: values empty; `first_key_only`: one cell per row (a
+        row count). A lost connection or scanner re-opens the scan after the last row yielded."""
+
+    @abc.abstractmethod
+    def get_rows(self, table: str, keys: Sequence[bytes], *, columns: Sequence[bytes] | None = None,
+                 start_ms: int | None = None, end_ms: int | None = None,
+                 versions: int | None = 1) -> dict[bytes, list[Cell]]:
+        """The rows of `keys` that have a cell in range, like `scan`'s rows."""
+
+    @abc.abstractmethod
+    def writer(self, table: str, *, writers: int = 4, pipeline: int = 1, batch_cells: int = 5000,
+               batch_bytes: int = 4 << 20) -> Writer:
+        """A writer to `table` (its own connections; opened now, so an unreachable cluster fails here)."""
+
+    @abc.abstractmethod
+    def delete(self, table: str, row: bytes, cells: Sequence[tuple[bytes, int]]) -> None:
+        """Delete `(column, timestamp)` versions of one row: exactly those versions when `exact_deletes`,
+        else every version of the column at or below the timestamp."""
+
+
+def open_data_path(cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
+                   wait_cap_s: float = 20.0) -> DataPath:
+    """The cluster's data path (see the module docstring for the choice)."""
+    from hbase_migration.datapath.thrift1 import Thrift1Path
+
+    return Thrift1Path(cluster, timeout_s, retries, wait_cap_s)
+
+
+def prefetch(iterable: Iterable[Any], depth: int = 2) -> Iterator[Any]:
+    """Iterate `iterable` in a background thread, `depth` items ahead.
+
+    The next scan batch is fetched while the current one is being written or hashed. Errors are raised in the
+    consumer; closing the consumer stops the producer.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in iterable:
+                while not stop.is_set():
+                    try:
+                        q.put(("item", item), timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    break
+            q.put(("end", done))
+        except BaseException as e:
+            q.put(("error", e))
+        finally:
+            close = getattr(iterable, "close", None)
+            if callable(close) and stop.is_set():
+                try:
+                    close()
+                except Exception:
+                    pass
+
+    thread = threading.Thread(target=produce, daemon=True, name="hbase-scan-prefetch")
+    thread.start()
+    try:
+        while True:
+            kind, value = q.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get(timeout=0.2)
+            except queue.Empty:
+                pass
+        thread.join()

@@ -1,0 +1,399 @@
+"""The Thrift1 data path: HBase's `Hbase.thrift` gateway through happybase's generated client.
+
+Thrift1 facts it is built around (HBase's `ThriftHBaseServiceHandler`):
+- A scan returns only the newest version of each column, and its `timestamp` is an exclusive upper bound
+  (`[0, ts)`): the end of a time range goes to the server, the start is applied here.
+- Older versions come only from `getVer`/`getVerTs`, one call per column: reading N versions of a family that
+  keeps more than one costs a (pipelined) call per column.
+- `mutateRowsTs` writes every cell of a call with one timestamp, so cells are grouped by timestamp and each
+  group is one call. Rows written at distinct times make one call per row; writer threads with pipelined
+  calls hide that round trip.
+- A delete through `mutateRowTs` removes every version of the column at or below its timestamp (there is no
+  exact-version delete), and masks later puts at or below it.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+
+from hbase_migration.datapath import FIRST_KEY_ONLY, KEY_ONLY, DataPath, PartitionFailed, Region, Writer
+from hbase_migration.scope import Cell, Row, to_string_binary, window_cells
+from hbase_migration.thrift import ThriftSession, hbase_thrift, is_transient, retrying
+
+if TYPE_CHECKING:
+    from hbase_migration.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+TsGroup = tuple  # (timestamp, [(row, [(column, value), ...]), ...])
+
+
+class Thrift1Path(DataPath):
+    kind = "thrift1"
+    exact_deletes = False
+
+    def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
+                 wait_cap_s: float = 20.0):
+        super().__init__(cluster, timeout_s, retries, wait_cap_s)
+        self.session = ThriftSession(cluster, self.timeout_s)
+        self._families: dict[str, dict[bytes, int]] = {}
+
+    @property
+    def reconnects(self) -> int:
+        return self.session.reconnects
+
+    def close(self) -> None:
+        self.session.close()
+
+    def families(self, table: str) -> dict[bytes, int]:
+        if table not in self._families:
+            T = hbase_thrift()
+            try:
+                descriptors = self.session.call("getColumnDescriptors", table.encode("utf-8"))
+            except T.IOError:
+                return {}
+            self._families[table] = {bytes(name).rstrip(b":"): int(d.maxVersions) for name, d in descriptors.items()}
+        return self._families[table]
+
+    def regions(self, table: str) -> list[Region]:
+        return regions_from_thrift(self.session.call("getTableRegions", table.encode("utf-8")))
+
+    def _history(self, table: str, versions: int | None) -> dict[bytes, int]:
+        """Families whose older versions need getVer: family -> versions to read."""
+        if versions == 1:
+            return {}
+        return {f: (v if versions is None else min(v, versions)) for f, v in self.families(table).items() if v > 1}
+
+    def scan(self, table: str, start_row: bytes, stop_row: bytes, *, columns: Sequence[bytes] | None = None,
+             start_ms: int | None = None, end_ms: int | None = None, versions: int | None = 1,
+             batch_rows: int = 500, keys_only: bool = False, first_key_only: bool = False,
+             stats: dict[str, int] | None = None) -> Iterator[list[Row]]:
+        # FirstKeyOnlyFilter gives one cell, maybe outside the window: with a start time every column's newest
+        # cell is needed to tell whether the row has a cell in range.
+        flt = (FIRST_KEY_ONLY if start_ms is None else KEY_ONLY) if first_key_only else KEY_ONLY if keys_only else None
+        history = {} if keys_only or first_key_only else self._history(table, versions)
+        for batch in scan_rows(self.session, table, start_row, stop_row, timestamp=end_ms, columns=columns,
+                               batch_rows=batch_rows, filter_string=flt, retries=self.retries,
+                               wait_cap=self.wait_cap_s, stats=stats):
+            if history:
+                older = read_versions(self.session, table, batch, history, end_ms)
+                batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
+            out = self._in_range(batch, start_ms, end_ms, first_key_only)
+            if out:
+                yield out
+
+    @staticmethod
+    def _in_range(rows: Iterable[Row], start_ms: int | None, end_ms: int | None, first_only: bool) -> list[Row]:
+        out = []
+        for row, cells in rows:
+            if start_ms is not None:
+                cells = window_cells(cells, start_ms, end_ms)
+            if first_only:
+                cells = cells[:1]
+            if cells:
+                out.append((row, cells))
+        return out
+
+    def get_rows(self, table: str, keys: Sequence[bytes], *, columns: Sequence[bytes] | None = None,
+                 start_ms: int | None = None, end_ms: int | None = None,
+                 versions: int | None = 1) -> dict[bytes, list[Cell]]:
+        table_b = table.encode("utf-8")
+        history = self._history(table, versions)
+        out: dict[bytes, list[Cell]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            if columns and end_ms is not None:
+                found = self.session.call("getRowsWithColumnsTs", table_b, chunk, list(columns), end_ms, {})
+            elif columns:
+                found = self.session.call("getRowsWithColumns", table_b, chunk, list(columns), {})
+            elif end_ms is not None:
+                found = self.session.call("getRowsTs", table_b, chunk, end_ms, {})
+            else:
+                found = self.session.call("getRows", table_b, chunk, {})
+            rows = [(r.row, sorted(((col, c.timestamp, c.value) for col, c in (r.columns or {}).items()),
+                                   key=lambda c: c[0])) for r in found]
+            if history:
+                older = read_versions(self.session, table, rows, history, end_ms)
+                rows = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in rows]
+            out.update(self._in_range(rows, start_ms, end_ms, False))
+        return out
+
+    def writer(self, table: str, *, writers: int = 4, pipeline: int = 1, batch_cells: int = 5000,
+               batch_bytes: int = 4 << 20) -> Writer:
+        return CellWriter(self.cluster, table, writers=writers, pipeline=pipeline, retries=self.retries,
+                          wait_cap=self.wait_cap_s, timeout_s=self.timeout_s, batch_cells=batch_cells)
+
+    def delete(self, table: str, row: bytes, cells: Sequence[tuple[bytes, int]]) -> None:
+        T = hbase_thrift()
+        by_ts: dict[int, list[bytes]] = {}
+        for column, ts in cells:
+            by_ts.setdefault(ts, []).append(column)
+        for ts, columns in sorted(by_ts.items()):
+            mutations = [T.Mutation(isDelete=True, column=c, writeToWAL=True) for c in columns]
+            self.session.call("mutateRowTs", table.encode("utf-8"), row, mutations, ts, {})
+
+
+def scan_rows(
+    session: ThriftSession,
+    table: str,
+    start_row: bytes,
+    stop_row: bytes,
+    *,
+    timestamp: int | None = None,
+    columns: Sequence[bytes] | None = None,
+    batch_rows: int = 500,
+    filter_string: str | None = None,
+    retries: int = 8,
+    wait_cap: float = 20.0,
+    stats: dict[str, int] | None = None,
+) -> Iterator[list[Row]]:
+    """Scan `[start_row, stop_row)` and yield lists of (row, [(column, ts, value)]).
+
+    A transient error (lost connection, expired scanner lease) re-opens the
+    connection and the scanner just after the last row yielded, so no row is
+    lost or repeated. Columns come sorted (`sortColumns`), one (newest) version
+    each, with `ts < timestamp` when a timestamp is given.
+    """
+    T = hbase_thrift()
+    table_b = table.encode("utf-8")
+    state: dict[str, Any] = {"scanner": None, "next_start": start_row}
+
+    def next_batch() -> list:
+        # After a failure the scanner is gone with its connection: open a new one after the last row yielded.
+        if state["scanner"] is None:
+            scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, timestamp=timestamp,
+                           columns=list(columns) if columns else None, caching=batch_rows,
+                           filterString=filter_string.encode("utf-8") if filter_string else None,
+                           sortColumns=True)
+            state["scanner"] = session.client.scannerOpenWithScan(table_b, scan, {})
+        return session.client.scannerGetList(state["scanner"], batch_rows)
+
+    def lost_scanner(_error: BaseException) -> None:
+        state["scanner"] = None
+        if stats is not None:
+            stats["retries"] = stats.get("retries", 0) + 1
+
+    try:
+        while True:
+            try:
+                items = retrying(session, next_batch, retries, wait_cap, f"scan of {table}", lost_scanner)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                raise PartitionFailed(f"scan of {table!r} from {to_string_binary(state['next_start'])} failed "
+                                      f"{retries} times: {type(e).__name__}: {e}") from e
+            if not items:
+                return
+            batch = [(it.row, [(c.columnName, c.cell.timestamp, c.cell.value) for c in (it.sortedColumns or ())])
+                     for it in items]
+            state["next_start"] = batch[-1][0] + b"\x00"
+            yield batch
+    finally:
+        if state["scanner"] is not None:
+            try:
+                session.client.scannerClose(state["scanner"])
+            except Exception:  # a scanner on a dead connection is released by the server's lease
+                pass
+
+
+def read_versions(
+    session: ThriftSession, table: str, rows: Sequence[Row], history: Mapping[bytes, int], end_time: int | None,
+) -> dict[bytes, dict[bytes, list[Cell]]]:
+    """The versions of every scanned column of a family in `history` (family -> versions to read).
+
+    One pipelined getVer (getVerTs with a window end: `[0, ts)`) per column.
+    """
+    wanted = [
+        (row, cell[0], history[cell[0].partition(b":")[0]]) for row, cells in rows for cell in cells
+        if cell[0].partition(b":")[0] in history
+    ]
+    if not wanted:
+        return {}
+    table_b = table.encode("utf-8")
+    api = "getVer" if end_time is None else "getVerTs"
+    bound = {} if end_time is None else {"timestamp": end_time}
+    calls = [dict(tableName=table_b, row=r, column=c, numVersions=n, attributes={}, **bound)
+             for r, c, n in wanted]
+    out: dict[bytes, dict[bytes, list[Cell]]] = {}
+    for i in range(0, len(calls), 256):
+        chunk = calls[i:i + 256]
+        answers = retrying(session, lambda chunk=chunk: session.pipelined(api, chunk), what=api)
+        for (row, column, _n), cells in zip(wanted[i:i + 256], answers):
+            out.setdefault(row, {})[column] = [(column, c.timestamp, c.value) for c in (cells or ())]
+    return out
+
+
+class CellWriter(Writer):
+    """Writes cells with `mutateRowsTs` from `writers` threads, `pipeline` calls in flight each.
+
+    `put(rows)` groups the cells by timestamp (one call per timestamp and at most `batch_cells` cells), since
+    Thrift1 writes every cell of a call at the call's one timestamp.
+
+    Each thread owns one connection. A window of calls is sent back to back and
+    then acknowledged; on a transient error the whole window is re-sent on a
+    fresh connection (re-writing a cell with its timestamp changes nothing).
+    Memory is bounded by the queue (`writers * pipeline * 2` groups). `close()`
+    returns once every call is acknowledged, and raises the first failure.
+    """
+
+    _STOP = object()
+
+    def __init__(self, cluster: "Cluster", table: str, writers: int = 16, pipeline: int = 1, retries: int = 8,
+                 wait_cap: float = 20.0, timeout_s: float = 60.0, batch_cells: int = 5000):
+        self.cluster = cluster
+        self.batch_cells = batch_cells
+        self.table = table.encode("utf-8")
+        self.pipeline = pipeline
+        self.retries = retries
+        self.wait_cap = wait_cap
+        self.timeout_s = timeout_s
+        self.calls = 0
+        self.retried = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=max(2, writers * pipeline * 2))
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._T = hbase_thrift()
+        # Open every connection up front so an unreachable target fails here, loudly.
+        sessions = [ThriftSession(cluster, timeout_s) for _ in range(writers)]
+        self._threads = [threading.Thread(target=self._run, args=(s,), daemon=True, name=f"hbase-writer-{i}")
+                         for i, s in enumerate(sessions)]
+        for t in self._threads:
+            t.start()
+
+    def put(self, rows: Sequence[Row]) -> None:
+        for group in group_by_timestamp(rows, max_cells=self.batch_cells):
+            self._put_group(group)
+
+    def _put_group(self, group: TsGroup) -> None:
+        ts, rows = group
+        T = self._T
+        batches = [
+            T.BatchMutation(row=row, mutations=[T.Mutation(isDelete=False, column=c, value=v, writeToWAL=True)
+                                                for c, v in muts])
+            for row, muts in rows
+        ]
+        item = dict(tableName=self.table, rowBatches=batches, timestamp=ts, attributes={})
+        while True:
+            if self._error is not None:
+                self._raise()
+            try:
+                self._queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self, session: ThriftSession) -> None:
+        try:
+            while True:
+                first = self._queue.get()
+                if first is self._STOP:
+                    return
+                window = [first]
+                stop = False
+                while len(window) < self.pipeline:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is self._STOP:
+                        stop = True
+                        break
+                    window.append(nxt)
+                self._send(session, window)
+                if stop:
+                    return
+        except BaseException as e:  # recorded and re-raised by put()/close() on the caller's thread
+            with self._lock:
+                if self._error is None:
+                    self._error = e
+            # keep draining so a producer blocked on a full queue sees the error
+            while True:
+                try:
+                    if self._queue.get(timeout=0.5) is self._STOP:
+                        return
+                except queue.Empty:
+                    if self._error is not None and self._queue.empty():
+                        return
+        finally:
+            session.close()
+
+    def _send(self, session: ThriftSession, window: list[dict[str, Any]]) -> None:
+        def count_retry(_e: BaseException) -> None:
+            with self._lock:
+                self.retried += 1
+
+        retrying(session, lambda: session.pipelined("mutateRowsTs", window), self.retries, self.wait_cap,
+                 f"mutateRowsTs x{len(window)}", count_retry)
+        with self._lock:
+            self.calls += len(window)
+
+    def close(self) -> None:
+        # One STOP per thread, whichever thread takes it (a thread that exits early took someone's STOP).
+        for _ in self._threads:
+            while any(t.is_alive() for t in self._threads):
+                try:
+                    self._queue.put(self._STOP, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+        for t in self._threads:
+            t.join()
+        if self._error is not None:
+            self._raise()
+
+    def _raise(self) -> None:
+        raise PartitionFailed(f"writing to {self.cluster.name!r} failed: {self._error}") from self._error
+
+
+def group_by_timestamp(
+    rows: Iterable[Row], max_cells: int | None = None
+) -> list[TsGroup]:
+    """Cells of many rows grouped into one `mutateRowsTs` call per timestamp.
+
+    Returns [(ts, [(row, [(column, value), ...]), ...]), ...] sorted by ts, rows
+    in input order, each group carrying at most `max_cells` cells (split on row
+    boundaries; one row's cells at one timestamp are never split).
+    """
+    by_ts: dict[int, dict[bytes, list[tuple[bytes, bytes]]]] = {}
+    for row, cells in rows:
+        for column, ts, value in cells:
+            by_ts.setdefault(ts, {}).setdefault(row, []).append((column, value))
+    out: list[TsGroup] = []
+    for ts in sorted(by_ts):
+        batch: list[tuple[bytes, list[tuple[bytes, bytes]]]] = []
+        n = 0
+        for row, muts in by_ts[ts].items():
+            if max_cells and batch and n + len(muts) > max_cells:
+                out.append((ts, batch))
+                batch, n = [], 0
+            batch.append((row, muts))
+            n += len(muts)
+        if batch:
+            out.append((ts, batch))
+    return out
+
+
+def merge_versions(scanned: Sequence[Cell], versions: Mapping[bytes, Sequence[Cell]]) -> list[Cell]:
+    """The scanned newest cells with each multi-version column replaced by its getVer list."""
+    out: list[Cell] = []
+    for cell in scanned:
+        older = versions.get(cell[0])
+        if older:
+            out.extend(older)
+        else:
+            out.append(cell)
+    return out
+
+
+def regions_from_thrift(items: Iterable[Any]) -> list[Region]:
+    """TRegionInfo objects or happybase `Table.regions()` dicts, sorted by start key."""
+    out = []
+    for it in items:
+        if isinstance(it, Mapping):
+            start, end, name = it.get("start_key", b""), it.get("end_key", b""), it.get("name", b"")
+        else:
+            start, end, name = it.startKey, it.endKey, it.name
+        out.append(Region(bytes(start or b""), bytes(end or b""), bytes(name or b"")))
+    return sorted(out, key=lambda r: r.start_key)

@@ -1,0 +1,356 @@
+"""The run spec: every run parameter of the toolkit's DAGs, defined once, validated once.
+
+Each `Field` holds a parameter's name, type, default, bounds and the words the trigger form shows. From this one
+table come the DAGs' trigger forms (`form_schema`, wrapped into Airflow `Param`s by the Airflow layer), the plan
+files' fields (`plan_key`: `[quota] mark` is `quota_mark`), and `RunSpec.validate`, which every entry point calls
+(the DAG's `open_run`, plan loading, the CLI) and whose output the tasks use as is. Adding a parameter is one
+`Field` here, one attribute of `RunSpec`, and the code that uses it.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+from hbase_migration.quota import DEFAULT_QUOTA_MARK, POLICIES
+from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
+
+LATEST_TIMESTAMP = (1 << 63) - 1  # HConstants.LATEST_TIMESTAMP
+CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
+
+MIGRATION, BACKFILL, WATCH = "migration", "backfill", "watch"
+
+
+class InvalidRunInput(ValueError):
+    """A run parameter is invalid; `field` names it (the form's name, or the plan file's `section.key`)."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.reason = message
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Value checks: each returns the canonical value or raises ValueError saying what is wanted.
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise ValueError(f"must be an integer, got {value!r}")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number, got {value!r}") from None
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _conn_id(value: Any) -> str:
+    text = _string(value)
+    if not CONN_ID.match(text):
+        raise ValueError(f"{text!r} is not an Airflow connection id (letters, digits, '_', '-', '.')")
+    return text
+
+
+def _name_list(value: Any, what: str, each: Callable[[str], str]) -> tuple[str, ...]:
+    """A list of names (or one comma-separated string): each checked by `each`, blanks and repeats dropped."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of {what}s, got {value!r}")
+    names = tuple(dict.fromkeys(each(v.strip()) for v in value if v.strip()))
+    if not names:
+        raise ValueError(f"at least one {what} is required")
+    return names
+
+
+def _tables(value: Any) -> tuple[str, ...]:
+    return _name_list(value, "table", normalize_table)
+
+
+def _conn_ids(value: Any) -> tuple[str, ...]:
+    return _name_list(value, "connection id", _conn_id)
+
+
+def _peer_id(value: Any) -> str:
+    return validate_peer_id(value.strip() if isinstance(value, str) else value)
+
+
+def timestamp_ms(value: Any) -> int:
+    """Milliseconds since the epoch from an integer or an ISO 8601 date-time (`2024-01-31T12:00:00Z`; a date
+    alone is midnight UTC; a date-time without offset is refused: its instant would depend on the zone)."""
+    if isinstance(value, str) and not re.fullmatch(r"\s*\d+\s*", value):
+        text = value.strip()
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                instant = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+            else:
+                instant = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"must be epoch milliseconds or an ISO 8601 date-time, got {text!r}") from None
+        if instant.utcoffset() is None:
+            raise ValueError(f"{text!r} has no UTC offset (write ...Z or ...+02:00)")
+        ms = calendar.timegm(instant.utctimetuple()) * 1000 + instant.microsecond // 1000
+    else:
+        ms = _integer(value)
+    if not 0 <= ms <= LATEST_TIMESTAMP:
+        raise ValueError(f"must be within 0..{LATEST_TIMESTAMP} ms, got {ms}")
+    return ms
+
+
+def _versions(value: Any) -> int | None:
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return None
+    n = _integer(value)
+    if n < 1:
+        raise ValueError(f"must be 'all' or a number of versions >= 1, got {value!r}")
+    return n
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The fields
+
+
+@dataclass(frozen=True)
+class Field:
+    """One run parameter.
+
+    `kind` is its JSON schema type on the form; `parse` turns any accepted input into the canonical value;
+    `plan_key` is its `section.key` in a plan file ("" when plans cannot set it); `dags` says which DAGs show
+    it; `bounds` are extra JSON-schema keywords (minimum, enum, pattern...) mirrored by `parse`.
+    """
+
+    name: str
+    kind: str | list[str]
+    default: Any
+    title: str
+    description: str
+    parse: Callable[[Any], Any]
+    plan_key: str = ""
+    dags: frozenset[str] = frozenset({MIGRATION})
+    nullable: bool = False
+    bounds: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[Any], bool] | None = None
+    wanted: str = ""
+
+    def value(self, raw: Any) -> Any:
+        """The canonical value of `raw`, or InvalidRunInput naming this field."""
+        if raw is None or (isinstance(raw, str) and not raw.strip() and self.nullable):
+            if self.nullable:
+                return None
+            raise InvalidRunInput(self.name, "is required")
+        try:
+            value = self.parse(raw)
+        except ValueError as e:
+            raise InvalidRunInput(self.name, str(e)) from None
+        if self.check is not None and not self.check(value):
+            raise InvalidRunInput(self.name, f"must be {self.wanted}, got {raw!r}")
+        return value
+
+    def schema(self, default: Any) -> dict[str, Any]:
+        """Keyword arguments of Airflow's `Param` for the trigger form."""
+        kind = self.kind if not self.nullable else ["null", *([self.kind] if isinstance(self.kind, str)
+                                                             else self.kind)]
+        return {"default": default, "type": kind, "title": self.title, "description": self.description,
+                **dict(self.bounds)}
+
+
+BOTH = frozenset({MIGRATION, BACKFILL})
+
+FIELDS: tuple[Field, ...] = (
+    Field("source_conn_id", "string", "hbase_source", "Source cluster",
+          "Airflow connection id of the cluster the tables are copied from", _conn_id, "migration.source_conn_id",
+          BOTH),
+    Field("target_conn_id", "string", "hbase_target", "Target cluster",
+          "Airflow connection id of the cluster the tables are copied to", _conn_id, "migration.target_conn_id",
+          BOTH),
+    Field("tables", "array", ["users"], "Tables",
+          "tables to migrate, every family of each ('ns:table' for a namespace)", _tables, "migration.tables",
+          BOTH, bounds={"items": {"type": "string", "minLength": 1}, "minItems": 1}),
+    Field("peer_id", "string", "migration1", "Replication peer id",
+          "letters, digits and '_', not 'lock' (no '-': HBase names recovered queues '<peer>-<server>')",
+          _peer_id, "migration.peer_id", bounds={"pattern": PEER_ID_PATTERN}),
+    Field("start_time_ms", ["integer", "string"], None, "Window start (ms since the epoch, inclusive)",
+          "copy and verify only cells with timestamp >= this; epoch ms or ISO 8601 (2024-01-31T00:00:00Z); "
+          "empty: from the first cell (backfill: the run's data interval)", timestamp_ms, "copy.start_time_ms",
+          BOTH, nullable=True),
+    Field("end_time_ms", ["integer", "string"], None, "Window end (ms since the epoch, exclusive)",
+          "copy and verify only cells with timestamp < this; epoch ms or ISO 8601; empty: up to the copy's "
+          "start (backfill: the run's data interval)", timestamp_ms, "copy.end_time_ms", BOTH, nullable=True),
+    Field("rows_per_s", "integer", 0, "Throttle per copy task (rows/s)",
+          "rows read from the source per second and copy task, to spare its region servers; 0: no limit",
+          _integer, "copy.rows_per_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+    Field("create_missing_tables", "boolean", True, "Create absent target tables",
+          "create a target table that does not exist with the source's families and split keys", _boolean,
+          "copy.create_missing_tables"),
+    Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
+          "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
+          "catch_up.max_lag_ms", bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+    Field("stable_samples", "integer", 3, "Drained: consecutive samples",
+          "drained samples in a row, on every region server, before the run moves on", _integer,
+          "catch_up.stable_samples", bounds={"minimum": 2}, check=lambda v: v >= 2, wanted="an integer >= 2"),
+    Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
+          "1 on HBase 2.x (the WAL being written stays queued), 0 on 1.x", _integer, "catch_up.caught_up_queue_size",
+          bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1), wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
+    Field("canary", "boolean", False, "Drained: canary row",
+          "after the queues drain, write a marker row (key prefix __hbase_migration_canary__/) to the first "
+          "table on the source, wait until the target reads it, then delete it on both sides", _boolean,
+          "catch_up.canary"),
+    Field("quota_policy", "string", "fail", "On oldWALs quota pressure",
+          "fail: stop the copy and leave the peer DISABLED; enable_peer: enable the peer early so the cleaner "
+          "can free shipped WALs", _string, "quota.policy", bounds={"enum": list(POLICIES)},
+          check=lambda v: v in POLICIES, wanted="'fail' or 'enable_peer'"),
+    Field("quota_mark", "number", DEFAULT_QUOTA_MARK, "oldWALs quota mark (fraction)",
+          "fraction of an oldWALs HDFS quota that counts as pressure: preflight refuses to start above it, the "
+          "copy's watchdog applies the policy when it is reached", _number, "quota.mark",
+          frozenset({MIGRATION, WATCH}), bounds={"exclusiveMinimum": 0, "maximum": 1}, check=lambda v: 0 < v <= 1,
+          wanted="a fraction in (0, 1]"),
+    Field("expected_copy_s", "integer", 3600, "Expected copy duration (s)",
+          "preflight checks that oldWALs' quota holds what a disabled peer pins for this long (x2)", _integer,
+          "quota.expected_copy_s", bounds={"minimum": 1}, check=lambda v: v >= 1, wanted="an integer >= 1"),
+    Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
+          "rows that differ are compared again after this pause (edits in flight)", _number,
+          "verify.recompare_sleep_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+    Field("verify", "boolean", True, "Verify the window after the copy", "compare both sides' cells in the window",
+          _boolean, dags=frozenset({BACKFILL})),
+    Field("dry_run", "boolean", False, "Dry run", "run the checks and log the exact peer commands; change nothing",
+          _boolean),
+    Field("clusters", "array", ["hbase_source"], "Source clusters to watch",
+          "Airflow connection ids of the clusters whose peers and oldWALs are watched", _conn_ids,
+          dags=frozenset({WATCH}), bounds={"items": {"type": "string"}, "minItems": 1}),
+    Field("max_disabled_s", "number", 3600, "Alert: peer disabled longer than (s)",
+          "a disabled peer pins every WAL since it was disabled", _number, dags=frozenset({WATCH}),
+          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+    Field("alert_lag_ms", "integer", 300_000, "Alert: enabled peer lagging more than (ms)",
+          "worst ageOfLastShippedOp of an enabled peer before the watch fails", _integer, dags=frozenset({WATCH}),
+          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+    Field("min_exhaustion_s", "number", 86_400, "Alert: quota projected to run out within (s)",
+          "the watch fails when oldWALs' growth would exhaust its quota sooner", _number, dags=frozenset({WATCH}),
+          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+    Field("quota_sample_gap_s", "number", 5, "Gap between two oldWALs readings (s)",
+          "the growth rate is measured between two readings this far apart", _number, dags=frozenset({WATCH}),
+          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+)
+
+BY_NAME = {f.name: f for f in FIELDS}
+BY_PLAN_KEY = {f.plan_key: f for f in FIELDS if f.plan_key}
+
+
+def fields_of(dag_kind: str) -> tuple[Field, ...]:
+    return tuple(f for f in FIELDS if dag_kind in f.dags)
+
+
+def form_schema(dag_kind: str, defaults: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each field of a DAG kind as `Param` keyword arguments, with `defaults` (a plan's values) applied."""
+    defaults = dict(defaults or {})
+    out = {}
+    for f in fields_of(dag_kind):
+        default = defaults.get(f.name, f.default)
+        if isinstance(default, tuple):
+            default = list(default)
+        out[f.name] = f.schema(default)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The validated spec
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run's validated parameters: what `open_run` hands to every task (as `to_dict()`)."""
+
+    source_conn_id: str = "hbase_source"
+    target_conn_id: str = "hbase_target"
+    tables: tuple[str, ...] = ("users",)
+    peer_id: str | None = None
+    start_time_ms: int | None = None
+    end_time_ms: int | None = None
+    rows_per_s: int = 0
+    create_missing_tables: bool = True
+    max_lag_ms: int = 30_000
+    stable_samples: int = 3
+    caught_up_queue_size: int = 1
+    canary: bool = False
+    quota_policy: str = "fail"
+    quota_mark: float = DEFAULT_QUOTA_MARK
+    expected_copy_s: int = 3600
+    recompare_sleep_s: float = 5.0
+    verify: bool = True
+    dry_run: bool = False
+    clusters: tuple[str, ...] = ("hbase_source",)
+    max_disabled_s: float = 3600.0
+    alert_lag_ms: int = 300_000
+    min_exhaustion_s: float = 86_400.0
+    quota_sample_gap_s: float = 5.0
+
+    @classmethod
+    def validate(cls, values: Mapping[str, Any], dag_kind: str = MIGRATION) -> "RunSpec":
+        """Check every field the DAG kind has (unknown names are refused), then the rules between fields."""
+        known = {f.name for f in fields_of(dag_kind)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidRunInput(unknown[0], f"unknown parameter (known: {', '.join(sorted(known))})")
+        parsed = {f.name: f.value(values.get(f.name, f.default)) for f in fields_of(dag_kind)}
+        return cls.from_dict(parsed).checked(dag_kind)
+
+    def checked(self, dag_kind: str = MIGRATION) -> "RunSpec":
+        """The rules between fields."""
+        if dag_kind == WATCH:
+            return self
+        if self.start_time_ms is not None and self.end_time_ms is not None \
+                and self.start_time_ms >= self.end_time_ms:
+            raise InvalidRunInput("end_time_ms", f"must be greater than start_time_ms {self.start_time_ms} (the "
+                                                 f"window [{self.start_time_ms}, {self.end_time_ms}) would be "
+                                                 "reversed or empty)")
+        if self.source_conn_id == self.target_conn_id:
+            raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+        """From `to_dict()` (an XCom); fields absent keep their defaults."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for name in ("tables", "clusters"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tables"], d["clusters"] = list(self.tables), list(self.clusters)
+        return d
+
+    def with_window(self, start_ms: int | None, end_ms: int | None) -> "RunSpec":
+        return RunSpec.from_dict({**self.to_dict(), "start_time_ms": start_ms, "end_time_ms": end_ms}).checked()
+
+    def copies(self) -> list[dict[str, Any]]:
+        """What the mapped copy and verify tasks expand over: one {table} per table."""
+        return [{"table": t} for t in self.tables]

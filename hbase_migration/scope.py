@@ -1,0 +1,277 @@
+"""What part of a table a copy or a verification covers, and what the target must hold for the source's cells.
+
+`TableScope` follows HBase's CopyTable options (`--starttime/--endtime` as `[start, end)` in ms, `--versions`,
+`--families=src:dst` renames, `--startrow/--stoprow` with `Bytes.toBytesBinary` escapes). Every field is validated
+on construction and named in the error. Pure: no I/O.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Iterable, Mapping
+
+LATEST_TIMESTAMP = (1 << 63) - 1  # HConstants.LATEST_TIMESTAMP (Long.MAX_VALUE)
+
+Cell = tuple  # (column b"family:qualifier", timestamp ms, value)
+Row = tuple  # (row key, list[Cell])
+
+
+class CopyConfigError(ValueError):
+    """Copy or verify options (or the tables they name) are invalid; the message names the field."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Options
+
+
+_BAD_FAMILY_CHARS = (":", "/", "\\")
+
+
+def _family(name: Any, what: str) -> bytes:
+    if isinstance(name, str):
+        name = name.encode("utf-8")
+    if not isinstance(name, (bytes, bytearray)) or not name:
+        raise CopyConfigError(f"{what}: a column family name must be a non-empty string, got {name!r}")
+    name = bytes(name)
+    text = name.decode("utf-8", "replace")
+    if name.startswith(b".") or any(c in text for c in _BAD_FAMILY_CHARS) or not text.isprintable():
+        raise CopyConfigError(
+            f"{what}: {text!r} is not a valid column family name "
+            "(printable, no ':' '/' '\\', not starting with '.')"
+        )
+    return name
+
+
+def parse_families(spec: Any) -> tuple[tuple[bytes, bytes], ...]:
+    """CopyTable's `--families` (`cf1,src:dst`) as ((src, dst), ...) in the given order.
+
+    Accepts a comma-separated string, a list of `cf`/`src:dst` items, or a list of
+    (src, dst) pairs; None or empty means every family, no rename.
+    """
+    if spec is None or spec == "" or spec == ():
+        return ()
+    if isinstance(spec, (str, bytes)):
+        text = spec.decode("utf-8") if isinstance(spec, bytes) else spec
+        items: list[Any] = [s.strip() for s in text.split(",")]
+    else:
+        items = list(spec)
+    pairs: list[tuple[bytes, bytes]] = []
+    for item in items:
+        if isinstance(item, (tuple, list)):
+            if len(item) != 2:
+                raise CopyConfigError(f"families: {item!r} must be a (source, target) pair")
+            src, dst = item
+        else:
+            text = item.decode("utf-8") if isinstance(item, bytes) else str(item)
+            if not text:
+                raise CopyConfigError(f"families: empty family name in {spec!r}")
+            src, _, dst = text.partition(":")
+            if _ and not dst:
+                raise CopyConfigError(f"families: {text!r} has an empty target family after ':'")
+            dst = dst or src
+        pairs.append((_family(src, "families"), _family(dst, "families")))
+    sources = [s for s, _ in pairs]
+    targets = [d for _, d in pairs]
+    for label, names in (("source", sources), ("target", targets)):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise CopyConfigError(
+                f"families: {label} family {dupes[0].decode()!r} is listed twice in {spec!r}"
+            )
+    return tuple(pairs)
+
+
+def _row_key(value: Any, what: str) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    raise CopyConfigError(f"{what} must be bytes or a string, got {type(value).__name__}")
+
+
+def _millis(value: Any, what: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise CopyConfigError(f"{what} must be milliseconds since the epoch, got {value!r}")
+    try:
+        ms = int(value)
+    except (TypeError, ValueError):
+        raise CopyConfigError(f"{what} must be milliseconds since the epoch, got {value!r}") from None
+    if not 0 <= ms <= LATEST_TIMESTAMP:
+        raise CopyConfigError(f"{what} must be within 0..{LATEST_TIMESTAMP}, got {ms}")
+    return ms
+
+
+def positive_option(value: Any, what: str, *, allow_none: bool = False, integer: bool = True) -> Any:
+    """A positive int (or float), also from its text form as a CLI or JSON gives it."""
+    if value is None and allow_none:
+        return None
+    kind = "integer" if integer else "number"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CopyConfigError(f"{what} must be a positive {kind}, got {value!r}") from None
+    if isinstance(value, bool) or not number > 0 or math.isinf(number) or (integer and number != int(number)):
+        raise CopyConfigError(f"{what} must be a positive {kind}, got {value!r}")
+    return int(number) if integer else number
+
+
+@dataclass(frozen=True)
+class TableScope:
+    """What part of a table a copy or a verification covers.
+
+    `start_time_ms`/`end_time_ms` are milliseconds, `[start, end)` as CopyTable's
+    `--starttime/--endtime`; `families` are (source, target) pairs (renames);
+    `versions` is how many versions per column (1 = CopyTable's default).
+    `rows_per_partition`, when set, splits regions that sampling shows to be
+    larger, so tasks are even.
+    """
+
+    table: str
+    target_table: str | None = None
+    start_row: bytes = b""
+    stop_row: bytes = b""
+    start_time_ms: int | None = None
+    end_time_ms: int | None = None
+    families: tuple[tuple[bytes, bytes], ...] = ()
+    versions: int = 1
+    rows_per_partition: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.table, str) or not self.table.strip():
+            raise CopyConfigError(f"table must be a non-empty table name, got {self.table!r}")
+        if self.target_table is None or self.target_table == "":
+            object.__setattr__(self, "target_table", self.table)
+        elif not isinstance(self.target_table, str) or not self.target_table.strip():
+            raise CopyConfigError(f"target_table must be a table name, got {self.target_table!r}")
+        start = _row_key(self.start_row, "start_row")
+        stop = _row_key(self.stop_row, "stop_row")
+        if stop and start >= stop:
+            raise CopyConfigError(f"start_row {start!r} must sort before stop_row {stop!r}")
+        object.__setattr__(self, "start_row", start)
+        object.__setattr__(self, "stop_row", stop)
+        st = _millis(self.start_time_ms, "start_time_ms")
+        et = _millis(self.end_time_ms, "end_time_ms")
+        if st is not None and et is not None and st >= et:
+            raise CopyConfigError(f"start_time_ms {st} must be < end_time_ms {et} (the range is [start, end))")
+        object.__setattr__(self, "start_time_ms", st)
+        object.__setattr__(self, "end_time_ms", et)
+        object.__setattr__(self, "families", parse_families(self.families))
+        object.__setattr__(self, "versions", positive_option(self.versions, "versions"))
+        rpp = positive_option(self.rows_per_partition, "rows_per_partition", allow_none=True)
+        object.__setattr__(self, "rows_per_partition", rpp)
+
+    # Derived views ---------------------------------------------------------------------------
+
+    @property
+    def renames(self) -> dict[bytes, bytes]:
+        """source family -> target family, only for families that change name."""
+        return {s: d for s, d in self.families if s != d}
+
+    @property
+    def source_columns(self) -> list[bytes] | None:
+        """TScan columns on the source (whole families), None for all families."""
+        return [s for s, _ in self.families] or None
+
+    @property
+    def target_columns(self) -> list[bytes] | None:
+        return [d for _, d in self.families] or None
+
+    def content_key(self) -> dict[str, Any]:
+        """The settings that change *what* is copied/compared (not how fast)."""
+        return {
+            "table": self.table,
+            "target_table": self.target_table,
+            "start_time_ms": self.start_time_ms,
+            "end_time_ms": self.end_time_ms,
+            "families": [[s.decode("utf-8", "backslashreplace"), d.decode("utf-8", "backslashreplace")]
+                         for s, d in self.families],
+            "versions": self.versions,
+        }
+
+    def fingerprint(self) -> str:
+        text = json.dumps(self.content_key(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def options_from_dict(cls: type, data: Mapping[str, Any]) -> Any:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise CopyConfigError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return cls(**dict(data))
+
+
+# --------------------------------------------------------------------------------------------------
+# Row keys as HBase prints and parses them
+
+
+def to_string_binary(key: bytes, limit: int = 200) -> str:
+    """Row keys as HBase's `Bytes.toStringBinary` prints them (printable ASCII, else \\xNN)."""
+    out = []
+    for b in key[:limit]:
+        if 32 <= b < 127 and b != 0x5C:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02X}")
+    return "".join(out) + ("..." if len(key) > limit else "")
+
+
+def to_bytes_binary(text: str) -> bytes:
+    """HBase's `Bytes.toBytesBinary`: `\\xNN` escapes become bytes (CopyTable's --startrow/--stoprow)."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and text[i + 1:i + 2] == "x" and _is_hex(text[i + 2:i + 4]):
+            out.append(int(text[i + 2:i + 4], 16))
+            i += 4
+            continue
+        out += ch.encode("utf-8")
+        i += 1
+    return bytes(out)
+
+
+def _is_hex(s: str) -> bool:
+    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+
+
+# --------------------------------------------------------------------------------------------------
+# Cells: window and renames (what the target must hold for the source's cells)
+
+
+def cell_bytes(row: bytes, column: bytes, value: bytes) -> int:
+    """Bytes a cell moves: key parts, value and the 8-byte timestamp."""
+    return len(row) + len(column) + len(value) + 8
+
+
+def rename_column(column: bytes, renames: Mapping[bytes, bytes]) -> bytes:
+    """b"src:q" -> b"dst:q" when `src` is renamed."""
+    if not renames:
+        return column
+    family, sep, qualifier = column.partition(b":")
+    dst = renames.get(family)
+    return dst + sep + qualifier if dst is not None else column
+
+
+def window_cells(cells: Iterable[Cell], start_time: int | None, end_time: int | None = None) -> list[Cell]:
+    """Cells with `start_time <= ts < end_time` (a Thrift1 scan has no lower time bound)."""
+    return [
+        c for c in cells
+        if (start_time is None or c[1] >= start_time) and (end_time is None or c[1] < end_time)
+    ]
+
+
+def transform_cells(cells: Iterable[Cell], options: TableScope) -> list[Cell]:
+    """Window then rename: what the target must hold for these source cells."""
+    kept = window_cells(cells, options.start_time_ms, options.end_time_ms)
+    renames = options.renames
+    if renames:
+        kept = [(rename_column(c[0], renames), c[1], c[2]) for c in kept]
+    return kept
+

@@ -1,0 +1,21 @@
+"""The skeleton of the spark-submit jobs: the library's `job_main` with a Spark executor.
+
+The copy and verify themselves live in the library (`hbase_migration.runner`); the executors receive the
+library from what the job ships (`--py-files`, or the zip `SparkExecutor` adds), not from the driver's path.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from hbase_migration import jobargs
+from hbase_migration.executors import SparkExecutor
+from hbase_migration.runner import job_main
+
+
+def _spark(app_name: str, ns: Any) -> SparkExecutor:
+    return SparkExecutor(app_name, ns.master, jobargs.spark_conf(ns.conf), ns.log_level)
+
+
+def main(kind: str, argv: Sequence[str] | None = None) -> int:
+    return job_main(kind, sys.argv[1:] if argv is None else argv, _spark)

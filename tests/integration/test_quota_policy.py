@@ -1,0 +1,117 @@
+"""The oldWALs quota policy against minihbase's WebHDFS and real HDFS-style quotas: the library's watchdog
+records every reading in the ledger and applies `fail` or `enable_peer`; preflight's headroom check uses the
+run's quota mark."""
+import threading
+import uuid
+
+import pytest
+import requests
+from airflow.sdk.exceptions import AirflowFailException
+
+from hbase_migration.cluster import ClusterKey
+from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.ledger import Ledger
+from hbase_migration.quota import Watchdog, settle_after_failure
+from hbase_migration.replication import PeerConfig, peer_admin
+from tests.polling import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def space_consumed(cluster, path="/hbase"):
+    r = requests.get(f"{cluster.webhdfs_url}/webhdfs/v1{path}", params={"op": "GETCONTENTSUMMARY"}, timeout=10)
+    return r.json()["ContentSummary"]["spaceConsumed"]
+
+
+@pytest.fixture
+def quota_cluster(minihbase_factory):
+    return minihbase_factory("quota")
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with Ledger.open(url) as led:
+        led.start_run("run-1", "hbase_table_migration", "manual", "a:2181:/hbase", "b:2181:/hbase", "p1", ["t"], {})
+    return url
+
+
+def disabled_peer(cluster) -> str:
+    """A DISABLED peer to a cluster that does not exist (nothing ships: only its state matters here)."""
+    peer_id = "q_" + uuid.uuid4().hex[:8]
+    with peer_admin(cluster) as admin:
+        admin.add_peer(peer_id, PeerConfig(ClusterKey.parse("127.0.0.1:1:/hbase-nowhere"), {"t": []}), enabled=False)
+    return peer_id
+
+
+def test_watchdog_records_every_reading_and_fails_past_the_mark(quota_cluster, ledger):
+    source = cluster_from_text("source", quota_cluster.connection_json)
+    peer_id = disabled_peer(source)
+    used = space_consumed(quota_cluster)
+    quota_cluster.set_quota("/hbase", space_bytes=used * 100)  # 1% used: below the mark
+    failed = threading.Event()
+    messages = []
+    dog = Watchdog(source, peer_id, "fail", 0.8, interval_s=0.2, ledger_url=ledger, run_id="run-1",
+                   on_fail=lambda m: (messages.append(m), failed.set()))
+    dog.start()
+    try:
+        wait_for(lambda: dog.samples >= 3, timeout=30, what="three readings below the mark")
+        assert not failed.is_set() and dog.action is None
+        quota_cluster.set_quota("/hbase", space_bytes=int(used / 0.9) + 1)  # 90% used: past the mark
+        assert failed.wait(30), "the watchdog did not act on the breach"
+    finally:
+        dog.stop()
+    assert dog.action.action == "fail"
+    assert "oldWALs quota breach on source" in messages[0] and f"peer {peer_id} is left as it is" in messages[0]
+    with peer_admin(source) as admin:
+        assert admin.get_peer(peer_id).state == "DISABLED"  # `fail` changes nothing on the cluster
+    with Ledger.open(ledger) as led:
+        quota = led.run_summary("run-1")["quota"]
+    assert quota["samples"] >= 4  # every reading, the breach included, for the dashboard
+    assert any(row["space_quota"] == int(used / 0.9) + 1 for row in quota["latest"])
+
+
+def test_enable_peer_policy_enables_a_disabled_peer_and_notes_it(quota_cluster, ledger):
+    source = cluster_from_text("source", quota_cluster.connection_json)
+    peer_id = disabled_peer(source)
+    quota_cluster.set_quota("/hbase", space_bytes=int(space_consumed(quota_cluster) / 0.9) + 1)
+    dog = Watchdog(source, peer_id, "enable_peer", 0.8, interval_s=0.2, ledger_url=ledger, run_id="run-1",
+                   on_fail=lambda m: pytest.fail(f"enable_peer must not fail the copy: {m}"))
+    dog.start()
+    try:
+        wait_for(lambda: dog.action is not None, timeout=30, what="the policy's action")
+    finally:
+        dog.stop()
+    assert dog.action.action == "peer_enabled"
+    with peer_admin(source) as admin:
+        assert admin.get_peer(peer_id).state == "ENABLED"
+    with Ledger.open(ledger) as led:
+        assert led.run_summary("run-1")["peer"]["state"] == "ENABLED"
+
+
+def test_settle_after_failure_enables_only_with_that_policy(quota_cluster):
+    source = cluster_from_text("source", quota_cluster.connection_json)
+    peer_id = disabled_peer(source)
+    assert settle_after_failure(source, peer_id, "fail") == ("DISABLED", None)
+    assert settle_after_failure(source, peer_id, "enable_peer", dry_run=True) == ("DISABLED", None)
+    assert settle_after_failure(source, peer_id, "enable_peer") == ("ENABLED", "enabled")
+    assert settle_after_failure(source, "absent_peer", "enable_peer") == ("ABSENT", None)
+
+
+def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_factory, monkeypatch):
+    """Regression: the trigger form's quota_mark never reached preflight, whose check stayed at 0.8."""
+    from operators.checks import PreflightOperator
+
+    target = minihbase_factory("quota_t")
+    monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", quota_cluster.connection_json)
+    monkeypatch.setenv("AIRFLOW_CONN_HBASE_TARGET", target.connection_json)
+    for c in (quota_cluster, target):
+        c.create_table("qt", {"d": {"replication_scope": 1}})
+    quota_cluster.set_quota("/hbase", space_bytes=int(space_consumed(quota_cluster) / 0.6))  # ~60% used
+    args = dict(tables=["qt"], peer_id="qp", expected_copy_s=1, create_missing=False)
+    with pytest.raises(AirflowFailException) as e:
+        PreflightOperator(task_id="p", quota_mark=0.5, **args).execute({})
+    assert str(e.value).startswith("preflight failed: oldwals_headroom: ") and "at or above the quota mark 50%" \
+        in str(e.value) and ";" not in str(e.value).split("oldwals_headroom: ")[1].split("quota on")[0]
+    report = PreflightOperator(task_id="p", quota_mark=0.8, **args).execute({})
+    assert report["ok"] is True

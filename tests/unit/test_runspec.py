@@ -1,0 +1,113 @@
+"""The run spec: one definition and one validation of every run parameter, for forms, plans and the CLI."""
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from hbase_migration.runspec import (
+    BACKFILL,
+    BY_NAME,
+    BY_PLAN_KEY,
+    FIELDS,
+    MIGRATION,
+    WATCH,
+    InvalidRunInput,
+    RunSpec,
+    form_schema,
+    timestamp_ms,
+)
+
+BASE = {"source_conn_id": "src", "target_conn_id": "dst", "tables": ["t1"], "peer_id": "p1"}
+
+
+def test_defaults_validate_and_round_trip_through_a_dict():
+    spec = RunSpec.validate(BASE)
+    assert (spec.tables, spec.peer_id, spec.quota_mark, spec.quota_policy) == (("t1",), "p1", 0.8, "fail")
+    assert RunSpec.from_dict(spec.to_dict()) == spec
+    assert spec.copies() == [{"table": "t1"}]
+
+
+def test_values_are_canonical():
+    spec = RunSpec.validate({**BASE, "tables": "a, default:b,,a", "rows_per_s": "10", "quota_mark": 1,
+                             "start_time_ms": "2024-05-01T14:00:00+02:00", "end_time_ms": "2024-05-02"})
+    assert spec.tables == ("a", "b")
+    assert (spec.rows_per_s, spec.quota_mark) == (10, 1.0)
+    assert (spec.start_time_ms, spec.end_time_ms) == (1_714_564_800_000, 1_714_608_000_000)
+
+
+@pytest.mark.parametrize("change, field, fragment", [
+    ({"peer_id": "lock"}, "peer_id", "reserved by HBase"),
+    ({"peer_id": "a-b"}, "peer_id", "contains '-'"),
+    ({"peer_id": "a.b"}, "peer_id", "must be 1-64 characters"),
+    ({"tables": []}, "tables", "at least one table"),
+    ({"tables": ["-bad"]}, "tables", "not a valid HBase table name"),
+    ({"target_conn_id": "src"}, "target_conn_id", "must differ from source_conn_id"),
+    ({"start_time_ms": 10, "end_time_ms": 10}, "end_time_ms", "must be greater than start_time_ms 10"),
+    ({"start_time_ms": "yesterday"}, "start_time_ms", "epoch milliseconds or an ISO 8601"),
+    ({"start_time_ms": "2024-05-01T12:00:00"}, "start_time_ms", "has no UTC offset"),
+    ({"end_time_ms": -1}, "end_time_ms", "within 0.."),
+    ({"rows_per_s": True}, "rows_per_s", "must be an integer"),
+    ({"rows_per_s": -1}, "rows_per_s", "an integer >= 0"),
+    ({"stable_samples": 1}, "stable_samples", "an integer >= 2"),
+    ({"caught_up_queue_size": 2}, "caught_up_queue_size", "0 (HBase 1.x) or 1"),
+    ({"quota_policy": "ignore"}, "quota_policy", "'fail' or 'enable_peer'"),
+    ({"quota_mark": 0}, "quota_mark", "a fraction in (0, 1]"),
+    ({"quota_mark": 1.5}, "quota_mark", "a fraction in (0, 1]"),
+    ({"colour": "blue"}, "colour", "unknown parameter"),
+    ({"source_conn_id": "a b"}, "source_conn_id", "not an Airflow connection id"),
+])
+def test_invalid_values_name_their_field(change, field, fragment):
+    with pytest.raises(InvalidRunInput) as e:
+        RunSpec.validate({**BASE, **change})
+    assert e.value.field == field and fragment in e.value.reason
+
+
+def test_each_dag_kind_has_its_own_fields():
+    backfill = RunSpec.validate({k: v for k, v in BASE.items() if k != "peer_id"}, BACKFILL)
+    assert (backfill.peer_id, backfill.verify) == (None, True)
+    with pytest.raises(InvalidRunInput, match="unknown parameter"):
+        RunSpec.validate(BASE, BACKFILL)  # a backfill touches no peer
+    with pytest.raises(InvalidRunInput, match="unknown parameter"):
+        RunSpec.validate({**BASE, "verify": False}, MIGRATION)
+    watch = RunSpec.validate({"clusters": "a,b", "quota_mark": 0.5}, WATCH)
+    assert (watch.clusters, watch.quota_mark, watch.alert_lag_ms) == (("a", "b"), 0.5, 300_000)
+
+
+def test_form_schema_comes_from_the_fields_with_plan_defaults():
+    schema = form_schema(MIGRATION, {"tables": ("a", "b"), "quota_mark": 0.5})
+    assert list(schema) == [f.name for f in FIELDS if MIGRATION in f.dags]
+    assert schema["tables"]["default"] == ["a", "b"] and schema["quota_mark"]["default"] == 0.5
+    assert schema["start_time_ms"]["type"] == ["null", "integer", "string"]
+    assert schema["quota_mark"]["exclusiveMinimum"] == 0 and schema["quota_mark"]["maximum"] == 1
+    assert set(form_schema(BACKFILL)) == {"source_conn_id", "target_conn_id", "tables", "start_time_ms",
+                                          "end_time_ms", "rows_per_s", "recompare_sleep_s", "verify"}
+
+
+@pytest.mark.parametrize("peer_id, valid", [("lock", False), ("a-b", False), ("1", True), ("lock2", True),
+                                            ("x" * 64, True), ("x" * 65, False)])
+def test_the_forms_peer_id_pattern_agrees_with_the_library(peer_id, valid):
+    schema = {k: v for k, v in form_schema(MIGRATION)["peer_id"].items() if k not in ("default", "title",
+                                                                                        "description")}
+    try:
+        jsonschema.validate(peer_id, schema)
+        form_ok = True
+    except jsonschema.ValidationError:
+        form_ok = False
+    try:
+        RunSpec.validate({**BASE, "peer_id": peer_id})
+        library_ok = True
+    except InvalidRunInput:
+        library_ok = False
+    assert form_ok == library_ok == valid
+
+
+def test_every_plan_key_names_a_migration_field():
+    assert BY_PLAN_KEY["quota.mark"] is BY_NAME["quota_mark"]
+    assert BY_PLAN_KEY["migration.peer_id"] is BY_NAME["peer_id"]
+    assert all(MIGRATION in f.dags for f in BY_PLAN_KEY.values())
+
+
+def test_timestamp_ms_is_exact():
+    assert timestamp_ms("2024-05-01T12:00:00.123Z") == 1_714_564_800_123
+    assert timestamp_ms(1_714_564_800_123) == 1_714_564_800_123
+    assert timestamp_ms("2024-05-01") == 1_714_521_600_000
