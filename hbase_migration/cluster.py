@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 PEER_ADMIN_BACKENDS = ("shell", "zookeeper")
+DATA_PATHS = ("auto", "thrift1", "thrift2")
 DEFAULT_SHELL_COMMAND = ("hbase", "shell", "-n")
 
 
@@ -98,6 +99,7 @@ EXTRAS = {
     "shell_command": "shell_command", "shell_timeout_s": "shell_timeout_s", "timeout_s": "timeout_s",
     "thrift_transport": "thrift_transport", "thrift_protocol": "thrift_protocol",
     "zk_legacy_table_cfs": "zk_legacy_table_cfs",
+    "thrift_servers": "thrift_servers", "thrift2_servers": "thrift2_servers", "data_path": "data_path",
 }
 
 
@@ -105,6 +107,17 @@ def _hosts(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = value.split(",")
     return tuple(str(h).strip() for h in (value or ()))
+
+
+def _endpoints(value: Any, what: str) -> tuple[str, ...]:
+    """`host:port` gateways from a comma-separated string or a list, each checked."""
+    out = []
+    for item in _hosts(value):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host:
+            raise ClusterConfigError(f"{what}: {item!r} must be host:port")
+        out.append(f"{host}:{_port(port, f'{what}: port of {item!r}')}")
+    return tuple(dict.fromkeys(out))
 
 
 def _flag(value: Any, what: str) -> bool:
@@ -149,6 +162,9 @@ class Cluster:
     thrift_transport: str = "buffered"  # hbase.regionserver.thrift.framed=false (HBase's default)
     thrift_protocol: str = "binary"  # hbase.regionserver.thrift.compact=false
     zk_legacy_table_cfs: bool = False  # HBase 1.x peers keeping TABLE_CFS in their own znode
+    thrift_servers: tuple[str, ...] = ()  # every Thrift1 gateway as host:port (default: thrift_host:thrift_port)
+    thrift2_servers: tuple[str, ...] = ()  # Thrift2 gateways (`hbase thrift2`) as host:port
+    data_path: str = "auto"  # how cells are read and written: thrift2 when there is a Thrift2 gateway
 
     def __post_init__(self) -> None:
         if not self.thrift_host:
@@ -193,6 +209,22 @@ class Cluster:
                                      f"{', '.join(THRIFT_PROTOCOLS)}, got {self.thrift_protocol!r}")
         object.__setattr__(self, "zk_legacy_table_cfs",
                            _flag(self.zk_legacy_table_cfs, f"cluster {self.name!r}: zk_legacy_table_cfs"))
+        primary = f"{self.thrift_host}:{self.thrift_port}"
+        gateways = _endpoints(self.thrift_servers, f"cluster {self.name!r}: thrift_servers")
+        object.__setattr__(self, "thrift_servers", (primary, *[g for g in gateways if g != primary]))
+        object.__setattr__(self, "thrift2_servers",
+                           _endpoints(self.thrift2_servers, f"cluster {self.name!r}: thrift2_servers"))
+        if self.data_path not in DATA_PATHS:
+            raise ClusterConfigError(f"cluster {self.name!r}: data_path must be one of {', '.join(DATA_PATHS)}, "
+                                     f"got {self.data_path!r}")
+        if self.data_path == "thrift2" and not self.thrift2_servers:
+            raise ClusterConfigError(f"cluster {self.name!r}: data_path thrift2 needs thrift2_servers "
+                                     "(the host:port of `hbase thrift2` gateways)")
+
+    @property
+    def uses_thrift2(self) -> bool:
+        """Whether copy, verify and repair go through Thrift2 (the data path is chosen once, here)."""
+        return self.data_path == "thrift2" or (self.data_path == "auto" and bool(self.thrift2_servers))
 
     @property
     def cluster_key(self) -> ClusterKey:
@@ -222,7 +254,8 @@ class Cluster:
     def to_dict(self) -> dict[str, Any]:
         """The wire form: JSON-ready, every field."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["zk_quorum"], d["shell_command"] = list(self.zk_quorum), list(self.shell_command)
+        for name in ("zk_quorum", "shell_command", "thrift_servers", "thrift2_servers"):
+            d[name] = list(d[name])
         return d
 
     @classmethod
@@ -242,6 +275,8 @@ class Cluster:
         return {
             "name": self.name,
             "thrift": f"{self.thrift_host}:{self.thrift_port}",
+            "data_path": "thrift2" if self.uses_thrift2 else "thrift1",
+            "thrift2": ",".join(self.thrift2_servers) or None,
             "cluster_key": str(self.cluster_key),
             "webhdfs_url": self.webhdfs_url,
             "rootdir": self.rootdir,

@@ -84,7 +84,7 @@ def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in packages:
             pkg = Path(importlib.import_module(name).__file__).resolve().parent
-            for file in sorted(pkg.rglob("*.py")):
+            for file in sorted([*pkg.rglob("*.py"), *pkg.rglob("*.thrift")]):  # the Thrift2 IDL goes along
                 zf.write(file, str(Path(name) / file.relative_to(pkg)))
     return path
 

@@ -268,11 +268,12 @@ def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) 
     return out
 
 
-def list_tables(cluster: Cluster) -> set[str]:
-    from hbase_migration.thrift import ThriftSession
+def existing_tables(cluster: Cluster, tables: Sequence[str]) -> set[str]:
+    """Which of `tables` exist on the cluster (through its data path, Thrift2 or Thrift1)."""
+    from hbase_migration.datapath import open_data_path
 
-    with ThriftSession(cluster) as session:
-        return {bytes(n).decode("utf-8") for n in session.call("getTableNames")}
+    with open_data_path(cluster) as path:
+        return {t for t in tables if path.families(t)}
 
 
 def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> ClusterFacts:
@@ -281,7 +282,7 @@ def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> C
     key = str(cluster.cluster_key)
     try:
         cluster_id = zk.read_cluster_id(zk_client, cluster.znode_parent)
-        present = list_tables(cluster)
+        present = existing_tables(cluster, tables)
         schemas = describe_tables(cluster, tables, present)
     except Exception as e:  # any failure to reach is reported as the check's reason
         return ClusterFacts(cluster.name, key, error=f"{type(e).__name__}: {e}")

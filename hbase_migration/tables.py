@@ -16,20 +16,19 @@ log = logging.getLogger(__name__)
 
 
 def split_keys(cluster: Cluster, table: str) -> list[bytes]:
-    from hbase_migration.copy import fetch_regions
-    from hbase_migration.thrift import ThriftSession
+    from hbase_migration.datapath import open_data_path
 
-    with ThriftSession(cluster) as session:
-        return [r.start_key for r in fetch_regions(session, table) if r.start_key]
+    with open_data_path(cluster) as path:
+        return [r.start_key for r in path.regions(table) if r.start_key]
 
 
 def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str],
                           dry_run: bool = False) -> list[dict[str, Any]]:
     """For each table absent on the target, create it like the source's; returns what was (or would be) done."""
-    from hbase_migration.preflight import list_tables
+    from hbase_migration.preflight import existing_tables
     from hbase_migration.replication.shell import run_shell
 
-    present = list_tables(target)
+    present = existing_tables(target, tables)
     done = []
     for table in tables:
         if table in present:
@@ -46,7 +45,7 @@ def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str
         log.info("creating %s on %s with %d families and %d split keys: %s", table, target.name,
                  len(schema.families), len(keys), statement)
         run_shell([statement], target.shell_command, timeout_s=300)
-        if table not in list_tables(target):
+        if not existing_tables(target, [table]):
             raise RuntimeError(f"`{statement}` ran on {target.name} but table {table!r} is not listed afterwards")
         done.append({"table": table, "outcome": "created", "statement": statement, "splits": len(keys)})
     return done

@@ -1,5 +1,6 @@
-"""Thrift1 access to a cluster, as happybase speaks it: a session that re-opens after a transport error,
-which errors are worth retrying, and a tenacity retry loop. happybase is imported inside functions.
+"""Thrift access to a cluster: the Thrift1 session (as happybase speaks it) that re-opens after a transport
+error, which errors are worth retrying (Thrift1's and Thrift2's), and the tenacity retry loop every session
+uses. happybase is imported inside functions.
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ RETRYABLE_HBASE_ERRORS = (
 SCANNER_LOST_ERRORS = ("UnknownScannerException", "LeaseException", "ScannerResetException")
 
 
+# The IDL exception types that carry an HBase exception's text: Thrift1's IOError (happybase's module) and
+# Thrift2's TIOError (the toolkit's own IDL, hbase_migration/datapath/hbase2.thrift).
+HBASE_IO_ERRORS = {("IOError", "Hbase_thrift"), ("TIOError", "hbase_migration_thrift2_thrift")}
+
+
 def is_transient(exc: BaseException) -> bool:
     """Errors worth retrying: lost connections, timeouts, retryable HBase IOErrors,
     and a lost scanner (the scan is reopened just after its last row)."""
@@ -43,7 +49,7 @@ def is_transient(exc: BaseException) -> bool:
         return True
     if isinstance(exc, OSError) and not isinstance(exc, (FileNotFoundError, PermissionError)):
         return True
-    if type(exc).__name__ == "IOError" and type(exc).__module__ == "Hbase_thrift":
+    if (type(exc).__name__, type(exc).__module__) in HBASE_IO_ERRORS:
         message = str(getattr(exc, "message", "") or "")
         if any(s in message for s in SCANNER_LOST_ERRORS):
             return True
@@ -110,37 +116,41 @@ class ThriftSession:
         return retrying(self, lambda: getattr(self.client, api)(*args), retries, wait_cap, api)
 
     def pipelined(self, api: str, calls: Sequence[Mapping[str, Any]]) -> list[Any]:
-        """Send every call, then read every answer: one round trip for many calls.
-
-        Safe from deadlock when one direction is small (mutations answer nothing;
-        getVer requests are tiny). An error answer is raised after all answers
-        are read, so the connection stays in step; a transport error leaves it
-        unusable (the caller re-opens it and re-sends: the calls are idempotent).
-        """
-        client = self.client
-        for kwargs in calls:
-            client._send(api, **kwargs)
-        results: list[Any] = []
-        first_error: BaseException | None = None
-        for _ in calls:
-            try:
-                results.append(client._recv(api))
-            except Exception as e:
-                from thriftpy2.transport import TTransportException
-
-                if isinstance(e, (TTransportException, OSError)):
-                    raise
-                results.append(None)
-                first_error = first_error or e
-        if first_error is not None:
-            raise first_error
-        return results
+        return pipelined(self.client, api, calls)
 
 
-def retrying(session: ThriftSession, fn: Callable[[], Any], retries: int = 8, wait_cap: float = 20.0,
-             what: str = "call", on_retry: Callable[[BaseException], None] | None = None) -> Any:
+def pipelined(client: Any, api: str, calls: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Send every call, then read every answer: one round trip for many calls (thriftpy2's client).
+
+    Safe from deadlock when one direction is small (mutations answer nothing; getVer requests are tiny). An
+    error answer is raised after all answers are read, so the connection stays in step; a transport error
+    leaves it unusable (the caller re-opens it and re-sends: the calls are idempotent).
+    """
+    for kwargs in calls:
+        client._send(api, **kwargs)
+    results: list[Any] = []
+    first_error: BaseException | None = None
+    for _ in calls:
+        try:
+            results.append(client._recv(api))
+        except Exception as e:
+            from thriftpy2.transport import TTransportException
+
+            if isinstance(e, (TTransportException, OSError)):
+                raise
+            results.append(None)
+            first_error = first_error or e
+    if first_error is not None:
+        raise first_error
+    return results
+
+
+def retrying(session: Any, fn: Callable[[], Any], retries: int = 8, wait_cap: float = 20.0,
+             what: str = "call", on_retry: Callable[[BaseException], None] | None = None,
+             transient: Callable[[BaseException], bool] = is_transient) -> Any:
     """`fn()` until it succeeds, a non-transient error, or `retries` attempts (tenacity, exponential
-    backoff with full jitter, capped at `wait_cap` seconds).
+    backoff with full jitter, capped at `wait_cap` seconds). `session` is any session with `reopen()` and
+    `cluster` (Thrift1's or Thrift2's); `transient` says which errors are worth another attempt.
 
     Every attempt after the first re-opens the connection first, so a server that is still down (the
     re-open is refused) costs an attempt instead of ending the retries. Safe for writes: re-writing a
@@ -156,7 +166,7 @@ def retrying(session: ThriftSession, fn: Callable[[], Any], retries: int = 8, wa
                     type(error).__name__, error, state.attempt_number, retries - 1)
 
     for attempt in tenacity.Retrying(
-        retry=tenacity.retry_if_exception(is_transient),
+        retry=tenacity.retry_if_exception(transient),
         stop=tenacity.stop_after_attempt(retries),
         wait=tenacity.wait_random_exponential(multiplier=0.2, max=wait_cap),
         before_sleep=before_sleep,

@@ -1,9 +1,13 @@
 """The data path: how copy, verify and repair read and write a cluster's cells, behind one small interface.
 
 `open_data_path(cluster)` picks the implementation once per cluster, from its connection:
-- `thrift1`: HBase's Thrift1 gateway through happybase (`hbase thrift`). Scans return the newest version of
-  each column only, so older versions cost a `getVer` per column; a write carries one timestamp per call, so
-  cells are grouped by timestamp; a delete removes every version at or below its timestamp.
+- `thrift2` (when the connection names `thrift2_servers`, the `hbase thrift2` gateways): one scan per range
+  returns every version of the window, one `putMultiple` writes any mix of timestamps, a delete can remove
+  exactly one version. The lossless, fast path.
+- `thrift1`: HBase's Thrift1 gateway through happybase (`hbase thrift`), for clusters that run only Thrift1.
+  Scans return the newest version of each column only, so older versions cost a `getVer` per column; a write
+  carries one timestamp per call, so cells are grouped by timestamp; a delete removes every version at or
+  below its timestamp.
 
 Every implementation returns rows as `(row, [(b"family:qualifier", timestamp, value), ...])`, cells ordered by
 column (the bytes `family:qualifier`) and newest version first, only cells inside the asked time range
@@ -16,7 +20,7 @@ import abc
 import queue
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from hbase_migration.scope import Cell, Row
 
@@ -26,8 +30,8 @@ if TYPE_CHECKING:
 FIRST_KEY_ONLY = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"  # RowCounter's filter pair: one cell per row
 KEY_ONLY = "KeyOnlyFilter()"
 
-__all__ = ["FIRST_KEY_ONLY", "KEY_ONLY", "Cell", "DataPath", "PartitionFailed", "Region", "Row", "Writer",
-           "open_data_path", "prefetch"]
+__all__ = ["FIRST_KEY_ONLY", "KEY_ONLY", "Cell", "DataPath", "PartitionFailed", "Region", "Row", "ThreadedWriter",
+           "Writer", "open_data_path", "prefetch"]
 
 
 class PartitionFailed(RuntimeError):
@@ -55,6 +59,121 @@ class Writer(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+
+class ThreadedWriter(Writer):
+    """The writing machinery both data paths share: `writers` threads, each with its own connection, take
+    encoded calls from a bounded queue and send them `pipeline` at a time (back to back, then every answer
+    read). On a transient error the window is re-sent on a fresh connection (re-writing a cell with its
+    timestamp changes nothing). Memory is bounded by the queue (`writers * pipeline * 2` calls). `close()`
+    returns once every call is acknowledged, and raises the first failure.
+
+    Subclasses say how rows become calls (`encode`) and how a window of calls goes out (`send`).
+    """
+
+    _STOP = object()
+
+    def __init__(self, cluster: "Cluster", open_session: Callable[[], Any], writers: int = 16, pipeline: int = 1,
+                 retries: int = 8, wait_cap: float = 20.0, what: str = "write"):
+        self.cluster = cluster
+        self.pipeline = pipeline
+        self.retries = retries
+        self.wait_cap = wait_cap
+        self.what = what
+        self.calls = 0
+        self.retried = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=max(2, writers * pipeline * 2))
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        # Open every connection up front so an unreachable target fails here, loudly.
+        sessions = [open_session() for _ in range(writers)]
+        self._threads = [threading.Thread(target=self._run, args=(s,), daemon=True, name=f"hbase-writer-{i}")
+                         for i, s in enumerate(sessions)]
+        for t in self._threads:
+            t.start()
+
+    @abc.abstractmethod
+    def encode(self, rows: Sequence[Row]) -> Iterable[Any]:
+        """The calls that write `rows`."""
+
+    @abc.abstractmethod
+    def send(self, session: Any, window: list[Any]) -> None:
+        """Send a window of calls on `session` and read every answer."""
+
+    def put(self, rows: Sequence[Row]) -> None:
+        for item in self.encode(rows):
+            while True:
+                if self._error is not None:
+                    self._raise()
+                try:
+                    self._queue.put(item, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+
+    def _run(self, session: Any) -> None:
+        try:
+            while True:
+                first = self._queue.get()
+                if first is self._STOP:
+                    return
+                window = [first]
+                stop = False
+                while len(window) < self.pipeline:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is self._STOP:
+                        stop = True
+                        break
+                    window.append(nxt)
+                self._send(session, window)
+                if stop:
+                    return
+        except BaseException as e:  # recorded and re-raised by put()/close() on the caller's thread
+            with self._lock:
+                if self._error is None:
+                    self._error = e
+            # keep draining so a producer blocked on a full queue sees the error
+            while True:
+                try:
+                    if self._queue.get(timeout=0.5) is self._STOP:
+                        return
+                except queue.Empty:
+                    if self._error is not None and self._queue.empty():
+                        return
+        finally:
+            session.close()
+
+    def _send(self, session: Any, window: list[Any]) -> None:
+        from hbase_migration.thrift import retrying
+
+        def count_retry(_e: BaseException) -> None:
+            with self._lock:
+                self.retried += 1
+
+        retrying(session, lambda: self.send(session, window), self.retries, self.wait_cap,
+                 f"{self.what} x{len(window)}", count_retry)
+        with self._lock:
+            self.calls += len(window)
+
+    def close(self) -> None:
+        # One STOP per thread, whichever thread takes it (a thread that exits early took someone's STOP).
+        for _ in self._threads:
+            while any(t.is_alive() for t in self._threads):
+                try:
+                    self._queue.put(self._STOP, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+        for t in self._threads:
+            t.join()
+        if self._error is not None:
+            self._raise()
+
+    def _raise(self) -> None:
+        raise PartitionFailed(f"writing to {self.cluster.name!r} failed: {self._error}") from self._error
 
 
 class DataPath(abc.ABC):
@@ -123,7 +242,11 @@ class DataPath(abc.ABC):
 
 def open_data_path(cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
                    wait_cap_s: float = 20.0) -> DataPath:
-    """The cluster's data path (see the module docstring for the choice)."""
+    """The cluster's data path, chosen once per cluster from its connection (`Cluster.uses_thrift2`)."""
+    if cluster.uses_thrift2:
+        from hbase_migration.datapath.thrift2 import Thrift2Path
+
+        return Thrift2Path(cluster, timeout_s, retries, wait_cap_s)
     from hbase_migration.datapath.thrift1 import Thrift1Path
 
     return Thrift1Path(cluster, timeout_s, retries, wait_cap_s)

@@ -14,11 +14,17 @@ Thrift1 facts it is built around (HBase's `ThriftHBaseServiceHandler`):
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from hbase_migration.datapath import FIRST_KEY_ONLY, KEY_ONLY, DataPath, PartitionFailed, Region, Writer
+from hbase_migration.datapath import (
+    FIRST_KEY_ONLY,
+    KEY_ONLY,
+    DataPath,
+    PartitionFailed,
+    Region,
+    ThreadedWriter,
+    Writer,
+)
 from hbase_migration.scope import Cell, Row, to_string_binary, window_cells
 from hbase_migration.thrift import ThriftSession, hbase_thrift, is_transient, retrying
 
@@ -225,126 +231,31 @@ def read_versions(
     return out
 
 
-class CellWriter(Writer):
-    """Writes cells with `mutateRowsTs` from `writers` threads, `pipeline` calls in flight each.
+class CellWriter(ThreadedWriter):
+    """Writes cells with `mutateRowsTs` (pipelined calls on `writers` connections, see `ThreadedWriter`).
 
     `put(rows)` groups the cells by timestamp (one call per timestamp and at most `batch_cells` cells), since
     Thrift1 writes every cell of a call at the call's one timestamp.
-
-    Each thread owns one connection. A window of calls is sent back to back and
-    then acknowledged; on a transient error the whole window is re-sent on a
-    fresh connection (re-writing a cell with its timestamp changes nothing).
-    Memory is bounded by the queue (`writers * pipeline * 2` groups). `close()`
-    returns once every call is acknowledged, and raises the first failure.
     """
-
-    _STOP = object()
 
     def __init__(self, cluster: "Cluster", table: str, writers: int = 16, pipeline: int = 1, retries: int = 8,
                  wait_cap: float = 20.0, timeout_s: float = 60.0, batch_cells: int = 5000):
-        self.cluster = cluster
-        self.batch_cells = batch_cells
         self.table = table.encode("utf-8")
-        self.pipeline = pipeline
-        self.retries = retries
-        self.wait_cap = wait_cap
-        self.timeout_s = timeout_s
-        self.calls = 0
-        self.retried = 0
-        self._queue: queue.Queue = queue.Queue(maxsize=max(2, writers * pipeline * 2))
-        self._error: BaseException | None = None
-        self._lock = threading.Lock()
+        self.batch_cells = batch_cells
         self._T = hbase_thrift()
-        # Open every connection up front so an unreachable target fails here, loudly.
-        sessions = [ThriftSession(cluster, timeout_s) for _ in range(writers)]
-        self._threads = [threading.Thread(target=self._run, args=(s,), daemon=True, name=f"hbase-writer-{i}")
-                         for i, s in enumerate(sessions)]
-        for t in self._threads:
-            t.start()
+        super().__init__(cluster, lambda: ThriftSession(cluster, timeout_s), writers=writers, pipeline=pipeline,
+                         retries=retries, wait_cap=wait_cap, what="mutateRowsTs")
 
-    def put(self, rows: Sequence[Row]) -> None:
-        for group in group_by_timestamp(rows, max_cells=self.batch_cells):
-            self._put_group(group)
-
-    def _put_group(self, group: TsGroup) -> None:
-        ts, rows = group
+    def encode(self, rows: Sequence[Row]) -> Iterator[dict[str, Any]]:
         T = self._T
-        batches = [
-            T.BatchMutation(row=row, mutations=[T.Mutation(isDelete=False, column=c, value=v, writeToWAL=True)
-                                                for c, v in muts])
-            for row, muts in rows
-        ]
-        item = dict(tableName=self.table, rowBatches=batches, timestamp=ts, attributes={})
-        while True:
-            if self._error is not None:
-                self._raise()
-            try:
-                self._queue.put(item, timeout=0.5)
-                return
-            except queue.Full:
-                continue
+        for ts, group in group_by_timestamp(rows, max_cells=self.batch_cells):
+            batches = [T.BatchMutation(row=row, mutations=[T.Mutation(isDelete=False, column=c, value=v,
+                                                                      writeToWAL=True) for c, v in muts])
+                       for row, muts in group]
+            yield dict(tableName=self.table, rowBatches=batches, timestamp=ts, attributes={})
 
-    def _run(self, session: ThriftSession) -> None:
-        try:
-            while True:
-                first = self._queue.get()
-                if first is self._STOP:
-                    return
-                window = [first]
-                stop = False
-                while len(window) < self.pipeline:
-                    try:
-                        nxt = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if nxt is self._STOP:
-                        stop = True
-                        break
-                    window.append(nxt)
-                self._send(session, window)
-                if stop:
-                    return
-        except BaseException as e:  # recorded and re-raised by put()/close() on the caller's thread
-            with self._lock:
-                if self._error is None:
-                    self._error = e
-            # keep draining so a producer blocked on a full queue sees the error
-            while True:
-                try:
-                    if self._queue.get(timeout=0.5) is self._STOP:
-                        return
-                except queue.Empty:
-                    if self._error is not None and self._queue.empty():
-                        return
-        finally:
-            session.close()
-
-    def _send(self, session: ThriftSession, window: list[dict[str, Any]]) -> None:
-        def count_retry(_e: BaseException) -> None:
-            with self._lock:
-                self.retried += 1
-
-        retrying(session, lambda: session.pipelined("mutateRowsTs", window), self.retries, self.wait_cap,
-                 f"mutateRowsTs x{len(window)}", count_retry)
-        with self._lock:
-            self.calls += len(window)
-
-    def close(self) -> None:
-        # One STOP per thread, whichever thread takes it (a thread that exits early took someone's STOP).
-        for _ in self._threads:
-            while any(t.is_alive() for t in self._threads):
-                try:
-                    self._queue.put(self._STOP, timeout=0.5)
-                    break
-                except queue.Full:
-                    continue
-        for t in self._threads:
-            t.join()
-        if self._error is not None:
-            self._raise()
-
-    def _raise(self) -> None:
-        raise PartitionFailed(f"writing to {self.cluster.name!r} failed: {self._error}") from self._error
+    def send(self, session: ThriftSession, window: list[dict[str, Any]]) -> None:
+        session.pipelined("mutateRowsTs", window)
 
 
 def group_by_timestamp(
