@@ -6,6 +6,7 @@
     status    liveness of every role; exit 0 when everything runs
     endpoints addresses (--json: {"clusters": {name: {...}}}, the truth about ports)
     kill-rs / start-rs CLUSTER SERVER   crash / restart one region server (slot index or servername)
+    stop-gateway / start-gateway CLUSTER KIND INDEX   stop (as if it died) / restart a thrift or thrift2 gateway
     latency CLUSTER MS, quota CLUSTER PATH [--space-bytes N] [--namespace N], roll-wals CLUSTER
     serve     (internal) run one cluster in this process
     shell     HBase shell lookalike (`shell -n`), provided by minihbase part 2
@@ -151,8 +152,10 @@ def cmd_status(args) -> int:
         rs = ep["region_servers"]
         alive = sum(1 for r in rs if r["alive"])
         ok = ok and alive == len(rs)
-        report["clusters"][name] = {"running": True, "thrift": ep["thrift"], "cluster_key": ep["cluster_key"],
-                                    "region_servers": rs}
+        report["clusters"][name] = {"running": True, "thrift": ep["thrift"], "thrift2": ep.get("thrift2"),
+                                    "cluster_key": ep["cluster_key"], "region_servers": rs,
+                                    "thrift_gateways": ep.get("thrift_gateways", []),
+                                    "thrift2_gateways": ep.get("thrift2_gateways", [])}
     instance = _instance(workdir)
     if instance.get("zookeeper_owned"):
         zk_up = _zk_pid(workdir) is not None
@@ -176,6 +179,9 @@ def cmd_status(args) -> int:
               f"region servers {alive}/{len(c['region_servers'])} alive")
         for r in c["region_servers"]:
             print(f"  [{r['slot']}] {r['servername']}  info port {r['info_port']}  {r['state']}")
+        for kind in ("thrift", "thrift2"):
+            for g in c[f"{kind}_gateways"]:
+                print(f"  {kind} gateway [{g['index']}] {g['host']}:{g['port']}  {'up' if g['alive'] else 'DOWN'}")
     return 0 if ok else 1
 
 
@@ -195,8 +201,9 @@ def cmd_endpoints(args) -> int:
         print(json.dumps({"clusters": clusters}, indent=1, sort_keys=True))
     else:
         for name, ep in clusters.items():
-            print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  cluster key {ep['cluster_key']}  "
-                  f"webhdfs {ep['webhdfs_url']}  rootdir {ep['rootdir']}")
+            thrift2 = f"{ep['thrift2']['host']}:{ep['thrift2']['port']}" if ep.get("thrift2") else "-"
+            print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  thrift2 {thrift2}  "
+                  f"cluster key {ep['cluster_key']}  webhdfs {ep['webhdfs_url']}  rootdir {ep['rootdir']}")
     return 0
 
 
@@ -251,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
         p = add(name, help_)
         p.add_argument("cluster")
         p.add_argument("server", type=_server, help="slot index or servername")
+    for name, help_ in (("stop-gateway", "stop a Thrift gateway as if its process died"),
+                        ("start-gateway", "start a stopped Thrift gateway again on its port")):
+        p = add(name, help_)
+        p.add_argument("cluster")
+        p.add_argument("kind", choices=["thrift", "thrift2"])
+        p.add_argument("index", type=int, nargs="?", default=0, help="gateway index (default 0)")
     p = add("latency", "injected latency per RPC")
     p.add_argument("cluster")
     p.add_argument("ms", type=float)
@@ -282,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         return _control_cmd(args, "/control/kill-rs", {"server": args.server})
     if args.command == "start-rs":
         return _control_cmd(args, "/control/start-rs", {"server": args.server})
+    if args.command in ("stop-gateway", "start-gateway"):
+        return _control_cmd(args, f"/control/{args.command}", {"kind": args.kind, "index": args.index})
     if args.command == "latency":
         return _control_cmd(args, "/control/latency", {"ms": args.ms})
     if args.command == "quota":

@@ -67,7 +67,8 @@ class ClusterClient:
 
     # ------------------------------------------------------------------------------------------ reads
     def get(self, table: bytes, row: bytes, selector: ColumnSelector, time_max: int | None = None,
-            versions: int = 1) -> list[tuple[bytes, int, bytes]]:
+            versions: int = 1, time_min: int | None = None) -> list[tuple[bytes, int, bytes]]:
+        """The row's cells (family:qualifier, ts, value): up to `versions` per column in [time_min, time_max)."""
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, selector.referenced_families())
 
@@ -76,7 +77,7 @@ class ClusterClient:
                 rs = serving(region)
                 region.read_requests += 1
                 rs.read_requests += 1
-                return region.read_row(row, selector, time_max, versions, now_ms())
+                return region.read_row(row, selector, time_max, versions, now_ms(), None, time_min)
         return self._on_region(table, row, read)
 
     def get_rows(self, table: bytes, rows: list[bytes], selector: ColumnSelector,
@@ -153,13 +154,17 @@ class ClusterClient:
     # ------------------------------------------------------------------------------------------ scans
     def open_scanner(self, table: bytes, start: bytes = b"", stop: bytes = b"", reversed_: bool = False,
                      selector: ColumnSelector | None = None, time_max: int | None = None,
-                     filter_string: bytes | None = None, batch: int | None = None) -> "Scanner":
+                     filter_string: bytes | None = None, batch: int | None = None, versions: int = 1,
+                     time_min: int | None = None, limit: int | None = None) -> "Scanner":
+        """A scanner over [start, stop) (reversed: from start down to stop, exclusive): `versions` per column in
+        [time_min, time_max); `batch` cells per result at most; `limit` rows in all (None or <= 0: no limit)."""
         state = self.master.enabled_table(table)
         selector = selector or ColumnSelector()
         self.master.check_families(state.desc, selector.referenced_families())
         if filter_string is not None:
             parse_filter(filter_string)  # malformed: fail at open, as HBase does
-        return Scanner(self, table, start, stop, reversed_, selector, time_max, filter_string, batch)
+        return Scanner(self, table, start, stop, reversed_, selector, time_max, filter_string, batch, versions,
+                       time_min, limit)
 
 
 class Scanner:
@@ -169,7 +174,7 @@ class Scanner:
     ends "all remaining" ends only that region's part)."""
 
     def __init__(self, client: ClusterClient, table, start, stop, reversed_, selector, time_max,
-                 filter_string, batch):
+                 filter_string, batch, versions: int = 1, time_min: int | None = None, limit: int | None = None):
         self.client = client
         self.table = table
         self.stop = stop
@@ -178,12 +183,15 @@ class Scanner:
         self.time_max = time_max
         self.filter_string = filter_string
         self.batch = batch
+        self.versions = versions
+        self.time_min = time_min
+        self.rows_left = limit if limit and limit > 0 else None  # rows the scan may still return
         self.position: bytes | None = start if start else None
         self.inclusive = True
         self.region_key: str | None = None
         self.filter: Filter | None = None
-        self.done = False
-        self.partial: list = []
+        self.done = versions < 1  # no version wanted: HBase's column tracker skips every cell
+        self.partial: list = []  # (row, cells, more cells of the row follow) pieces waiting when `batch` is set
         self.last_used = time.monotonic()
 
     def _filter_for(self, region: Region) -> Filter | None:
@@ -209,6 +217,18 @@ class Scanner:
 
     def next(self, n: int) -> list[tuple[bytes, list]]:
         """Up to n results (rows, or partial rows when `batch` is set); [] at the end."""
+        if not self.batch:
+            return self._next(n)
+        return [(row, cells) for row, cells, _ in self._next(n)]
+
+    def next_results(self, n: int) -> list[tuple[bytes, list, bool]]:
+        """As `next`, each result with HBase's `mayHaveMoreCellsInRow` (True when a batch cut the row and more of
+        its cells follow in the next result)."""
+        if not self.batch:
+            return [(row, cells, False) for row, cells in self._next(n)]
+        return self._next(n)
+
+    def _next(self, n: int) -> list:
         self.last_used = time.monotonic()
         out: list = []
         while len(out) < n:
@@ -219,11 +239,20 @@ class Scanner:
                 continue
             if self.done:
                 break
-            rows = self._fetch(n - len(out))
+            want = n - len(out)
+            if self.rows_left is not None:
+                want = min(want, self.rows_left)
+            rows = self._fetch(want)
+            if self.rows_left is not None:
+                rows = rows[:self.rows_left]
+                self.rows_left -= len(rows)
+                if self.rows_left <= 0:
+                    self.done = True
             if self.batch:
+                size = self.batch
                 for row, cells in rows:
-                    for i in range(0, len(cells), self.batch):
-                        self.partial.append((row, cells[i:i + self.batch]))
+                    for i in range(0, len(cells), size):
+                        self.partial.append((row, cells[i:i + size], i + size < len(cells)))
             else:
                 out.extend(rows)
         return out
@@ -237,7 +266,7 @@ class Scanner:
                     flt = self._filter_for(region)
                     result = region.scan_chunk(self.position, self.inclusive, self.stop, self.reversed,
                                                min(n, ROW_LIMIT_PER_CHUNK), self.selector, self.time_max,
-                                               now_ms(), flt)
+                                               now_ms(), flt, 20000, self.versions, self.time_min)
                     region.read_requests += 1
                     return region, result
             region, (found, last, exhausted, filter_done) = self._on_scan_region(chunk)

@@ -1,5 +1,5 @@
-"""One minihbase cluster inside one OS process: master, N region servers, Thrift gateway, WebHDFS and the
-control endpoint (on the master's info port), sharing one "HDFS" rootdir under `<workdir>/<name>/hdfs`.
+"""One minihbase cluster inside one OS process: master, N region servers, Thrift1 and Thrift2 gateways, WebHDFS
+and the control endpoint (on the master's info port), sharing one "HDFS" rootdir under `<workdir>/<name>/hdfs`.
 
 Control API (JSON over HTTP on the master info port; the CLI and `minihbase.testing` use it):
   GET  /control/endpoints   the cluster's entry of `endpoints --json`
@@ -7,6 +7,8 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
   POST /control/kill-rs     {"server": index | servername}   crash one region server (no flush)
   POST /control/start-rs    {"server": index | servername}   start a new region server in that slot
   POST /control/latency     {"ms": 5}                        injected latency per RPC
+  POST /control/stop-gateway  {"kind": "thrift"|"thrift2", "index": n}   as if that gateway process died
+  POST /control/start-gateway {"kind": "thrift"|"thrift2", "index": n}   listen again on its port
   POST /control/quota       {"path": "/hbase", "space_bytes": n, "namespace": n}   (-1 clears, absent keeps)
   POST /control/roll-wals   {"server": optional}             roll (and archive what is flushed)
   POST /control/flush       {"table": optional}              flush memstores (lets WALs be archived)
@@ -39,6 +41,8 @@ from minihbase.master import Master
 from minihbase.regionserver import RegionServer, compact_store, region_dir
 from minihbase.replication import install as install_replication
 from minihbase.schema import FamilyDescriptor, TableDescriptor
+from minihbase.thrift2_server import Thrift2Gateway
+from minihbase.thrift_gateway import GatewayServer
 from minihbase.thrift_server import ThriftGateway
 from minihbase.webhdfs import install as install_webhdfs
 from minihbase.znodes import PB_MAGIC
@@ -87,7 +91,8 @@ class MiniHBaseCluster:
         self._saved = saved
         self.master = Master(self)
         self.client = ClusterClient(self)
-        self.thrift: ThriftGateway | None = None
+        self.thrift_gateways: list[ThriftGateway] = []
+        self.thrift2_gateways: list[Thrift2Gateway] = []
         self.jmx = JmxRegistry()
         self.rs_abort_listeners.append(lambda rs, reason: self.master.server_died(rs, reason))
         self.replication = install_replication(self)  # always on, as in HBase 2.x
@@ -128,9 +133,39 @@ class MiniHBaseCluster:
             log.warning("region server slot %d: ports %d/%d taken, using free ones", slot, rpc, info)
             return RegionServer(self, slot, 0, 0)
 
+    @property
+    def thrift(self) -> ThriftGateway | None:
+        """The first Thrift1 gateway (what `endpoints` calls `thrift`)."""
+        return self.thrift_gateways[0] if self.thrift_gateways else None
+
+    def _gateways(self, kind: str) -> list[GatewayServer]:
+        if kind == "thrift":
+            return self.thrift_gateways
+        if kind == "thrift2":
+            return self.thrift2_gateways
+        raise BadRequest(f"kind must be 'thrift' or 'thrift2', got {kind!r}")
+
+    def _start_gateway_at(self, cls, kind: str, index: int) -> GatewayServer:
+        """A new gateway on its configured port (the first of its kind), else the port of the previous run, else
+        a free one; a configured port that is taken is an error."""
+        configured = (self.config.thrift_port if kind == "thrift" else self.config.thrift2_port) if index == 0 else 0
+        saved = self._saved.get(f"{kind}_ports", [])
+        port = saved[index] if index < len(saved) else 0
+        if kind == "thrift" and index == 0 and not port:
+            port = self._saved.get("thrift_port", 0)  # ports.json of an earlier minihbase
+        try:
+            return cls(self, self.config.host, configured or port, index).start()
+        except OSError:
+            if configured:
+                raise
+            log.warning("%s gateway %d: port %d of the previous run is taken, using a free one", kind, index, port)
+            return cls(self, self.config.host, 0, index).start()
+
     def _save_ports(self) -> None:
         ports = {
             "thrift_port": self.thrift.port if self.thrift else 0,
+            "thrift_ports": [g.port for g in self.thrift_gateways],
+            "thrift2_ports": [g.port for g in self.thrift2_gateways],
             "webhdfs_port": self.webhdfs.port, "master_info_port": self.control.port,
             "rs_ports": [rs.port if rs else 0 for rs in self.region_servers],
             "rs_info_ports": [rs.info_port if rs else 0 for rs in self.region_servers],
@@ -170,16 +205,14 @@ class MiniHBaseCluster:
             self.start_region_server(slot, balance=False)
         self.master.startup_recovery()
         self.master.publish_meta_location(self.region_servers[0])
-        thrift_port = cfg.thrift_port or self._saved.get("thrift_port", 0)
-        try:
-            self.thrift = ThriftGateway(self, cfg.host, thrift_port).start()
-        except OSError:
-            if cfg.thrift_port:
-                raise
-            self.thrift = ThriftGateway(self, cfg.host, 0).start()
+        for index in range(cfg.thrift_gateways):
+            self.thrift_gateways.append(self._start_gateway_at(ThriftGateway, "thrift", index))
+        for index in range(cfg.thrift2_gateways):
+            self.thrift2_gateways.append(self._start_gateway_at(Thrift2Gateway, "thrift2", index))
         self._save_ports()
-        log.info("cluster %s up: thrift %s:%d, %d region servers, cluster id %s", cfg.name, cfg.host,
-                 self.thrift.port, cfg.region_servers, self.cluster_id)
+        log.info("cluster %s up: thrift %s, thrift2 %s, %d region servers, cluster id %s", cfg.name,
+                 _servers(self.thrift_gateways) or "-", _servers(self.thrift2_gateways) or "-",
+                 cfg.region_servers, self.cluster_id)
         return self
 
     def start_region_server(self, slot: int, balance: bool = True) -> RegionServer:
@@ -191,7 +224,7 @@ class MiniHBaseCluster:
             self.region_servers[slot] = rs
             self.past_servernames[rs.servername] = slot
         rs.start()
-        if self.thrift is not None:
+        if self.thrift_gateways:
             self._save_ports()
         if balance:
             self.master.submit("recover", self.master._recover)
@@ -202,8 +235,8 @@ class MiniHBaseCluster:
     def stop(self) -> None:
         """Graceful: Thrift stops taking requests, region servers flush and archive, the master leaves."""
         self.stopping = True
-        if self.thrift is not None:
-            self.thrift.stop()
+        for gateway in self.thrift_gateways + self.thrift2_gateways:
+            gateway.stop()
         self.master.stop()
         for rs in self.region_servers:
             if rs is not None and rs.online:
@@ -229,11 +262,19 @@ class MiniHBaseCluster:
             "webhdfs_url": webhdfs_url, "rootdir": cfg.rootdir, "peer_admin": "shell",
             "shell_command": shlex.join(self.shell_command()),
         }
+        if self.thrift2_gateways:
+            extra["thrift2_servers"] = _servers(self.thrift2_gateways)
+        if len(self.thrift_gateways) > 1:
+            extra["thrift_servers"] = _servers(self.thrift_gateways)
+        thrift2 = self.thrift2_gateways[0] if self.thrift2_gateways else None
         connection = {"conn_type": "hbase", "host": cfg.host, "port": self.thrift.port if self.thrift else None,
                       "extra": extra}
         return {
             "name": cfg.name,
             "thrift": {"host": cfg.host, "port": self.thrift.port if self.thrift else None},
+            "thrift2": {"host": thrift2.host, "port": thrift2.port} if thrift2 else None,
+            "thrift_gateways": [g.describe() for g in self.thrift_gateways],
+            "thrift2_gateways": [g.describe() for g in self.thrift2_gateways],
             "zookeeper": {"quorum": self.zk_quorum, "port": self.zk_port, "znode_parent": cfg.znode_parent,
                           "hosts": self.zk_hosts},
             "cluster_key": cluster_key,
@@ -259,6 +300,8 @@ class MiniHBaseCluster:
             "name": self.config.name, "cluster_id": self.cluster_id, "latency_ms": self.latency_ms,
             "master": {"alive": not self.master._stopping, "recovery_error": self.master.recovery_error},
             "region_servers": [rs.status() for rs in self.region_servers if rs is not None],
+            "thrift_gateways": [g.describe() for g in self.thrift_gateways],
+            "thrift2_gateways": [g.describe() for g in self.thrift2_gateways],
             "tables": {
                 name.decode("latin-1"): {
                     "enabled": st.desc.enabled,
@@ -290,6 +333,35 @@ class MiniHBaseCluster:
             raise BadRequest(f"region server slot {slot} is not running")
         rs.kill()
         return rs.servername
+
+    def _gateway(self, kind, index) -> GatewayServer:
+        gateways = self._gateways(kind)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise BadRequest(f"index must be an integer, got {index!r}")
+        if not 0 <= index < len(gateways):
+            raise BadRequest(f"{kind} gateway index {index} out of range (the cluster has {len(gateways)})")
+        return gateways[index]
+
+    def stop_gateway(self, kind, index) -> dict:
+        """As if that gateway's process died: its port refuses connections and its open connections drop."""
+        gateway = self._gateway(kind, index)
+        if not gateway.alive:
+            raise BadRequest(f"{kind} gateway {index} is not running")
+        gateway.stop()
+        log.info("%s gateway %d (%s:%d) stopped", kind, index, gateway.host, gateway.port)
+        return gateway.describe()
+
+    def start_gateway(self, kind, index) -> dict:
+        """Listen again on the gateway's own port, with fresh state (as a restarted gateway process)."""
+        gateway = self._gateway(kind, index)
+        if gateway.alive:
+            raise BadRequest(f"{kind} gateway {index} is running ({gateway.host}:{gateway.port})")
+        try:
+            gateway.start()
+        except OSError as e:
+            raise HBaseError(f"{kind} gateway {index} cannot listen on {gateway.host}:{gateway.port}: {e}") from None
+        log.info("%s gateway %d (%s:%d) started", kind, index, gateway.host, gateway.port)
+        return gateway.describe()
 
     def roll_wals(self, server=None) -> list[str]:
         servers = [self.region_servers[self.resolve_slot(server)]] if server is not None else self.region_servers
@@ -345,6 +417,10 @@ class MiniHBaseCluster:
         c.route("POST", "/control/start-rs", self._wrap(
             lambda b: {"started": self.start_region_server(self.resolve_slot(b.get("server"))).servername}))
         c.route("POST", "/control/latency", self._wrap(self._set_latency))
+        c.route("POST", "/control/stop-gateway", self._wrap(
+            lambda b: {"gateway": self.stop_gateway(_required(b, "kind"), b.get("index"))}))
+        c.route("POST", "/control/start-gateway", self._wrap(
+            lambda b: {"gateway": self.start_gateway(_required(b, "kind"), b.get("index"))}))
         c.route("POST", "/control/quota", self._wrap(self._set_quota))
         c.route("POST", "/control/roll-wals", self._wrap(lambda b: {"wals": self.roll_wals(b.get("server"))}))
         c.route("POST", "/control/flush", self._wrap(lambda b: {"flushed_regions": self.flush(b.get("table"))}))
@@ -448,6 +524,11 @@ class MiniHBaseCluster:
         self.master.alter_family(table.encode("latin-1"), family.encode("latin-1"), **attrs)
         return {"families": {f.name.decode("latin-1"): f.to_json()
                              for f in self.master.table(table.encode("latin-1")).desc.families.values()}}
+
+
+def _servers(gateways: list[GatewayServer]) -> str:
+    """"host:port,host:port" of the gateways, in index order."""
+    return ",".join(f"{g.host}:{g.port}" for g in gateways)
 
 
 def _required(body: dict, key: str) -> str:

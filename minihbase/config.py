@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 CLUSTERS_TOML = Path(__file__).with_name("clusters.toml")
+MAX_GATEWAYS = 16  # Thrift gateways of one kind per cluster
 
 
 class ConfigError(ValueError):
@@ -53,8 +54,14 @@ class ClusterConfig:
     latency_ms: float = 0.0
     zk_session_timeout_s: float = 30.0  # HBase: 90 s; long enough that a busy process never loses it
     client_retry_s: float = 5.0           # how long a request waits for an offline region before IOError
+    # Thrift gateways (HBase: one `hbase thrift` / `hbase thrift2` process each): `thrift_gateways` Thrift1
+    # servers, the first on thrift_port; `thrift2_gateways` Thrift2 servers (0: none), the first on thrift2_port;
+    # the others on free ports. Every gateway keeps its port across restarts (ports.json).
+    thrift_gateways: int = 1
+    thrift2_gateways: int = 1
     # Ports: 0 = a free one (endpoints --json tells which)
     thrift_port: int = 0
+    thrift2_port: int = 0
     webhdfs_port: int = 0
     master_info_port: int = 0
     rs_ports: list[int] = field(default_factory=list)
@@ -91,8 +98,19 @@ class ClusterConfig:
                 raise ConfigError(f"{self.name}: {key} must be a positive number of seconds, got {value!r}")
         if not isinstance(self.latency_ms, (int, float)) or self.latency_ms < 0:
             raise ConfigError(f"{self.name}: latency_ms must be >= 0, got {self.latency_ms!r}")
-        for key in ("thrift_port", "webhdfs_port", "master_info_port"):
+        for key, least in (("thrift_gateways", 1), ("thrift2_gateways", 0)):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= MAX_GATEWAYS:
+                raise ConfigError(f"{self.name}: {key} must be an integer from {least} to {MAX_GATEWAYS}, "
+                                  f"got {value!r}")
+        for key in ("thrift_port", "thrift2_port", "webhdfs_port", "master_info_port"):
             _check_port(self.name, key, getattr(self, key))
+        fixed = [(k, getattr(self, k)) for k in ("thrift_port", "thrift2_port", "webhdfs_port", "master_info_port")
+                 if getattr(self, k)]
+        for i, (key, port) in enumerate(fixed):
+            clash = next((k for k, p in fixed[:i] if p == port), None)
+            if clash:
+                raise ConfigError(f"{self.name}: {key} and {clash} are both {port}; each server needs its own port")
         for key in ("rs_ports", "rs_info_ports"):
             ports = getattr(self, key)
             if not isinstance(ports, list):

@@ -75,3 +75,35 @@ class JavaIllegalArgument(Exception):
 
     def java_text(self) -> str:
         return f"{self.java_class}: {self}"
+
+
+class WrongRowIOException(HBaseError):
+    """A RowMutations holding a mutation of another row."""
+
+    java_class = "org.apache.hadoop.hbase.client.WrongRowIOException"
+
+
+class RetriesExhaustedWithDetails(HBaseError):
+    """What `Table.put(List)` / `Table.delete(List)` throw when some actions of a batch failed (the others were
+    applied): HBase's `RetriesExhaustedWithDetailsException` message. `failures` is a list of (exception,
+    servername or None) per failed action. Thrown inside the client (not sent over RPC), so its message, which is
+    what a Thrift2 TIOError carries, is not prefixed by the class name."""
+
+    java_class = "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException"
+
+    def __init__(self, failures: list[tuple[HBaseError, str | None]]):
+        self.failures = failures
+        counts: dict[str, int] = {}
+        for exc, _ in failures:
+            # RetriesExhaustedWithDetailsException.classifyExs: a DoNotRetryIOException by its message (here the
+            # Java text, as a remote exception's message starts with its class), others by class simple name.
+            key = exc.java_text() if not exc.can_retry else exc.java_class.rpartition(".")[2]
+            counts[key] = counts.get(key, 0) + 1
+        desc = "".join(f"{k}: {n} time{'s' if n > 1 else ''}, " for k, n in counts.items())
+        servers = list(dict.fromkeys(s if s is not None else "null" for _, s in failures))
+        desc += "servers with issues: " + ", ".join(servers)
+        n = len(failures)
+        super().__init__(f"Failed {n} action{'s' if n > 1 else ''}: {desc}")
+
+    def java_text(self) -> str:
+        return self.message

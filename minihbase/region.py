@@ -236,10 +236,11 @@ class Region:
         return ts, value
 
     def read_row(self, row: bytes, selector: ColumnSelector, time_max: int | None, versions: int,
-                 now_ms: int, flt: Filter | None = None) -> list[tuple[bytes, int, bytes]]:
-        """The row's cells as (family:qualifier, ts, value), ordered by family, qualifier, newest first.
-
-        `time_max` is an exclusive upper bound (Thrift's `[0, ts)`)."""
+                 now_ms: int, flt: Filter | None = None, time_min: int | None = None
+                 ) -> list[tuple[bytes, int, bytes]]:
+        """The row's cells as (family:qualifier, ts, value), ordered by family, qualifier, newest first: up to
+        `versions` per column inside the time range [`time_min`, `time_max`) (None: unbounded; Thrift1's `*Ts`
+        reads are `[0, ts)`), TTL-expired versions hidden."""
         cols = self.rows.get(row)
         if not cols:
             return []
@@ -252,6 +253,8 @@ class Region:
                 continue
             ttl = fams[family].ttl_s
             min_ts = now_ms - ttl * 1000 if ttl < FOREVER else -1
+            if time_min is not None and time_min > min_ts:
+                min_ts = time_min  # versions are newest first: the first one below the range ends the column
             taken = 0
             next_row = False
             for ts, value in cols[colkey]:
@@ -281,9 +284,10 @@ class Region:
 
     def scan_chunk(self, position: bytes | None, inclusive: bool, stop: bytes, reversed_: bool, limit: int,
                    selector: ColumnSelector, time_max: int | None, now_ms: int, flt: Filter | None,
-                   max_examined: int = 20000):
+                   max_examined: int = 20000, versions: int = 1, time_min: int | None = None):
         """Up to `limit` rows of this region from `position` (None: from the region's edge in scan order;
-        `inclusive` says whether `position` itself may be returned) until `stop` (exclusive; b"" = no stop).
+        `inclusive` says whether `position` itself may be returned) until `stop` (exclusive; b"" = no stop);
+        each row's cells as `read_row` gives them (`versions` per column in [`time_min`, `time_max`)).
 
         Returns (rows, last_key_examined, exhausted, done): `exhausted` when this region has no more keys in
         range, `done` when the filter ends the scan in this region. Examines at most `max_examined` keys so a
@@ -305,7 +309,7 @@ class Region:
                 i += 1
                 last = key
                 examined += 1
-                row = self._scan_row(key, selector, time_max, now_ms, flt)
+                row = self._scan_row(key, selector, time_max, now_ms, flt, versions, time_min)
                 if row is False:
                     return out, last, True, True
                 if row:
@@ -326,7 +330,7 @@ class Region:
             i -= 1
             last = key
             examined += 1
-            row = self._scan_row(key, selector, time_max, now_ms, flt)
+            row = self._scan_row(key, selector, time_max, now_ms, flt, versions, time_min)
             if row is False:
                 return out, last, True, True
             if row:
@@ -337,16 +341,16 @@ class Region:
                 return out, last, False, False
         return out, last, True, False
 
-    def _scan_row(self, key, selector, time_max, now_ms, flt):
+    def _scan_row(self, key, selector, time_max, now_ms, flt, versions=1, time_min=None):
         """The row's cells, [] to skip it, False when the filter ends the scan."""
         if flt is None:
-            return self.read_row(key, selector, time_max, 1, now_ms)
+            return self.read_row(key, selector, time_max, versions, now_ms, None, time_min)
         if flt.filter_all_remaining():
             return False
         flt.reset()
         if flt.filter_row_key(key):
             return False if flt.filter_all_remaining() else []
-        cells = self.read_row(key, selector, time_max, 1, now_ms, flt)
+        cells = self.read_row(key, selector, time_max, versions, now_ms, flt, time_min)
         if flt.filter_row() or not cells:
             return False if flt.filter_all_remaining() else []
         flt.row_done()

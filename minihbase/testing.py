@@ -1,8 +1,10 @@
 """Python API to run minihbase clusters from tests and benchmarks (stable: other parts rely on it).
 
     cluster = MiniCluster.start(zookeeper.hosts, tmp_path, name="dc1")
-    cluster.thrift_host, cluster.thrift_port, cluster.cluster_key, cluster.connection_json
+    cluster.thrift_host, cluster.thrift_port, cluster.thrift2_host, cluster.thrift2_port, cluster.cluster_key,
+    cluster.connection_json, cluster.thrift_gateways, cluster.thrift2_gateways
     cluster.kill_rs(0); cluster.start_rs(0); cluster.set_latency(5)
+    cluster.stop_gateway("thrift2", 0); cluster.start_gateway("thrift2", 0)
     cluster.set_quota("/hbase", space_bytes=10 << 20); cluster.roll_wals(); cluster.stop()
 
 Each cluster runs as its own `python -m minihbase serve` process (its own GIL), on the given ZooKeeper, with
@@ -102,6 +104,27 @@ class MiniCluster:
         return self._endpoints["thrift"]["port"]
 
     @property
+    def thrift2_host(self) -> str | None:
+        """The first Thrift2 gateway's host (None when the cluster runs no Thrift2 gateway)."""
+        thrift2 = self._endpoints.get("thrift2")
+        return thrift2["host"] if thrift2 else None
+
+    @property
+    def thrift2_port(self) -> int | None:
+        thrift2 = self._endpoints.get("thrift2")
+        return thrift2["port"] if thrift2 else None
+
+    @property
+    def thrift_gateways(self) -> list[dict]:
+        """Every Thrift1 gateway, `{index, host, port, alive}` (read live)."""
+        return self.endpoints["thrift_gateways"]
+
+    @property
+    def thrift2_gateways(self) -> list[dict]:
+        """Every Thrift2 gateway, `{index, host, port, alive}` (read live)."""
+        return self.endpoints["thrift2_gateways"]
+
+    @property
     def cluster_key(self) -> str:
         return self._endpoints["cluster_key"]
 
@@ -156,6 +179,15 @@ class MiniCluster:
 
     def set_latency(self, ms: float) -> None:
         self._control("/control/latency", {"ms": ms})
+
+    def stop_gateway(self, kind: str, index: int = 0) -> dict:
+        """Stop one gateway ("thrift" or "thrift2") as if its process died: its port refuses connections and its
+        open connections drop. Returns its `{index, host, port, alive}`."""
+        return self._control("/control/stop-gateway", {"kind": kind, "index": index})["gateway"]
+
+    def start_gateway(self, kind: str, index: int = 0) -> dict:
+        """Start a stopped gateway again on its own port (fresh state, as a restarted process)."""
+        return self._control("/control/start-gateway", {"kind": kind, "index": index})["gateway"]
 
     def set_quota(self, path: str, space_bytes: int | None = None, ns: int | None = None) -> dict:
         """Set HDFS quotas on a directory (None keeps a quota, -1 clears it); returns every quota."""

@@ -14,16 +14,10 @@ Any IDL method minihbase does not implement answers `IOError`; the connection su
 from __future__ import annotations
 
 import logging
-import socket
-import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import thriftpy2
-from thriftpy2.protocol import TBinaryProtocolFactory
-from thriftpy2.thrift import TApplicationException, TProcessor
-from thriftpy2.transport import TBufferedTransportFactory, TSocket, TTransportException
 
 from minihbase.cells import (
     DELETE_COLUMN,
@@ -38,6 +32,7 @@ from minihbase.errors import HBaseError, JavaIllegalArgument, TableExists
 from minihbase.hdfs import HDFSError
 from minihbase.region import ColumnSelector
 from minihbase.schema import FOREVER, FamilyDescriptor, TableDescriptor, validate_table_name
+from minihbase.thrift_gateway import GatewayProcessor, GatewayServer, IllegalArgumentAnswer, ScannerRegistry
 
 if TYPE_CHECKING:
     from minihbase.cluster import MiniHBaseCluster
@@ -50,7 +45,6 @@ BLOOM_TYPES = {"NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH", "ROWPREFIX_DEL
 COMPRESSIONS = {"none", "gz", "lzo", "snappy", "lz4", "bzip2", "zstd"}
 HREGION_VERSION = 1
 _new_tuple = tuple.__new__  # builds a Cell without namedtuple's slower Python-level constructor
-SCANNER_LEASE_S = 600.0  # scanners untouched this long are dropped (HBase: hbase.client.scanner.timeout.period)
 
 
 def selector(columns) -> ColumnSelector:
@@ -87,9 +81,7 @@ class Handler:
         self.cluster = cluster
         self.client = cluster.client
         self.master = cluster.master
-        self._scanners: dict[int, tuple[Scanner, bool]] = {}
-        self._next_scanner = 0
-        self._lock = threading.Lock()
+        self._scanners = ScannerRegistry()
 
     # ------------------------------------------------------------------------------------------ tables
     def getTableNames(self):
@@ -296,14 +288,7 @@ class Handler:
 
     # ------------------------------------------------------------------------------------------ scanners
     def _add_scanner(self, scanner: Scanner, sort_columns: bool) -> int:
-        with self._lock:
-            now = time.monotonic()
-            for sid in [s for s, (sc, _) in self._scanners.items() if now - sc.last_used > SCANNER_LEASE_S]:
-                del self._scanners[sid]
-            sid = self._next_scanner
-            self._next_scanner += 1
-            self._scanners[sid] = (scanner, sort_columns)
-            return sid
+        return self._scanners.add(scanner, sort_columns)
 
     def _open(self, tableName, start=b"", stop=b"", columns=None, timestamp=None, filter_string=None,
               batch=None, reversed_=False, sort_columns=False) -> int:
@@ -333,10 +318,9 @@ class Handler:
         return self._open(tableName, startRow, stopRow, columns, timestamp)
 
     def _scanner(self, sid):
-        with self._lock:
-            entry = self._scanners.get(sid)
+        entry = self._scanners.get(sid)
         if entry is None:
-            raise _IllegalArgument("scanner ID is invalid")
+            raise IllegalArgumentAnswer("scanner ID is invalid")
         return entry
 
     def scannerGetList(self, id, nbRows):
@@ -348,8 +332,7 @@ class Handler:
 
     def scannerClose(self, id):
         self._scanner(id)
-        with self._lock:
-            self._scanners.pop(id, None)
+        self._scanners.remove(id)
 
     def getRegionInfo(self, row):
         table, _, rest = (row or b"").partition(b",")
@@ -362,134 +345,37 @@ class Handler:
                                  serverName=rs.host.encode() if rs else b"", port=rs.port if rs else 0)
 
 
-class _IllegalArgument(Exception):
-    """Answered as the Thrift `IllegalArgument` exception."""
-
-
-class Processor(TProcessor):
-    """Maps HBase-side exceptions to the IDL's, answers IOError for unimplemented methods, injects latency."""
+class Processor(GatewayProcessor):
+    """Maps HBase-side exceptions to the IDL's: AlreadyExists, IOError (the Java text), IllegalArgument where
+    HBase's handler catches IllegalArgumentException, else TApplicationException INTERNAL_ERROR."""
 
     def __init__(self, handler: Handler, latency_ms: Callable[[], float]):
-        super().__init__(Hbase.Hbase, handler)
-        self.latency_ms = latency_ms
+        super().__init__(Hbase.Hbase, handler, latency_ms)
 
-    def _declares(self, result, name: str) -> bool:
-        return any(spec[1] == name for spec in result.thrift_spec.values())
+    def io_error(self, message: str):
+        return Hbase.IOError(message=message)
 
-    def process(self, iprot, oprot) -> None:
-        api, seqid, result, call = self.process_in(iprot)
-        delay = self.latency_ms()
-        if delay > 0:
-            time.sleep(delay / 1000.0)
-        if isinstance(result, TApplicationException):
-            return self.send_exception(oprot, api, result, seqid)
-        if not hasattr(self._handler, api):
-            if self._declares(result, "io"):
-                result.io = Hbase.IOError(message=f"java.lang.UnsupportedOperationException: {api} is not "
-                                                  f"implemented by minihbase")
-                return self.send_result(oprot, api, result, seqid)
-            return self.send_exception(oprot, api, TApplicationException(
-                TApplicationException.UNKNOWN_METHOD, f"Invalid method name: '{api}'"), seqid)
-        try:
-            result.success = call()
-        except TableExists as e:
-            self._set(result, "exist", Hbase.AlreadyExists(message=e.message), api, oprot, seqid)
-            return None
-        except (HBaseError, HDFSError) as e:
-            self._set(result, "io", Hbase.IOError(message=e.java_text()), api, oprot, seqid)
-            return None
-        except _IllegalArgument as e:
-            self._set(result, "ia", Hbase.IllegalArgument(message=str(e)), api, oprot, seqid)
-            return None
-        except JavaIllegalArgument as e:
-            if api in Handler.CATCH_IAE and self._declares(result, "ia"):
-                result.ia = Hbase.IllegalArgument(message=e.java_text())
-                return self.send_result(oprot, api, result, seqid)
+    def answer(self, api: str, e: Exception, result):
+        if isinstance(e, TableExists):
+            return "exist", Hbase.AlreadyExists(message=e.message)
+        if isinstance(e, (HBaseError, HDFSError)):
+            return "io", Hbase.IOError(message=e.java_text())
+        if isinstance(e, IllegalArgumentAnswer):
+            return "ia", Hbase.IllegalArgument(message=str(e))
+        if isinstance(e, JavaIllegalArgument):
+            if api in Handler.CATCH_IAE and self.declares(result, "ia"):
+                return "ia", Hbase.IllegalArgument(message=e.java_text())
             log.warning("%s: %s", api, e.java_text())
-            return self.send_exception(oprot, api, TApplicationException(
-                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
-        except Exception:
-            log.exception("Internal error processing %s", api)
-            return self.send_exception(oprot, api, TApplicationException(
-                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
-        return self.send_result(oprot, api, result, seqid)
-
-    def _set(self, result, field: str, exc, api, oprot, seqid) -> None:
-        if self._declares(result, field):
-            setattr(result, field, exc)
-            self.send_result(oprot, api, result, seqid)
-        elif self._declares(result, "io"):
-            result.io = Hbase.IOError(message=getattr(exc, "message", str(exc)))
-            self.send_result(oprot, api, result, seqid)
-        else:
-            self.send_exception(oprot, api, TApplicationException(
-                TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
+            return None
+        log.exception("Internal error processing %s", api)
+        return None
 
 
-class ThriftGateway:
-    """Listens without SO_REUSEPORT (thriftpy2's own server socket sets it, which would let two servers share a
-    port); one daemon thread per connection; idle connections stay open, as HBase's do."""
+class ThriftGateway(GatewayServer):
+    """The Thrift1 gateway (`hbase thrift`)."""
 
-    def __init__(self, cluster: "MiniHBaseCluster", host: str, port: int):
-        self.handler = Handler(cluster)
-        self.processor = Processor(self.handler, lambda: cluster.latency_ms)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, port))
-        self._sock.listen(128)
-        self.host = host
-        self.port = self._sock.getsockname()[1]
-        self._clients: set[socket.socket] = set()
-        self._closed = False
-        self._lock = threading.Lock()
-        self._tfactory = TBufferedTransportFactory()
-        self._pfactory = TBinaryProtocolFactory()
+    kind = "thrift"
 
-    def start(self) -> "ThriftGateway":
-        threading.Thread(target=self._accept_loop, name="thrift-accept", daemon=True).start()
-        return self
-
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._clients.add(client)
-            threading.Thread(target=self._serve, args=(client,), name="thrift-conn", daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
-        trans = self._tfactory.get_transport(TSocket(sock=client))
-        prot = self._pfactory.get_protocol(trans)
-        try:
-            while not self._closed:
-                self.processor.process(prot, prot)
-        except (TTransportException, OSError, EOFError):
-            pass
-        except Exception:
-            log.exception("thrift connection failed")
-        finally:
-            with self._lock:
-                self._clients.discard(client)
-            try:
-                client.close()
-            except OSError:
-                pass
-
-    def stop(self) -> None:
-        self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._sock.close()
-        with self._lock:
-            clients = list(self._clients)
-        for c in clients:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
+    def make_processor(self) -> Processor:
+        self.handler = Handler(self.cluster)
+        return Processor(self.handler, lambda: self.cluster.latency_ms)

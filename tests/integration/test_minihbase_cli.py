@@ -69,7 +69,11 @@ def test_up_endpoints_kill_start_status_down(zookeeper, instance):
         "zookeeper_quorum": quorum, "zookeeper_port": int(port), "znode_parent": "/hbase-dc1",
         "webhdfs_url": dc1["webhdfs_url"], "rootdir": "/hbase", "peer_admin": "shell",
         "shell_command": " ".join(dc1["shell_command"]),
+        "thrift2_servers": f"{dc1['thrift2']['host']}:{dc1['thrift2']['port']}",  # one Thrift2 gateway by default
     }
+    assert dc1["thrift_gateways"] == [{"index": 0, **dc1["thrift"], "alive": True}]
+    assert dc1["thrift2_gateways"] == [{"index": 0, **dc1["thrift2"], "alive": True}]
+    assert dc1["thrift2"]["port"] not in (dc1["thrift"]["port"], clusters["dc2"]["thrift2"]["port"])
     assert dc1["connection_uri"].startswith(f"hbase://{conn['host']}:{conn['port']}/?__extra__=")
     hb = happybase.Connection(dc1["thrift"]["host"], dc1["thrift"]["port"])
     assert hb.tables() == []
@@ -78,6 +82,7 @@ def test_up_endpoints_kill_start_status_down(zookeeper, instance):
     status = cli("status", "--workdir", str(instance))
     assert status.returncode == 0, status.stdout + status.stderr
     assert "dc1: up" in status.stdout and "dc2: up" in status.stdout
+    assert f"thrift2 gateway [0] 127.0.0.1:{dc1['thrift2']['port']}  up" in status.stdout
 
     victim = dc1["region_servers"][1]["servername"]
     assert cli("kill-rs", "dc1", "1", "--workdir", str(instance)).returncode == 0

@@ -2,9 +2,12 @@
 WAL records and names, JMX ObjectName patterns. No services are started (these run in milliseconds)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from minihbase.cells import DELETE, DELETE_COLUMN, DELETE_FAMILY, PUT, Cell
+from minihbase.config import ConfigError, build, cluster_from_defaults
 from minihbase.errors import JavaIllegalArgument
 from minihbase.filters import parse_filter
 from minihbase.hdfs import DSQuotaExceeded, MiniHDFS, NSQuotaExceeded, long2string
@@ -94,6 +97,64 @@ def test_time_range_is_exclusive_and_ttl_hides_expired_cells():
     assert read(r, b"r", versions=3) == [(b"cf:q", NOW - 1_000, b"fresh")]
     assert read(r, b"r", time_max=NOW - 1_000) == []
     assert read(r, b"r", time_max=NOW - 999) == [(b"cf:q", NOW - 1_000, b"fresh")]
+
+
+def test_time_range_lower_bound_is_inclusive_and_versions_are_counted_inside_it():
+    r = region(versions=5, ttl=60)
+    for ts in (NOW - 120_000, NOW - 4_000, NOW - 3_000, NOW - 2_000, NOW - 1_000):
+        put(r, b"r", b"cf:q", ts, b"%d" % (NOW - ts))
+    every = r.read_row(b"r", ALL_COLUMNS, None, 10, NOW, None, NOW - 3_000)
+    assert every == [(b"cf:q", NOW - 1_000, b"1000"), (b"cf:q", NOW - 2_000, b"2000"),
+                     (b"cf:q", NOW - 3_000, b"3000")]
+    # [min, max): both bounds on versions, versions counted inside the range, TTL still hides the expired one.
+    assert r.read_row(b"r", ALL_COLUMNS, NOW - 1_000, 2, NOW, None, NOW - 4_000) == [
+        (b"cf:q", NOW - 2_000, b"2000"), (b"cf:q", NOW - 3_000, b"3000")]
+    assert r.read_row(b"r", ALL_COLUMNS, NOW - 2_999, 9, NOW, None, NOW - 3_000) == [(b"cf:q", NOW - 3_000, b"3000")]
+    assert r.read_row(b"r", ALL_COLUMNS, None, 9, NOW, None, 0)[-1] == (b"cf:q", NOW - 4_000, b"4000")
+
+
+def test_scan_chunk_returns_versions_in_the_time_range():
+    r = region(versions=3)
+    for row in (b"a", b"b", b"c"):
+        for ts in (1, 2, 3, 4):
+            put(r, row, b"cf:q", ts, b"%s%d" % (row, ts))
+    put(r, b"b", b"m:x", 2, b"mx")
+    rows, last, exhausted, done = r.scan_chunk(None, True, b"", False, 10, ALL_COLUMNS, 4, NOW, None,
+                                               versions=5, time_min=2)
+    assert rows == [(b"a", [(b"cf:q", 3, b"a3"), (b"cf:q", 2, b"a2")]),
+                    (b"b", [(b"cf:q", 3, b"b3"), (b"cf:q", 2, b"b2"), (b"m:x", 2, b"mx")]),
+                    (b"c", [(b"cf:q", 3, b"c3"), (b"cf:q", 2, b"c2")])]
+    assert (last, exhausted, done) == (b"c", True, False)
+    # The defaults are Thrift1's scans: the newest version of each column.
+    rows, _, _, _ = r.scan_chunk(None, True, b"", False, 10, ALL_COLUMNS, None, NOW, None)
+    assert [cells for _, cells in rows] == [[(b"cf:q", 4, b"a4")], [(b"cf:q", 4, b"b4"), (b"m:x", 2, b"mx")],
+                                            [(b"cf:q", 4, b"c4")]]
+    flt = parse_filter(b"ColumnPrefixFilter('q')")
+    rows, _, _, _ = r.scan_chunk(None, True, b"", True, 10, ALL_COLUMNS, None, NOW, flt, versions=2)
+    assert rows == [(b"c", [(b"cf:q", 4, b"c4"), (b"cf:q", 3, b"c3")]),
+                    (b"b", [(b"cf:q", 4, b"b4"), (b"cf:q", 3, b"b3")]),
+                    (b"a", [(b"cf:q", 4, b"a4"), (b"cf:q", 3, b"a3")])]
+
+
+def test_gateway_settings_default_to_one_of_each_kind():
+    config = cluster_from_defaults("dc1", {})
+    assert (config.thrift_gateways, config.thrift2_gateways, config.thrift_port, config.thrift2_port) == (1, 1, 0, 0)
+    assert build("dc9", {"thrift_gateways": 3, "thrift2_gateways": 0, "thrift2_port": 9095}).thrift2_gateways == 0
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"thrift_gateways": 0}, "dc1: thrift_gateways must be an integer from 1 to 16, got 0"),
+    ({"thrift2_gateways": -1}, "dc1: thrift2_gateways must be an integer from 0 to 16, got -1"),
+    ({"thrift2_gateways": 17}, "dc1: thrift2_gateways must be an integer from 0 to 16, got 17"),
+    ({"thrift2_gateways": True}, "dc1: thrift2_gateways must be an integer from 0 to 16, got True"),
+    ({"thrift_gateways": "2"}, "dc1: thrift_gateways must be an integer from 1 to 16, got '2'"),
+    ({"thrift2_port": 70000}, "dc1: thrift2_port must be a port in 0..65535 (0 = any free port), got 70000"),
+    ({"thrift_port": 9090, "thrift2_port": 9090}, "dc1: thrift2_port and thrift_port are both 9090"),
+    ({"thrift2_gateway": 2}, "dc1: unknown setting(s) thrift2_gateway"),
+])
+def test_gateway_settings_are_validated(overrides, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        build("dc1", overrides)
 
 
 def test_column_selector_and_order():
