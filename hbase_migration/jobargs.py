@@ -71,7 +71,9 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-time-ms", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
     p.add_argument("--end-time-ms", type=int, help="copy cells with timestamp < this (ms, exclusive)")
     p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
-    p.add_argument("--versions", type=int, default=1, help="versions per column (default 1, as CopyTable)")
+    p.add_argument("--versions", default="all",
+                   help="versions per column: 'all' (default: every version each family keeps) or N, the newest N "
+                        "(CopyTable's --versions; its default of 1 loses the older versions)")
     p.add_argument("--rows-per-partition", type=int,
                    help="sample regions (key-only scan) and split those with more rows than this")
     p.add_argument("--options-json", help="further library options as a JSON object (see CopyOptions/VerifyOptions)")
@@ -194,7 +196,7 @@ def _scope_argv(source: str, target: str, table: str, target_table: str | None, 
         argv += ["--end-time-ms", str(end_time_ms)]
     if families:
         argv += ["--families", families if isinstance(families, str) else ",".join(families)]
-    if versions and int(versions) != 1:
+    if versions is not None:
         argv += ["--versions", str(versions)]
     if rows_per_partition:
         argv += ["--rows-per-partition", str(rows_per_partition)]

@@ -18,7 +18,7 @@ from hbase_migration.copy import CopyOptions, PartitionResult, copy_partition_sa
 from hbase_migration.datapath import Region, open_data_path
 from hbase_migration.partitions import Partition, plan_partitions, sample_region
 from hbase_migration.progress import ProgressMeter, record_done
-from hbase_migration.scope import CopyConfigError, TableScope
+from hbase_migration.scope import CopyConfigError, TableScope, versions_text
 from hbase_migration.verify import PartitionVerdict, VerifyOptions, exit_code, summarize_verify, verify_partition_safely
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                           total_rows=sum(est) if est and all(e is not None for e in est) else None)
     log.info("copy %s: %s -> %s, table %s -> %s, %d partitions to copy, window [%s, %s), versions %s", copy_id,
              source.describe()["thrift"], target.describe()["thrift"], options.table, options.target_table,
-             len(todo), options.start_time_ms, options.end_time_ms, options.versions)
+             len(todo), options.start_time_ms, options.end_time_ms, versions_text(options.versions))
 
     def on_done(results: list[PartitionResult]) -> None:
         copied = [r for r in results if r.status == "copied"]
@@ -108,7 +108,8 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
     summary = {
         "job": "copy", "copy_id": copy_id, "table": options.table, "target_table": options.target_table,
         "source": source.describe()["thrift"], "target": target.describe()["thrift"],
-        "start_time_ms": options.start_time_ms, "end_time_ms": options.end_time_ms, "versions": options.versions,
+        "start_time_ms": options.start_time_ms, "end_time_ms": options.end_time_ms,
+        "versions": versions_text(options.versions),
         "families": options.content_key()["families"],
     }
     summary.update(summarize(results, skipped, time.monotonic() - started))

@@ -127,7 +127,10 @@ def timestamp_ms(value: Any) -> int:
 def _versions(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().lower() == "all":
         return None
-    n = _integer(value)
+    try:
+        n = _integer(value)
+    except ValueError:
+        raise ValueError(f"must be 'all' or a number of versions >= 1, got {value!r}") from None
     if n < 1:
         raise ValueError(f"must be 'all' or a number of versions >= 1, got {value!r}")
     return n
@@ -203,6 +206,11 @@ FIELDS: tuple[Field, ...] = (
     Field("end_time_ms", ["integer", "string"], None, "Window end (ms since the epoch, exclusive)",
           "copy and verify only cells with timestamp < this; epoch ms or ISO 8601; empty: up to the copy's "
           "start (backfill: the run's data interval)", timestamp_ms, "copy.end_time_ms", BOTH, nullable=True),
+    Field("versions", ["integer", "string"], None, "Versions per column",
+          "empty or 'all': every version each source family keeps (its VERSIONS), so no history is lost; N: the "
+          "newest N of each column (CopyTable's --versions; its default, 1, drops the older versions). The copy "
+          "and the verification both cover these versions", _versions, "copy.versions", BOTH, nullable=True,
+          bounds={"minimum": 1, "pattern": "^all$"}),
     Field("rows_per_s", "integer", 0, "Throttle per copy task (rows/s)",
           "rows read from the source per second and copy task, to spare its region servers; 0: no limit",
           _integer, "copy.rows_per_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
@@ -292,6 +300,7 @@ class RunSpec:
     peer_id: str | None = None
     start_time_ms: int | None = None
     end_time_ms: int | None = None
+    versions: int | None = None
     rows_per_s: int = 0
     create_missing_tables: bool = True
     max_lag_ms: int = 30_000

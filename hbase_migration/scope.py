@@ -121,13 +121,26 @@ def positive_option(value: Any, what: str, *, allow_none: bool = False, integer:
     return int(number) if integer else number
 
 
+def versions_option(value: Any) -> int | None:
+    """None or "all": every version a family keeps; else a positive number of versions."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "all"):
+        return None
+    return positive_option(value, "versions")
+
+
+def versions_text(versions: int | None) -> str | int:
+    """How summaries and logs show a versions setting."""
+    return "all" if versions is None else versions
+
+
 @dataclass(frozen=True)
 class TableScope:
     """What part of a table a copy or a verification covers.
 
     `start_time_ms`/`end_time_ms` are milliseconds, `[start, end)` as CopyTable's
     `--starttime/--endtime`; `families` are (source, target) pairs (renames);
-    `versions` is how many versions per column (1 = CopyTable's default).
+    `versions` is how many versions per column: None (the default) for every version each family keeps
+    (its VERSIONS), N for the newest N (CopyTable's `--versions`; its default is 1, which loses history).
     `rows_per_partition`, when set, splits regions that sampling shows to be
     larger, so tasks are even.
     """
@@ -139,7 +152,7 @@ class TableScope:
     start_time_ms: int | None = None
     end_time_ms: int | None = None
     families: tuple[tuple[bytes, bytes], ...] = ()
-    versions: int = 1
+    versions: int | None = None
     rows_per_partition: int | None = None
 
     def __post_init__(self) -> None:
@@ -162,7 +175,7 @@ class TableScope:
         object.__setattr__(self, "start_time_ms", st)
         object.__setattr__(self, "end_time_ms", et)
         object.__setattr__(self, "families", parse_families(self.families))
-        object.__setattr__(self, "versions", positive_option(self.versions, "versions"))
+        object.__setattr__(self, "versions", versions_option(self.versions))
         rpp = positive_option(self.rows_per_partition, "rows_per_partition", allow_none=True)
         object.__setattr__(self, "rows_per_partition", rpp)
 

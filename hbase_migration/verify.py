@@ -61,6 +61,7 @@ from hbase_migration.scope import (
     positive_option,
     to_string_binary,
     transform_cells,
+    versions_text,
 )
 
 if TYPE_CHECKING:
@@ -142,8 +143,12 @@ def normalize_cells(cells: Iterable[Cell]) -> tuple[Cell, ...]:
     return tuple(sorted(cells, key=lambda c: (c[0], -c[1])))
 
 
+PUT_TYPE = b"\x04"  # KeyValue.Type.Put: the only type a (non-raw) scan returns
+
+
 def update_digest(digest: Any, row: bytes, cells: Sequence[Cell]) -> int:
-    """Feed one row into an MD5: row, family, qualifier, timestamp, value of every cell.
+    """Feed one row into an MD5: row, family, qualifier, timestamp, type and value of every cell (every version
+    compared, not only the newest).
 
     Every part is length-prefixed, so no two different rows feed the same bytes
     (HashTable concatenates them bare). Returns the bytes fed, for batch sizes.
@@ -152,7 +157,7 @@ def update_digest(digest: Any, row: bytes, cells: Sequence[Cell]) -> int:
     row_len = _LEN(len(row))
     for column, ts, value in cells:
         family, _, qualifier = column.partition(b":")
-        parts += (row_len, row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier, _TS(ts),
+        parts += (row_len, row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier, _TS(ts), PUT_TYPE,
                   _LEN(len(value)), value)
     chunk = b"".join(parts)  # one update per row: the same bytes as one per cell, fewer calls
     digest.update(chunk)
@@ -209,6 +214,8 @@ class RangeVerdict:
     equal: bool
     source_rows: int
     target_rows: int
+    source_cells: int = 0
+    target_cells: int = 0
 
 
 def compare_batches(source: Iterable[HashBatch], target: Iterable[HashBatch], hi: bytes) -> Iterator[RangeVerdict]:
@@ -228,7 +235,8 @@ def compare_batches(source: Iterable[HashBatch], target: Iterable[HashBatch], hi
         if (ns is None and nt is None) or (ns is not None and nt is not None and ns.start == nt.start):
             end = hi if ns is None else ns.start
             equal = [(b.start, b.digest) for b in acc_s] == [(b.start, b.digest) for b in acc_t]
-            yield RangeVerdict(acc_s[0].start, end, equal, sum(b.rows for b in acc_s), sum(b.rows for b in acc_t))
+            yield RangeVerdict(acc_s[0].start, end, equal, sum(b.rows for b in acc_s), sum(b.rows for b in acc_t),
+                               sum(b.cells for b in acc_s), sum(b.cells for b in acc_t))
             if ns is None:
                 return
             acc_s, acc_t = [ns], [nt]
@@ -241,22 +249,48 @@ def compare_batches(source: Iterable[HashBatch], target: Iterable[HashBatch], hi
             nt = next(t_it, None)
 
 
-def diff_rows(source: Iterable[Row], target: Iterable[Row]) -> Iterator[tuple[bytes, str]]:
-    """VerifyReplication's merge-join: (row, status) for every row on either side, in key order.
+MISSING_ON_TARGET, ONLY_ON_TARGET, VALUE_DIFFERS = "missing_on_target", "only_on_target", "value_differs"
 
-    Rows are compared cell by cell, timestamps included (`Result.compareResults`).
-    """
+
+def version_differences(source_cells: Sequence[Cell], target_cells: Sequence[Cell],
+                        limit: int = 10) -> tuple[tuple[bytes, int, str], ...]:
+    """The versions that differ between two sides of one row: (column, timestamp, kind), at most `limit`.
+
+    kind: `missing_on_target` (a source version the target lacks), `only_on_target`, `value_differs` (same
+    column and timestamp, another value)."""
+    source = {(c, ts): v for c, ts, v in source_cells}
+    target = {(c, ts): v for c, ts, v in target_cells}
+    out = []
+    for key in sorted(source.keys() | target.keys(), key=lambda k: (k[0], -k[1])):
+        if key not in target:
+            out.append((key[0], key[1], MISSING_ON_TARGET))
+        elif key not in source:
+            out.append((key[0], key[1], ONLY_ON_TARGET))
+        elif source[key] != target[key]:
+            out.append((key[0], key[1], VALUE_DIFFERS))
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+def diff_rows(source: Iterable[Row], target: Iterable[Row]) -> Iterator[tuple[bytes, str, tuple]]:
+    """VerifyReplication's merge-join: (row, status, differing versions) for every row on either side, in key
+    order. Rows are compared cell by cell, every version and timestamp (`Result.compareResults`); the versions
+    that differ are named for a row whose content differs."""
     s_it, t_it = iter(source), iter(target)
     s, t = next(s_it, None), next(t_it, None)
     while s is not None or t is not None:
         if t is None or (s is not None and s[0] < t[0]):
-            yield s[0], ONLY_IN_SOURCE
+            yield s[0], ONLY_IN_SOURCE, ()
             s = next(s_it, None)
         elif s is None or t[0] < s[0]:
-            yield t[0], ONLY_IN_TARGET
+            yield t[0], ONLY_IN_TARGET, ()
             t = next(t_it, None)
         else:
-            yield s[0], MATCHING if tuple(s[1]) == tuple(t[1]) else CONTENT_DIFFERENT
+            if tuple(s[1]) == tuple(t[1]):
+                yield s[0], MATCHING, ()
+            else:
+                yield s[0], CONTENT_DIFFERENT, version_differences(s[1], t[1])
             s, t = next(s_it, None), next(t_it, None)
 
 
@@ -278,28 +312,34 @@ class Tally:
     max_kept: int = 10_000
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((MATCHING,) + DIFFERENT, 0))
     differing: dict[bytes, str] = field(default_factory=dict)
+    versions: dict[bytes, tuple] = field(default_factory=dict)  # a kept row's differing versions
     truncated: bool = False
 
-    def add(self, row: bytes, status: str) -> None:
+    def add(self, row: bytes, status: str, versions: tuple = ()) -> None:
         self.counts[status] += 1
         if status != MATCHING:
             if len(self.differing) < self.max_kept:
                 self.differing[row] = status
+                if versions:
+                    self.versions[row] = versions
             else:
                 self.truncated = True
 
     def add_matching(self, rows: int) -> None:
         self.counts[MATCHING] += rows
 
-    def reclassify(self, row: bytes, status: str | None) -> None:
+    def reclassify(self, row: bytes, status: str | None, versions: tuple = ()) -> None:
         """A kept differing row seen again: move it to its new status (None: gone from both sides)."""
         old = self.differing.pop(row)
+        self.versions.pop(row, None)
         self.counts[old] -= 1
         if status is None:
             return
         self.counts[status] += 1
         if status != MATCHING:
             self.differing[row] = status
+            if versions:
+                self.versions[row] = versions
 
     @property
     def source_rows(self) -> int:
@@ -316,17 +356,19 @@ class Tally:
 
 @dataclass
 class RepairPlan:
-    """What makes one target row equal to the source's: puts, deletes, and what Thrift1 cannot fix."""
+    """What makes one target row equal to the source's: puts, deletes, and what the data path cannot fix."""
 
     puts: list[Cell] = field(default_factory=list)
-    deletes: list[tuple[bytes, int]] = field(default_factory=list)  # (column, ts): all versions <= ts
+    deletes: list[tuple[bytes, int]] = field(default_factory=list)  # (column, ts) versions to delete
     conflicts: list[tuple[bytes, int, str]] = field(default_factory=list)
 
 
-def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], windowed: bool = False) -> RepairPlan:
+def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], windowed: bool = False,
+                exact_deletes: bool = False) -> RepairPlan:
     """Puts of source cells the target lacks (or holds with another value), deletes of target-only cells.
 
-    A Thrift1 delete at ts removes all versions <= ts of the column and masks later
+    With `exact_deletes` (Thrift2's DELETE_COLUMN) every target-only version is deleted by itself. A Thrift1
+    delete at ts removes all versions <= ts of the column and masks later
     puts at or below ts, so a target-only cell is left (as a conflict) when the
     source has a version of that column at or below it, or when the comparison
     was windowed (older versions outside the window would go too).
@@ -339,6 +381,9 @@ def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], wind
             plan.puts.append((column, ts, value))
     for column, ts, _ in target_cells:
         if (column, ts) in source_keys:
+            continue
+        if exact_deletes:
+            plan.deletes.append((column, ts))
             continue
         masked = [s for s in source_cells if s[0] == column and s[1] <= ts]
         if masked:
@@ -368,7 +413,10 @@ class PartitionVerdict:
     counts: dict[str, int] = field(default_factory=dict)
     source_rows: int = 0
     target_rows: int = 0
+    source_cells: int = 0
+    target_cells: int = 0
     differing: list[tuple[bytes, str]] = field(default_factory=list)  # capped at sample_limit per status
+    versions: list[tuple[bytes, bytes, int, str]] = field(default_factory=list)  # (row, column, ts, kind), capped
     truncated: bool = False
     recompared: int = 0
     recompare_changed: int = 0
@@ -383,7 +431,12 @@ class PartitionVerdict:
         d["start_row"] = self.start_row.hex()
         d["stop_row"] = self.stop_row.hex()
         d["differing"] = [[to_string_binary(r), s] for r, s in self.differing]
+        d["versions"] = [version_dict(*v) for v in self.versions]
         return d
+
+
+def version_dict(row: bytes, column: bytes, ts: int, kind: str) -> dict[str, Any]:
+    return {"row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "kind": kind}
 
 
 def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOptions, elapsed_s: float) -> dict:
@@ -409,11 +462,14 @@ def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOption
         "level": options.level,
         "start_time_ms": options.start_time_ms,
         "end_time_ms": options.end_time_ms,
-        "versions": options.versions,
+        "versions": versions_text(options.versions),
         "partitions": len(verdicts),
         "failed_partitions": len(failed),
         "source_rows": source_rows,
         "target_rows": target_rows,
+        "source_cells": sum(v.source_cells for v in ok) if options.level == "content" else None,
+        "target_cells": sum(v.target_cells for v in ok) if options.level == "content" else None,
+        "differing_versions_sample": [version_dict(*x) for v in ok for x in v.versions][:options.sample_limit],
         "matching": total[MATCHING] if options.level == "content" else None,
         "content_different": total[CONTENT_DIFFERENT] if options.level == "content" else None,
         "only_in_source": total[ONLY_IN_SOURCE] if options.level == "content" else None,
@@ -542,10 +598,12 @@ def verify_partition(
             verdict.recompared = len(keys)
             fresh_s, fresh_t = src.fetch(keys), tgt.fetch(keys)
             for row in keys:
-                status = row_status(fresh_s.get(row), fresh_t.get(row))
+                s_cells, t_cells = fresh_s.get(row, ()), fresh_t.get(row, ())
+                status = row_status(s_cells, t_cells)
                 if status != tally.differing[row]:
                     verdict.recompare_changed += 1
-                tally.reclassify(row, status)
+                tally.reclassify(row, status, version_differences(s_cells, t_cells)
+                                 if status == CONTENT_DIFFERENT else ())
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
     finally:
@@ -560,6 +618,9 @@ def verify_partition(
         if per_status.get(status, 0) < options.sample_limit:
             per_status[status] = per_status.get(status, 0) + 1
             verdict.differing.append((row, status))
+        for column, ts, kind in tally.versions.get(row, ()):
+            if len(verdict.versions) < options.sample_limit:
+                verdict.versions.append((row, column, ts, kind))
     verdict.elapsed_s = round(time.monotonic() - started, 3)
     bad = sum(tally.counts[k] for k in DIFFERENT)
     log.info("partition %s verified: %d source rows, %d target rows, %d matching, %d different "
@@ -584,6 +645,8 @@ def find_differences(src: Any, tgt: Any, lo: bytes, hi: bytes, options: VerifyOp
     differing = []
     for rv in compare_batches(hash_batches(_rows(prefetch(src.batches(lo, hi), 2)), lo, options.batch_rows),
                               hash_batches(_rows(prefetch(tgt.batches(lo, hi), 2)), lo, options.batch_rows), hi):
+        verdict.source_cells += rv.source_cells
+        verdict.target_cells += rv.target_cells
         if rv.equal:
             tally.add_matching(rv.source_rows)
         else:
@@ -623,8 +686,9 @@ def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: Ve
 
 def _diff_range(src: Side, tgt: Side, rv: RangeVerdict, tally: Tally, verdict: PartitionVerdict) -> None:
     verdict.leaf_diffs += 1
-    for row, status in diff_rows(_rows(prefetch(src.batches(rv.lo, rv.hi), 2)), _rows(tgt.batches(rv.lo, rv.hi))):
-        tally.add(row, status)
+    for row, status, versions in diff_rows(_rows(prefetch(src.batches(rv.lo, rv.hi), 2)),
+                                           _rows(tgt.batches(rv.lo, rv.hi))):
+        tally.add(row, status, versions)
 
 
 def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[str, Any]:
@@ -641,7 +705,8 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     puts: list[Row] = []
     conflict_rows: set[bytes] = set()
     for row in keys:
-        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time_ms is not None)
+        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time_ms is not None,
+                           exact_deletes=tgt.path.exact_deletes)
         if plan.deletes:
             tgt.path.delete(tgt.table, row, plan.deletes)
         if plan.puts:

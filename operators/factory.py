@@ -111,7 +111,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         # Re-running a copy re-writes the same cells with the same timestamps; finished partitions are skipped.
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **peer,
-            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"),
+            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
             retries=2, retry_delay=timedelta(minutes=1),
@@ -126,7 +126,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}")
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
-            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"),
+            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             recompare_sleep_s=spec("recompare_sleep_s"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
             retry_delay=timedelta(minutes=1),
@@ -181,7 +181,8 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0},
     ) as dag:
         both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
-        window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms")}
+        window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms"),
+                       "versions": spec("versions")}
 
         @task(task_id=_OPEN_TASK)
         def open_window(**context) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ _COMMON_PARAMS = """
     :param start_time_ms: only cells with timestamp >= this (ms since the epoch); None: from the first.
     :param end_time_ms: only cells with timestamp < this; None: everything (verify: the job's start).
     :param families: families to cover, CopyTable style (`cf1`, `src:dst` renames); None: every family.
+    :param versions: versions per column: None (every version each family keeps), or the newest N.
     :param ledger_run_id: the run whose ledger records the phase, the partitions and the results (None: none).
     :param spark_conn_id: the Spark connection (master, deploy mode, ...) the job is submitted to.
 """
@@ -46,12 +47,13 @@ def cluster_json(conn_id: str) -> str:
 
 class _HBaseJobOperator(SparkSubmitOperator):
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "source_conn_id", "target_conn_id",
-                                      "table", "target_table", "start_time_ms", "end_time_ms", "families",
-                                      "ledger_run_id")
+                                      "table", "target_table", "start_time_ms", "end_time_ms", "versions",
+                                      "families", "ledger_run_id")
 
     def __init__(self, *, table: str, source_conn_id: str = "hbase_source", target_conn_id: str = "hbase_target",
                  target_table: str | None = None, start_time_ms: int | None = None, end_time_ms: int | None = None,
-                 families: Sequence[str] | str | None = None, ledger_run_id: str | None = None,
+                 versions: int | None = None, families: Sequence[str] | str | None = None,
+                 ledger_run_id: str | None = None,
                  spark_conn_id: str = "spark_default", **kwargs) -> None:
         kwargs.setdefault("name", f"{self.job_kind}-{table}")
         super().__init__(application=self.application_path, conn_id=spark_conn_id, **kwargs)
@@ -61,6 +63,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
         self.target_table = target_table
         self.start_time_ms = start_time_ms
         self.end_time_ms = end_time_ms
+        self.versions = versions
         self.families = families
         self.ledger_run_id = ledger_run_id
 
@@ -150,7 +153,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         return copy_job_args(
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
-            families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
+            versions=self.versions, families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
             ledger_url=ledger_url() if copy_id else None, summary_file=summary_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -221,7 +224,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         return verify_job_args(
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
-            families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
+            versions=self.versions, families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
             repair=self.repair, summary_file=summary_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -251,5 +254,6 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
             raise AirflowException(
                 f"verify of {self.table}: {summary.get('content_different')} rows differ in content, "
                 f"{summary.get('only_in_source')} only in the source, {summary.get('only_in_target')} only in "
-                f"the target; sample: {json.dumps(summary.get('differing_rows_sample'))}")
+                f"the target; sample: {json.dumps(summary.get('differing_rows_sample'))}; differing versions: "
+                f"{json.dumps(summary.get('differing_versions_sample'))}")
         raise AirflowException(f"verify of {self.table} failed: {error}") from error

@@ -26,3 +26,31 @@ def write_cells(conn, table: str, cells_by_ts: dict) -> None:
                    for row, cols in rows.items()]
         for i in range(0, len(batches), 2000):
             conn.client.mutateRowsTs(table.encode(), batches[i:i + 2000], ts, {})
+
+
+DATA_PATHS = ("thrift2", "thrift1")
+
+
+def connection_json(cluster, data_path: str = "thrift2") -> str:
+    """A `MiniCluster`'s Airflow connection as a deployment with that data path has it: minihbase runs a Thrift2
+    gateway, which the connection names (`thrift2_servers`); a Thrift1-only cluster's connection does not."""
+    import json
+
+    conn = json.loads(cluster.connection_json)
+    if data_path == "thrift1":
+        conn["extra"].pop("thrift2_servers", None)
+    return json.dumps(conn)
+
+
+def cluster_of(cluster, name: str, data_path: str = "thrift2"):
+    """The toolkit's `Cluster` for a `MiniCluster`, reaching it through `data_path`."""
+    from hbase_migration.jobargs import cluster_from_text
+
+    return cluster_from_text(name, connection_json(cluster, data_path))
+
+
+def raw_socket(path):
+    """The OS socket under a data path's connection (a test drops it to simulate a network failure)."""
+    if path.kind == "thrift1":
+        return path.session.connection.transport.sock
+    return path.session.client._iprot.trans.sock

@@ -16,10 +16,10 @@ import pytest
 
 from hbase_migration.copy import CopyOptions, copy_partition
 from hbase_migration.datapath import open_data_path
-from hbase_migration.jobargs import cluster_from_text
 from hbase_migration.partitions import plan_partitions, sample_region
 from hbase_migration.runner import check_tables
 from hbase_migration.scope import CopyConfigError, TableScope
+from tests.hbase_data import DATA_PATHS, cluster_of, raw_socket
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration
@@ -28,10 +28,11 @@ SPLITS = [b"4", b"8", b"c"]
 FAMILIES = {"a": {"max_versions": 3}, "b": {"max_versions": 1}}
 
 
-@pytest.fixture(scope="module")
-def clusters(minihbase_pair):
+@pytest.fixture(scope="module", params=DATA_PATHS)
+def clusters(request, minihbase_pair):
+    """Both clusters, reached through each data path in turn (Thrift2, and the Thrift1 fallback)."""
     dc1, dc2 = minihbase_pair
-    return dc1, dc2, cluster_from_text("source", dc1.connection_json), cluster_from_text("target", dc2.connection_json)
+    return dc1, dc2, cluster_of(dc1, "source", request.param), cluster_of(dc2, "target", request.param)
 
 
 def _name() -> str:
@@ -83,20 +84,25 @@ def test_copy_keeps_every_cell_timestamp_and_version(clusters):
         assert all(len(cells) == 3 for cells in _history(c2, name, multi[:5]).values())
 
 
-def test_default_copy_takes_one_version_like_copytable(clusters):
+@pytest.mark.parametrize("versions", [None, 1])
+def test_default_copy_keeps_every_version_and_versions_1_is_copytables(clusters, versions):
     dc1, dc2, src, dst = clusters
     name = _name()
     _make_tables(dc1, dc2, name)
     with closing(dc1.connection(timeout=30000)) as c1, closing(dc2.connection(timeout=30000)) as c2:
         _load(c1, name, 300)
-        options = CopyOptions(name)
+        options = CopyOptions(name, versions=versions)
         with open_data_path(src) as s:
             parts = plan_partitions(s.regions(name), options)
         for p in parts:
             copy_partition(src, dst, p, options)
         assert _newest(c2, name) == _newest(c1, name)
         history = _history(c2, name, [b"0-00000", b"3-00003"])
-        assert history == {b"0-00000": [(b"x0-v3", 3_000_000)], b"3-00003": [(b"x3-v3", 3_000_003)]}
+        if versions is None:  # lossless: the whole history of a:x (VERSIONS 3) came along
+            assert history == _history(c1, name, [b"0-00000", b"3-00003"])
+            assert len(history[b"0-00000"]) == 3
+        else:  # CopyTable's default: the newest version only
+            assert history == {b"0-00000": [(b"x0-v3", 3_000_000)], b"3-00003": [(b"x3-v3", 3_000_003)]}
 
 
 def test_scan_resumes_after_the_connection_drops_without_losing_or_repeating_rows(clusters):
@@ -111,7 +117,7 @@ def test_scan_resumes_after_the_connection_drops_without_losing_or_repeating_row
             seen.extend(row for row, _ in batch)
             if n == 2:
                 # the link drops mid-scan (the socket dies under the client, as on a network failure)
-                path.session.connection.transport.sock.shutdown(socket.SHUT_RDWR)
+                raw_socket(path).shutdown(socket.SHUT_RDWR)
         assert path.reconnects == 1
     assert len(seen) == 500 and seen == sorted(set(seen))
 
@@ -119,7 +125,7 @@ def test_scan_resumes_after_the_connection_drops_without_losing_or_repeating_row
 def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
     dc1, _dc2, src, _dst = clusters
     target = minihbase_factory("dcx")  # a cluster of its own: this test kills it
-    dst = cluster_from_text("target", target.connection_json)
+    dst = cluster_of(target, "target", src.describe()["data_path"])
     name = _name()
     dc1.create_table(name, FAMILIES, SPLITS)
     target.create_table(name, FAMILIES, SPLITS)
@@ -201,13 +207,12 @@ def test_missing_table_or_family_is_refused_before_anything_is_written(clusters)
 
 def test_writer_close_returns_with_more_threads_than_work(clusters):
     """Regression: threads that stop early must not leave another without its STOP (close() hung)."""
-    from hbase_migration.datapath.thrift1 import CellWriter
-
     dc1, dc2, _src, dst = clusters
     name = _name()
     dc2.create_table(name, FAMILIES)
     for i in range(20):
-        writer = CellWriter(dst, name, writers=16)
+        with open_data_path(dst) as path:
+            writer = path.writer(name, writers=16)
         writer.put([(b"r%02d" % i, [(b"a:x", 1000 + i, b"v")])])
         done = threading.Event()
         closer = threading.Thread(target=lambda: (writer.close(), done.set()), daemon=True)

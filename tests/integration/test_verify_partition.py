@@ -10,7 +10,6 @@ from contextlib import closing
 
 import pytest
 
-from hbase_migration.jobargs import cluster_from_text
 from hbase_migration.partitions import Partition
 from hbase_migration.verify import (
     CONTENT_DIFFERENT,
@@ -20,16 +19,18 @@ from hbase_migration.verify import (
     VerifyOptions,
     verify_partition,
 )
+from tests.hbase_data import DATA_PATHS, cluster_of
 
 pytestmark = pytest.mark.integration
 
 WHOLE = Partition("t", 0, b"", b"", "whole table", "p0")
 
 
-@pytest.fixture(scope="module")
-def clusters(minihbase_pair):
+@pytest.fixture(scope="module", params=DATA_PATHS)
+def clusters(request, minihbase_pair):
+    """Both clusters, reached through each data path in turn (Thrift2, and the Thrift1 fallback)."""
     dc1, dc2 = minihbase_pair
-    return dc1, dc2, cluster_from_text("source", dc1.connection_json), cluster_from_text("target", dc2.connection_json)
+    return dc1, dc2, cluster_of(dc1, "source", request.param), cluster_of(dc2, "target", request.param)
 
 
 def _conn(cluster):
@@ -95,15 +96,18 @@ def test_recompare_clears_a_difference_that_was_an_edit_in_flight(clusters):
     assert _counts(verdict) == (300, 0, 1, 0) and verdict.differing == [(b"r300", ONLY_IN_SOURCE)]
 
 
-def test_older_versions_are_compared_only_when_asked(clusters):
+def test_every_version_is_compared_unless_fewer_are_asked(clusters):
     dc1, dc2, src, dst = clusters
     rows = {b"r%02d" % i: [(b"a:x", 100, b"old"), (b"a:x", 200, b"new")] for i in range(50)}
     name = _both(dc1, dc2, {"a": {"max_versions": 3}}, rows)
     with _conn(dc2) as c2:
         c2.table(name).put(b"r10", {b"a:x": b"OLD-CHANGED"}, timestamp=100)  # the newest is unchanged
-    assert _counts(verify_partition(src, dst, WHOLE, VerifyOptions(name))) == (50, 0, 0, 0)
-    verdict = verify_partition(src, dst, WHOLE, VerifyOptions(name, versions=3))
+    verdict = verify_partition(src, dst, WHOLE, VerifyOptions(name))
     assert _counts(verdict) == (49, 1, 0, 0) and verdict.differing == [(b"r10", CONTENT_DIFFERENT)]
+    assert verdict.versions == [(b"r10", b"a:x", 100, "value_differs")]
+    assert (verdict.source_cells, verdict.target_cells) == (100, 100)
+    # CopyTable's one version sees nothing wrong: the newest versions are equal
+    assert _counts(verify_partition(src, dst, WHOLE, VerifyOptions(name, versions=1))) == (50, 0, 0, 0)
 
 
 def test_a_window_compares_only_the_cells_inside_it(clusters):

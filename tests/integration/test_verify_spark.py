@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.hbase_data import SPLITS, connect, spread_key, write_cells
+from tests.hbase_data import DATA_PATHS, SPLITS, connect, connection_json, spread_key, write_cells
 
 pytestmark = pytest.mark.integration
 
@@ -46,12 +46,13 @@ def same_table(minihbase_pair):
     return dc1, dc2, name
 
 
-def _verify(dc1, dc2, table, tmp_path, *extra) -> tuple[int, dict]:
+def _verify(dc1, dc2, table, tmp_path, *extra, data_path="thrift2") -> tuple[int, dict]:
     from jobs import verify_table
 
     out = tmp_path / f"verify-{uuid.uuid4().hex[:6]}.json"
-    rc = verify_table.main(["--source", dc1.connection_json, "--target", dc2.connection_json, "--table", table,
-                            "--end-time-ms", str(BASE + 10 ** 7), "--summary-file", str(out), *extra])
+    rc = verify_table.main(["--source", connection_json(dc1, data_path), "--target", connection_json(dc2, data_path),
+                            "--table", table, "--end-time-ms", str(BASE + 10 ** 7), "--summary-file", str(out),
+                            *extra])
     return rc, json.loads(out.read_text()) if out.exists() else {}
 
 
@@ -104,29 +105,42 @@ def test_injected_differences_are_reported_exactly(spark, same_table, tmp_path):
     assert counts["row_count_mismatch_partitions"] == 2
 
 
-def test_repair_fixes_what_thrift1_can_and_reports_the_rest(spark, same_table, tmp_path):
+@pytest.mark.parametrize("data_path", DATA_PATHS)
+def test_repair_fixes_what_the_data_path_can_and_reports_the_rest(spark, same_table, tmp_path, data_path):
     dc1, dc2, name = same_table
     _inject(dc2, name)
-    rc, result = _verify(dc1, dc2, name, tmp_path, "--repair")
+    rc, result = _verify(dc1, dc2, name, tmp_path, "--repair", data_path=data_path)
     assert rc == 1  # the verdict is about what was found; the repair report says what was done
+    assert result["differing_versions_sample"] == [
+        {"row": OTHER_TS.decode(), "column": "a:x", "timestamp": BASE + 10_022, "kind": "only_on_target"},
+        {"row": CHANGED.decode(), "column": "a:x", "timestamp": BASE, "kind": "value_differs"}]
     repair = result["repair"]
-    # puts: the missing row's cell, the changed value, the other-timestamp row's source version;
-    # delete: the extra row's cell; conflict: the newer target-only version of OTHER_TS.
-    assert (repair["cells_put"], repair["cells_deleted"], repair["conflicts"]) == (3, 1, 1)
-    assert repair["conflict_sample"] == [{
-        "row": OTHER_TS.decode(), "column": "a:x", "timestamp": BASE + 10_022,
-        "reason": f"a delete at {BASE + 10_022} would also hide the source's version at {BASE + 10_015} "
-                  "(Thrift1 deletes all versions <= ts)"}]
+    # puts: the missing row's cell and the changed value; deletes: the extra row's cell, and on Thrift2 the
+    # target-only version of OTHER_TS (an exact-version delete). Thrift1 can only delete every version <= ts,
+    # which would also hide the source's version of OTHER_TS: a conflict, reported.
+    if data_path == "thrift2":
+        assert (repair["cells_put"], repair["cells_deleted"], repair["conflicts"]) == (2, 2, 0)
+    else:
+        assert (repair["cells_put"], repair["cells_deleted"], repair["conflicts"]) == (2, 1, 1)
+        assert repair["conflict_sample"] == [{
+            "row": OTHER_TS.decode(), "column": "a:x", "timestamp": BASE + 10_022,
+            "reason": f"a delete at {BASE + 10_022} would also hide the source's version at {BASE + 10_015} "
+                      "(Thrift1 deletes all versions <= ts)"}]
     # The deleted row's delete marker (server time, newer than the source cell) hides the repaired put.
-    assert (repair["still_different"], repair["masked_by_delete"]) == (2, 1)
-    assert "major compaction" in repair["hint"]
-    rc, after = _verify(dc1, dc2, name, tmp_path)
-    assert rc == 1 and _counts(after) == (N, N - 1, N - 2, 1, 1, 0)
-    assert after["differing_rows_sample"]["only_in_source"] == [MISSING.decode()]
+    assert repair["masked_by_delete"] == 1 and "major compaction" in repair["hint"]
+    assert repair["still_different"] == (1 if data_path == "thrift2" else 2)
+    rc, after = _verify(dc1, dc2, name, tmp_path, data_path=data_path)
+    assert rc == 1 and after["differing_rows_sample"]["only_in_source"] == [MISSING.decode()]
+    if data_path == "thrift2":
+        assert _counts(after) == (N, N - 1, N - 1, 0, 1, 0)
+    else:
+        assert _counts(after) == (N, N - 1, N - 2, 1, 1, 0)
 
     with connect(dc1) as c1, connect(dc2) as c2:
-        assert c2.table(name).row(CHANGED, include_timestamp=True) == c1.table(name).row(CHANGED,
-                                                                                          include_timestamp=True)
+        source = {k: c1.table(name).cells(k, b"a:x", versions=5, include_timestamp=True) for k in (CHANGED, OTHER_TS)}
+        target = {k: c2.table(name).cells(k, b"a:x", versions=5, include_timestamp=True) for k in (CHANGED, OTHER_TS)}
+        assert target[CHANGED] == source[CHANGED]
+        assert (target[OTHER_TS] == source[OTHER_TS]) is (data_path == "thrift2")
         assert c2.table(name).row(EXTRA) == {}
         # the missing row stays hidden behind its delete marker (newer than the source cell) until a major compaction
         assert c2.table(name).row(MISSING) == {}

@@ -80,7 +80,18 @@ def test_form_schema_comes_from_the_fields_with_plan_defaults():
     assert schema["start_time_ms"]["type"] == ["null", "integer", "string"]
     assert schema["quota_mark"]["exclusiveMinimum"] == 0 and schema["quota_mark"]["maximum"] == 1
     assert set(form_schema(BACKFILL)) == {"source_conn_id", "target_conn_id", "tables", "start_time_ms",
-                                          "end_time_ms", "rows_per_s", "recompare_sleep_s", "verify"}
+                                          "end_time_ms", "versions", "rows_per_s", "recompare_sleep_s", "verify"}
+
+
+@pytest.mark.parametrize("value, versions", [(None, None), ("all", None), ("", None), (3, 3), ("2", 2)])
+def test_versions_default_to_every_version_the_family_keeps(value, versions):
+    assert RunSpec.validate({**BASE, "versions": value}).versions == versions
+
+
+@pytest.mark.parametrize("value", [0, -1, "some", True])
+def test_versions_refuse_what_is_not_all_or_a_count(value):
+    with pytest.raises(InvalidRunInput, match="versions: must be 'all' or a number of versions >= 1"):
+        RunSpec.validate({**BASE, "versions": value})
 
 
 @pytest.mark.parametrize("peer_id, valid", [("lock", False), ("a-b", False), ("1", True), ("lock2", True),

@@ -29,6 +29,7 @@ from hbase_migration.verify import (
     row_status,
     summarize_verify,
     update_digest,
+    version_differences,
 )
 
 
@@ -45,9 +46,11 @@ def test_digest_covers_every_part_with_lengths():
         return d.hexdigest(), n
 
     base, n = md5(b"r", [(b"f:q", 5, b"v")])
-    assert n == 4 + 1 + 4 + 1 + 4 + 1 + 8 + 4 + 1
-    assert base == hashlib.md5(b"\0\0\0\x01r\0\0\0\x01f\0\0\0\x01q" + (5).to_bytes(8, "big") + b"\0\0\0\x01v"
-                               ).hexdigest()
+    assert n == 4 + 1 + 4 + 1 + 4 + 1 + 8 + 1 + 4 + 1
+    assert base == hashlib.md5(b"\0\0\0\x01r\0\0\0\x01f\0\0\0\x01q" + (5).to_bytes(8, "big") + b"\x04"  # Put
+                               + b"\0\0\0\x01v").hexdigest()
+    # every version counts: an older version more or less changes the digest
+    assert md5(b"r", [(b"f:q", 5, b"v"), (b"f:q", 3, b"old")])[0] != base
     for other in ([(b"f:q", 6, b"v")], [(b"f:q", 5, b"w")], [(b"g:q", 5, b"v")], [(b"f:r", 5, b"v")]):
         assert md5(b"r", other)[0] != base
     assert md5(b"s", [(b"f:q", 5, b"v")])[0] != base
@@ -113,7 +116,7 @@ def test_a_missing_cut_key_merges_ranges_until_the_next_common_cut():
 
 def test_one_side_empty_gives_one_range_over_everything():
     verdicts = list(compare_batches(batches(KEYS), batches([]), b"zz"))
-    assert verdicts == [RangeVerdict(b"", b"zz", False, 400, 0)]
+    assert verdicts == [RangeVerdict(b"", b"zz", False, 400, 0, 400, 0)]
 
 
 def test_compare_refuses_streams_that_start_apart():
@@ -127,10 +130,21 @@ def test_diff_rows_is_verifyreplications_merge_join():
     tgt = [(b"a", ((b"f:q", 1, b"v"),)), (b"b", ((b"f:q", 2, b"v"),)), (b"d", ((b"f:q", 1, b"v"),)),
            (b"e", ((b"f:q", 1, b"w"),)), (b"f", ((b"f:q", 1, b"v"),))]
     assert list(diff_rows(src, tgt)) == [
-        (b"a", MATCHING), (b"b", CONTENT_DIFFERENT), (b"c", ONLY_IN_SOURCE), (b"d", ONLY_IN_TARGET),
-        (b"e", CONTENT_DIFFERENT), (b"f", ONLY_IN_TARGET),
+        (b"a", MATCHING, ()),
+        (b"b", CONTENT_DIFFERENT, ((b"f:q", 2, "only_on_target"), (b"f:q", 1, "missing_on_target"))),
+        (b"c", ONLY_IN_SOURCE, ()), (b"d", ONLY_IN_TARGET, ()),
+        (b"e", CONTENT_DIFFERENT, ((b"f:q", 1, "value_differs"),)), (b"f", ONLY_IN_TARGET, ()),
     ]
     assert list(diff_rows([], [])) == []
+
+
+def test_version_differences_name_each_version():
+    source = [(b"a:x", 30, b"new"), (b"a:x", 20, b"mid"), (b"a:x", 10, b"old"), (b"b:y", 5, b"y")]
+    target = [(b"a:x", 30, b"new"), (b"a:x", 10, b"OLD"), (b"a:x", 7, b"extra"), (b"b:y", 5, b"y")]
+    assert version_differences(source, target) == (
+        (b"a:x", 20, "missing_on_target"), (b"a:x", 10, "value_differs"), (b"a:x", 7, "only_on_target"))
+    assert version_differences(source, source) == ()
+    assert len(version_differences(source, [], limit=2)) == 2
 
 
 def test_row_status_and_normalize():
