@@ -1,18 +1,20 @@
-"""The copy job's speed and memory, as ratios measured in one run against baselines of the same run.
+"""The copy's speed and memory, as ratios measured in one run against baselines of the same run.
 
-Figures (printed, never asserted):
-1. copy rows/s (jobs/copy_table.py on Spark local[2], session already started) against
-   a. a naive single-process happybase copy: scan, then one mutateRowTs per row (per row and timestamp);
-   b. the source's raw scan rate: one happybase-style scan of the whole table, nothing written;
-   at 0 ms and at 5 ms injected latency per Thrift call (both clusters: a cross-datacenter link).
-2. peak memory of one copy worker (a process running copy_partition on a one-region table) when the table
-   grows tenfold: peak RSS and the peak of Python allocations (tracemalloc). Flat means streaming.
-3. (context) one partition's copy rows/s at 5 ms by number of writer connections.
+Figures (printed, never asserted), at 0 ms and 5 ms injected latency per Thrift call (both clusters: a
+cross-datacenter link), on a table with one version per column and on one whose family keeps three:
+1. the copy job's rows/s (jobs/copy_table.py on Spark local[2], session already started, the Thrift2 data path)
+   against
+   a. the pipe baseline: one plain process that scans the source through Thrift2 (every version) and writes the
+      same cells with putMultiple, 1000 rows per call, nothing else (no Spark, no bookkeeping, no overlap);
+   b. the source's raw scan: the same Thrift2 scan, nothing written;
+   c. (one-version table) the naive copy: a happybase scan, then one Thrift1 mutateRowTs per row;
+   d. (context) the same job through the Thrift1 fallback.
+2. peak memory of one copy worker (a process running copy_partition on a one-region table) when the table grows
+   tenfold: peak RSS and the peak of Python allocations (tracemalloc). Flat means streaming.
 
-Rows: half share a timestamp with ~500 others (a bulk load), half carry a timestamp of their own (the worst
-case for Thrift1, whose mutateRowsTs takes one timestamp per call).
+Rows: ~150 bytes in 2 families; half share a timestamp with ~500 others (a bulk load), half carry their own.
 
-    .venv/bin/python bench/bench_copy.py [--rows 20000] [--rows-at-5ms 3000] [--memory-rows 20000]
+    .venv/bin/python bench/bench_copy.py [--rows 30000] [--rows-at-5ms 10000] [--naive-rows 2000] [--memory-rows 20000]
 """
 from __future__ import annotations
 
@@ -29,10 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from bench.harness import clusters_and_spark, set_latency  # noqa: E402
+from bench.harness import clusters_and_spark, set_latency, thrift2  # noqa: E402
 
 SPLITS = [b"%02x" % b for b in (0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0)]
-FAMILIES = {"a": {"max_versions": 1}, "b": {"max_versions": 1}}
+TABLES = {  # name -> (families, versions written per cell of family a)
+    "v1": ({"a": {"max_versions": 1}, "b": {"max_versions": 1}}, 1),
+    "v3": ({"a": {"max_versions": 3}, "b": {"max_versions": 1}}, 3),
+}
 BASE = 1_600_000_000_000
 
 
@@ -45,32 +50,64 @@ def row_ts(i: int) -> int:
     return BASE + i // 500 if i % 2 == 0 else BASE + 10_000_000 + i
 
 
-def load(cluster, table: str, rows: int, splits=SPLITS, families=FAMILIES) -> None:
-    """`rows` rows of ~150 bytes in 2 families; even rows share timestamps by 500, odd rows have their own."""
-    import happybase  # noqa: F401
-    from Hbase_thrift import BatchMutation, Mutation
-
+def load(cluster, table: str, rows: int, kind: str = "v1", splits=SPLITS) -> None:
+    """`rows` rows of ~150 bytes in families a and b; family a gets `versions` versions per cell."""
+    families, versions = TABLES[kind]
     cluster.create_table(table, families, splits)
-    by_ts: dict[int, list] = {}
-    for i in range(rows):
-        by_ts.setdefault(row_ts(i), []).append(BatchMutation(row=key(i), mutations=[
-            Mutation(column=b"a:x", value=b"x%d" % i + b"." * 60), Mutation(column=b"b:y", value=b"y" * 64)]))
-    with closing(cluster.connection(timeout=120000)) as c:
-        for ts, batches in by_ts.items():
-            for j in range(0, len(batches), 2000):
-                c.client.mutateRowsTs(table.encode(), batches[j:j + 2000], ts, {})
+    client = thrift2(cluster)
+    try:
+        batch = []
+        for i in range(rows):
+            ts = row_ts(i)
+            batch.append((key(i), {b"b:y": b"y" * 64}, ts))
+            for v in range(versions):
+                batch.append((key(i), {b"a:x": b"x%d-v%d" % (i, v) + b"." * 60}, ts - 1000 * v))
+            if len(batch) >= 3000:
+                client.put(table, batch)
+                batch = []
+        if batch:
+            client.put(table, batch)
+    finally:
+        client.close()
 
 
 def raw_scan_rate(cluster, table: str) -> float:
-    """Rows/s of one scan of the whole table (1000 rows per scannerGetList), nothing written."""
-    started = time.perf_counter()
-    with closing(cluster.connection(timeout=120000)) as c:
-        n = sum(1 for _ in c.table(table).scan(batch_size=1000, include_timestamp=True))
-    return n / (time.perf_counter() - started)
+    """Rows/s of one Thrift2 scan of the whole table, every version, 1000 rows per call, nothing written."""
+    client = thrift2(cluster)
+    try:
+        started = time.perf_counter()
+        n = sum(1 for _ in client.scan(table, batch=1000))
+        return n / (time.perf_counter() - started)
+    finally:
+        client.close()
+
+
+def pipe_copy_rate(source, target, table: str, target_table: str) -> float:
+    """The pipe baseline: scan every version through Thrift2, putMultiple the same cells, 1000 rows a call."""
+    from demo.workload import ALL_VERSIONS, idl
+
+    T = idl()
+    src, dst = thrift2(source), thrift2(target)
+    try:
+        started = time.perf_counter()
+        n = 0
+        sid = src.client.openScanner(table.encode(), T.TScan(caching=1000, maxVersions=ALL_VERSIONS))
+        while True:
+            results = src.client.getScannerRows(sid, 1000)
+            if not results:
+                break
+            dst.client.putMultiple(target_table.encode(), [T.TPut(row=r.row, columnValues=r.columnValues)
+                                                           for r in results])
+            n += len(results)
+        src.client.closeScanner(sid)
+        return n / (time.perf_counter() - started)
+    finally:
+        src.close()
+        dst.close()
 
 
 def naive_copy_rate(source, target, table: str, target_table: str) -> float:
-    """The baseline: scan, then one mutateRowTs per row (and per distinct timestamp within the row)."""
+    """The naive copy: a happybase scan, then one mutateRowTs per row (and per distinct timestamp in it)."""
     import happybase  # noqa: F401
     from Hbase_thrift import Mutation
 
@@ -87,13 +124,22 @@ def naive_copy_rate(source, target, table: str, target_table: str) -> float:
     return n / (time.perf_counter() - started)
 
 
-def job_copy_rate(source, target, table: str, target_table: str, workdir: Path) -> tuple[float, dict]:
+def connection(cluster, data_path: str) -> str:
+    conn = json.loads(cluster.connection_json)
+    if data_path == "thrift1":
+        conn["extra"].pop("thrift2_servers", None)
+    return json.dumps(conn)
+
+
+def job_copy_rate(source, target, table: str, target_table: str, workdir: Path,
+                  data_path: str = "thrift2") -> tuple[float, dict]:
     from jobs import copy_table
 
-    out = workdir / f"copy-{table}.json"
+    out = workdir / f"copy-{target_table}.json"
     started = time.perf_counter()
-    rc = copy_table.main(["--source", source.connection_json, "--target", target.connection_json, "--table", table,
-                          "--target-table", target_table, "--summary-file", str(out), "--log-level", "WARNING"])
+    rc = copy_table.main(["--source", connection(source, data_path), "--target", connection(target, data_path),
+                          "--table", table, "--target-table", target_table, "--summary-file", str(out),
+                          "--log-level", "WARNING"])
     elapsed = time.perf_counter() - started
     summary = json.loads(out.read_text())
     assert rc == 0, summary  # a failed copy would make every figure meaningless
@@ -125,52 +171,54 @@ def worker_memory(source, target, table: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def writers_scan(source, target, table: str, target_table: str) -> list[tuple[int, float]]:
-    from hbase_migration.copy import CopyOptions, copy_partition
-    from hbase_migration.jobargs import cluster_from_text
-    from hbase_migration.partitions import Partition
-
-    src, dst = cluster_from_text("source", source.connection_json), cluster_from_text("target", target.connection_json)
-    out = []
-    for writers in (1, 4, 16, 32):
-        r = copy_partition(src, dst, Partition(table, 0, b"", b"20", "r", f"w{writers}"),
-                           CopyOptions(table, target_table=target_table, writers=writers))
-        out.append((writers, r.rows / r.elapsed_s))
-    return out
+def measure(dc1, dc2, workdir: Path, latency: int, kind: str, rows: int, naive_rows: int) -> dict:
+    src = f"src_{kind}_{latency}"
+    load(dc1, src, rows, kind)
+    families = TABLES[kind][0]
+    targets = {name: f"{name}_{kind}_{latency}" for name in ("pipe", "job", "job1", "naive")}
+    for t in targets.values():
+        dc2.create_table(t, families, SPLITS)
+    set_latency(latency, dc1, dc2)
+    try:
+        scan = raw_scan_rate(dc1, src)
+        pipe = pipe_copy_rate(dc1, dc2, src, targets["pipe"])
+        job, summary = job_copy_rate(dc1, dc2, src, targets["job"], workdir)
+        figures = {"rows": rows, "cells": summary["cells"], "raw_scan_rows_per_s": round(scan),
+                   "pipe_rows_per_s": round(pipe), "job_rows_per_s": round(job),
+                   "job_vs_pipe": round(job / pipe, 2), "job_vs_raw_scan": round(job / scan, 2),
+                   "job_write_calls": summary["write_calls"]}
+        if latency == 0:
+            job1, _ = job_copy_rate(dc1, dc2, src, targets["job1"], workdir, data_path="thrift1")
+            figures.update(thrift1_job_rows_per_s=round(job1), job_vs_thrift1_job=round(job / job1, 2))
+        if kind == "v1":
+            naive_src = f"naive_src_{latency}"
+            set_latency(0, dc1, dc2)
+            load(dc1, naive_src, naive_rows, kind)
+            set_latency(latency, dc1, dc2)
+            naive = naive_copy_rate(dc1, dc2, naive_src, targets["naive"])
+            figures.update(naive_rows=naive_rows, naive_rows_per_s=round(naive), job_vs_naive=round(job / naive, 1))
+        return figures
+    finally:
+        set_latency(0, dc1, dc2)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, default=50_000, help="table size at 0 ms")
-    p.add_argument("--rows-at-5ms", type=int, default=3_000, help="table size at 5 ms (the naive copy is slow)")
+    p.add_argument("--rows", type=int, default=30_000, help="table size at 0 ms")
+    p.add_argument("--rows-at-5ms", type=int, default=10_000, help="table size at 5 ms")
+    p.add_argument("--naive-rows", type=int, default=2_000, help="rows the naive copy copies (it is slow)")
     p.add_argument("--memory-rows", type=int, default=20_000, help="the small table of the memory figure (x10)")
     args = p.parse_args(argv)
     figures: dict = {}
     with clusters_and_spark("bench-copy") as (workdir, dc1, dc2):
         for latency, rows in ((0, args.rows), (5, args.rows_at_5ms)):
-            src_t, naive_t, job_t = f"src_{latency}", f"naive_{latency}", f"job_{latency}"
-            load(dc1, src_t, rows)
-            for t in (naive_t, job_t):
-                dc2.create_table(t, FAMILIES, SPLITS)
-            set_latency(latency, dc1, dc2)
-            scan = raw_scan_rate(dc1, src_t)
-            naive = naive_copy_rate(dc1, dc2, src_t, naive_t)
-            job, summary = job_copy_rate(dc1, dc2, src_t, job_t, workdir)
-            figures[f"{latency}ms"] = {
-                "rows": rows, "raw_scan_rows_per_s": round(scan), "naive_copy_rows_per_s": round(naive),
-                "job_copy_rows_per_s": round(job), "job_vs_naive": round(job / naive, 2),
-                "job_vs_raw_scan": round(job / scan, 2), "job_write_calls": summary["write_calls"],
-            }
-            if latency == 5:
-                dc2.create_table("writers_5", FAMILIES, SPLITS)
-                figures["5ms"]["one_partition_rows_per_s_by_writers"] = {
-                    str(w): round(r) for w, r in writers_scan(dc1, dc2, src_t, "writers_5")}
-            set_latency(0, dc1, dc2)
+            for kind in TABLES:
+                figures[f"{latency}ms_{kind}"] = measure(dc1, dc2, workdir, latency, kind, rows, args.naive_rows)
         memory = {}
         for n in (args.memory_rows, args.memory_rows * 10):
             t = f"mem_{n}"
             load(dc1, t, n, splits=[])
-            dc2.create_table(t, FAMILIES)
+            dc2.create_table(t, TABLES["v1"][0])
             memory[n] = worker_memory(dc1, dc2, t)
         small, big = memory[args.memory_rows], memory[args.memory_rows * 10]
         figures["worker_memory"] = {
@@ -180,12 +228,17 @@ def main(argv=None) -> int:
             "rss_ratio_10x_rows": round(big["peak_rss_mib"] / small["peak_rss_mib"], 2),
             "python_ratio_10x_rows": round(big["peak_python_mib"] / small["peak_python_mib"], 2),
         }
-    for name in ("0ms", "5ms"):
-        f = figures[name]
-        print(f"{name:>4} latency, {f['rows']} rows: copy job {f['job_copy_rows_per_s']} rows/s = "
-              f"{f['job_vs_naive']}x the naive copy ({f['naive_copy_rows_per_s']} rows/s), "
-              f"{f['job_vs_raw_scan']}x the raw scan ({f['raw_scan_rows_per_s']} rows/s)")
-    print(f"   5 ms, one partition by writer connections: {figures['5ms']['one_partition_rows_per_s_by_writers']}")
+    for name, f in figures.items():
+        if name == "worker_memory":
+            continue
+        line = (f"{name:>8}: {f['rows']} rows ({f['cells']} cells): copy job {f['job_rows_per_s']} rows/s = "
+                f"{f['job_vs_pipe']}x the pipe ({f['pipe_rows_per_s']}), {f['job_vs_raw_scan']}x the raw scan "
+                f"({f['raw_scan_rows_per_s']})")
+        if "naive_rows_per_s" in f:
+            line += f", {f['job_vs_naive']}x the naive copy ({f['naive_rows_per_s']})"
+        if "thrift1_job_rows_per_s" in f:
+            line += f", {f['job_vs_thrift1_job']}x the Thrift1 job ({f['thrift1_job_rows_per_s']})"
+        print(line)
     m = figures["worker_memory"]
     print(f"worker memory, {m['rows'][0]} -> {m['rows'][1]} rows: peak RSS {m['peak_rss_mib'][0]} -> "
           f"{m['peak_rss_mib'][1]} MiB (x{m['rss_ratio_10x_rows']}), Python allocations "

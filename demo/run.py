@@ -1,10 +1,13 @@
 """The demo migration on the embedded default: `make demo` (or `python -m demo.run`).
 
 Starts ZooKeeper and the minihbase clusters dc1 and dc2, creates and loads sample tables on dc1 (several
-multi-region tables), keeps a writer doing puts, overwrites and deletes on dc1 throughout, runs the
-`hbase_table_migration` DAG through `airflow dags test`, stops the writer once the catch-up has drained,
-waits for the last edits to ship, compares every row of both sides independently (stock happybase, no toolkit
-code), prints a JSON summary on its last line, and stops everything it started.
+multi-region tables whose families keep 1, 2 or 3 versions, rows written with several versions at old
+timestamps), keeps a writer doing puts, new versions, old-timestamp puts, row, column and single-version deletes
+on dc1 throughout, runs the `hbase_table_migration` DAG through `airflow dags test`, stops the writer once the
+catch-up has drained, waits for the last edits to ship, compares every version of every column of both sides
+independently (a plain Thrift2 client of HBase's IDL, no toolkit code), prints a JSON summary on its last line,
+and stops everything it started. `--data-path thrift1` gives the toolkit Thrift1-only connections (the
+fallback for clusters without `hbase thrift2`).
 """
 from __future__ import annotations
 
@@ -54,10 +57,12 @@ def create_source_tables(endpoint: dict, tables) -> None:
     shell(endpoint, statements)
 
 
-def happybase_connection(endpoint: dict):
-    import happybase
-
-    return happybase.Connection(endpoint["thrift"]["host"], endpoint["thrift"]["port"], timeout=60_000)
+def toolkit_connection(endpoint: dict, data_path: str) -> str:
+    """The cluster's Airflow connection for the toolkit: with its Thrift2 gateways, or Thrift1 only."""
+    conn = json.loads(json.dumps(endpoint["connection"]))
+    if data_path == "thrift1":
+        conn["extra"].pop("thrift2_servers", None)
+    return json.dumps(conn)
 
 
 def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
@@ -85,7 +90,7 @@ def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from demo.workload import LiveWriter, compare, load, sample_tables
+    from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
 
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -101,22 +106,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tables = sample_tables(args.rows)
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
         create_source_tables(dc1, tables)
-        conn = happybase_connection(dc1)
+        client = Thrift2(dc1)
         for t in tables:
-            load(conn, t)
-        conn.close()
+            load(client, t)
+        client.close()
         ledger_url = f"sqlite:///{workdir / 'ledger.db'}"
         env = {**os.environ,
                "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
                "PATH": f"{Path(PY).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # spark-submit, airflow
-               "AIRFLOW_CONN_HBASE_SOURCE": json.dumps(dc1["connection"]),
-               "AIRFLOW_CONN_HBASE_TARGET": json.dumps(dc2["connection"]),
+               "AIRFLOW_CONN_HBASE_SOURCE": toolkit_connection(dc1, args.data_path),
+               "AIRFLOW_CONN_HBASE_TARGET": toolkit_connection(dc2, args.data_path),
                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
                "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url}
-        writer = LiveWriter(lambda: happybase_connection(dc1), tables, ops_per_second=args.write_rate).start()
-        log(f"live writer started ({args.write_rate:.0f} ops/s: puts, overwrites, deletes)")
+        writer = LiveWriter(lambda: Thrift2(dc1), tables, ops_per_second=args.write_rate).start()
+        log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "
+            "column and single-version deletes)")
         conf = {"tables": [t.name for t in tables], "peer_id": "demo", "expected_copy_s": 600,
-                "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000}
+                "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
+                # HBase's version retention can leave an extra old version on the target (see README "Versions"):
+                # verify names it, and repairs it (exact-version deletes) only because the demo asks.
+                "repair": args.repair}
         dag_log = workdir / "dags-test.log"
         log(f"running hbase_table_migration with `airflow dags test` (log: {dag_log})")
         with open(dag_log, "w") as out:
@@ -133,7 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
                             "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env,
                            cwd=REPO, capture_output=True)
-        src, dst = happybase_connection(dc1), happybase_connection(dc2)
+        src, dst = Thrift2(dc1), Thrift2(dc2)
         from hbase_migration.ledger import Ledger
 
         with Ledger.open(ledger_url) as ledger:
@@ -146,18 +155,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             copied = summary["copy"]["tables"].get(t.name, {})
             verified = summary["verification"].get(t.name, [])
             copy_phase = summary["phases"].get(t.name, {}).get("copy") or {}
+            verify_detail = json.loads((summary["phases"].get(t.name, {}).get("verify") or {}).get("detail") or "{}")
             per_table[t.name] = {
                 "rows_copied": copied.get("rows"),
+                "cells_copied": copied.get("cells"),
                 "copy_s": round((copy_phase.get("duration_ms") or 0) / 1000, 1),
                 # enable_peer -> wait_drained: the backlog kept since T0, shipped until drained (all tables share it)
                 "catch_up_s": round((catch_up.get("duration_ms") or 0) / 1000, 1) if catch_up else None,
                 "verification": ("clean" if verified and verified[-1].get("clean") else
+                                 "repaired" if verify_detail.get("repair") and verified else
                                  "differences" if verified else "not run"),
+                "versions_found_different": verify_detail.get("differing_versions_sample", []),
+                "repair": verify_detail.get("repair"),
                 "independent_comparison": cmp.as_dict(),
             }
         src.close()
         dst.close()
-        return {"demo": "hbase_table_migration", "dag_exit_code": rc, "run_id": run_id,
+        return {"demo": "hbase_table_migration", "data_path": args.data_path, "dag_exit_code": rc, "run_id": run_id,
                 "run_status": summary["run"].get("status"), "writer": stats.as_dict(),
                 # what the catch-up sensor saw, poll by poll, as the ledger recorded it
                 "catch_up": {"lag_samples": summary["lag"]["samples"],
@@ -180,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout-s", type=float, default=3600.0)
     p.add_argument("--workdir", default=str(REPO / ".state" / "demo"))
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
+    p.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
+                   help="let the migration's verify repair what still differs after its re-compare (default on)")
+    p.add_argument("--data-path", choices=("thrift2", "thrift1"), default="thrift2",
+                   help="how the toolkit reaches the clusters: their Thrift2 gateways (default), or Thrift1 only")
     args = p.parse_args(argv)
     result = run(args)
     print(json.dumps(result, sort_keys=True), flush=True)

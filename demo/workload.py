@@ -1,7 +1,9 @@
 """Sample data, a live writer and an independent comparison for the demo and the end-to-end tests.
 
-Deliberately independent of the toolkit: it talks to both clusters through stock happybase only, so a bug in
-the toolkit's copy or verification cannot hide itself here.
+Deliberately independent of the toolkit: it talks to both clusters through a plain thriftpy2 client of HBase's
+Thrift2 IDL (minihbase's copy of it, `minihbase/hbase2.thrift`, not the toolkit's), so a bug in the toolkit's
+copy or verification cannot hide itself here. Thrift2 is what lets it write cells at chosen timestamps, delete
+exactly one version, and read every version of every column back.
 """
 from __future__ import annotations
 
@@ -9,13 +11,90 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from pathlib import Path
+from typing import Any, Iterator
+
+IDL = Path(__file__).resolve().parents[1] / "minihbase" / "hbase2.thrift"
+ALL_VERSIONS = (1 << 31) - 1
+_T: Any = None
+
+
+def idl() -> Any:
+    global _T
+    if _T is None:
+        import thriftpy2
+
+        _T = thriftpy2.load(str(IDL), module_name="demo_hbase2_thrift")
+    return _T
+
+
+class Thrift2:
+    """One connection to a cluster's Thrift2 gateway (`endpoint` as `minihbase endpoints --json` gives it)."""
+
+    def __init__(self, endpoint: dict, timeout_ms: int = 60_000):
+        from thriftpy2.rpc import make_client
+
+        self.client = make_client(idl().THBaseService, endpoint["thrift2"]["host"], endpoint["thrift2"]["port"],
+                                  timeout=timeout_ms)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def put(self, table: str, rows: list[tuple[bytes, dict[bytes, bytes], int | None]]) -> None:
+        """(row, {b"fam:qual": value}, timestamp or None for the server's clock) each."""
+        T = idl()
+        puts = []
+        for row, cells, ts in rows:
+            values = [T.TColumnValue(family=c.partition(b":")[0], qualifier=c.partition(b":")[2], value=v,
+                                     timestamp=ts) for c, v in cells.items()]
+            puts.append(T.TPut(row=row, columnValues=values))
+        self.client.putMultiple(table.encode(), puts)
+
+    def delete(self, table: str, row: bytes, column: bytes | None = None, ts: int | None = None) -> None:
+        """The whole row; or every version of a column; or, with `ts`, exactly that version (DELETE_COLUMN)."""
+        T = idl()
+        if column is None:
+            tdel = T.TDelete(row=row)
+        else:
+            family, _, qualifier = column.partition(b":")
+            kind = T.TDeleteType.DELETE_COLUMN if ts is not None else T.TDeleteType.DELETE_COLUMNS
+            tdel = T.TDelete(row=row, columns=[T.TColumn(family=family, qualifier=qualifier, timestamp=ts)],
+                             deleteType=kind)
+        self.client.deleteMultiple(table.encode(), [tdel])
+
+    def versions(self, table: str, row: bytes) -> dict[bytes, list[tuple[int, bytes]]]:
+        T = idl()
+        result = self.client.get(table.encode(), T.TGet(row=row, maxVersions=ALL_VERSIONS))
+        return _columns(result)
+
+    def scan(self, table: str, batch: int = 1000) -> Iterator[tuple[bytes, dict]]:
+        """Every row with every version of every column: {b"fam:qual": [(ts, value), ...newest first]}."""
+        T = idl()
+        sid = self.client.openScanner(table.encode(), T.TScan(caching=batch, maxVersions=ALL_VERSIONS))
+        try:
+            while True:
+                results = self.client.getScannerRows(sid, batch)
+                if not results:
+                    return
+                for r in results:
+                    yield r.row, _columns(r)
+        finally:
+            self.client.closeScanner(sid)
+
+
+def _columns(result: Any) -> dict[bytes, list[tuple[int, bytes]]]:
+    out: dict[bytes, list[tuple[int, bytes]]] = {}
+    for cv in result.columnValues or ():
+        out.setdefault(cv.family + b":" + cv.qualifier, []).append((cv.timestamp, cv.value))
+    for versions in out.values():
+        versions.sort(reverse=True)
+    return out
 
 
 @dataclass(frozen=True)
 class SampleTable:
     name: str
-    families: dict[str, dict]  # family -> happybase options (max_versions, ...)
+    families: dict[str, dict]  # family -> options (max_versions = HBase VERSIONS)
     split_keys: tuple[bytes, ...]
     rows: int
 
@@ -23,14 +102,17 @@ class SampleTable:
         # Keys spread over every region: a hex prefix from a hash of i.
         return b"%02x-%08d" % ((i * 2654435761) % 256, i)
 
+    def multi_version(self) -> list[str]:
+        return [f for f, o in self.families.items() if o.get("max_versions", 1) > 1]
+
 
 def sample_tables(total_rows: int = 100_000) -> list[SampleTable]:
-    """Several multi-region tables, about `total_rows` rows in all."""
+    """Several multi-region tables, about `total_rows` rows in all; families keeping 1, 2 and 3 versions."""
     splits = tuple(b"%02x" % b for b in (0x40, 0x80, 0xC0))
     return [
         SampleTable("users", {"profile": {"max_versions": 1}, "activity": {"max_versions": 3}}, splits,
                     total_rows * 4 // 10),
-        SampleTable("orders", {"d": {"max_versions": 3}}, splits, total_rows * 4 // 10),
+        SampleTable("orders", {"d": {"max_versions": 3}, "h": {"max_versions": 2}}, splits, total_rows * 4 // 10),
         SampleTable("events", {"e": {"max_versions": 1}}, splits[:2], total_rows * 2 // 10),
     ]
 
@@ -44,40 +126,48 @@ def _cells(table: SampleTable, i: int, version: int = 0) -> dict[bytes, bytes]:
     return out
 
 
-def load(connection, table: SampleTable, batch_size: int = 2000, base_ts: int | None = None) -> int:
-    """Write the table's rows, with distinct timestamps per row (older rows get older timestamps)."""
-    t = connection.table(table.name)
-    base_ts = base_ts or int(time.time() * 1000) - 10 * table.rows
-    written = 0
-    with t.batch(batch_size=batch_size) as b:
-        for i in range(table.rows):
-            # A per-row timestamp: the copy must keep it, not stamp its own.
-            b.put(table.row_key(i), _cells(table, i))
-            written += 1
-    # Give a slice of rows an older, explicit timestamp and a second version.
-    t2 = connection.table(table.name)
-    for i in range(0, table.rows, 97):
-        t2.put(table.row_key(i), _cells(table, i, version=1), timestamp=base_ts + i)
-    return written
+def load(client: Thrift2, table: SampleTable, batch_size: int = 2000, base_ts: int | None = None) -> int:
+    """Write the table's rows: every row at its own old explicit timestamp, and in the families that keep
+    history 1 to 3 puts per column at older timestamps (some older than the family keeps: HBase drops them)."""
+    base_ts = base_ts or int(time.time() * 1000) - 100 * table.rows
+    rng = random.Random(table.name)
+    pending: list = []
+    for i in range(table.rows):
+        ts = base_ts + 50 * i  # a per-row timestamp: the copy must keep it, not stamp its own
+        pending.append((table.row_key(i), _cells(table, i), ts))
+        for fam in table.multi_version():
+            for v in range(rng.randint(0, 2)):  # 1 to 3 puts per column in all
+                pending.append((table.row_key(i), {f"{fam}:a".encode(): b"%s-%d-old%d" % (fam.encode(), i, v)},
+                                ts - 10 * (v + 1)))
+        if len(pending) >= batch_size:
+            client.put(table.name, pending)
+            pending = []
+    if pending:
+        client.put(table.name, pending)
+    return table.rows
 
 
 @dataclass
 class WriterStats:
     puts: int = 0
     overwrites: int = 0
+    old_puts: int = 0
     deletes: int = 0
     column_deletes: int = 0
+    version_deletes: int = 0
     errors: int = 0
     last_error: str | None = None
-    touched: set = field(default_factory=set)
 
     def as_dict(self) -> dict:
-        return {"puts": self.puts, "overwrites": self.overwrites, "deletes": self.deletes,
-                "column_deletes": self.column_deletes, "errors": self.errors}
+        return {"puts": self.puts, "overwrites": self.overwrites, "old_puts": self.old_puts, "deletes": self.deletes,
+                "column_deletes": self.column_deletes, "version_deletes": self.version_deletes,
+                "errors": self.errors}
 
 
 class LiveWriter:
-    """Puts, overwrites and deletes on the source until stopped, as production traffic would."""
+    """Edits on the source until stopped, as production traffic would: new rows, new versions of existing
+    columns, puts at old explicit timestamps (some older than the versions a family keeps), row deletes,
+    column deletes (every version) and single-version deletes (exactly one older version)."""
 
     def __init__(self, connect, tables: list[SampleTable], ops_per_second: float = 200.0, seed: int = 7):
         self._connect = connect
@@ -98,45 +188,56 @@ class LiveWriter:
         self._thread.join(30)
         return self.stats
 
-    def _one(self, conn) -> None:
+    def _one(self, client: Thrift2) -> None:
         table = self.random.choice(self.tables)
-        t = conn.table(table.name)
         roll = self.random.random()
-        if roll < 0.35:
+        i = self.random.randrange(self._next_new[table.name])
+        row = table.row_key(i)
+        if roll < 0.30:
             i = self._next_new[table.name]
             self._next_new[table.name] += 1
-            t.put(table.row_key(i), _cells(table, i))
+            client.put(table.name, [(table.row_key(i), _cells(table, i), None)])
             self.stats.puts += 1
-        elif roll < 0.80:
-            i = self.random.randrange(self._next_new[table.name])
-            t.put(table.row_key(i), _cells(table, i, version=self.random.randrange(2, 1000)))
+        elif roll < 0.60:
+            client.put(table.name, [(row, _cells(table, i, version=self.random.randrange(2, 1000)), None)])
             self.stats.overwrites += 1
-        elif roll < 0.92:
-            i = self.random.randrange(self._next_new[table.name])
-            t.delete(table.row_key(i))
+        elif roll < 0.70:
+            past = int(time.time() * 1000) - self.random.randrange(1, 100 * table.rows + 10)
+            client.put(table.name, [(row, _cells(table, i, version=self.random.randrange(2, 1000)), past)])
+            self.stats.old_puts += 1
+        elif roll < 0.78:
+            client.delete(table.name, row)
             self.stats.deletes += 1
-        else:
-            i = self.random.randrange(self._next_new[table.name])
+        elif roll < 0.86:
             fam = self.random.choice(list(table.families))
-            t.delete(table.row_key(i), columns=[f"{fam}:a".encode()])
+            client.delete(table.name, row, f"{fam}:a".encode())
             self.stats.column_deletes += 1
+        else:
+            self._delete_one_version(client, table, row)
+
+    def _delete_one_version(self, client: Thrift2, table: SampleTable, row: bytes) -> None:
+        versions = {c: v for c, v in client.versions(table.name, row).items() if len(v) > 1}
+        if not versions:
+            return
+        column = self.random.choice(sorted(versions))
+        ts = self.random.choice(versions[column][1:])[0]  # an older version: the newest stays
+        client.delete(table.name, row, column, ts)
+        self.stats.version_deletes += 1
 
     def _run(self) -> None:
-        conn = None
+        client = None
         while not self._stop.is_set():
             try:
-                if conn is None:
-                    conn = self._connect()
-                self._one(conn)
+                if client is None:
+                    client = self._connect()
+                self._one(client)
             except Exception as e:  # the writer keeps going through transient failures, and counts them
                 self.stats.errors += 1
                 self.stats.last_error = repr(e)
-                conn = None
+                client = None
             self._stop.wait(self.interval)
-
-
-def _latest_cells(connection, table: str) -> Iterator[tuple[bytes, dict]]:
-    yield from connection.table(table).scan(include_timestamp=True, batch_size=1000)
+        if client is not None:
+            client.close()
 
 
 @dataclass
@@ -144,6 +245,8 @@ class Comparison:
     table: str
     source_rows: int = 0
     target_rows: int = 0
+    source_cells: int = 0
+    target_cells: int = 0
     matching_rows: int = 0
     content_different: int = 0
     only_in_source: int = 0
@@ -156,16 +259,22 @@ class Comparison:
 
     def as_dict(self) -> dict:
         return {"source_rows": self.source_rows, "target_rows": self.target_rows,
+                "source_cells": self.source_cells, "target_cells": self.target_cells,
                 "matching_rows": self.matching_rows, "content_different": self.content_different,
                 "only_in_source": self.only_in_source, "only_in_target": self.only_in_target,
                 "differences": self.differences, "sample": self.sample}
 
 
-def compare(source_conn, target_conn, table: str, target_table: str | None = None, sample: int = 10) -> Comparison:
-    """Every row's latest cells (value and timestamp, per column) on both sides, merge-joined by row key."""
+def _count(row: tuple | None) -> int:
+    return sum(len(v) for v in row[1].values()) if row else 0
+
+
+def compare(source: Thrift2, target: Thrift2, table: str, target_table: str | None = None,
+            sample: int = 10) -> Comparison:
+    """Every row's every version of every column (value and timestamp) on both sides, merge-joined by row."""
     result = Comparison(table)
-    src = _latest_cells(source_conn, table)
-    dst = _latest_cells(target_conn, target_table or table)
+    src = source.scan(table)
+    dst = target.scan(target_table or table)
     a, b = next(src, None), next(dst, None)
 
     def note(kind: str, key: bytes) -> None:
@@ -175,17 +284,21 @@ def compare(source_conn, target_conn, table: str, target_table: str | None = Non
     while a is not None or b is not None:
         if b is None or (a is not None and a[0] < b[0]):
             result.source_rows += 1
+            result.source_cells += _count(a)
             result.only_in_source += 1
             note("only_in_source", a[0])
             a = next(src, None)
         elif a is None or b[0] < a[0]:
             result.target_rows += 1
+            result.target_cells += _count(b)
             result.only_in_target += 1
             note("only_in_target", b[0])
             b = next(dst, None)
         else:
             result.source_rows += 1
             result.target_rows += 1
+            result.source_cells += _count(a)
+            result.target_cells += _count(b)
             if a[1] == b[1]:
                 result.matching_rows += 1
             else:

@@ -245,6 +245,11 @@ FIELDS: tuple[Field, ...] = (
     Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
           "rows that differ are compared again after this pause (edits in flight)", _number,
           "verify.recompare_sleep_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+    Field("repair", "boolean", False, "Verify: repair what differs",
+          "after the re-compare, make the rows that still differ equal on the target (source versions put with "
+          "their timestamps, target-only versions deleted; exact-version deletes need Thrift2); the verification "
+          "passes when every repaired row reads back equal. Off: verification only reads", _boolean,
+          "verify.repair", BOTH),
     Field("verify", "boolean", True, "Verify the window after the copy", "compare both sides' cells in the window",
           _boolean, dags=frozenset({BACKFILL})),
     Field("dry_run", "boolean", False, "Dry run", "run the checks and log the exact peer commands; change nothing",
@@ -311,6 +316,7 @@ class RunSpec:
     quota_mark: float = DEFAULT_QUOTA_MARK
     expected_copy_s: int = 3600
     recompare_sleep_s: float = 5.0
+    repair: bool = False
     verify: bool = True
     dry_run: bool = False
     clusters: tuple[str, ...] = ("hbase_source",)

@@ -512,6 +512,14 @@ def exit_code(result: dict[str, Any]) -> int:
     return 0 if result.get("identical") else 1
 
 
+def repaired_clean(result: dict[str, Any]) -> bool:
+    """Whether a verification with repair left both sides equal: every differing row it found was repaired and
+    read back equal (nothing still different, no conflict, nothing left unrepaired, no failed partition)."""
+    repair = result.get("repair")
+    return bool(repair) and not result.get("failed_partitions") and \
+        repair["still_different"] == repair["conflicts"] == repair["not_repaired"] == 0
+
+
 # --------------------------------------------------------------------------------------------------
 # I/O
 

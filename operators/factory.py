@@ -127,7 +127,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
-            recompare_sleep_s=spec("recompare_sleep_s"), ledger_run_id="{{ run_id }}",
+            recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
             retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
@@ -204,7 +204,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
 
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both, **window_args,
-            recompare_sleep_s=spec("recompare_sleep_s"), ledger_run_id="{{ run_id }}",
+            recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
         ).expand_kwargs(window)
 

@@ -204,11 +204,13 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
 
     :param recompare_sleep_s: pause before differing rows are compared again (edits in flight).
     :param level: `content` (every cell) or `rows` (row counts only).
-    :param repair: write the source's cells to the target where they differ (off by default).""" + _COMMON_PARAMS
+    :param repair: make the differing rows equal on the target (source versions put with their timestamps,
+        target-only versions deleted; off by default: verification is read-only). The task then succeeds when
+        every repaired row reads back equal.""" + _COMMON_PARAMS
 
     job_kind = "verify"
     application_path = VERIFY_JOB
-    template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "recompare_sleep_s", "level")
+    template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "recompare_sleep_s", "level", "repair")
     ui_color = "#d2e3fc"
 
     def __init__(self, *, recompare_sleep_s: Any = 5.0, level: str = "content", repair: bool = False,
@@ -247,6 +249,14 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         if summary:
             self.log.info("verify summary: %s", json.dumps(summary, sort_keys=True))
         if summary and summary.get("identical"):
+            self._ledger_phase("verify", "success", summary)
+            return summary
+        from hbase_migration.verify import repaired_clean
+
+        if summary and self.repair and repaired_clean(summary):
+            self.log.warning("verify of %s found differences and repaired them (read back equal): %s; versions: %s",
+                             self.table, json.dumps(summary["repair"]),
+                             json.dumps(summary.get("differing_versions_sample")))
             self._ledger_phase("verify", "success", summary)
             return summary
         self._ledger_phase("verify", "failed", summary or {"error": str(error)})
