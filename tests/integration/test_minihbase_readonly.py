@@ -21,8 +21,9 @@ Hbase = sys.modules[happybase.connection.Hbase.__module__]  # the IDL happybase 
 HBaseIOError = Hbase.IOError
 SINGLE = ("org.apache.hadoop.hbase.DoNotRetryIOException: org.apache.hadoop.hbase.DoNotRetryIOException: "
           "region is read only")
-BATCH = "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed {n} action{s}: " \
-        "org.apache.hadoop.hbase.DoNotRetryIOException: region is read only: {n} time{s}, servers with issues: {servers}"
+BATCH = ("org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed {n} action{s}: "
+         "org.apache.hadoop.hbase.DoNotRetryIOException: region is read only: {n} time{s}, "
+         "servers with issues: {servers}")
 REPLICATION = "Hadoop:service=HBase,name=RegionServer,sub=Replication"
 WAL = "Hadoop:service=HBase,name=RegionServer,sub=WAL"
 
