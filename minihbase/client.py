@@ -96,6 +96,13 @@ def call(region: Region, op, request_size: int, body: Callable[[], T],
     return ipc.call(ipc.general, body, op, request_size, response_size, CLIENT)
 
 
+def rpc(op, request_size: int, response_size: Callable | None = None):
+    """Decorate `fn(region)` so that it runs as one call (`call`) to the server holding the region."""
+    def wrap(fn: Callable[[Region], T]) -> Callable[[Region], T]:
+        return lambda region: call(region, op, request_size, lambda: fn(region), response_size)
+    return wrap
+
+
 def serving(region: Region):
     """The region server serving `region` right now, or NotServingRegion (the caller re-locates and retries)."""
     rs = region.server
@@ -148,14 +155,13 @@ class ClusterClient:
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, selector.referenced_families())
 
+        @rpc("get", len(row) + GET_REQUEST, lambda cells: result_size(row, cells))
         def read(region: Region):
-            def body():
-                with region.lock:
-                    rs = serving(region)
-                    region.read_requests += 1
-                    rs.read_requests += 1
-                    return region.read_row(row, selector, time_max, versions, now_ms())
-            return call(region, "get", len(row) + GET_REQUEST, body, lambda cells: result_size(row, cells))
+            with region.lock:
+                rs = serving(region)
+                region.read_requests += 1
+                rs.read_requests += 1
+                return region.read_row(row, selector, time_max, versions, now_ms())
         return self._on_region(table, row, read)
 
     def get_rows(self, table: bytes, rows: list[bytes], selector: ColumnSelector,
@@ -332,17 +338,16 @@ class Scanner:
     def _fetch(self, n: int) -> list:
         rows: list = []
         while not rows and not self.done:
+            @rpc("scanTime", SCAN_REQUEST, _scan_response_size)
             def chunk(region: Region):
-                def body():
-                    with region.lock:
-                        serving(region)
-                        flt = self._filter_for(region)
-                        result = region.scan_chunk(self.position, self.inclusive, self.stop, self.reversed,
-                                                   min(n, ROW_LIMIT_PER_CHUNK), self.selector, self.time_max,
-                                                   now_ms(), flt)
-                        region.read_requests += 1
-                        return region, result
-                return call(region, "scanTime", SCAN_REQUEST, body, _scan_response_size)
+                with region.lock:
+                    serving(region)
+                    flt = self._filter_for(region)
+                    result = region.scan_chunk(self.position, self.inclusive, self.stop, self.reversed,
+                                               min(n, ROW_LIMIT_PER_CHUNK), self.selector, self.time_max,
+                                               now_ms(), flt)
+                    region.read_requests += 1
+                    return region, result
             region, (found, last, exhausted, filter_done) = self._on_scan_region(chunk)
             rows.extend(found)
             if last is not None:
