@@ -4,6 +4,10 @@ Write path (as HBase's): sequence ids are assigned per region, the edits are app
 then applied to the memstore. A WAL append, roll or archive that fails (an HDFS quota) aborts the server: its
 znode disappears (the session is closed), its regions stop answering and the master recovers them from the WAL.
 
+Every call to a region server (gets, mutations, scanner chunks, replicateWALEntry) runs through `ipc` (HBase's
+RpcServer call queues and handlers, `minihbase.ipc`), which feeds the `/jmx` beans `sub=IPC` and `sub=Server`.
+A region of a READONLY table refuses every mutation before it is logged (`Region.check_read_only`).
+
 Hooks for part 2: `wal.roll_listeners` / `wal.archive_listeners`, `abort_listeners` (`fn(rs, reason)`),
 `rpc.route(...)` for endpoints such as `POST /replicateWALEntry`, `jmx.register(...)` for metrics, and
 `apply_replicated(table, row_cells, cluster_ids)` to write edits that came from another cluster.
