@@ -1,8 +1,15 @@
 """The cluster-side client the Thrift gateway uses (HBase's Connection/Table inside the Thrift server):
 locates regions, waits for offline ones up to `client_retry_s`, and groups rows per region.
 
+Every request reaches the region server holding the region as one call through that server's RPC handlers
+(`RegionServer.ipc`, HBase's RpcServer): a get per row, a mutation call per region (HBase sends one multi per
+region server), one call per scanner chunk of a region. The call waits for a free handler and is timed there.
+
 Errors are HBase's: TableNotFound, TableNotEnabled, NoSuchColumnFamily; a region that stays offline (its server
-died and recovery cannot write) gives RetriesExhausted naming the NotServingRegion cause.
+died and recovery cannot write) gives RetriesExhausted naming the NotServingRegion cause. A mutation of a
+READONLY table fails at once (DoNotRetryIOException, no retry): a single Put/Delete/Increment/Append/checkAndPut
+with the region server's exception as HBase's client rethrows it, a batch (`mutate(..., batch=True)`, HBase's
+`Table.put(List)` / `Table.batch`) with RetriesExhaustedWithDetailsException once the other regions are written.
 """
 from __future__ import annotations
 
@@ -10,8 +17,16 @@ import time
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from minihbase.cells import PUT, Cell
-from minihbase.errors import HBaseError, NotServingRegion, RegionServerAborted, RetriesExhausted
+from minihbase.errors import (
+    DoNotRetryIOException,
+    HBaseError,
+    NotServingRegion,
+    RegionReadOnly,
+    RegionServerAborted,
+    RetriesExhausted,
+)
 from minihbase.filters import Filter, parse_filter
+from minihbase.ipc import KEYVALUE_OVERHEAD, cells_size, result_size
 from minihbase.region import ColumnSelector, Region, now_ms
 
 if TYPE_CHECKING:
@@ -19,6 +34,73 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ROW_LIMIT_PER_CHUNK = 1000
+CLIENT = "minihbase-client"  # this process's connection to its region servers (Thrift gateways, sinks, control)
+GET_REQUEST = 24  # bytes of a Get besides its row key (columns, time range)
+SCAN_REQUEST = 24  # bytes of a ScanRequest for the next rows (scanner id, number of rows)
+
+
+class BatchFailed(HBaseError):
+    """`RetriesExhaustedWithDetailsException`, as `AsyncProcess`'s BatchErrors makes it when actions of a batch
+    failed: "Failed N action(s): <cause>: M time(s), ..., servers with issues: <servername>, ...". A
+    DoNotRetryIOException cause is named by its message (the server's `class: message` text, the client-side
+    exception being rebuilt from it), any other by its class's simple name (`classifyExs`); every server once.
+    Its `java_text()` (what Thrift1's IOError carries) starts with the class name, as getStackTraceAsString."""
+
+    java_class = "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException"
+
+    def __init__(self, failures: list[tuple[HBaseError, str | None]]):
+        self.failures = failures
+        counts: dict[str, int] = {}
+        for exc, _ in failures:
+            key = exc.java_text() if isinstance(exc, DoNotRetryIOException) else exc.java_class.rpartition(".")[2]
+            counts[key] = counts.get(key, 0) + 1
+        desc = "".join(f"{k}: {n} time{'s' if n > 1 else ''}, " for k, n in counts.items())
+        servers = ", ".join(dict.fromkeys(s if s is not None else "null" for _, s in failures))
+        n = len(failures)
+        super().__init__(f"Failed {n} action{'s' if n > 1 else ''}: {desc}servers with issues: {servers}")
+
+
+def remote(e: HBaseError) -> DoNotRetryIOException:
+    """The exception HBase's client throws for a DoNotRetryIOException a region server answered:
+    `RemoteWithExtrasException.unwrapRemoteException()` builds the server's class with the RPC's error text,
+    which is the server's `StringUtils.stringifyException` (`<class>: <message>` and the stack), so a Thrift1
+    IOError (`Throwables.getStackTraceAsString`) starts with the class twice: `org.apache.hadoop.hbase.
+    DoNotRetryIOException: org.apache.hadoop.hbase.DoNotRetryIOException: region is read only`."""
+    return DoNotRetryIOException(e.java_text())
+
+
+def _write_call(rows: list[list[Cell]], batch: bool) -> tuple[int, tuple[str, ...]]:
+    """(request bytes, operation histograms) of a mutation call: a single Put or Delete (RSRpcServices.mutate),
+    else a multi (doBatchOp: PutBatch if it holds puts, DeleteBatch if it holds deletes)."""
+    size = 0
+    puts = deletes = False
+    for cells in rows:
+        for c in cells:
+            size += len(c[0]) + len(c[1]) + len(c[2]) + len(c[5]) + KEYVALUE_OVERHEAD
+            if c[4] == PUT:
+                puts = True
+            else:
+                deletes = True
+    if not batch and len(rows) == 1 and puts != deletes:
+        return size, ("put",) if puts else ("delete",)
+    return size, ("putBatch",) * puts + ("deleteBatch",) * deletes
+
+
+def call(region: Region, op, request_size: int, body: Callable[[], T],
+         response_size: Callable[[T], int] | None = None) -> T:
+    """Run `body` as one call to the region server holding `region`, through its general handlers."""
+    rs = region.server
+    if rs is None:
+        raise NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
+    ipc = rs.ipc
+    return ipc.call(ipc.general, body, op, request_size, response_size, CLIENT)
+
+
+def rpc(op, request_size: int, response_size: Callable | None = None):
+    """Decorate `fn(region)` so that it runs as one call (`call`) to the server holding the region."""
+    def wrap(fn: Callable[[Region], T]) -> Callable[[Region], T]:
+        return lambda region: call(region, op, request_size, lambda: fn(region), response_size)
+    return wrap
 
 
 def serving(region: Region):
@@ -55,6 +137,8 @@ class ClusterClient:
                     return fn(region)
                 except (NotServingRegion, RegionServerAborted) as e:
                     last: HBaseError = e
+                except RegionReadOnly as e:
+                    raise remote(e) from None  # DoNotRetry: no retry loop
             else:
                 last = NotServingRegion(f"Region {region.info.region_name.decode('latin-1')} is not online")
             failed_on = region
@@ -72,6 +156,7 @@ class ClusterClient:
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, selector.referenced_families())
 
+        @rpc("get", len(row) + GET_REQUEST, lambda cells: result_size(row, cells))
         def read(region: Region):
             with region.lock:
                 rs = serving(region)
@@ -91,31 +176,49 @@ class ClusterClient:
 
     # ------------------------------------------------------------------------------------------ writes
     def mutate(self, table: bytes, rows: list[list[Cell]], cluster_ids: list[str] | None = None,
-               durable: bool = True) -> None:
+               durable: bool = True, batch: bool = False) -> None:
         """Each element of `rows` is one row's cells (one WAL entry). Families are checked for every row before
-        anything is written."""
+        anything is written. `batch`: HBase's `Table.put(List)` / `Table.batch` (Thrift1 mutateRows, the
+        replication sink): the actions a region refuses (READONLY) fail, the other regions' are written, then
+        BatchFailed (RetriesExhaustedWithDetailsException) names the failures."""
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, {c.family for cells in rows for c in cells})
         ids = cluster_ids if cluster_ids is not None else [self.cluster.cluster_id]
         pending = [cells for cells in rows if cells]
+        failures: list | None = [] if batch else None
         while pending:
             # Write the rows of the first row's region; re-grouped on every attempt, so a region that splits
             # or moves meanwhile is handled like HBase's client does: locate again, send what belongs there.
             pending = self._on_region(table, pending[0][0].row,
-                                      lambda region: self._mutate_region(region, pending, ids, durable))
+                                      lambda region: self._mutate_region(region, pending, ids, durable, failures))
+        if failures:
+            raise BatchFailed(failures)
 
     @staticmethod
-    def _mutate_region(region: Region, pending: list, ids, durable) -> list:
-        """Write the rows of `pending` that belong to `region`; return the others."""
+    def _mutate_region(region: Region, pending: list, ids, durable, failures: list | None) -> list:
+        """Write the rows of `pending` that belong to `region` in one call; return the others. With `failures`
+        (a batch) a refusal of the region (READONLY) fails its actions, as a multi answers per action."""
         info = region.info
-        batch = [cells for cells in pending if info.contains(cells[0].row)]
-        serving(region).mutate(region, batch, ids, durable)
+        rows = [cells for cells in pending if info.contains(cells[0].row)]
+        size, ops = _write_call(rows, failures is not None)
+
+        def body() -> None:
+            rs = serving(region)
+            try:
+                rs.mutate(region, rows, ids, durable)
+            except RegionReadOnly as e:
+                if failures is None:
+                    raise
+                failures.extend((e, rs.servername) for _ in rows)
+        call(region, ops, size, body)
         return [cells for cells in pending if not info.contains(cells[0].row)]
 
     def increment(self, table: bytes, row: bytes, family: bytes, qualifier: bytes, amount: int) -> int:
         state = self.master.enabled_table(table)
         self.master.check_families(state.desc, [family])
-        return self._on_region(table, row, lambda r: serving(r).increment(r, row, family, qualifier, amount))
+        size = len(row) + len(family) + len(qualifier) + 8 + KEYVALUE_OVERHEAD
+        return self._on_region(table, row, lambda r: call(
+            r, "increment", size, lambda: serving(r).increment(r, row, family, qualifier, amount)))
 
     def append(self, table: bytes, row: bytes, items: list[tuple[bytes, bytes, bytes]]) -> list[tuple[int, bytes]]:
         """Atomically append `value` to each (family, qualifier)'s newest value; returns (ts, new value) each."""
@@ -125,6 +228,7 @@ class ClusterClient:
         def run(region: Region):
             with region.lock:
                 rs = serving(region)
+                region.check_read_only()
                 now = now_ms()
                 cells, out = [], []
                 for family, qualifier, value in items:
@@ -134,7 +238,8 @@ class ClusterClient:
                     out.append((ts, old + value))
                 rs.mutate(region, [cells], [self.cluster.cluster_id])
                 return out
-        return self._on_region(table, row, run)
+        size = sum(len(row) + len(f) + len(q) + len(v) + KEYVALUE_OVERHEAD for f, q, v in items)
+        return self._on_region(table, row, lambda r: call(r, "append", size, lambda: run(r)))
 
     def check_and_put(self, table: bytes, row: bytes, colkey: bytes, expected: bytes | None,
                       cells: list[Cell]) -> bool:
@@ -144,12 +249,14 @@ class ClusterClient:
         def run(region: Region) -> bool:
             with region.lock:
                 rs = serving(region)
+                region.check_read_only()  # HRegion.checkAndMutate checks before comparing
                 current = region.newest(row, colkey, now_ms())
                 if (current[1] if current else None) != expected:
                     return False
                 rs.mutate(region, [cells], [self.cluster.cluster_id])
                 return True
-        return self._on_region(table, row, run)
+        size = len(row) + len(colkey) + len(expected or b"") + cells_size([cells])
+        return self._on_region(table, row, lambda r: call(r, "checkAndPut", size, lambda: run(r)))
 
     # ------------------------------------------------------------------------------------------ scans
     def open_scanner(self, table: bytes, start: bytes = b"", stop: bytes = b"", reversed_: bool = False,
@@ -260,6 +367,7 @@ class Scanner:
     def _fetch(self, n: int) -> list:
         rows: list = []
         while not rows and not self.done:
+            @rpc("scanTime", SCAN_REQUEST, _scan_response_size)
             def chunk(region: Region):
                 with region.lock:
                     serving(region)
@@ -313,3 +421,13 @@ class Scanner:
                 self.done = True
             else:
                 self.position, self.inclusive = info.start_key, False
+
+
+def _scan_response_size(result) -> int:
+    """Bytes of the cells a scanner call returns (ScanSize): `result_size` of every row, in one loop."""
+    total = 0
+    for row, cells in result[1][0]:
+        total += (len(row) + KEYVALUE_OVERHEAD - 1) * len(cells)
+        for c in cells:
+            total += len(c[0]) + len(c[2])
+    return total

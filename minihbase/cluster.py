@@ -15,6 +15,7 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
   POST /control/compact     {"table": name, "major": false}
   POST /control/create-table {"table": t, "families": {"cf": {"max_versions": 3, ...}}, "split_keys": [...]}
   POST /control/alter-family {"table": t, "family": f, "replication_scope": 1, ...}
+  POST /control/alter-table {"table": t, "readonly": true}    table attributes (HBase's modifyTable)
   POST /control/balance, /control/run-log-cleaner, /control/shutdown
 """
 from __future__ import annotations
@@ -79,6 +80,7 @@ class MiniHBaseCluster:
                            quota_file=self.dir / "hdfs-quotas.json")
         self.lock = threading.RLock()
         self.latency_ms = float(config.latency_ms)
+        self.handler_latency_ms: float | None = None  # held in region server handlers; None: latency_ms
         self.rs_init_hooks: list = []
         self.rs_abort_listeners: list = []
         self.region_servers: list[RegionServer | None] = [None] * config.region_servers
@@ -442,6 +444,7 @@ class MiniHBaseCluster:
                                                       bool(b.get("preserve_splits")))}))
         c.route("POST", "/control/count", self._wrap(
             lambda b: {"rows": self.count_rows(_required(b, "table").encode("latin-1"))}))
+        c.route("POST", "/control/alter-table", self._wrap(self._alter_table))
         c.route("GET", "/control/replication-status", lambda r: Response(200, self.replication.status()))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
@@ -451,7 +454,8 @@ class MiniHBaseCluster:
             states = sorted(self.master.tables.items())
         return [{"name": name.decode("latin-1"), "enabled": st.desc.enabled, "regions": len(st.regions),
                  "split_keys_hex": [r.info.start_key.hex() for r in st.regions[1:]],
-                 "families": [f.to_json() for f in st.desc.families.values()]} for name, st in states]
+                 "families": [f.to_json() for f in st.desc.families.values()],
+                 "readonly": st.desc.readonly, "attributes": st.desc.attributes()} for name, st in states]
 
     def truncate_table(self, name: bytes, preserve_splits: bool) -> int:
         """HBase's truncateTable: the table must be disabled; it comes back empty and enabled."""
@@ -461,7 +465,7 @@ class MiniHBaseCluster:
 
             raise TableNotDisabled(name.decode("latin-1"))
         splits = [r.info.start_key for r in state.regions[1:]] if preserve_splits else []
-        desc = TableDescriptor(name, state.desc.families, enabled=True)
+        desc = dataclasses.replace(state.desc, enabled=True)  # attributes (READONLY) kept, as HBase's truncate
         self.master.delete_table(name)
         return len(self.master.create_table(desc, splits))
 
@@ -487,11 +491,19 @@ class MiniHBaseCluster:
         return handler
 
     def _set_latency(self, body: dict) -> dict:
-        ms = body.get("ms")
+        """`{"ms": L}`: every RPC's latency (Thrift calls and calls arriving on a region server's port, and the
+        time each region server call holds its handler); `"handler_ms": H` sets the handler part apart (null:
+        back to following `ms`)."""
+        ms = body.get("ms", self.latency_ms if "handler_ms" in body else None)
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0:
             raise BadRequest(f"ms must be a number >= 0, got {ms!r}")
+        handler = body.get("handler_ms", self.handler_latency_ms)
+        if handler is not None and (isinstance(handler, bool) or not isinstance(handler, (int, float))
+                                    or handler < 0):
+            raise BadRequest(f"handler_ms must be a number >= 0 or null, got {handler!r}")
         self.latency_ms = float(ms)
-        return {"latency_ms": self.latency_ms}
+        self.handler_latency_ms = None if handler is None else float(handler)
+        return {"latency_ms": self.latency_ms, "handler_latency_ms": self.handler_latency_ms}
 
     def _set_quota(self, body: dict) -> dict:
         path = _required(body, "path")
@@ -515,8 +527,23 @@ class MiniHBaseCluster:
             fams[fname.encode("latin-1")] = FamilyDescriptor(fname.encode("latin-1"), **settings)
         splits = [s.encode("latin-1") for s in body.get("split_keys", [])]
         splits += [bytes.fromhex(s) for s in body.get("split_keys_hex", [])]
-        regions = self.master.create_table(TableDescriptor(name.encode("latin-1"), fams), splits)
+        readonly = body.get("readonly")
+        if readonly is not None and not isinstance(readonly, bool):
+            raise BadRequest(f"readonly must be true or false, got {readonly!r}")
+        regions = self.master.create_table(TableDescriptor(name.encode("latin-1"), fams, readonly=readonly), splits)
         return {"regions": [r.info.region_name.decode("latin-1") for r in regions]}
+
+    def _alter_table(self, body: dict) -> dict:
+        """Table attributes: `{"table": t, "readonly": true|false}` (HBase's modifyTable; READONLY)."""
+        table = _required(body, "table")
+        unknown = set(body) - {"table", "readonly"}
+        if unknown:
+            raise BadRequest(f"unknown table attribute(s): {', '.join(sorted(unknown))} (known: readonly)")
+        readonly = body.get("readonly")
+        if not isinstance(readonly, bool):
+            raise BadRequest(f"readonly must be true or false, got {readonly!r}")
+        desc = self.master.alter_table(table.encode("latin-1"), readonly=readonly)
+        return {"table": desc.text, "readonly": desc.readonly, "attributes": desc.attributes()}
 
     def _alter_family(self, body: dict) -> dict:
         table, family = _required(body, "table"), _required(body, "family")

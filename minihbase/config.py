@@ -50,6 +50,12 @@ class ClusterConfig:
     replication_sleep_s: float = 0.05
     replication_failover_delay_s: float = 0.5
     replication_rpc_timeout_s: float = 30.0
+    # Region server RPC handlers (HBase: hbase.regionserver.handler.count 30, ...replication.handler.count 3):
+    # a call holds one for its whole duration; calls finding none free wait in the call queue (/jmx sub=IPC).
+    handler_count: int = 30
+    replication_handler_count: int = 3
+    # Histograms of /jmx (sub=IPC, sub=Server) are published per period (HBase: the 10 s metrics period).
+    metrics_period_s: float = 2.0
     # Knobs
     latency_ms: float = 0.0
     zk_session_timeout_s: float = 30.0  # HBase: 90 s; long enough that a busy process never loses it
@@ -82,7 +88,7 @@ class ClusterConfig:
                                   f"got {value!r}")
         positive_ints = ("region_servers", "replication_factor", "wal_roll_size_bytes", "max_logs",
                          "memstore_flush_size_bytes", "region_split_size_bytes", "replication_batch_entries",
-                         "replication_batch_bytes")
+                         "replication_batch_bytes", "handler_count", "replication_handler_count")
         for key in positive_ints:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -92,7 +98,7 @@ class ClusterConfig:
                               f"got {self.block_size_bytes!r}")
         for key in ("wal_roll_period_s", "flush_interval_s", "log_cleaner_ttl_s", "log_cleaner_interval_s",
                     "zk_session_timeout_s", "client_retry_s", "replication_sleep_s",
-                    "replication_failover_delay_s", "replication_rpc_timeout_s"):
+                    "replication_failover_delay_s", "replication_rpc_timeout_s", "metrics_period_s"):
             value = getattr(self, key)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{self.name}: {key} must be a positive number of seconds, got {value!r}")

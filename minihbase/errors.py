@@ -24,6 +24,14 @@ class DoNotRetryIOException(HBaseError):
     java_class = "org.apache.hadoop.hbase.DoNotRetryIOException"
 
 
+class RegionReadOnly(DoNotRetryIOException):
+    """`HRegion.checkReadOnly()`: a mutation of a region whose table is READONLY. Java throws the plain
+    `DoNotRetryIOException("region is read only")`; the subclass only lets minihbase's client tell it apart."""
+
+    def __init__(self, message: str = "region is read only"):
+        super().__init__(message)
+
+
 class TableNotFound(HBaseError):
     java_class = "org.apache.hadoop.hbase.TableNotFoundException"
 

@@ -62,6 +62,8 @@ class HttpServer:
         self.routes: dict[tuple[str, str], Handler] = {}
         self.prefixes: list[tuple[str, str, Handler]] = []
         self.before = before
+        self.open_connections = 0  # client connections open now (numOpenConnections of a region server)
+        self._connections_lock = threading.Lock()
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -69,6 +71,18 @@ class HttpServer:
 
             def log_message(self, fmt, *args):  # requests are logged at debug level, not on stderr
                 log.debug("%s %s", server.name, fmt % args)
+
+            def setup(self):
+                super().setup()
+                with server._connections_lock:
+                    server.open_connections += 1
+
+            def finish(self):
+                try:
+                    super().finish()
+                finally:
+                    with server._connections_lock:
+                        server.open_connections -= 1
 
             def _serve(self):
                 parts = urlsplit(self.path)

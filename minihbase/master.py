@@ -406,6 +406,29 @@ class Master:
                 state.desc.families[family] = fam
             self._write_descriptor(state.desc)
 
+    def alter_table(self, name: bytes, readonly: bool | None = None) -> TableDescriptor:
+        """Change table attributes (HBase's modifyTable): READONLY. The descriptor is written first; then every
+        region's in-flight mutation is let finish (HBase reopens the regions), so once this returns no region
+        accepts a write it would refuse."""
+        if readonly is not None and not isinstance(readonly, bool):
+            raise DoNotRetryIOException(f"READONLY must be true or false, got {readonly!r}")
+        with self.lock:
+            state = self.table(name)
+            if readonly is not None and readonly != state.desc.readonly:
+                previous = state.desc.readonly
+                state.desc.readonly = readonly
+                try:
+                    self._write_descriptor(state.desc)
+                except HDFSError as e:
+                    state.desc.readonly = previous
+                    raise HBaseError(f"modify of table {state.desc.text} failed: {e.java_text()}") from None
+            regions = list(state.regions)
+        for region in regions:  # outside the master lock: region locks are taken before it elsewhere
+            with region.lock:
+                pass
+        log.info("altered table %s: READONLY=%s", state.desc.text, state.desc.readonly)
+        return state.desc
+
     # ------------------------------------------------------------------------------------------ recovery
     def server_died(self, rs: RegionServer, reason: str) -> None:
         if self._stopping or self.cluster.stopping:

@@ -29,6 +29,7 @@ from minihbase.cells import (
     PUT,
     Cell,
 )
+from minihbase.errors import RegionReadOnly
 from minihbase.filters import INCLUDE, NEXT_COL, NEXT_ROW, Filter
 from minihbase.schema import FOREVER, RegionInfo, TableDescriptor
 
@@ -116,6 +117,12 @@ class Region:
     @property
     def row_count(self) -> int:
         return sum(1 for cols in self.rows.values() if cols)
+
+    def check_read_only(self) -> None:
+        """`HRegion.checkReadOnly()`: every mutation (put, delete, increment, append, checkAndMutate, batch) of a
+        region of a READONLY table is refused before anything is logged; reads go on."""
+        if self.table.readonly:
+            raise RegionReadOnly()
 
     # ------------------------------------------------------------------------------------------ writes
     def apply(self, cells: Iterable[Cell], seq: int, log: bool = True) -> None:

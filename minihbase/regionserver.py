@@ -4,6 +4,10 @@ Write path (as HBase's): sequence ids are assigned per region, the edits are app
 then applied to the memstore. A WAL append, roll or archive that fails (an HDFS quota) aborts the server: its
 znode disappears (the session is closed), its regions stop answering and the master recovers them from the WAL.
 
+Every call to a region server (gets, mutations, scanner chunks, replicateWALEntry) runs through `ipc` (HBase's
+RpcServer call queues and handlers, `minihbase.ipc`), which feeds the `/jmx` beans `sub=IPC` and `sub=Server`.
+A region of a READONLY table refuses every mutation before it is logged (`Region.check_read_only`).
+
 Hooks for part 2: `wal.roll_listeners` / `wal.archive_listeners`, `abort_listeners` (`fn(rs, reason)`),
 `rpc.route(...)` for endpoints such as `POST /replicateWALEntry`, `jmx.register(...)` for metrics, and
 `apply_replicated(table, row_cells, cluster_ids)` to write edits that came from another cluster.
@@ -26,6 +30,7 @@ from minihbase.errors import (
 )
 from minihbase.hdfs import HDFSError
 from minihbase.httpserver import HttpServer, Request, Response
+from minihbase.ipc import IPC_BEAN, RpcScheduler
 from minihbase.jmx import REPLICATION_BEAN, JmxRegistry
 from minihbase.region import Region, new_store_file_name, now_ms, parse_store_file, store_file_bytes
 from minihbase.wal import WAL, WALEntry
@@ -82,6 +87,11 @@ class RegionServer:
         self.read_requests = 0
         self.write_requests = 0
         self.flushes = 0
+        # The RPC handlers and call queues every call to this server goes through (HBase's RpcServer +
+        # SimpleRpcScheduler), with the `sub=IPC` metrics and the operation histograms of `sub=Server`.
+        self.ipc = RpcScheduler(self.config.handler_count, self.config.replication_handler_count,
+                                self.config.metrics_period_s, latency_ms=self.handler_latency_ms,
+                                open_connections=lambda: self.rpc.open_connections)
         self._register_http()
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -237,6 +247,7 @@ class RegionServer:
         """Log then apply one entry per row. Timestamps of LATEST_TIMESTAMP become the server's now."""
         with region.lock:
             self._check(region)
+            region.check_read_only()  # before anything is logged: a refused mutation leaves no WAL entry
             now = now_ms()
             entries = []
             for cells in rows:
@@ -284,12 +295,13 @@ class RegionServer:
 
     def apply_replicated(self, table: bytes, rows: list[list[Cell]], cluster_ids: list[str]) -> None:
         """Write edits received from another cluster, keeping the cluster ids they passed through, through the
-        normal client path (HBase's replication sink uses a connection to its own cluster)."""
-        self.cluster.client.mutate(table, rows, cluster_ids=cluster_ids)
+        normal client path (HBase's replication sink uses a connection to its own cluster), as a batch."""
+        self.cluster.client.mutate(table, rows, cluster_ids=cluster_ids, batch=True)
 
     def increment(self, region: Region, row: bytes, family: bytes, qualifier: bytes, amount: int) -> int:
         with region.lock:
             self._check(region)
+            region.check_read_only()
             now = now_ms()
             current = region.newest(row, family + b":" + qualifier, now)
             value = 0
@@ -404,24 +416,55 @@ class RegionServer:
 
     # ------------------------------------------------------------------------------------------ http
     def _inject_latency(self, request: Request) -> None:
+        """The link's latency for a request arriving on the RPC port (a peer cluster's replication source)."""
         delay = self.cluster.latency_ms
         if delay > 0:
             time.sleep(delay / 1000.0)
+
+    def handler_latency_ms(self) -> float:
+        """Injected latency every call sleeps while it holds a handler (slow storage): the cluster's
+        `handler_latency_ms` when set, else its `latency_ms`."""
+        handler = getattr(self.cluster, "handler_latency_ms", None)
+        return self.cluster.latency_ms if handler is None else handler
+
+    def store_files(self) -> tuple[int, int, int]:
+        """(stores, store files, their bytes) of the regions this server holds."""
+        fs = self.cluster.fs
+        stores = files = size = 0
+        for region in list(self.regions.values()):
+            base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
+            for family in region.table.families:
+                stores += 1
+                fdir = posixpath.join(base, family.decode("latin-1"))
+                try:
+                    statuses = fs.list_status(fdir) if fs.exists(fdir) else []
+                except (HDFSError, OSError):
+                    continue
+                files += len(statuses)
+                size += sum(st.get("length", 0) for st in statuses)
+        return stores, files, size
+
+    def _server_bean(self, base: dict) -> dict:
+        stores, files, size = self.store_files()
+        return {
+            "modelerType": "RegionServer,sub=Server", **base,
+            "tag.serverName": self.servername, "tag.clusterId": self.cluster.cluster_id,
+            "tag.zookeeperQuorum": self.cluster.zk_hosts, "regionCount": len(self.regions),
+            "storeCount": stores, "storeFileCount": files, "storeFileSize": size,
+            "memStoreSize": sum(r.memstore_size for r in self.regions.values()),
+            "totalRowActionRequestCount": self.read_requests + self.write_requests,
+            "readRequestCount": self.read_requests, "writeRequestCount": self.write_requests,
+            "flushedCellsCount": self.flushes, "walFileCount": len(self.wal.files),
+            **self.ipc.server_bean(),
+        }
 
     def _register_http(self) -> None:
         self.rpc.route("GET", "/", lambda r: Response(200, self.status()))
         self.info.route("GET", "/jmx", self.jmx.handle)
         self.info.route("GET", "/rs-status", lambda r: Response(200, self.status()))
         base = {"tag.Context": "regionserver", "tag.Hostname": self.host}
-        self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=Server", lambda: {
-            "modelerType": "RegionServer,sub=Server", **base,
-            "tag.serverName": self.servername, "tag.clusterId": self.cluster.cluster_id,
-            "tag.zookeeperQuorum": self.cluster.zk_hosts, "regionCount": len(self.regions),
-            "memStoreSize": sum(r.memstore_size for r in self.regions.values()),
-            "totalRequestCount": self.read_requests + self.write_requests,
-            "readRequestCount": self.read_requests, "writeRequestCount": self.write_requests,
-            "flushedCellsCount": self.flushes, "walFileCount": len(self.wal.files),
-        })
+        self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=Server", lambda: self._server_bean(base))
+        self.jmx.register(IPC_BEAN, lambda: {"modelerType": "RegionServer,sub=IPC", **base, **self.ipc.ipc_bean()})
         self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=WAL", lambda: {
             "modelerType": "RegionServer,sub=WAL", **base, "rollRequest": self.wal.rolls,
             "appendCount": self.wal.appended_entries, "writtenBytes": self.wal.appended_bytes,

@@ -81,6 +81,18 @@ class TableDescriptor:
     name: bytes
     families: dict[bytes, FamilyDescriptor] = field(default_factory=dict)
     enabled: bool = True
+    # Table attribute READONLY (TableDescriptorBuilder.READONLY, `TableDescriptor.isReadOnly()`): None = never
+    # set; once set (true or false) HBase keeps the value in the descriptor and `describe` shows it.
+    readonly: bool | None = None
+
+    @property
+    def is_read_only(self) -> bool:
+        return bool(self.readonly)
+
+    def attributes(self) -> dict[str, str]:
+        """The table attributes set on the descriptor, as HBase's values map holds them (`READONLY => 'true'`):
+        what `describe` prints as TABLE_ATTRIBUTES and Thrift2's TTableDescriptor.attributes carries."""
+        return {} if self.readonly is None else {"READONLY": "true" if self.readonly else "false"}
 
     @property
     def namespace(self) -> bytes:
@@ -95,16 +107,16 @@ class TableDescriptor:
         return self.name.decode("latin-1")
 
     def to_bytes(self) -> bytes:
-        return json.dumps({
-            "name": self.text, "enabled": self.enabled,
-            "families": [f.to_json() for f in self.families.values()],
-        }, indent=1, sort_keys=True).encode()
+        d = {"name": self.text, "enabled": self.enabled, "families": [f.to_json() for f in self.families.values()]}
+        if self.readonly is not None:
+            d["readonly"] = self.readonly
+        return json.dumps(d, indent=1, sort_keys=True).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "TableDescriptor":
         d = json.loads(data)
         fams = [FamilyDescriptor.from_json(f) for f in d["families"]]
-        return cls(d["name"].encode("latin-1"), {f.name: f for f in fams}, d["enabled"])
+        return cls(d["name"].encode("latin-1"), {f.name: f for f in fams}, d["enabled"], d.get("readonly"))
 
     def describe(self) -> str:
         """The shell's `describe` style, used in error messages."""
@@ -114,6 +126,10 @@ class TableDescriptor:
             f"REPLICATION_SCOPE => '{f.replication_scope}'}}"
             for f in sorted(self.families.values(), key=lambda f: f.name)
         )
+        attrs = self.attributes()
+        if attrs:  # TableDescriptorBuilder.toString: the reserved keys set, before the families
+            table_attrs = ", ".join(f"{k} => '{v}'" for k, v in attrs.items())
+            return f"'{self.text}', {{TABLE_ATTRIBUTES => {{{table_attrs}}}}}, {fams}"
         return f"'{self.text}', {fams}"
 
 

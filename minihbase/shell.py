@@ -204,12 +204,22 @@ def _family(arg: Any) -> tuple[str, dict, list[str]]:
     return str(name), settings, [str(k) for k in arg]
 
 
+# Table attributes the shell takes (admin.rb `update_tdb_from_arg`) -> control setting. HBase: READONLY is
+# `TableDescriptorBuilder.setReadOnly(JBoolean.valueOf(arg))`, so `true`, 'true' (any case) are true, else false.
+TABLE_ATTRIBUTES: dict[str, str] = {"READONLY": "readonly"}
+
+
+def _table_attribute(key: Any, value: Any) -> tuple[str, Any]:
+    return TABLE_ATTRIBUTES[str(key)], _bool(value, str(key))
+
+
 def cmd_create(sh: Shell, table: Any = None, *args: Any) -> None:
     name = _table_name(table)
     if not args:
         raise ArgumentError("Table must have at least one column family")
     families: dict[str, dict] = {}
     splits: list[bytes] = []
+    attributes: dict[str, Any] = {}
     for arg in args:
         if isinstance(arg, str) or (isinstance(arg, dict) and "NAME" in arg):
             fname, settings, ignored = _family(arg)
@@ -222,8 +232,12 @@ def cmd_create(sh: Shell, table: Any = None, *args: Any) -> None:
                     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                         raise ArgumentError("SPLITS must be an Array of Strings")
                     splits = [v.raw if isinstance(v, RStr) else str(v).encode() for v in value]
+                elif key in TABLE_ATTRIBUTES:
+                    setting, converted = _table_attribute(key, value)
+                    attributes[setting] = converted
                 else:
-                    raise ArgumentError(f"{key} is not supported by minihbase's create (only SPLITS)")
+                    raise ArgumentError(f"{key} is not supported by minihbase's create (only SPLITS and "
+                                        f"{', '.join(TABLE_ATTRIBUTES)})")
         else:
             raise ArgumentError(f"{type(arg).__name__} of {arg!r} is not of Hash or String type")
     if not families:
@@ -231,7 +245,7 @@ def cmd_create(sh: Shell, table: Any = None, *args: Any) -> None:
     if name in sh.tables() or table_text(*split_table(name)) in sh.tables():
         raise ShellError(f"Table already exists: {name}!")
     sh.control("/control/create-table", {"table": table_text(*split_table(name)), "families": families,
-                                         "split_keys_hex": [s.hex() for s in splits]})
+                                         "split_keys_hex": [s.hex() for s in splits], **attributes})
     sh.print(f"Created table {name}")
 
 
@@ -245,19 +259,34 @@ def cmd_alter(sh: Shell, table: Any = None, *args: Any) -> None:
     if not args:
         raise ArgumentError("There should be at least one argument but the table name")
     changes = []
+    table_changes: dict[str, Any] = {}
     for arg in args:
         if not isinstance(arg, (dict, str)):
             raise ArgumentError(f"{type(arg).__name__} of {arg!r} is not of Hash or String type")
-        if isinstance(arg, dict) and "NAME" not in arg:
-            raise ArgumentError("minihbase's alter takes column families ({NAME => 'cf', ...})")
         if isinstance(arg, dict) and str(arg.get("METHOD", "")).lower() == "delete":
             raise ArgumentError("minihbase's alter cannot delete a column family")
+        if isinstance(arg, dict) and "NAME" not in arg:
+            # admin.rb alter: a hash without NAME changes table attributes (METHOD => 'table_att' or none).
+            attrs = {k: v for k, v in arg.items() if k != "METHOD"}
+            method = str(arg.get("METHOD", "table_att"))
+            if method != "table_att":
+                raise ArgumentError(f"Unknown method: {method}")
+            unsupported = [str(k) for k in attrs if k not in TABLE_ATTRIBUTES]
+            if unsupported:
+                raise ArgumentError(f"minihbase's alter supports the table attributes "
+                                    f"{', '.join(TABLE_ATTRIBUTES)} only, got {', '.join(unsupported)}")
+            for key, value in attrs.items():
+                setting, converted = _table_attribute(key, value)
+                table_changes[setting] = converted
+            continue
         fname, settings, ignored = _family(arg)
         for key in ignored:
             sh.print(f"Unknown argument ignored for column family {fname}: {key}")
         changes.append((fname, settings))
     for fname, settings in changes:
         sh.control("/control/alter-family", {"table": current["name"], "family": fname, **settings})
+    if table_changes:
+        sh.control("/control/alter-table", {"table": current["name"], **table_changes})
     sh.print("Updating all regions with the new schema...",
              f"{current['regions']}/{current['regions']} regions updated.", "Done.")
 

@@ -45,8 +45,18 @@ def family_line(f: dict) -> str:
     return "{" + ", ".join(f"{k} => '{v}'" for k, v in attrs) + "}"
 
 
+def table_line(table: dict) -> str:
+    """`describe`'s second line: the name, then `admin.get_table_attributes` (TableDescriptor's
+    `toStringTableAttributes`: `, {TABLE_ATTRIBUTES => {READONLY => 'true'}}` when an attribute is set)."""
+    attributes = table.get("attributes") or {}
+    if not attributes:
+        return table["name"]
+    text = ", ".join(f"{k} => '{v}'" for k, v in attributes.items())
+    return f"{table['name']}, {{TABLE_ATTRIBUTES => {{{text}}}}}"
+
+
 def describe(table: dict) -> list[str]:
-    lines = [f"Table {table['name']} is {'ENABLED' if table['enabled'] else 'DISABLED'}", table["name"],
+    lines = [f"Table {table['name']} is {'ENABLED' if table['enabled'] else 'DISABLED'}", table_line(table),
              "COLUMN FAMILIES DESCRIPTION"]
     families = sorted(table["families"], key=lambda f: f["name"])
     for f in families:

@@ -224,3 +224,12 @@ class MiniCluster:
 
     def status(self) -> dict:
         return self._control("/control/status")
+
+    def alter_table(self, table: str, readonly: bool) -> dict:
+        """Table attributes (HBase's modifyTable): READONLY. Returns `{table, readonly, attributes}`."""
+        return self._control("/control/alter-table", {"table": table, "readonly": readonly})
+
+    def set_handler_latency(self, ms: float | None) -> dict:
+        """The latency each region server call sleeps holding its handler, apart from `set_latency` (None:
+        follow it again)."""
+        return self._control("/control/latency", {"handler_ms": ms})

@@ -232,10 +232,10 @@ class Handler:
                 all_puts.append(puts)
             if deletes:
                 all_deletes.append(deletes)
-        if all_puts:
-            self.client.mutate(tableName, all_puts, durable=durable)
+        if all_puts:  # Table.put(List) / Table.delete(List): batches (RetriesExhaustedWithDetailsException)
+            self.client.mutate(tableName, all_puts, durable=durable, batch=True)
         if all_deletes:
-            self.client.mutate(tableName, all_deletes, durable=durable)
+            self.client.mutate(tableName, all_deletes, durable=durable, batch=True)
 
     def deleteAll(self, tableName, row, column, attributes):
         self.deleteAllTs(tableName, row, column, LATEST_TIMESTAMP, attributes)

@@ -7,6 +7,11 @@ sink applies them through its cluster's normal client, in order, grouping consec
 one cluster-id list into one write: cells keep their original timestamps and delete types, and the cluster ids
 ride along into this cluster's WAL, so the edits are never shipped back to a cluster they passed through.
 
+The call holds one of the region server's replication handlers (`replication_handler_count`, HBase's
+replication call queue) while the writes it makes go, as a batch (`Table.batch`), through the general handlers
+of the region servers holding the regions. A region refusing them (a READONLY table: RetriesExhausted-
+WithDetailsException naming `region is read only`) fails the call.
+
 Answers 200 `{"applied": n}` once every entry is applied (the source advances its position only then), or an
 HBase error (`{"error": "<java class>: message"}`): the source retries, possibly on another sink.
 """
@@ -57,7 +62,9 @@ class ReplicationSink:
         if not entries:
             return Response(200, {"applied": 0})
         try:
-            self.apply(entries)
+            ipc = self.rs.ipc
+            # The injected latency is paid by the writes (each a call of a general handler), not twice here.
+            ipc.call(ipc.replication, lambda: self.apply(entries), request_size=len(request.body), latency=False)
         except HBaseError as e:
             log.warning("replication sink on %s failed to apply %d entries: %s", self.rs.servername,
                         len(entries), e.java_text())
@@ -72,9 +79,9 @@ class ReplicationSink:
         for entry in entries:
             k = (entry.table, tuple(entry.cluster_ids))
             if k != key and group:
-                client.mutate(key[0], group, cluster_ids=list(key[1]))
+                client.mutate(key[0], group, cluster_ids=list(key[1]), batch=True)
                 group = []
             key = k
             group.append(entry.cells)
         if group:
-            client.mutate(key[0], group, cluster_ids=list(key[1]))
+            client.mutate(key[0], group, cluster_ids=list(key[1]), batch=True)
