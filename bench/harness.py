@@ -34,6 +34,15 @@ def clusters_and_spark(name: str) -> Iterator[tuple[Path, MiniCluster, MiniClust
 
 
 def set_latency(ms: float, *clusters: MiniCluster) -> None:
-    """Injected latency per RPC on every cluster given (a cross-datacenter link)."""
+    """Injected latency per RPC on every cluster given: the link only (a cross-datacenter link), not slow storage
+    (minihbase's handler latency stays 0)."""
     for cluster in clusters:
         cluster.set_latency(ms)
+        cluster.set_handler_latency(0)
+
+
+def thrift2(cluster: MiniCluster):
+    """A plain Thrift2 client of the cluster (HBase's IDL as minihbase ships it; no toolkit code)."""
+    from demo.workload import Thrift2
+
+    return Thrift2(cluster.endpoints())

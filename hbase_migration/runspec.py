@@ -140,6 +140,11 @@ def _versions(value: Any) -> int | None:
 # The fields
 
 
+def at_least(low: int, what: str) -> dict[str, Any]:
+    """A lower bound, for the form (JSON schema) and for validation alike."""
+    return {"bounds": {"minimum": low}, "check": lambda v: v >= low, "wanted": f"{what} >= {low}"}
+
+
 @dataclass(frozen=True)
 class Field:
     """One run parameter.
@@ -213,16 +218,16 @@ FIELDS: tuple[Field, ...] = (
           bounds={"minimum": 1, "pattern": "^all$"}),
     Field("rows_per_s", "integer", 0, "Throttle per copy task (rows/s)",
           "rows read from the source per second and copy task, to spare its region servers; 0: no limit",
-          _integer, "copy.rows_per_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+          _integer, "copy.rows_per_s", BOTH, **at_least(0, "an integer")),
     Field("create_missing_tables", "boolean", True, "Create absent target tables",
           "create a target table that does not exist with the source's families and split keys", _boolean,
           "copy.create_missing_tables"),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
-          "catch_up.max_lag_ms", bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+          "catch_up.max_lag_ms", **at_least(0, "an integer")),
     Field("stable_samples", "integer", 3, "Drained: consecutive samples",
           "drained samples in a row, on every region server, before the run moves on", _integer,
-          "catch_up.stable_samples", bounds={"minimum": 2}, check=lambda v: v >= 2, wanted="an integer >= 2"),
+          "catch_up.stable_samples", **at_least(2, "an integer")),
     Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
           "1 on HBase 2.x (the WAL being written stays queued), 0 on 1.x", _integer, "catch_up.caught_up_queue_size",
           bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1), wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
@@ -241,10 +246,10 @@ FIELDS: tuple[Field, ...] = (
           wanted="a fraction in (0, 1]"),
     Field("expected_copy_s", "integer", 3600, "Expected copy duration (s)",
           "preflight checks that oldWALs' quota holds what a disabled peer pins for this long (x2)", _integer,
-          "quota.expected_copy_s", bounds={"minimum": 1}, check=lambda v: v >= 1, wanted="an integer >= 1"),
+          "quota.expected_copy_s", **at_least(1, "an integer")),
     Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
           "rows that differ are compared again after this pause (edits in flight)", _number,
-          "verify.recompare_sleep_s", BOTH, bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+          "verify.recompare_sleep_s", BOTH, **at_least(0, "a number")),
     Field("repair", "boolean", False, "Verify: repair what differs",
           "after the re-compare, make the rows that still differ equal on the target (source versions put with "
           "their timestamps, target-only versions deleted; exact-version deletes need Thrift2); the verification "
@@ -259,16 +264,16 @@ FIELDS: tuple[Field, ...] = (
           dags=frozenset({WATCH}), bounds={"items": {"type": "string"}, "minItems": 1}),
     Field("max_disabled_s", "number", 3600, "Alert: peer disabled longer than (s)",
           "a disabled peer pins every WAL since it was disabled", _number, dags=frozenset({WATCH}),
-          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+          **at_least(0, "a number")),
     Field("alert_lag_ms", "integer", 300_000, "Alert: enabled peer lagging more than (ms)",
           "worst ageOfLastShippedOp of an enabled peer before the watch fails", _integer, dags=frozenset({WATCH}),
-          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="an integer >= 0"),
+          **at_least(0, "an integer")),
     Field("min_exhaustion_s", "number", 86_400, "Alert: quota projected to run out within (s)",
           "the watch fails when oldWALs' growth would exhaust its quota sooner", _number, dags=frozenset({WATCH}),
-          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+          **at_least(0, "a number")),
     Field("quota_sample_gap_s", "number", 5, "Gap between two oldWALs readings (s)",
           "the growth rate is measured between two readings this far apart", _number, dags=frozenset({WATCH}),
-          bounds={"minimum": 0}, check=lambda v: v >= 0, wanted="a number >= 0"),
+          **at_least(0, "a number")),
 )
 
 BY_NAME = {f.name: f for f in FIELDS}

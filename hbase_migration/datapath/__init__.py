@@ -186,12 +186,14 @@ class DataPath(abc.ABC):
     kind = ""
     exact_deletes = False  # can delete exactly one version of a column
 
-    def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
+    def __init__(self, cluster: "Cluster", session: Any, timeout_s: float, retries: int = 8,
                  wait_cap_s: float = 20.0):
         self.cluster = cluster
-        self.timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
+        self.session = session  # the connection reads go through (re-opened after a transport error)
+        self.timeout_s = timeout_s
         self.retries = retries
         self.wait_cap_s = wait_cap_s
+        self._families: dict[str, dict[bytes, int]] = {}
 
     def __enter__(self) -> "DataPath":
         return self
@@ -201,14 +203,23 @@ class DataPath(abc.ABC):
 
     @property
     def reconnects(self) -> int:
-        return 0
+        return self.session.reconnects
 
-    @abc.abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        self.session.close()
 
-    @abc.abstractmethod
     def families(self, table: str) -> dict[bytes, int]:
-        """family -> VERSIONS of a table; {} when the table does not exist."""
+        """family -> VERSIONS of a table; {} when the table does not exist (asked once per table)."""
+        if table not in self._families:
+            found = self.read_families(table)
+            if not found:
+                return {}
+            self._families[table] = found
+        return self._families[table]
+
+    @abc.abstractmethod
+    def read_families(self, table: str) -> dict[bytes, int]:
+        """The table's families and their VERSIONS from the cluster; {} when the table does not exist."""
 
     @abc.abstractmethod
     def regions(self, table: str) -> list[Region]:

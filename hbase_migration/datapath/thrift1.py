@@ -42,26 +42,16 @@ class Thrift1Path(DataPath):
 
     def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
                  wait_cap_s: float = 20.0):
-        super().__init__(cluster, timeout_s, retries, wait_cap_s)
-        self.session = ThriftSession(cluster, self.timeout_s)
-        self._families: dict[str, dict[bytes, int]] = {}
+        timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
+        super().__init__(cluster, ThriftSession(cluster, timeout_s), timeout_s, retries, wait_cap_s)
 
-    @property
-    def reconnects(self) -> int:
-        return self.session.reconnects
-
-    def close(self) -> None:
-        self.session.close()
-
-    def families(self, table: str) -> dict[bytes, int]:
-        if table not in self._families:
-            T = hbase_thrift()
-            try:
-                descriptors = self.session.call("getColumnDescriptors", table.encode("utf-8"))
-            except T.IOError:
-                return {}
-            self._families[table] = {bytes(name).rstrip(b":"): int(d.maxVersions) for name, d in descriptors.items()}
-        return self._families[table]
+    def read_families(self, table: str) -> dict[bytes, int]:
+        T = hbase_thrift()
+        try:
+            descriptors = self.session.call("getColumnDescriptors", table.encode("utf-8"))
+        except T.IOError:
+            return {}
+        return {bytes(name).rstrip(b":"): int(d.maxVersions) for name, d in descriptors.items()}
 
     def regions(self, table: str) -> list[Region]:
         return regions_from_thrift(self.session.call("getTableRegions", table.encode("utf-8")))

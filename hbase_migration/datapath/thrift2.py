@@ -137,28 +137,18 @@ class Thrift2Path(DataPath):
 
     def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
                  wait_cap_s: float = 20.0, gateway: str | None = None):
-        super().__init__(cluster, timeout_s, retries, wait_cap_s)
+        timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
+        super().__init__(cluster, Thrift2Session(cluster, timeout_s, gateway), timeout_s, retries, wait_cap_s)
         self.gateway = gateway
-        self.session = Thrift2Session(cluster, self.timeout_s, gateway)
-        self._families: dict[str, dict[bytes, int]] = {}
 
-    @property
-    def reconnects(self) -> int:
-        return self.session.reconnects
-
-    def close(self) -> None:
-        self.session.close()
-
-    def families(self, table: str) -> dict[bytes, int]:
-        if table not in self._families:
-            try:
-                desc = self.session.call("getTableDescriptor", table_name(table))
-            except Exception as e:
-                if _is_missing_table(e):
-                    return {}
-                raise
-            self._families[table] = {bytes(c.name): int(c.maxVersions or 1) for c in desc.columns or ()}
-        return self._families[table]
+    def read_families(self, table: str) -> dict[bytes, int]:
+        try:
+            desc = self.session.call("getTableDescriptor", table_name(table))
+        except Exception as e:
+            if _is_missing_table(e):
+                return {}
+            raise
+        return {bytes(c.name): int(c.maxVersions or 1) for c in desc.columns or ()}
 
     def regions(self, table: str) -> list[Region]:
         try:
