@@ -208,12 +208,18 @@ def main(argv=None) -> int:
     p.add_argument("--rows-at-5ms", type=int, default=10_000, help="table size at 5 ms")
     p.add_argument("--naive-rows", type=int, default=2_000, help="rows the naive copy copies (it is slow)")
     p.add_argument("--memory-rows", type=int, default=20_000, help="the small table of the memory figure (x10)")
+    p.add_argument("--only", help="measure only these, e.g. 0ms_v1,5ms_v3 (and skip the memory figure)")
     args = p.parse_args(argv)
     figures: dict = {}
+    only = set(args.only.split(",")) if args.only else None
     with clusters_and_spark("bench-copy") as (workdir, dc1, dc2):
         for latency, rows in ((0, args.rows), (5, args.rows_at_5ms)):
             for kind in TABLES:
-                figures[f"{latency}ms_{kind}"] = measure(dc1, dc2, workdir, latency, kind, rows, args.naive_rows)
+                if only is None or f"{latency}ms_{kind}" in only:
+                    figures[f"{latency}ms_{kind}"] = measure(dc1, dc2, workdir, latency, kind, rows,
+                                                             args.naive_rows)
+        if only is not None:
+            return report(figures)
         memory = {}
         for n in (args.memory_rows, args.memory_rows * 10):
             t = f"mem_{n}"
@@ -228,6 +234,10 @@ def main(argv=None) -> int:
             "rss_ratio_10x_rows": round(big["peak_rss_mib"] / small["peak_rss_mib"], 2),
             "python_ratio_10x_rows": round(big["peak_python_mib"] / small["peak_python_mib"], 2),
         }
+    return report(figures)
+
+
+def report(figures: dict) -> int:
     for name, f in figures.items():
         if name == "worker_memory":
             continue
@@ -239,10 +249,11 @@ def main(argv=None) -> int:
         if "thrift1_job_rows_per_s" in f:
             line += f", {f['job_vs_thrift1_job']}x the Thrift1 job ({f['thrift1_job_rows_per_s']})"
         print(line)
-    m = figures["worker_memory"]
-    print(f"worker memory, {m['rows'][0]} -> {m['rows'][1]} rows: peak RSS {m['peak_rss_mib'][0]} -> "
-          f"{m['peak_rss_mib'][1]} MiB (x{m['rss_ratio_10x_rows']}), Python allocations "
-          f"{m['peak_python_mib'][0]} -> {m['peak_python_mib'][1]} MiB (x{m['python_ratio_10x_rows']})")
+    m = figures.get("worker_memory")
+    if m:
+        print(f"worker memory, {m['rows'][0]} -> {m['rows'][1]} rows: peak RSS {m['peak_rss_mib'][0]} -> "
+              f"{m['peak_rss_mib'][1]} MiB (x{m['rss_ratio_10x_rows']}), Python allocations "
+              f"{m['peak_python_mib'][0]} -> {m['peak_python_mib'][1]} MiB (x{m['python_ratio_10x_rows']})")
     print(json.dumps(figures, sort_keys=True))
     return 0
 

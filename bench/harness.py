@@ -45,4 +45,4 @@ def thrift2(cluster: MiniCluster):
     """A plain Thrift2 client of the cluster (HBase's IDL as minihbase ships it; no toolkit code)."""
     from demo.workload import Thrift2
 
-    return Thrift2(cluster.endpoints())
+    return Thrift2(cluster.endpoints)

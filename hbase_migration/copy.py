@@ -23,11 +23,10 @@ from hbase_migration.partitions import Partition
 from hbase_migration.progress import ProgressMeter, Throttle, human_bytes
 from hbase_migration.scope import (
     TableScope,
-    cell_bytes,
     options_from_dict,
     positive_option,
+    rename_column,
     to_string_binary,
-    transform_cells,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +44,8 @@ class CopyOptions(TableScope):
     - write_batch_cells / write_batch_bytes: cells and bytes buffered before they are handed to the
       writer; one write call never carries more.
     - writers: target connections written in parallel (the Thrift server gives one
-      thread per connection, so this hides both network and server time).
+      thread per connection, so this hides both network and server time); None: the
+      data path's own (Thrift1 needs many: one call per timestamp; Thrift2 batches).
     - pipeline: calls sent back to back per connection before reading the answers;
       hides network RTT only, and only against servers that set TCP_NODELAY on
       accepted sockets (Java Thrift does; a server that does not pays Nagle's
@@ -57,7 +57,7 @@ class CopyOptions(TableScope):
     scan_batch_rows: int = 500
     write_batch_cells: int = 5000
     write_batch_bytes: int = 4 << 20
-    writers: int = 16
+    writers: int | None = None
     pipeline: int = 1
     rows_per_s: float | None = None
     bytes_per_s: float | None = None
@@ -68,9 +68,9 @@ class CopyOptions(TableScope):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("scan_batch_rows", "write_batch_cells", "write_batch_bytes", "writers", "pipeline",
-                     "retries"):
+        for name in ("scan_batch_rows", "write_batch_cells", "write_batch_bytes", "pipeline", "retries"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
+        object.__setattr__(self, "writers", positive_option(self.writers, "writers", allow_none=True))
         for name in ("rows_per_s", "bytes_per_s"):
             value = positive_option(getattr(self, name), name, allow_none=True, integer=False)
             object.__setattr__(self, name, value)
@@ -165,21 +165,21 @@ def copy_partition(
     writer = None
     try:
         with open_data_path(target, *path_args) as target_path:
-            writer = target_path.writer(options.target_table, writers=options.writers, pipeline=options.pipeline,
-                                        batch_cells=options.write_batch_cells, batch_bytes=options.write_batch_bytes)
+            writer = target_path.writer(options.target_table, writers=options.writers or target_path.default_writers,
+                                        pipeline=options.pipeline, batch_cells=options.write_batch_cells,
+                                        batch_bytes=options.write_batch_bytes)
         pending: list = []
         pending_cells = pending_bytes = 0
         scan = reader.scan(options.table, partition.start_row, partition.stop_row, columns=options.source_columns,
                            start_ms=options.start_time_ms, end_ms=options.end_time_ms, versions=options.versions,
                            batch_rows=options.scan_batch_rows, stats=stats)
+        renames = options.renames
         for batch in prefetch(scan, depth=2):
             result.scanned_rows += len(batch)
             batch_rows = batch_bytes = 0
-            for row, cells in batch:
-                kept = transform_cells(cells, options)
-                if not kept:
-                    continue
-                size = sum(cell_bytes(row, c, v) for c, _, v in kept)
+            for row, cells in batch:  # the data path returns only cells inside the window
+                kept = [(rename_column(c, renames), ts, v) for c, ts, v in cells] if renames else cells
+                size = sum(len(c) + len(v) for c, _, v in kept) + (len(row) + 8) * len(kept)
                 pending.append((row, kept))
                 pending_cells += len(kept)
                 pending_bytes += size

@@ -258,11 +258,6 @@ def _is_hex(s: str) -> bool:
 # Cells: window and renames (what the target must hold for the source's cells)
 
 
-def cell_bytes(row: bytes, column: bytes, value: bytes) -> int:
-    """Bytes a cell moves: key parts, value and the 8-byte timestamp."""
-    return len(row) + len(column) + len(value) + 8
-
-
 def rename_column(column: bytes, renames: Mapping[bytes, bytes]) -> bytes:
     """b"src:q" -> b"dst:q" when `src` is renamed."""
     if not renames:
@@ -278,13 +273,3 @@ def window_cells(cells: Iterable[Cell], start_time: int | None, end_time: int | 
         c for c in cells
         if (start_time is None or c[1] >= start_time) and (end_time is None or c[1] < end_time)
     ]
-
-
-def transform_cells(cells: Iterable[Cell], options: TableScope) -> list[Cell]:
-    """Window then rename: what the target must hold for these source cells."""
-    kept = window_cells(cells, options.start_time_ms, options.end_time_ms)
-    renames = options.renames
-    if renames:
-        kept = [(rename_column(c[0], renames), c[1], c[2]) for c in kept]
-    return kept
-

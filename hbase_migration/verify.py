@@ -59,8 +59,8 @@ from hbase_migration.scope import (
     TableScope,
     options_from_dict,
     positive_option,
+    rename_column,
     to_string_binary,
-    transform_cells,
     versions_text,
 )
 
@@ -535,9 +535,13 @@ class Side:
         self.is_source = is_source
         self.columns = options.source_columns if is_source else options.target_columns
 
-    def normalize(self, cells: Sequence[Cell]) -> tuple[Cell, ...]:
-        """Renamed to target terms (on the source), in one canonical order whatever the data path."""
-        return normalize_cells(transform_cells(cells, self.options) if self.is_source else cells)
+    def normalize(self, cells: Sequence[Cell]) -> Sequence[Cell]:
+        """The source's cells renamed to target terms (and re-ordered, as a rename may move a column). Both data
+        paths already return cells in one canonical order, inside the window."""
+        renames = self.options.renames if self.is_source else None
+        if not renames:
+            return cells
+        return normalize_cells((rename_column(c, renames), ts, v) for c, ts, v in cells)
 
     def _read(self) -> dict[str, Any]:
         o = self.options

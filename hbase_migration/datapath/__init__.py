@@ -185,6 +185,7 @@ class DataPath(abc.ABC):
 
     kind = ""
     exact_deletes = False  # can delete exactly one version of a column
+    default_writers = 4  # writer connections a copy partition opens when its options do not say
 
     def __init__(self, cluster: "Cluster", session: Any, timeout_s: float, retries: int = 8,
                  wait_cap_s: float = 20.0):

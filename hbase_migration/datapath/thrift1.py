@@ -39,6 +39,7 @@ TsGroup = tuple  # (timestamp, [(row, [(column, value), ...]), ...])
 class Thrift1Path(DataPath):
     kind = "thrift1"
     exact_deletes = False
+    default_writers = 16  # one mutateRowsTs per distinct timestamp: many calls in flight hide the round trips
 
     def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
                  wait_cap_s: float = 20.0):

@@ -15,7 +15,7 @@ import logging
 import pkgutil
 import random
 import socket
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from hbase_migration.datapath import FIRST_KEY_ONLY, KEY_ONLY, DataPath, PartitionFailed, Region, ThreadedWriter, Writer
 from hbase_migration.scope import LATEST_TIMESTAMP, Cell, Row, to_string_binary
@@ -123,17 +123,26 @@ def _is_missing_table(exc: BaseException) -> bool:
     return type(exc).__name__ == "TIOError" and "TableNotFoundException" in str(getattr(exc, "message", "") or "")
 
 
-def _cells(result: Any) -> list[Cell]:
-    """A TResult's cells as (b"family:qualifier", ts, value), by column then newest first (HBase sends them by
-    family then qualifier, which is the same order unless a family name is a prefix of another's)."""
+def _cells(result: Any, resort: bool) -> list[Cell]:
+    """A TResult's cells as (b"family:qualifier", ts, value), by column then newest first. HBase sends them by
+    family, qualifier, newest first: the same order unless a family name extends another with a byte below ':'
+    (`a` and `a0`), which is when `resort` is needed."""
     cells = [(cv.family + b":" + cv.qualifier, cv.timestamp, cv.value) for cv in result.columnValues]
-    cells.sort(key=lambda c: (c[0], -c[1]))
+    if resort:
+        cells.sort(key=lambda c: (c[0], -c[1]))
     return cells
+
+
+def needs_resort(families: Iterable[bytes]) -> bool:
+    """Whether HBase's family order differs from the order of `family:qualifier` bytes for these families."""
+    names = sorted(families)
+    return any(b.startswith(a) and b[len(a)] < ord(":") for a in names for b in names if len(b) > len(a))
 
 
 class Thrift2Path(DataPath):
     kind = "thrift2"
     exact_deletes = True
+    default_writers = 2  # putMultiple carries a whole batch: two connections keep one call always in flight
 
     def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
                  wait_cap_s: float = 20.0, gateway: str | None = None):
@@ -189,6 +198,7 @@ class Thrift2Path(DataPath):
         table_b = table.encode("utf-8")
         flt = FIRST_KEY_ONLY if first_key_only else KEY_ONLY if keys_only else None
         read = self._read(columns, start_ms, end_ms, 1 if first_key_only else versions)
+        resort = needs_resort(self.families(table))
         state: dict[str, Any] = {"scanner": None, "next_start": start_row}
 
         def next_batch() -> list:
@@ -215,7 +225,7 @@ class Thrift2Path(DataPath):
                                           f"{self.retries} times: {type(e).__name__}: {e}") from e
                 if not results:
                     return
-                batch = [(r.row, _cells(r)) for r in results if r.columnValues]
+                batch = [(r.row, _cells(r, resort)) for r in results if r.columnValues]
                 state["next_start"] = results[-1].row + b"\x00"
                 if batch:
                     yield batch
@@ -231,12 +241,13 @@ class Thrift2Path(DataPath):
                  versions: int | None = 1) -> dict[bytes, list[Cell]]:
         T = hbase2()
         read = self._read(columns, start_ms, end_ms, versions)
+        resort = needs_resort(self.families(table))
         out: dict[bytes, list[Cell]] = {}
         for i in range(0, len(keys), 500):
             gets = [T.TGet(row=k, **read) for k in keys[i:i + 500]]
             for result in self.session.call("getMultiple", table.encode("utf-8"), gets):
                 if result is not None and result.row is not None and result.columnValues:
-                    out[result.row] = _cells(result)
+                    out[result.row] = _cells(result, resort)
         return out
 
     def writer(self, table: str, *, writers: int = 4, pipeline: int = 1, batch_cells: int = 5000,

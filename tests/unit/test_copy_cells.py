@@ -5,7 +5,7 @@ import socket
 
 from hbase_migration.copy import PartitionResult, summarize
 from hbase_migration.datapath.thrift1 import group_by_timestamp, merge_versions
-from hbase_migration.scope import TableScope, cell_bytes, rename_column, transform_cells, window_cells
+from hbase_migration.scope import rename_column, window_cells
 from hbase_migration.thrift import hbase_thrift, is_transient
 
 CELLS = [(b"a:q", 100, b"v100"), (b"a:r", 200, b"v200"), (b"b:q", 300, b"v300")]
@@ -26,12 +26,6 @@ def test_rename_only_touches_the_family_before_the_first_colon():
     assert rename_column(b"ab:q", renames) == b"ab:q"
     assert rename_column(b"a:", renames) == b"x:"
     assert rename_column(b"b:q", {}) == b"b:q"
-
-
-def test_transform_windows_then_renames():
-    scope = TableScope("t", families="a:x,b", start_time_ms=150)
-    assert transform_cells(CELLS, scope) == [(b"x:r", 200, b"v200"), (b"b:q", 300, b"v300")]
-    assert transform_cells(CELLS, TableScope("t", start_time_ms=400)) == []
 
 
 def test_group_by_timestamp_one_call_per_timestamp_rows_in_order():
@@ -71,10 +65,6 @@ def test_merge_versions_replaces_scanned_cells_with_their_history():
     assert merge_versions(scanned, {}) == scanned
 
 
-def test_cell_bytes_counts_key_value_and_timestamp():
-    assert cell_bytes(b"row", b"a:q", b"value") == 3 + 3 + 5 + 8
-
-
 def test_is_transient_classifies_errors():
     from thriftpy2.transport import TTransportException
 
@@ -112,3 +102,18 @@ def test_summarize_totals_rates_and_failures():
                       "error": "ConnectionError: refused"}],
     }
     assert ok.to_dict()["stop_row"] == "67"
+
+
+def test_thrift2_cells_follow_column_order_and_resort_only_when_needed():
+    from types import SimpleNamespace
+
+    from hbase_migration.datapath.thrift2 import _cells, needs_resort
+
+    def cv(family, qualifier, ts):
+        return SimpleNamespace(family=family, qualifier=qualifier, timestamp=ts, value=b"v")
+
+    # HBase's order: family, qualifier, newest first; `a` before `a0` although b"a0:" < b"a:" as bytes
+    result = SimpleNamespace(columnValues=[cv(b"a", b"q", 9), cv(b"a", b"q", 3), cv(b"a0", b"q", 5)])
+    assert needs_resort([b"a", b"a0"]) and not needs_resort([b"a", b"ab", b"b"]) and not needs_resort([b"a"])
+    assert _cells(result, resort=True) == [(b"a0:q", 5, b"v"), (b"a:q", 9, b"v"), (b"a:q", 3, b"v")]
+    assert _cells(result, resort=False)[0] == (b"a:q", 9, b"v")
