@@ -127,6 +127,13 @@ class SparkStandalone:
                    f"{self.n_workers} Spark workers to register", proc=self.procs["master"], log_path=log)
         return self
 
+    def worker_work_dir(self, webui: str) -> Path | None:
+        """The work directory (one folder per application and executor) of the worker with that web UI."""
+        for i, port in enumerate(self.worker_ui_ports):
+            if webui.rstrip("/").endswith(f":{port}"):
+                return self.worker_dir(i) / "work"
+        return None
+
     def worker_pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self.procs.items() if name.startswith("worker-")}
 
