@@ -64,6 +64,7 @@ def test_executors_import_the_toolkit_only_from_what_the_job_ships(deployment):
     assert after["python"] == sys.executable, after
 
 
+@pytest.mark.timeout(1500)  # a few minutes here; generous for a busy 2-core machine
 def test_migration_triggered_through_the_rest_api_runs_on_celery_workers_and_spark_standalone(
         deployment, zookeeper, tmp_path):
     from demo.run import run
@@ -120,21 +121,24 @@ def test_migration_triggered_through_the_rest_api_runs_on_celery_workers_and_spa
     print(json.dumps({k: result[k] for k in ("wall_time_s", "differences", "deployment")}, sort_keys=True))
 
 
-def _done_partitions(ledger_url: str, copy_id: str, table: str) -> dict[str, int]:
-    """The ledger's finished copy partitions: {partition_id: finished_ms}."""
+def _done_partitions(ledger_url: str, table: str) -> dict[str, int]:
+    """The ledger's finished copy partitions of `table` (a table only this test copies, under one copy id):
+    {partition_id: finished_ms}."""
     import sqlalchemy
 
     engine = sqlalchemy.create_engine(ledger_url)
     try:
         with engine.connect() as conn:
             rows = conn.execute(sqlalchemy.text(
-                "SELECT partition_id, finished_ms FROM copy_partitions WHERE copy_id = :c AND table_name = :t"),
-                {"c": copy_id, "t": table}).all()
+                "SELECT copy_id, partition_id, finished_ms FROM copy_partitions WHERE table_name = :t"),
+                {"t": table}).all()
     finally:
         engine.dispose()
-    return {r[0]: int(r[1]) for r in rows}
+    assert len({r[0] for r in rows}) <= 1, rows
+    return {r[1]: int(r[2]) for r in rows}
 
 
+@pytest.mark.timeout(1500)
 def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment, minihbase_pair, tmp_path):
     from demo.workload import LiveWriter, SampleTable, compare, load
     from tests.hbase_data import SPLITS, connect
@@ -160,7 +164,7 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
             ti = tis.get(("copy", 0))
             if not ti or ti["state"] != "running" or not ti["hostname"]:
                 return None
-            done = _done_partitions(deployment.ledger_url, run_id, table)
+            done = _done_partitions(deployment.ledger_url, table)
             return ti if 2 <= len(done) <= 5 else None
 
         ti = wait_for(copy_midway, timeout=600, what="the copy to be running with 2-5 of 8 partitions done",
@@ -170,7 +174,7 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
         kill_ms = int(time.time() * 1000)
         # The task's process was one of the killed worker's (the worker that ran the copy is the one killed).
         assert ti["pid"] in killed, (ti, killed)
-        done_before = _done_partitions(deployment.ledger_url, run_id, table)
+        done_before = _done_partitions(deployment.ledger_url, table)
         assert 2 <= len(done_before) < 8, done_before
         # The machine comes back: the same worker name starts again (the other worker may take the retry).
         deployment.airflow.start_worker(worker)
@@ -196,11 +200,10 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
     # The retry skipped exactly the partitions finished before the kill ...
     summary = client.xcom(DAG_ID, run_id, "copy", 0)
     assert summary["skipped_partitions"] == len(done_before), (summary["skipped_partitions"], done_before)
-    assert summary["copied_partitions"] + summary["skipped_partitions"] == 8, summary
     recopied = {p["partition_id"] for p in summary.get("partition_results", [])}
     assert not recopied & set(done_before), recopied & set(done_before)
     # ... and the ledger agrees: those keep the time they finished before the kill, the rest finished after it.
-    done_after = _done_partitions(deployment.ledger_url, run_id, table)
+    done_after = _done_partitions(deployment.ledger_url, table)
     assert len(done_after) == 8, done_after
     for pid, finished in done_after.items():
         if pid in done_before:
@@ -209,8 +212,8 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
             assert finished > kill_ms, (pid, finished, kill_ms)
 
     print(f"killed {ti['hostname']} ({len(killed)} processes) with {len(done_before)} of 8 partitions done; "
-          f"try {max(tries)} on {last['hostname']} skipped {summary['skipped_partitions']} and copied "
-          f"{summary['copied_partitions']}")
+          f"try {max(tries)} on {last['hostname']} skipped {summary['skipped_partitions']}; the ledger holds "
+          f"{len(done_after)}")
     # Zero differences, compared independently once the last edits have shipped.
     env = {**os.environ, "PYTHONPATH": str(REPO), "AIRFLOW_CONN_HBASE_SOURCE": dc1.connection_json}
     subprocess.run([sys.executable, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", table,
