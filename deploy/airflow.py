@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import configparser
 import json
-import os
 import secrets
 import subprocess
 import sys

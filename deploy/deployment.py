@@ -85,13 +85,15 @@ class Deployment:
                cores_per_app, heartbeat_timeout_s, unpause, airflow_overrides, extra_env, timeout) -> None:
         env = base_env(extra_env)
         t = time.monotonic()
-        self.postgres = PostgresServer(options="-c max_connections=300").start()
+        self.postgres = PostgresServer(options="-c max_connections=300")  # assigned first: stop() cleans up
+        self.postgres.start()
         record_session(self.workdir, self.postgres.pid, "postgres")
         airflow_db = self.postgres.create_database("airflow")
         self.ledger_url = self.postgres.create_database("ledger")
         self._timed("postgres", t)
         t = time.monotonic()
-        self.redis = RedisServer(self.workdir, env).start()
+        self.redis = RedisServer(self.workdir, env)
+        self.redis.start()
         self._timed("redis", t)
         t = time.monotonic()
         self.spark = SparkStandalone(self.workdir, env, workers=spark_workers, worker_memory=worker_memory,
