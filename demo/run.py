@@ -230,13 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-rate", type=float, default=100.0, help="live writer ops/s")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     p.add_argument("--timeout-s", type=float, default=3600.0)
-    p.add_argument("--workdir", default=str(REPO / ".state" / "demo"))
+    p.add_argument("--workdir", help="default: .state/demo (.state/demo-cluster with --cluster)")
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
     p.add_argument("--cluster", action="store_true",
                    help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
+    args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else "demo"))
     result = run(args)
     print(json.dumps(result, sort_keys=True), flush=True)
     ok = result["dag_exit_code"] == 0 and result["run_status"] == "success" and result["differences"] == 0
