@@ -5,21 +5,25 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+REDIS_SERVER := /usr/bin/redis-server
 
 export AIRFLOW_HOME := $(CURDIR)
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-unit test-integration demo bench lock clean
+.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster deploy-up deploy-down bench lock clean
 
 help:
 	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
 	@echo "make demo   run the demo migration on the embedded default (ZooKeeper + minihbase dc1/dc2)"
+	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
+	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
+	@echo "make deploy-up / deploy-down  start / stop that deployment in .state/deploy (python -m deploy)"
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) postgresql $(VENV)/.installed .airflow/airflow.db .airflow/secrets
+bootstrap: $(ZOOKEEPER_JAR) postgresql $(REDIS_SERVER) $(VENV)/.installed .airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
 $(ZOOKEEPER_JAR):
@@ -35,6 +39,15 @@ postgresql:
 	  command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's postgresql package by hand"; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null && \
 	  { service postgresql stop >/dev/null 2>&1 || true; }; }
+
+# Debian's Redis, the Celery broker of the production-shaped deployment (deploy/ starts its own on a free port).
+# A server the package's install may start is stopped again.
+$(REDIS_SERVER):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's redis-server package by hand"; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+	@{ service redis-server stop >/dev/null 2>&1 || true; }
+	@test -x $@
 
 # The pinned stack, installed with the recorded resolution (constraints.txt) so every machine gets the same set.
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
@@ -74,6 +87,23 @@ test-integration: bootstrap
 # The demo migration on the embedded default; its last stdout line is the JSON summary. Leaves nothing running.
 demo: bootstrap
 	$(PY) -m demo.run $(DEMO_ARGS)
+
+# The same demo on the production-shaped deployment (deploy/): Airflow's API server, scheduler, DAG processor,
+# triggerer and Celery workers (Redis, PostgreSQL), a Spark standalone cluster; same JSON summary, last line.
+demo-cluster: bootstrap
+	$(PY) -m demo.run --cluster $(DEMO_ARGS)
+
+# Only the tests on the production-shaped deployment (they are part of `make test` too).
+test-deploy: bootstrap
+	@rm -rf .state/pytest && mkdir -p .state
+	$(VENV)/bin/pytest --basetemp=.state/pytest -m deployment $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+
+# A deployment to use by hand (API URL and the admin's password file printed as JSON); `make deploy-down` stops it.
+deploy-up: bootstrap
+	$(PY) -m deploy up --workdir .state/deploy
+
+deploy-down:
+	$(PY) -m deploy down --workdir .state/deploy
 
 bench: bootstrap
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -8,6 +8,12 @@ catch-up has drained, waits for the last edits to ship, compares every version o
 independently (a plain Thrift2 client of HBase's IDL, no toolkit code), prints a JSON summary on its last line,
 and stops everything it started. `--data-path thrift1` gives the toolkit Thrift1-only connections (the
 fallback for clusters without `hbase thrift2`).
+
+With `--cluster` (`make demo-cluster`) the same migration runs as production runs it (`deploy/`): Airflow's
+API server, scheduler, DAG processor, triggerer and Celery workers (Redis broker, PostgreSQL metadata database
+and ledger), a Spark standalone cluster (a master, two workers), the run triggered through the REST API. The
+summary has the same keys plus `deployment`: which Celery worker ran each mapped task, the states of
+`wait_drained` (deferred: served by the triggerer) and each Spark application's executors.
 """
 from __future__ import annotations
 
@@ -97,9 +103,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir.mkdir(parents=True)
     mh = workdir / "minihbase"
     started = time.monotonic()
+    cluster_mode = bool(getattr(args, "cluster", False))
+    config_args: list[str] = []
+    extra: dict[str, Any] = {}
+    if cluster_mode:
+        from demo.cluster import clusters_toml, gateway_settings
+
+        gateways = gateway_settings()
+        extra["gateways"] = gateways or "one per cluster (minihbase has no thrift_gateways yet)"
+        # On a ZooKeeper shared with other runs (the tests'), znode parents of this run's own.
+        config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper))
+        config_args = ["--config", str(config)] if config else []
     log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}")
-    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []), workdir=mh)
+    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []), *config_args, workdir=mh)
     writer = None
+    own_deployment = None
     try:
         endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
@@ -126,17 +144,47 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 # HBase's version retention can leave an extra old version on the target (see README "Versions"):
                 # verify names it, and repairs it (exact-version deletes) only because the demo asks.
                 "repair": args.repair}
-        dag_log = workdir / "dags-test.log"
-        log(f"running hbase_table_migration with `airflow dags test` (log: {dag_log})")
-        with open(dag_log, "w") as out:
-            dag = subprocess.Popen([str(Path(PY).parent / "airflow"), "dags", "test", "hbase_table_migration",
-                                    "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT)
-            wait_for_catch_up(ledger_url, "manual__", args.timeout_s, dag)
-            stats = writer.stop()
-            log(f"catch-up drained; writer stopped after {stats.as_dict()}")
-            rc = dag.wait(timeout=args.timeout_s)
-        log(f"airflow dags test exited {rc}")
+        run_id = None
+        if cluster_mode:
+            from demo.cluster import evidence, run_on_deployment
+
+            dep = getattr(args, "deployment", None)
+            if dep is None:
+                from deploy import Deployment
+
+                log(f"starting the deployment in {workdir / 'deploy'}: PostgreSQL, Redis, a Spark master and "
+                    f"{args.spark_workers} workers, Airflow with {args.celery_workers} Celery workers")
+                dep = own_deployment = Deployment.start(workdir / "deploy", spark_workers=args.spark_workers,
+                                                        celery_workers=args.celery_workers)
+                log(f"deployment up in {sum(dep.timings.values()):.0f}s: API {dep.airflow.api_url}, Spark master "
+                    f"UI {dep.spark.master_ui_url}")
+            ledger_url = dep.ledger_url
+            stopped: dict[str, Any] = {}
+
+            def caught_up() -> None:
+                stopped["stats"] = writer.stop()
+                log(f"catch-up drained; writer stopped after {stopped['stats'].as_dict()}")
+
+            outcome = run_on_deployment(dep, conf, json.loads(toolkit_connection(dc1, args.data_path)),
+                                        json.loads(toolkit_connection(dc2, args.data_path)), caught_up,
+                                        args.timeout_s, log)
+            stats = stopped["stats"]
+            run_id = outcome["run_id"]
+            rc = 0 if outcome["state"] == "success" else 1
+            log(f"run {run_id} ended {outcome['state']}")
+            extra["deployment"] = evidence(dep, outcome)
+        else:
+            dag_log = workdir / "dags-test.log"
+            log(f"running hbase_table_migration with `airflow dags test` (log: {dag_log})")
+            with open(dag_log, "w") as out:
+                dag = subprocess.Popen([str(Path(PY).parent / "airflow"), "dags", "test", "hbase_table_migration",
+                                        "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
+                                       stderr=subprocess.STDOUT)
+                wait_for_catch_up(ledger_url, "manual__", args.timeout_s, dag)
+                stats = writer.stop()
+                log(f"catch-up drained; writer stopped after {stats.as_dict()}")
+                rc = dag.wait(timeout=args.timeout_s)
+            log(f"airflow dags test exited {rc}")
         log("waiting for the last edits to ship, then comparing every row of both sides")
         if rc == 0:
             subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
@@ -146,7 +194,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from hbase_migration.ledger import Ledger
 
         with Ledger.open(ledger_url) as ledger:
-            run_id = next(r["run_id"] for r in ledger.recent_runs(5) if r["dag_id"] == "hbase_table_migration")
+            run_id = run_id or next(r["run_id"] for r in ledger.recent_runs(5)
+                                    if r["dag_id"] == "hbase_table_migration")
             summary = ledger.run_summary(run_id)
         catch_up = summary["phases"].get("*", {}).get("catch_up") or {}
         per_table = {}
@@ -178,10 +227,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                              "max_age_of_last_shipped_op_ms": summary["lag"]["max_age_of_last_shipped_op_ms"],
                              "max_size_of_log_queue": summary["lag"]["max_size_of_log_queue"]},
                 "wall_time_s": round(time.monotonic() - started, 1), "tables": per_table,
-                "differences": sum(v["independent_comparison"]["differences"] for v in per_table.values())}
+                "differences": sum(v["independent_comparison"]["differences"] for v in per_table.values()),
+                **extra}
     finally:
         if writer is not None:
             writer.stop()
+        if own_deployment is not None:
+            log("stopping the deployment")
+            own_deployment.stop()
         log("stopping minihbase and ZooKeeper")
         minihbase("down", workdir=mh, check=False)
 
@@ -192,13 +245,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-rate", type=float, default=100.0, help="live writer ops/s")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     p.add_argument("--timeout-s", type=float, default=3600.0)
-    p.add_argument("--workdir", default=str(REPO / ".state" / "demo"))
+    p.add_argument("--workdir", help="default: .state/demo (.state/demo-cluster with --cluster)")
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
     p.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
                    help="let the migration's verify repair what still differs after its re-compare (default on)")
     p.add_argument("--data-path", choices=("thrift2", "thrift1"), default="thrift2",
                    help="how the toolkit reaches the clusters: their Thrift2 gateways (default), or Thrift1 only")
+    p.add_argument("--cluster", action="store_true",
+                   help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
+    p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
+    p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
+    args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else "demo"))
     result = run(args)
     print(json.dumps(result, sort_keys=True), flush=True)
     ok = result["dag_exit_code"] == 0 and result["run_status"] == "success" and result["differences"] == 0

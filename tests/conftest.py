@@ -43,8 +43,8 @@ def spark(request):
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server for the session (`tests/pg_server.py`); `.create_database(name)` gives a URL."""
-    from tests.pg_server import PostgresServer
+    """A real PostgreSQL server for the session (`deploy/postgres.py`); `.create_database(name)` gives a URL."""
+    from deploy.postgres import PostgresServer
 
     server = PostgresServer().start()
     yield server

@@ -1,0 +1,81 @@
+"""A throw-away PostgreSQL server: Debian's server binaries, a fresh data directory, a free loopback port, trust
+authentication, stopped (immediately) and deleted afterwards. The ledger's tests use it for the ledger database,
+the deployment (`deploy.Deployment`) for Airflow's metadata database and the ledger.
+
+PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user the Debian package
+creates, with its data directory in /tmp (pytest's own temporary directories are private to root). The
+postmaster runs in a session of its own (`pid` is that session's id).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from deploy.processes import free_port
+
+
+def server_binaries() -> Path | None:
+    """The newest installed PostgreSQL server's bin directory, or None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+class PostgresServer:
+    def __init__(self, options: str = "") -> None:
+        self.bin = server_binaries()
+        if self.bin is None:
+            raise RuntimeError("PostgreSQL server binaries not found under /usr/lib/postgresql: run `make bootstrap`")
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="hbase-migration-pg-"))
+        self.data = self.dir / "data"
+        self.user = "postgres" if os.geteuid() == 0 else None
+        self.options = options  # extra `postgres` options, e.g. "-c max_connections=200"
+
+    def _run(self, *args: str, timeout: float = 120) -> None:
+        cmd = [*(["runuser", "-u", self.user, "--"] if self.user else []), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+
+    def start(self) -> "PostgresServer":
+        if self.user:
+            shutil.chown(self.dir, self.user)
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                  "--no-sync", "-E", "UTF8")
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} -c fsync=off"
+        if self.options:
+            options += " " + self.options
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
+                  "-w", "-t", "60", "start")
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's pid (also its session id), while it runs."""
+        try:
+            return int((self.data / "postmaster.pid").read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+
+    def create_database(self, name: str) -> str:
+        """Create database `name`; returns its SQLAlchemy URL."""
+        import psycopg
+
+        conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            conn.close()
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            if (self.data / "postmaster.pid").exists():
+                self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:  # `pg_ctl -w stop` returned once the server was gone
+            shutil.rmtree(self.dir, ignore_errors=True)
