@@ -18,12 +18,8 @@ from typing import Any, Callable
 DAG_ID = "hbase_table_migration"
 
 # ------------------------------------------------------------------------------------------------------------
-# HOOK: Thrift gateways per cluster. Another branch adds minihbase settings `thrift_gateways` (Thrift1) and
-# `thrift2_gateways` (Thrift2) to ClusterConfig. When this checkout's minihbase has them, the cluster demo asks
-# for GATEWAYS_PER_CLUSTER of each per cluster (in a derived clusters.toml); until then each cluster has its one
-# Thrift1 gateway and the summary says `"gateways": "one per cluster (minihbase has no thrift_gateways yet)"`.
-# Once the settings land, nothing here needs to change unless the connection's form does (the demo takes the
-# connection minihbase's `endpoints --json` prints).
+# Thrift gateways per cluster: the cluster demo asks minihbase for GATEWAYS_PER_CLUSTER of each kind per cluster
+# (in a derived clusters.toml); the connections list them all (`thrift_servers`, `thrift2_servers`).
 GATEWAYS_PER_CLUSTER = 2
 GATEWAY_SETTINGS = ("thrift_gateways", "thrift2_gateways")
 
@@ -45,9 +41,10 @@ def clusters_toml(workdir: Path, gateways: dict[str, int], unique_parents: bool)
     from minihbase.config import CLUSTERS_TOML
 
     text = Path(CLUSTERS_TOML).read_text(encoding="utf-8")
-    if gateways:
-        lines = "".join(f"{k} = {v}\n" for k, v in gateways.items())
-        text = text.replace("[defaults]\n", "[defaults]\n" + lines, 1)
+    for name, value in gateways.items():  # set in [defaults] (replaced when the checked-in file sets it already)
+        text, n = re.subn(rf"^{name}\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+        if not n:
+            text = text.replace("[defaults]\n", f"[defaults]\n{name} = {value}\n", 1)
     if unique_parents:
         suffix = uuid.uuid4().hex[:8]
         text = re.sub(r'^(znode_parent\s*=\s*")([^"]+)"', lambda m: f'{m.group(1)}{m.group(2)}-{suffix}"', text,
