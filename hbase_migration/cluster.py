@@ -222,6 +222,11 @@ class Cluster:
                                      "(the host:port of `hbase thrift2` gateways)")
 
     @property
+    def gateways(self) -> tuple[str, ...]:
+        """The gateways (host:port) of the data path this cluster uses."""
+        return self.thrift2_servers if self.uses_thrift2 else self.thrift_servers
+
+    @property
     def uses_thrift2(self) -> bool:
         """Whether copy, verify and repair go through Thrift2 (the data path is chosen once, here)."""
         return self.data_path == "thrift2" or (self.data_path == "auto" and bool(self.thrift2_servers))

@@ -161,7 +161,7 @@ def copy_partition(
     started = clock()
     last_log = started
     path_args = (options.timeout_s, options.retries, options.retry_wait_max_s)
-    reader = open_data_path(source, *path_args)
+    reader = open_data_path(source, *path_args, partition.gateway or None)
     writer = None
     try:
         with open_data_path(target, *path_args) as target_path:

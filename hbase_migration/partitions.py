@@ -5,6 +5,7 @@ resumed run with the same options recognises the partitions it finished. Pure, e
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import asdict, dataclass
@@ -36,6 +37,8 @@ class Partition:
     region: str
     partition_id: str
     est_rows: int | None = None
+    host: str = ""  # the host of the region server holding it, when known
+    gateway: str = ""  # the source gateway (host:port) its reads go through; "" = the cluster's first
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -85,7 +88,8 @@ def split_points(keys: Sequence[bytes], pieces: int, lo: bytes, hi: bytes) -> li
 
 
 def plan_partitions(
-    regions: Sequence[Region], options: TableScope, samples: Mapping[bytes, RegionSample] | None = None
+    regions: Sequence[Region], options: TableScope, samples: Mapping[bytes, RegionSample] | None = None,
+    gateways: Sequence[str] = (),
 ) -> list[Partition]:
     """One partition per region, clipped to the row range; big regions split at sampled keys.
 
@@ -126,8 +130,30 @@ def plan_partitions(
             out.append(Partition(
                 table=options.table, index=len(out), start_row=a, stop_row=b, region=name,
                 partition_id=partition_id(options.table, a, b, fp),
-                est_rows=None if est is None else max(1, est // n) if est else 0,
+                est_rows=None if est is None else max(1, est // n) if est else 0, host=region.host,
             ))
+    if gateways:
+        chosen = assign_gateways([p.host for p in out], gateways)
+        out = [dataclasses.replace(p, gateway=g) for p, g in zip(out, chosen)]
+    return out
+
+
+def assign_gateways(hosts: Sequence[str], gateways: Sequence[str]) -> list[str]:
+    """The gateway each partition reads through: one on the host of its region's server when there is one (as
+    deployments that run a Thrift server beside each region server do: the scan stays on that host), taken in
+    turn among those; otherwise the gateways in turn, so partitions spread evenly over them."""
+    by_host: dict[str, list[str]] = {}
+    for g in gateways:
+        by_host.setdefault(g.rpartition(":")[0], []).append(g)
+    local_turn: dict[str, int] = {}
+    out = []
+    for i, host in enumerate(hosts):
+        local = by_host.get(host)
+        if local:
+            out.append(local[local_turn.get(host, 0) % len(local)])
+            local_turn[host] = local_turn.get(host, 0) + 1
+        else:
+            out.append(gateways[i % len(gateways)])
     return out
 
 

@@ -77,7 +77,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
                  options.table, options.rows_per_partition)
         samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
-    partitions = plan_partitions(regions, options, samples)
+    partitions = plan_partitions(regions, options, samples, source.gateways)
     done = store.done_partitions(copy_id, options.table) if store is not None else set()
     todo = [p for p in partitions if p.partition_id not in done]
     skipped = len(partitions) - len(todo)
@@ -127,7 +127,7 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
     the JSON result (`identical`)."""
     started = time.monotonic() if started is None else started
     _families, regions = check_tables(source, target, options)
-    partitions = plan_partitions(regions, options)
+    partitions = plan_partitions(regions, options, gateways=source.gateways)
     log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
              ", REPAIR enabled" if options.repair else "")

@@ -5,6 +5,7 @@ uses. happybase is imported inside functions.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -60,22 +61,52 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-class ThriftSession:
-    """One Thrift connection to a cluster that can be re-opened after a transport error."""
+def failover(current: str, gateways: Sequence[str]) -> str:
+    """The gateway a re-opened session moves to: another one of the cluster's, when it has several (a gateway
+    that died costs one retry), else the same."""
+    others = [g for g in gateways if g != current]
+    return random.choice(others) if others else current
 
-    def __init__(self, cluster: "Cluster", timeout_s: float | None = None):
+
+def connect_any(session: Any, gateways: Sequence[str], connect: Callable[[str], None]) -> None:
+    """`connect(gateway)` for the session's gateway, then, if it cannot be reached, each other gateway of the
+    cluster in turn (a gateway that died before the session opened costs nothing but this). Sets
+    `session.gateway` to the one that answered; raises ConnectionError naming every one tried."""
+    order = [session.gateway] + [g for g in gateways if g != session.gateway]
+    errors = []
+    for gateway in order:
+        try:
+            connect(gateway)
+        except ConnectionError as e:
+            errors.append(str(e))
+            continue
+        session.gateway = gateway
+        return
+    raise ConnectionError("; ".join(errors))
+
+
+class ThriftSession:
+    """One Thrift1 connection to one of a cluster's gateways, re-opened (on another gateway, if there are
+    several) after a transport error."""
+
+    def __init__(self, cluster: "Cluster", timeout_s: float | None = None, gateway: str | None = None):
         self.cluster = cluster
         self.timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
+        self.gateway = gateway or cluster.thrift_servers[0]
         self.connection: Any = None
         self.reconnects = 0
         self.open()
 
     def open(self) -> None:
+        connect_any(self, self.cluster.thrift_servers, self._connect)
+
+    def _connect(self, gateway: str) -> None:
         import happybase
 
+        host, _, port = gateway.rpartition(":")
         self.connection = happybase.Connection(
-            host=self.cluster.thrift_host,
-            port=self.cluster.thrift_port,
+            host=host,
+            port=int(port),
             timeout=int(self.timeout_s * 1000),
             transport=self.cluster.thrift_transport,
             protocol=self.cluster.thrift_protocol,
@@ -85,8 +116,7 @@ class ThriftSession:
             self.connection.open()
         except Exception as e:
             raise ConnectionError(
-                f"cluster {self.cluster.name!r}: cannot reach the Thrift server at "
-                f"{self.cluster.thrift_host}:{self.cluster.thrift_port}: {e}"
+                f"cluster {self.cluster.name!r}: cannot reach the Thrift server at {gateway}: {e}"
             ) from e
 
     @property
@@ -96,6 +126,7 @@ class ThriftSession:
     def reopen(self) -> None:
         self.close()
         self.reconnects += 1
+        self.gateway = failover(self.gateway, self.cluster.thrift_servers)
         self.open()
 
     def close(self) -> None:

@@ -567,15 +567,18 @@ class Side:
             batch_rows=max(o.scan_batch_rows, 2000), first_key_only=True))
 
 
-def _open_paths(source: "Cluster", target: "Cluster", options: VerifyOptions) -> list[DataPath]:
-    return [open_data_path(c, options.timeout_s, options.retries, options.retry_wait_max_s) for c in (source, target)]
+def _open_paths(source: "Cluster", target: "Cluster", partition: Partition, options: VerifyOptions) -> list[DataPath]:
+    """The source read through the partition's gateway, the target through one of its gateways in turn."""
+    args = (options.timeout_s, options.retries, options.retry_wait_max_s)
+    return [open_data_path(source, *args, partition.gateway or None),
+            open_data_path(target, *args, target.gateways[partition.index % len(target.gateways)])]
 
 
 def count_partition(source: "Cluster", target: "Cluster", partition: Partition,
                     options: VerifyOptions) -> PartitionVerdict:
     """Level "rows": both sides' row counts for one partition."""
     started = time.monotonic()
-    paths = _open_paths(source, target, options)
+    paths = _open_paths(source, target, partition, options)
     with paths[0], paths[1]:
         src = Side("source", paths[0], options.table, options, True)
         tgt = Side("target", paths[1], options.target_table, options, False)
@@ -598,7 +601,7 @@ def verify_partition(
     started = time.monotonic()
     verdict = PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row)
     tally = Tally(max_kept=options.max_diff_rows)
-    paths = _open_paths(source, target, options)
+    paths = _open_paths(source, target, partition, options)
     try:
         # Each side is read in its own thread and connection; the main thread hashes and compares.
         src = Side("source", paths[0], options.table, options, True)

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from hbase_migration.scope import Cell, Row
+from hbase_migration.scope import Cell, Row, to_string_binary
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
@@ -40,11 +40,12 @@ class PartitionFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class Region:
-    """One region of a table (b"" = open end)."""
+    """One region of a table (b"" = open end), and the host of the region server holding it."""
 
     start_key: bytes
     end_key: bytes
     name: bytes = b""
+    host: str = ""
 
 
 class Writer(abc.ABC):
@@ -59,6 +60,14 @@ class Writer(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+
+def check_in_range(first: bytes, last: bytes, next_start: bytes, stop_row: bytes, table: str) -> None:
+    """A scan's rows must come in order inside what is left of its range; anything else means a scanner that is
+    not this scan's, and the partition must fail rather than copy or skip the wrong rows."""
+    if first < next_start or last < first or (stop_row and last >= stop_row):
+        raise PartitionFailed(f"scan of {table!r} got rows [{to_string_binary(first)}, {to_string_binary(last)}] "
+                              f"outside [{to_string_binary(next_start)}, {to_string_binary(stop_row) or '<end>'})")
 
 
 class ThreadedWriter(Writer):
@@ -253,15 +262,17 @@ class DataPath(abc.ABC):
 
 
 def open_data_path(cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
-                   wait_cap_s: float = 20.0) -> DataPath:
-    """The cluster's data path, chosen once per cluster from its connection (`Cluster.uses_thrift2`)."""
+                   wait_cap_s: float = 20.0, gateway: str | None = None) -> DataPath:
+    """The cluster's data path, chosen once per cluster from its connection (`Cluster.uses_thrift2`), reading
+    through `gateway` (one of `Cluster.gateways`; None: the first). After a transport error a session moves to
+    another of the cluster's gateways, so a gateway that dies costs its partitions a retry, not the copy."""
     if cluster.uses_thrift2:
         from hbase_migration.datapath.thrift2 import Thrift2Path
 
-        return Thrift2Path(cluster, timeout_s, retries, wait_cap_s)
+        return Thrift2Path(cluster, timeout_s, retries, wait_cap_s, gateway)
     from hbase_migration.datapath.thrift1 import Thrift1Path
 
-    return Thrift1Path(cluster, timeout_s, retries, wait_cap_s)
+    return Thrift1Path(cluster, timeout_s, retries, wait_cap_s, gateway)
 
 
 def prefetch(iterable: Iterable[Any], depth: int = 2) -> Iterator[Any]:

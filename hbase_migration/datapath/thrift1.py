@@ -24,6 +24,7 @@ from hbase_migration.datapath import (
     Region,
     ThreadedWriter,
     Writer,
+    check_in_range,
 )
 from hbase_migration.scope import Cell, Row, to_string_binary, window_cells
 from hbase_migration.thrift import ThriftSession, hbase_thrift, is_transient, retrying
@@ -42,9 +43,9 @@ class Thrift1Path(DataPath):
     default_writers = 16  # one mutateRowsTs per distinct timestamp: many calls in flight hide the round trips
 
     def __init__(self, cluster: "Cluster", timeout_s: float | None = None, retries: int = 8,
-                 wait_cap_s: float = 20.0):
+                 wait_cap_s: float = 20.0, gateway: str | None = None):
         timeout_s = timeout_s if timeout_s is not None else cluster.timeout_s
-        super().__init__(cluster, ThriftSession(cluster, timeout_s), timeout_s, retries, wait_cap_s)
+        super().__init__(cluster, ThriftSession(cluster, timeout_s, gateway), timeout_s, retries, wait_cap_s)
 
     def read_families(self, table: str) -> dict[bytes, int]:
         T = hbase_thrift()
@@ -155,16 +156,19 @@ def scan_rows(
     """
     T = hbase_thrift()
     table_b = table.encode("utf-8")
-    state: dict[str, Any] = {"scanner": None, "next_start": start_row}
+    state: dict[str, Any] = {"scanner": None, "next_start": start_row, "connection": None}
 
     def next_batch() -> list:
-        # After a failure the scanner is gone with its connection: open a new one after the last row yielded.
-        if state["scanner"] is None:
+        # A scanner lives on the connection (and gateway) that opened it: after any re-open (this scan's retry,
+        # or another call on the session) open a new one just after the last row yielded. An old id reused on
+        # another gateway could name another scan's scanner there.
+        if state["scanner"] is None or state["connection"] != session.reconnects:
             scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, timestamp=timestamp,
                            columns=list(columns) if columns else None, caching=batch_rows,
                            filterString=filter_string.encode("utf-8") if filter_string else None,
                            sortColumns=True)
             state["scanner"] = session.client.scannerOpenWithScan(table_b, scan, {})
+            state["connection"] = session.reconnects
         return session.client.scannerGetList(state["scanner"], batch_rows)
 
     def lost_scanner(_error: BaseException) -> None:
@@ -175,9 +179,10 @@ def scan_rows(
     try:
         while True:
             try:
-                items = retrying(session, next_batch, retries, wait_cap, f"scan of {table}", lost_scanner)
+                items = retrying(session, next_batch, retries, wait_cap, f"scan of {table}", lost_scanner,
+                                 transient=scanner_lost)
             except Exception as e:
-                if not is_transient(e):
+                if not scanner_lost(e):
                     raise
                 raise PartitionFailed(f"scan of {table!r} from {to_string_binary(state['next_start'])} failed "
                                       f"{retries} times: {type(e).__name__}: {e}") from e
@@ -185,14 +190,23 @@ def scan_rows(
                 return
             batch = [(it.row, [(c.columnName, c.cell.timestamp, c.cell.value) for c in (it.sortedColumns or ())])
                      for it in items]
+            check_in_range(batch[0][0], batch[-1][0], state["next_start"], stop_row, table)
             state["next_start"] = batch[-1][0] + b"\x00"
             yield batch
     finally:
-        if state["scanner"] is not None:
+        if state["scanner"] is not None and state["connection"] == session.reconnects:
             try:
                 session.client.scannerClose(state["scanner"])
             except Exception:  # a scanner on a dead connection is released by the server's lease
                 pass
+
+
+def scanner_lost(exc: BaseException) -> bool:
+    """Errors after which a scan re-opens its scanner just after the last row: transient ones, and a scanner id
+    the gateway does not know (HBase's handler answers IllegalArgument("scanner ID is invalid") when the lease
+    expired, or the session moved to another gateway)."""
+    return is_transient(exc) or (type(exc).__name__ == "IllegalArgument" and b"scanner ID is invalid" in (
+        exc.message if isinstance(getattr(exc, "message", None), bytes) else str(exc).encode()))
 
 
 def read_versions(
@@ -234,8 +248,9 @@ class CellWriter(ThreadedWriter):
         self.table = table.encode("utf-8")
         self.batch_cells = batch_cells
         self._T = hbase_thrift()
-        super().__init__(cluster, lambda: ThriftSession(cluster, timeout_s), writers=writers, pipeline=pipeline,
-                         retries=retries, wait_cap=wait_cap, what="mutateRowsTs")
+        gateways = iter(list(cluster.thrift_servers) * writers)  # writers spread over the gateways
+        super().__init__(cluster, lambda: ThriftSession(cluster, timeout_s, next(gateways)), writers=writers,
+                         pipeline=pipeline, retries=retries, wait_cap=wait_cap, what="mutateRowsTs")
 
     def encode(self, rows: Sequence[Row]) -> Iterator[dict[str, Any]]:
         T = self._T
@@ -290,12 +305,14 @@ def merge_versions(scanned: Sequence[Cell], versions: Mapping[bytes, Sequence[Ce
 
 
 def regions_from_thrift(items: Iterable[Any]) -> list[Region]:
-    """TRegionInfo objects or happybase `Table.regions()` dicts, sorted by start key."""
+    """TRegionInfo objects or happybase `Table.regions()` dicts, sorted by start key (serverName: the hostname)."""
     out = []
     for it in items:
         if isinstance(it, Mapping):
             start, end, name = it.get("start_key", b""), it.get("end_key", b""), it.get("name", b"")
+            host = it.get("server_name", b"")
         else:
-            start, end, name = it.startKey, it.endKey, it.name
-        out.append(Region(bytes(start or b""), bytes(end or b""), bytes(name or b"")))
+            start, end, name, host = it.startKey, it.endKey, it.name, it.serverName
+        host = host.decode("utf-8", "replace") if isinstance(host, bytes) else str(host or "")
+        out.append(Region(bytes(start or b""), bytes(end or b""), bytes(name or b""), host))
     return sorted(out, key=lambda r: r.start_key)

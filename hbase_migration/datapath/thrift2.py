@@ -13,13 +13,21 @@ from __future__ import annotations
 import io
 import logging
 import pkgutil
-import random
 import socket
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from hbase_migration.datapath import FIRST_KEY_ONLY, KEY_ONLY, DataPath, PartitionFailed, Region, ThreadedWriter, Writer
+from hbase_migration.datapath import (
+    FIRST_KEY_ONLY,
+    KEY_ONLY,
+    DataPath,
+    PartitionFailed,
+    Region,
+    ThreadedWriter,
+    Writer,
+    check_in_range,
+)
 from hbase_migration.scope import LATEST_TIMESTAMP, Cell, Row, to_string_binary
-from hbase_migration.thrift import is_transient, pipelined, retrying
+from hbase_migration.thrift import connect_any, failover, is_transient, pipelined, retrying
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
@@ -62,10 +70,13 @@ class Thrift2Session:
         self.open()
 
     def open(self) -> None:
+        connect_any(self, self.cluster.thrift2_servers, self._connect)
+
+    def _connect(self, gateway: str) -> None:
         from thriftpy2.rpc import make_client
 
         T = hbase2()
-        host, _, port = self.gateway.rpartition(":")
+        host, _, port = gateway.rpartition(":")
         transport, protocol = _factories(self.cluster)
         try:
             self.client = make_client(T.THBaseService, host, int(port), timeout=int(self.timeout_s * 1000),
@@ -74,18 +85,16 @@ class Thrift2Session:
         except Exception as e:
             self.close()
             raise ConnectionError(f"cluster {self.cluster.name!r}: cannot reach the Thrift2 server at "
-                                  f"{self.gateway}: {type(e).__name__}: {e}") from e
+                                  f"{gateway}: {type(e).__name__}: {e}") from e
         if kind != T.TThriftServerType.TWO:
             self.close()
-            raise ConnectionError(f"cluster {self.cluster.name!r}: {self.gateway} is a Thrift1 server (thrift "
+            raise ConnectionError(f"cluster {self.cluster.name!r}: {gateway} is a Thrift1 server (thrift "
                                   "server type ONE); thrift2_servers must name `hbase thrift2` gateways")
 
     def reopen(self) -> None:
         self.close()
         self.reconnects += 1
-        others = [g for g in self.cluster.thrift2_servers if g != self.gateway]
-        if others:  # a dead gateway costs one retry, then the session moves to another
-            self.gateway = random.choice(others)
+        self.gateway = failover(self.gateway, self.cluster.thrift2_servers)
         self.open()
 
     def close(self) -> None:
@@ -170,7 +179,8 @@ class Thrift2Path(DataPath):
         for loc in locations:
             info = loc.regionInfo
             start, end = bytes(info.startKey or b""), bytes(info.endKey or b"")
-            out.append(Region(start, end, b"%s,%s,%d" % (table.encode("utf-8"), start, info.regionId)))
+            out.append(Region(start, end, b"%s,%s,%d" % (table.encode("utf-8"), start, info.regionId),
+                              loc.serverName.hostName if loc.serverName else ""))
         return sorted(out, key=lambda r: r.start_key)
 
     @staticmethod
@@ -199,13 +209,16 @@ class Thrift2Path(DataPath):
         flt = FIRST_KEY_ONLY if first_key_only else KEY_ONLY if keys_only else None
         read = self._read(columns, start_ms, end_ms, 1 if first_key_only else versions)
         resort = needs_resort(self.families(table))
-        state: dict[str, Any] = {"scanner": None, "next_start": start_row}
+        state: dict[str, Any] = {"scanner": None, "next_start": start_row, "connection": None}
 
         def next_batch() -> list:
-            if state["scanner"] is None:
+            # A scanner lives on the connection (and gateway) that opened it: after any re-open, open a new one
+            # just after the last row yielded (an old id on another gateway could name another scan's scanner).
+            if state["scanner"] is None or state["connection"] != self.session.reconnects:
                 scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, caching=batch_rows,
                                filterString=flt.encode("utf-8") if flt else None, cacheBlocks=False, **read)
                 state["scanner"] = self.session.client.openScanner(table_b, scan)
+                state["connection"] = self.session.reconnects
             return self.session.client.getScannerRows(state["scanner"], batch_rows)
 
         def lost_scanner(_error: BaseException) -> None:
@@ -226,11 +239,12 @@ class Thrift2Path(DataPath):
                 if not results:
                     return
                 batch = [(r.row, _cells(r, resort)) for r in results if r.columnValues]
+                check_in_range(results[0].row, results[-1].row, state["next_start"], stop_row, table)
                 state["next_start"] = results[-1].row + b"\x00"
                 if batch:
                     yield batch
         finally:
-            if state["scanner"] is not None:
+            if state["scanner"] is not None and state["connection"] == self.session.reconnects:
                 try:
                     self.session.client.closeScanner(state["scanner"])
                 except Exception:  # a scanner on a dead connection is released by the server's lease

@@ -117,3 +117,15 @@ def test_thrift2_cells_follow_column_order_and_resort_only_when_needed():
     assert needs_resort([b"a", b"a0"]) and not needs_resort([b"a", b"ab", b"b"]) and not needs_resort([b"a"])
     assert _cells(result, resort=True) == [(b"a0:q", 5, b"v"), (b"a:q", 9, b"v"), (b"a:q", 3, b"v")]
     assert _cells(result, resort=False)[0] == (b"a:q", 9, b"v")
+
+
+def test_a_scan_refuses_rows_outside_what_is_left_of_its_range():
+    import pytest
+
+    from hbase_migration.datapath import PartitionFailed, check_in_range
+
+    check_in_range(b"b", b"c", b"b", b"d", "t")  # in order, inside [b, d)
+    check_in_range(b"x", b"z", b"b", b"", "t")  # open end
+    for first, last in ((b"a", b"c"), (b"c", b"b"), (b"b", b"d")):
+        with pytest.raises(PartitionFailed, match="outside"):
+            check_in_range(first, last, b"b", b"d", "t")

@@ -104,9 +104,9 @@ def test_fingerprint_changes_with_content_options_only():
 # ---------------------------------------------------------------- regions
 
 def test_regions_from_thrift_accepts_tregioninfo_and_happybase_dicts_sorted():
-    thrift = [SimpleNamespace(startKey=b"m", endKey=b"", name=b"r2"),
-              SimpleNamespace(startKey=b"", endKey=b"m", name=b"r1")]
-    assert regions_from_thrift(thrift) == [Region(b"", b"m", b"r1"), Region(b"m", b"", b"r2")]
+    thrift = [SimpleNamespace(startKey=b"m", endKey=b"", name=b"r2", serverName=b"rs2.dc1"),
+              SimpleNamespace(startKey=b"", endKey=b"m", name=b"r1", serverName=b"rs1.dc1")]
+    assert regions_from_thrift(thrift) == [Region(b"", b"m", b"r1", "rs1.dc1"), Region(b"m", b"", b"r2", "rs2.dc1")]
     dicts = [{"start_key": b"", "end_key": b"", "name": b"only"}]
     assert regions_from_thrift(dicts) == [Region(b"", b"", b"only")]
 
@@ -182,7 +182,7 @@ def test_plan_refuses_no_regions_and_overlapping_regions():
 def test_partition_json_and_description():
     p = Partition("t", 3, b"a\x00", b"", "r", "id")
     assert p.to_dict() == {"table": "t", "index": 3, "start_row": "6100", "stop_row": "", "region": "r",
-                           "partition_id": "id", "est_rows": None}
+                           "partition_id": "id", "est_rows": None, "host": "", "gateway": ""}
     assert p.describe() == "#3 [a\\x00, <end>)"
 
 
@@ -201,3 +201,18 @@ def test_to_bytes_binary_is_the_inverse_of_to_string_binary():
     assert to_bytes_binary("é") == "é".encode()
     for key in (b"\x00\x01abc\xff", b"plain", b"back\\slash"):
         assert to_bytes_binary(to_string_binary(key)) == key
+
+
+def test_partitions_read_through_the_gateway_on_their_region_servers_host_else_in_turn():
+    from hbase_migration.partitions import assign_gateways
+
+    # one gateway per region server host: each partition reads on its own host; two on one host: in turn
+    assert assign_gateways(["rs1", "rs2", "rs1", "rs1"], ["rs1:9090", "rs2:9090", "rs1:9091"]) == [
+        "rs1:9090", "rs2:9090", "rs1:9091", "rs1:9090"]
+    # gateways on other hosts (a separate Thrift tier): spread in turn
+    assert assign_gateways(["rs1", "rs2", "rs3", ""], ["gw1:9090", "gw2:9090"]) == [
+        "gw1:9090", "gw2:9090", "gw1:9090", "gw2:9090"]
+    regions = [Region(b"", b"g", b"r1", "gw2"), Region(b"g", b"", b"r2", "elsewhere")]
+    parts = plan_partitions(regions, TableScope("t"), gateways=["gw1:1", "gw2:1"])
+    assert [(p.host, p.gateway) for p in parts] == [("gw2", "gw2:1"), ("elsewhere", "gw2:1")]
+    assert parts[0].partition_id == plan_partitions(regions, TableScope("t"))[0].partition_id  # ids unchanged
