@@ -1,9 +1,10 @@
 """Copy rows/s on Spark local[2] against the Spark standalone cluster of the deployment (a master and two 1-core
-workers, started from the pyspark package's own classes; see deploy/spark.py), measured in one run.
+workers, started from the pyspark package's own classes; see deploy/spark.py), and through one Thrift gateway per
+cluster against two, measured in one run.
 
-Both copies are the same `spark-submit jobs/copy_table.py` of the same 8-region table (minihbase dc1 -> dc2);
-only the master differs. The cluster's application takes both workers' cores (spark.cores.max=2), and its
-executors get the toolkit from what the job ships (the workers have no PYTHONPATH). Figures (printed, never
+All copies are the same `spark-submit jobs/copy_table.py` of the same 8-region table (minihbase dc1 -> dc2, two
+Thrift gateways of each kind per cluster); only the master, or the gateways the connections list, differs. The
+cluster's application takes both workers' cores (spark.cores.max=2), and its executors get the toolkit from what the job ships (the workers have no PYTHONPATH). Figures (printed, never
 asserted): rows/s inside the job (rows / the job's own elapsed time, Spark start included) and end to end
 (rows / spark-submit's wall time), and cluster/local ratios.
 
@@ -30,13 +31,23 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from bench.bench_copy import FAMILIES, SPLITS, load  # noqa: E402
+from bench.bench_copy import SPLITS, TABLES, load  # noqa: E402
 from deploy.spark import SparkStandalone  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
 from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
+FAMILIES = TABLES["v1"][0]
 
-def submit(master: str | None, conf_dir: Path | None, source, target, table: str, target_table: str,
+
+def one_gateway(cluster) -> str:
+    """The cluster's connection listing only its first gateway of each kind."""
+    conn = json.loads(cluster.connection_json)
+    conn["extra"].pop("thrift_servers", None)
+    conn["extra"]["thrift2_servers"] = conn["extra"]["thrift2_servers"].split(",")[0]
+    return json.dumps(conn)
+
+
+def submit(master: str | None, conf_dir: Path | None, source: str, target: str, table: str, target_table: str,
            workdir: Path) -> dict:
     """One `spark-submit jobs/copy_table.py`; its summary plus the wall time."""
     summary_file = workdir / f"{target_table}.json"
@@ -48,9 +59,8 @@ def submit(master: str | None, conf_dir: Path | None, source, target, table: str
         cmd += ["--conf", "spark.cores.max=2"]
     else:
         cmd += ["--master", master, "--conf", "spark.ui.enabled=false"]
-    cmd += [str(REPO / "jobs" / "copy_table.py"), "--source", source.connection_json, "--target",
-            target.connection_json, "--table", table, "--target-table", target_table, "--summary-file",
-            str(summary_file), "--log-level", "WARNING"]
+    cmd += [str(REPO / "jobs" / "copy_table.py"), "--source", source, "--target", target, "--table", table,
+            "--target-table", target_table, "--summary-file", str(summary_file), "--log-level", "WARNING"]
     started = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - started
@@ -73,19 +83,20 @@ def main(argv=None) -> int:
     spark = None
     dc1 = dc2 = None
     try:
-        dc1 = MiniCluster.start(zk.hosts, workdir, name="dc1", znode_parent="/hbase-bench-deploy-dc1")
-        dc2 = MiniCluster.start(zk.hosts, workdir, name="dc2", znode_parent="/hbase-bench-deploy-dc2")
+        gateways = {"thrift_gateways": 2, "thrift2_gateways": 2}
+        dc1 = MiniCluster.start(zk.hosts, workdir, name="dc1", znode_parent="/hbase-bench-deploy-dc1", **gateways)
+        dc2 = MiniCluster.start(zk.hosts, workdir, name="dc2", znode_parent="/hbase-bench-deploy-dc2", **gateways)
         spark = SparkStandalone(workdir, dict(os.environ), workers=2, worker_cores=1, cores_per_app=2).start()
         load(dc1, "src", args.rows)
-        runs: dict[str, list[dict]] = {"local[2]": [], "standalone": []}
+        both = (dc1.connection_json, dc2.connection_json)
+        setups = {"local[2]": ("local[2]", None, both), "local[2], one gateway": ("local[2]", None, (
+                      one_gateway(dc1), one_gateway(dc2))), "standalone": (None, spark.client_conf_dir, both)}
+        runs: dict[str, list[dict]] = {name: [] for name in setups}
         for i in range(args.repeat):
-            for name in runs:
-                target = f"t_{'local' if name == 'local[2]' else 'cluster'}_{i}"
+            for n, (name, (master, conf_dir, (src, dst))) in enumerate(setups.items()):
+                target = f"t_{n}_{i}"
                 dc2.create_table(target, FAMILIES, SPLITS)
-                if name == "local[2]":
-                    runs[name].append(submit("local[2]", None, dc1, dc2, "src", target, workdir))
-                else:
-                    runs[name].append(submit(None, spark.client_conf_dir, dc1, dc2, "src", target, workdir))
+                runs[name].append(submit(master, conf_dir, src, dst, "src", target, workdir))
         executors = {}
         for worker in spark.state()["workers"]:
             info = spark.worker_state(worker["webuiaddress"])
@@ -99,8 +110,10 @@ def main(argv=None) -> int:
         zk.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     best = {name: max(r, key=lambda x: x["job_rows_per_s"]) for name, r in runs.items()}
-    local, cluster = best["local[2]"], best["standalone"]
+    local, cluster, single = best["local[2]"], best["standalone"], best["local[2], one gateway"]
     figures = {
+        "local2_one_gateway_job_rows_per_s": single["job_rows_per_s"],
+        "two_vs_one_gateway_job": round(local["job_rows_per_s"] / single["job_rows_per_s"], 2),
         "rows": args.rows, "partitions": local["partitions"], "runs": runs,
         "local2_job_rows_per_s": local["job_rows_per_s"], "standalone_job_rows_per_s": cluster["job_rows_per_s"],
         "standalone_vs_local2_job": round(cluster["job_rows_per_s"] / local["job_rows_per_s"], 2),
@@ -110,6 +123,8 @@ def main(argv=None) -> int:
                 "not scale",
     }
     print(f"copy of {args.rows} rows ({local['partitions']} partitions), best of {args.repeat}:")
+    print(f"  local[2], one gateway a cluster: {single['job_rows_per_s']} rows/s in the job; two gateways: "
+          f"{local['job_rows_per_s']} ({figures['two_vs_one_gateway_job']}x)")
     print(f"  local[2]:                      {local['job_rows_per_s']} rows/s in the job, "
           f"{local['wall_rows_per_s']} rows/s end to end ({local['wall_s']} s)")
     print(f"  standalone, 2 workers x 1 core: {cluster['job_rows_per_s']} rows/s in the job, "
