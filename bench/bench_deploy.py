@@ -4,7 +4,8 @@ cluster against two, measured in one run.
 
 All copies are the same `spark-submit jobs/copy_table.py` of the same 8-region table (minihbase dc1 -> dc2, two
 Thrift gateways of each kind per cluster); only the master, or the gateways the connections list, differs. The
-cluster's application takes both workers' cores (spark.cores.max=2), and its executors get the toolkit from what the job ships (the workers have no PYTHONPATH). Figures (printed, never
+cluster's application takes both workers' cores (spark.cores.max=2), and its executors get the toolkit from
+what the job ships (the workers have no PYTHONPATH). Figures (printed, never
 asserted): rows/s inside the job (rows / the job's own elapsed time, Spark start included) and end to end
 (rows / spark-submit's wall time), and cluster/local ratios.
 
