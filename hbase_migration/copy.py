@@ -16,14 +16,13 @@ import hashlib
 import logging
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hbase_migration.datapath import open_data_path, prefetch
 from hbase_migration.partitions import Partition
 from hbase_migration.progress import ProgressMeter, Throttle, human_bytes
 from hbase_migration.scope import (
     TableScope,
-    options_from_dict,
     positive_option,
     rename_column,
     to_string_binary,
@@ -39,8 +38,6 @@ log = logging.getLogger(__name__)
 class CopyOptions(TableScope):
     """A copy's scope plus how it runs. Every tuning knob has a reason:
 
-    - scan_batch_rows: rows per `scannerGetList` (TScan.caching); bigger batches
-      amortise the round trip, smaller ones bound a task's memory.
     - write_batch_cells / write_batch_bytes: cells and bytes buffered before they are handed to the
       writer; one write call never carries more.
     - writers: target connections written in parallel (the Thrift server gives one
@@ -51,36 +48,26 @@ class CopyOptions(TableScope):
       accepted sockets (Java Thrift does; a server that does not pays Nagle's
       ~40 ms per delayed answer), hence 1 by default.
     - rows_per_s / bytes_per_s: per-task cap on what is read from the source.
-    - retries: attempts of one call on a transient error (safe: writes are idempotent).
     """
 
-    scan_batch_rows: int = 500
     write_batch_cells: int = 5000
     write_batch_bytes: int = 4 << 20
     writers: int | None = None
     pipeline: int = 1
     rows_per_s: float | None = None
     bytes_per_s: float | None = None
-    retries: int = 8
-    retry_wait_max_s: float = 20.0
-    timeout_s: float = 60.0
     log_every_s: float = 30.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("scan_batch_rows", "write_batch_cells", "write_batch_bytes", "pipeline", "retries"):
+        for name in ("write_batch_cells", "write_batch_bytes", "pipeline"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
         object.__setattr__(self, "writers", positive_option(self.writers, "writers", allow_none=True))
         for name in ("rows_per_s", "bytes_per_s"):
             value = positive_option(getattr(self, name), name, allow_none=True, integer=False)
             object.__setattr__(self, name, value)
-        for name in ("retry_wait_max_s", "timeout_s", "log_every_s"):
-            object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))
+        object.__setattr__(self, "log_every_s", positive_option(self.log_every_s, "log_every_s", integer=False))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CopyOptions":
-        """Build from a JSON-like dict (row keys as text); unknown keys are an error."""
-        return options_from_dict(cls, data)
 
 
 @dataclass

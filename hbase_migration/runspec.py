@@ -8,16 +8,14 @@ files' fields (`plan_key`: `[quota] mark` is `quota_mark`), and `RunSpec.validat
 """
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 from hbase_migration.quota import DEFAULT_QUOTA_MARK, POLICIES
 from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
+from hbase_migration.scope import timestamp_ms
 
-LATEST_TIMESTAMP = (1 << 63) - 1  # HConstants.LATEST_TIMESTAMP
 CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
 
 MIGRATION, BACKFILL, WATCH = "migration", "backfill", "watch"
@@ -100,28 +98,6 @@ def _conn_ids(value: Any) -> tuple[str, ...]:
 
 def _peer_id(value: Any) -> str:
     return validate_peer_id(value.strip() if isinstance(value, str) else value)
-
-
-def timestamp_ms(value: Any) -> int:
-    """Milliseconds since the epoch from an integer or an ISO 8601 date-time (`2024-01-31T12:00:00Z`; a date
-    alone is midnight UTC; a date-time without offset is refused: its instant would depend on the zone)."""
-    if isinstance(value, str) and not re.fullmatch(r"\s*\d+\s*", value):
-        text = value.strip()
-        try:
-            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-                instant = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
-            else:
-                instant = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"must be epoch milliseconds or an ISO 8601 date-time, got {text!r}") from None
-        if instant.utcoffset() is None:
-            raise ValueError(f"{text!r} has no UTC offset (write ...Z or ...+02:00)")
-        ms = calendar.timegm(instant.utctimetuple()) * 1000 + instant.microsecond // 1000
-    else:
-        ms = _integer(value)
-    if not 0 <= ms <= LATEST_TIMESTAMP:
-        raise ValueError(f"must be within 0..{LATEST_TIMESTAMP} ms, got {ms}")
-    return ms
 
 
 def _versions(value: Any) -> int | None:

@@ -6,10 +6,13 @@ on construction and named in the error. Pure: no I/O.
 """
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
 LATEST_TIMESTAMP = (1 << 63) - 1  # HConstants.LATEST_TIMESTAMP (Long.MAX_VALUE)
@@ -93,18 +96,40 @@ def _row_key(value: Any, what: str) -> bytes:
     raise CopyConfigError(f"{what} must be bytes or a string, got {type(value).__name__}")
 
 
+def timestamp_ms(value: Any) -> int:
+    """Milliseconds since the epoch from an integer or an ISO 8601 date-time (`2024-01-31T12:00:00Z`; a date
+    alone is midnight UTC; a date-time without offset is refused: its instant would depend on the zone)."""
+    if isinstance(value, str) and not re.fullmatch(r"\s*\d+\s*", value):
+        text = value.strip()
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                instant = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+            else:
+                instant = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"must be epoch milliseconds or an ISO 8601 date-time, got {text!r}") from None
+        if instant.utcoffset() is None:
+            raise ValueError(f"{text!r} has no UTC offset (write ...Z or ...+02:00)")
+        ms = calendar.timegm(instant.utctimetuple()) * 1000 + instant.microsecond // 1000
+    else:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"must be epoch milliseconds or an ISO 8601 date-time, got {value!r}")
+        try:
+            ms = int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"must be epoch milliseconds or an ISO 8601 date-time, got {value!r}") from None
+    if not 0 <= ms <= LATEST_TIMESTAMP:
+        raise ValueError(f"must be within 0..{LATEST_TIMESTAMP} ms, got {ms}")
+    return ms
+
+
 def _millis(value: Any, what: str) -> int | None:
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise CopyConfigError(f"{what} must be milliseconds since the epoch, got {value!r}")
     try:
-        ms = int(value)
-    except (TypeError, ValueError):
-        raise CopyConfigError(f"{what} must be milliseconds since the epoch, got {value!r}") from None
-    if not 0 <= ms <= LATEST_TIMESTAMP:
-        raise CopyConfigError(f"{what} must be within 0..{LATEST_TIMESTAMP}, got {ms}")
-    return ms
+        return timestamp_ms(value)
+    except ValueError as e:
+        raise CopyConfigError(f"{what} {e}") from None
 
 
 def positive_option(value: Any, what: str, *, allow_none: bool = False, integer: bool = True) -> Any:
@@ -154,6 +179,13 @@ class TableScope:
     families: tuple[tuple[bytes, bytes], ...] = ()
     versions: int | None = None
     rows_per_partition: int | None = None
+    # How its reads run: rows per scanner call (bigger amortises the round trip, smaller bounds a task's
+    # memory), attempts of one call on a transient error (safe: every write is idempotent), the longest wait
+    # between attempts and the per-call timeout.
+    scan_batch_rows: int = 500
+    retries: int = 8
+    retry_wait_max_s: float = 20.0
+    timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.table, str) or not self.table.strip():
@@ -178,6 +210,10 @@ class TableScope:
         object.__setattr__(self, "versions", versions_option(self.versions))
         rpp = positive_option(self.rows_per_partition, "rows_per_partition", allow_none=True)
         object.__setattr__(self, "rows_per_partition", rpp)
+        for name in ("scan_batch_rows", "retries"):
+            object.__setattr__(self, name, positive_option(getattr(self, name), name))
+        for name in ("retry_wait_max_s", "timeout_s"):
+            object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))
 
     # Derived views ---------------------------------------------------------------------------
 
@@ -206,6 +242,11 @@ class TableScope:
                          for s, d in self.families],
             "versions": self.versions,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+        """Build from a JSON-like dict (row keys as text); unknown keys are an error."""
+        return options_from_dict(cls, data)
 
     def fingerprint(self) -> str:
         text = json.dumps(self.content_key(), sort_keys=True, separators=(",", ":"))

@@ -57,7 +57,6 @@ from hbase_migration.scope import (
     CopyConfigError,
     Row,
     TableScope,
-    options_from_dict,
     positive_option,
     rename_column,
     to_string_binary,
@@ -99,21 +98,16 @@ class VerifyOptions(TableScope):
     max_diff_rows: int = 10_000
     sample_limit: int = 20
     repair: bool = False
-    scan_batch_rows: int = 1000
-    retries: int = 8
-    retry_wait_max_s: float = 20.0
-    timeout_s: float = 60.0
+    scan_batch_rows: int = 1000  # both sides are only read: bigger batches than a copy's
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.level not in LEVELS:
             raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
-        for name in ("batch_rows", "leaf_rows", "max_diff_rows", "sample_limit", "scan_batch_rows", "retries"):
+        for name in ("batch_rows", "leaf_rows", "max_diff_rows", "sample_limit"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
         if self.batch_rows & (self.batch_rows - 1):
             raise CopyConfigError(f"batch_rows must be a power of two, got {self.batch_rows}")
-        for name in ("retry_wait_max_s", "timeout_s"):
-            object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))
         try:
             sleep_s = float(self.recompare_sleep_s)
         except (TypeError, ValueError):
@@ -126,9 +120,6 @@ class VerifyOptions(TableScope):
         if self.repair and self.level != "content":
             raise CopyConfigError("repair needs level 'content' (row counts alone do not say what to repair)")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "VerifyOptions":
-        return options_from_dict(cls, data)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_scope_defaults_and_derived_views():
     (dict(table="t", start_time_ms=10, end_time_ms=10),
      r"start_time_ms 10 must be < end_time_ms 10 \(the range is \[start, end\)\)"),
     (dict(table="t", start_time_ms="yesterday"),
-     "start_time_ms must be milliseconds since the epoch, got 'yesterday'"),
+     "start_time_ms must be epoch milliseconds or an ISO 8601 date-time, got 'yesterday'"),
     (dict(table="t", end_time_ms=-1), "end_time_ms must be within 0.."),
     (dict(table="t", versions=0), "versions must be a positive integer, got 0"),
     (dict(table="t", versions=1.5), "versions must be a positive integer, got 1.5"),
