@@ -95,8 +95,8 @@ def copy_parser() -> argparse.ArgumentParser:
     p.add_argument("--savepoint", help="JSON file recording finished partitions (resume skips them)")
     p.add_argument("--ledger-url", help="record finished partitions in the run ledger at this SQLAlchemy URL")
     p.add_argument("--writers", type=int, help="target connections per task")
-    p.add_argument("--pipeline", type=int, help="mutateRowsTs calls in flight per connection")
-    p.add_argument("--scan-batch-rows", type=int, help="rows per scannerGetList")
+    p.add_argument("--pipeline", type=int, help="write calls in flight per connection (mutateRowsTs or putMultiple)")
+    p.add_argument("--scan-batch-rows", type=int, help="rows per scanner call")
     p.add_argument("--rows-per-s", type=float, help="per-task throttle on rows read from the source")
     p.add_argument("--bytes-per-s", type=float, help="per-task throttle on bytes read from the source")
     return p
