@@ -1,5 +1,5 @@
 """spark-submit target for the deployment test: what an executor's Python can import, before and after the job
-ships the toolkit (`jobs/spark_runtime.ship_package`). Prints one JSON line: {"before": ..., "after": ...}."""
+ships the toolkit (`hbase_migration/executors.ship_package`). Prints one JSON line: {"before": ..., "after": ...}."""
 import json
 import sys
 from pathlib import Path
@@ -25,7 +25,7 @@ def probe(_):
 def main() -> None:
     from pyspark.sql import SparkSession
 
-    from jobs.spark_runtime import ship_package
+    from hbase_migration.executors import ship_package
 
     spark = SparkSession.builder.appName("executor-probe").getOrCreate()
     sc = spark.sparkContext
