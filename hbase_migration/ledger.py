@@ -623,6 +623,12 @@ class Ledger:
             "peer": {"state": notes[-1]["state"] if notes else None, "notes": notes},
         }
 
+    def find_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run as `run_summary()["run"]` shows it, or None when the ledger does not hold it."""
+        with self._reader.begin() as conn:
+            row = self._run(conn, "get_run", run_id=_text(run_id, "run_id")).mappings().first()
+        return None if row is None else _run_dict(row)
+
     def recent_runs(self, limit: int = 20, *, except_plan: str | None = None) -> list[dict[str, Any]]:
         """The newest runs first, each as `run_summary()["run"]` plus the peer's last noted state/reason;
         with `except_plan`, the runs of that plan are left out before the limit applies (the dashboard leaves

@@ -104,3 +104,8 @@ def test_a_copy_records_its_plan_in_the_ledger_not_in_a_savepoint_file(ledger, t
     record_plan(savepoint, "copy-1", "t1", plan)
     record_plan(None, "copy-1", "t1", plan)  # a copy without a store
     assert not (tmp_path / "savepoint.json").exists()
+
+
+def test_find_run_answers_none_for_a_run_it_does_not_hold(ledger):
+    assert ledger.find_run("run-1") == ledger.run_summary("run-1")["run"]
+    assert ledger.find_run("nope") is None
