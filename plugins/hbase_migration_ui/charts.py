@@ -18,8 +18,8 @@ from markupsafe import Markup, escape
 # Colour-blind-safe palette (Okabe-Ito), cycled over the series.
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000")
 MAX_DOTS = 400  # a series with more samples is drawn as a line only (the dots would cover it)
-WIDTH, HEIGHT = 760, 240
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 16, 26, 34
+WIDTH, HEIGHT = 760, 250
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 16, 40, 34
 _TIME_STEPS_MS = [s * 1000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
                                      21600, 43200, 86400, 172800, 604800)]
 
@@ -71,6 +71,7 @@ class Chart:
     bands: tuple[Band, ...] = ()
     x_range: tuple[int, int] | None = None  # default: the data's span (and the markers')
     y_max: float | None = None  # default: the largest value or rule
+    binary: bool = False  # values are bytes: ticks on binary units
     css_class: str = "chart"
     empty_text: str = "No sample yet."
     note: str | None = None
@@ -99,9 +100,11 @@ def nice_step(span: float, target_ticks: int = 5) -> float:
     return 10 * magnitude
 
 
-def value_ticks(top: float, target_ticks: int = 4) -> list[float]:
-    """Ticks from 0 up to the first tick at or above `top` (at least one step)."""
-    step = nice_step(top if top > 0 else 1.0, target_ticks)
+def value_ticks(top: float, target_ticks: int = 4, binary: bool = False) -> list[float]:
+    """Ticks from 0 up to the first tick at or above `top` (at least one step); `binary`: steps of 1-2-5 in
+    the binary unit the values read in (KiB, MiB, GiB), so a byte axis reads 1 GiB, 2 GiB, not 1.9 GiB."""
+    unit = 1024 ** max(0, int(math.log(top, 1024))) if binary and top >= 1024 else 1
+    step = nice_step((top if top > 0 else 1.0) / unit, target_ticks) * unit
     count = max(1, math.ceil(top / step - 1e-9)) if top > 0 else 1
     return [round(i * step, 10) for i in range(count + 1)]
 
@@ -147,7 +150,7 @@ def render(chart: Chart) -> Markup:
         x0, x1 = x0 - 30_000, x0 + 30_000  # one instant: a minute around it
     ys = [y for s in chart.series for _, y in s.points] + [r.value for r in chart.rules]
     top = chart.y_max if chart.y_max is not None else max([0.0, *ys])
-    ticks = value_ticks(top)
+    ticks = value_ticks(top, binary=chart.binary)
     y_top = ticks[-1] if ticks[-1] > 0 else 1.0
 
     def px(x: float) -> float:
@@ -209,14 +212,15 @@ def render(chart: Chart) -> Markup:
                            f'{time_label(x, 0)} UTC</title></circle>')
         out.append("</g>")
     # Legend: one swatch per series, left to right under the title.
-    x = MARGIN_LEFT + 8 + 7.2 * len(chart.title)
+    x = float(MARGIN_LEFT)
     for i, s in enumerate(chart.series):
         color = s.color or PALETTE[i % len(PALETTE)]
         label = s.label if len(s.label) <= 42 else s.label[:20] + "\u2026" + s.label[-20:]
         if x + 20 + 6.5 * len(label) > width:
             break  # the rest is in each dot's tooltip and in the tables below
-        out.append(f'<rect x="{x:.0f}" y="7" width="12" height="4" fill="{color}"/>'
-                   f'<text class="legend" x="{x + 16:.0f}" y="13">{escape(label)}</text>')
+        swatch = (f'<line x1="{x:.0f}" x2="{x + 12:.0f}" y1="26" y2="26" stroke="{color}" stroke-width="3"'
+                  + (' stroke-dasharray="4 2"' if s.dashed else "") + "/>")
+        out.append(f'{swatch}<text class="legend" x="{x + 16:.0f}" y="30">{escape(label)}</text>')
         x += 28 + 6.5 * len(label)
     if chart.note:
         out.append(f'<text class="note" x="{MARGIN_LEFT + plot_w}" y="{height - 4}" text-anchor="end">'

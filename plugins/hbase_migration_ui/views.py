@@ -440,7 +440,7 @@ def quota_charts(samples: Iterable[Mapping[str, Any]], quota_mark: float | None,
         else:
             note = "no space quota on this path"
         out.append(charts.Chart(f"oldWALs: space used under {path}", tuple(series), lambda v: formatting.size(int(v)),
-                                rules=tuple(rules), css_class="chart quota-chart", note=note))
+                                rules=tuple(rules), css_class="chart quota-chart", note=note, binary=True))
     return out
 
 
