@@ -16,11 +16,10 @@ log = logging.getLogger(__name__)
 
 
 def split_keys(cluster: Cluster, table: str) -> list[bytes]:
-    from hbase_migration.copy import fetch_regions
-    from hbase_migration.thrift import ThriftSession
+    from hbase_migration.datapath import open_data_path
 
-    with ThriftSession(cluster) as session:
-        return [r.start_key for r in fetch_regions(session, table) if r.start_key]
+    with open_data_path(cluster) as path:
+        return [r.start_key for r in path.regions(table) if r.start_key]
 
 
 def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str],
