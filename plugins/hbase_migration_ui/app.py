@@ -2,16 +2,19 @@
 
 Mounted by the plugin under /hbase-migration on Airflow's API server (and framed by the UI's nav entry):
 
-    GET /                       recent runs                          ?limit=1..500 (default 50)
-    GET /runs/{run_id}          one run: phases, copy, lag, quota, verification, peer
-    GET /api/runs               Ledger.recent_runs(limit)            ?limit=1..500
+    GET /                       recent runs (not the watch's)        ?limit=1..500 (default 50)
+    GET /runs/{run_id}          one run: phases, copy, lag, quota (with charts), verification, peer
+    GET /api/runs               Ledger.recent_runs(limit) but watch  ?limit=1..500
     GET /api/runs/{run_id}      Ledger.run_summary(run_id)           404 when unknown
     GET /api/samples/{run_id}   Ledger.latest_samples(run_id, limit) ?limit=1..1000 (default 100)
 
 Handlers are plain `def`: the ledger is synchronous SQL, so FastAPI runs them in its thread pool and the API
 server's event loop never waits on the database. The ledger is opened once per URL and kept; a SQLite ledger
 file that does not exist yet reads as "no runs", and is not created (a dashboard request writes nothing).
-Everything shown is HTML-escaped by Jinja's autoescape, and the pages carry a CSP that allows no script.
+Everything shown is HTML-escaped by Jinja's autoescape, and the pages carry a CSP that allows no script (the
+charts are inline SVG drawn on the server, `charts.py`). A page requested without a valid Airflow sign-in (none,
+or expired) is redirected to Airflow's sign-in with the page as `next`; the JSON API answers 401. The peer's
+state comes from its source cluster when the app is given a `PeerStates` (`live.py`; the plugin gives one).
 """
 from __future__ import annotations
 

@@ -137,11 +137,11 @@ def test_runs_page_lists_both_runs_newest_first_with_their_figures(client):
     assert len(rows) == 2
     failed, ok = (text_of(r) for r in rows)
     assert ok == ("manual__2024-05-01T12:00:00+00:00 migrate_orders orders zk1,zk2:2181:/hbase \u2192 "
-                  "zkb:2181:/hbase mig1: ENABLED (from the ledger; the cluster is not read) success 2024-05-01 12:00:00 UTC 2024-05-01 12:30:00 UTC "
-                  "30m00s 1,249,567 3 rows differ in 1 table")
+                  "zkb:2181:/hbase mig1: ENABLED (from the ledger; the cluster is not read) success "
+                  "2024-05-01 12:00:00 UTC 2024-05-01 12:30:00 UTC 30m00s 1,249,567 3 rows differ in 1 table")
     assert failed == ("cli/<b>retry</b> 2 migrate_users users zk1:2181:/hbase \u2192 "
-                      "zkc:2181:/hbase-unsecure mig2: DISABLED (from the ledger; the cluster is not read) failed 2024-05-01 12:33:20 UTC "
-                      "2024-05-01 12:34:50 UTC 1m30s 0 not verified")
+                      "zkc:2181:/hbase-unsecure mig2: DISABLED (from the ledger; the cluster is not read) failed "
+                      "2024-05-01 12:33:20 UTC 2024-05-01 12:34:50 UTC 1m30s 0 not verified")
 
 
 def test_runs_page_puts_the_disabled_peer_warning_above_the_list(client):
