@@ -43,7 +43,7 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from hbase_migration.ledger import ALL_TABLES, Ledger
+    from hbase_migration.ledger import Ledger
     from plugins.hbase_migration_ui.app import create_app
     from plugins.hbase_migration_ui.settings import resolve_ledger_url
     from tests.unit.test_plugin_dashboard import text_of
@@ -53,7 +53,7 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
         summary = ledger.run_summary(run_id)
         series = ledger.chart_series(run_id)
     assert summary["quota"]["samples"] > 0 and summary["quota"]["latest"], summary["quota"]
-    enabled = summary["phases"][ALL_TABLES]["enable_peer"]["started_ms"]
+    enabled = min(n["noted_ms"] for n in summary["peer"]["notes"] if n["state"] == "ENABLED")  # enable_peer's note
     disabled_phase = [p for p in series["lag"] if p["sampled_ms"] < enabled]
     assert disabled_phase, "no lag sample before enable_peer: the watchdog did not sample the disabled peer"
     plans = series["copy"]["plans"]
