@@ -72,6 +72,8 @@ class Chart:
     x_range: tuple[int, int] | None = None  # default: the data's span (and the markers')
     y_max: float | None = None  # default: the largest value or rule
     binary: bool = False  # values are bytes: ticks on binary units
+    integer: bool = False  # values are counts: whole-number ticks
+    min_top: float = 0.0  # the axis reaches at least this (a flat zero line still gets a readable scale)
     css_class: str = "chart"
     empty_text: str = "No sample yet."
     note: str | None = None
@@ -100,11 +102,13 @@ def nice_step(span: float, target_ticks: int = 5) -> float:
     return 10 * magnitude
 
 
-def value_ticks(top: float, target_ticks: int = 4, binary: bool = False) -> list[float]:
+def value_ticks(top: float, target_ticks: int = 4, binary: bool = False, integer: bool = False) -> list[float]:
     """Ticks from 0 up to the first tick at or above `top` (at least one step); `binary`: steps of 1-2-5 in
     the binary unit the values read in (KiB, MiB, GiB), so a byte axis reads 1 GiB, 2 GiB, not 1.9 GiB."""
     unit = 1024 ** max(0, int(math.log(top, 1024))) if binary and top >= 1024 else 1
     step = nice_step((top if top > 0 else 1.0) / unit, target_ticks) * unit
+    if integer:
+        step = max(1.0, step)
     count = max(1, math.ceil(top / step - 1e-9)) if top > 0 else 1
     return [round(i * step, 10) for i in range(count + 1)]
 
@@ -149,8 +153,8 @@ def render(chart: Chart) -> Markup:
     if x1 <= x0:
         x0, x1 = x0 - 30_000, x0 + 30_000  # one instant: a minute around it
     ys = [y for s in chart.series for _, y in s.points] + [r.value for r in chart.rules]
-    top = chart.y_max if chart.y_max is not None else max([0.0, *ys])
-    ticks = value_ticks(top, binary=chart.binary)
+    top = chart.y_max if chart.y_max is not None else max([chart.min_top, *ys])
+    ticks = value_ticks(top, binary=chart.binary, integer=chart.integer)
     y_top = ticks[-1] if ticks[-1] > 0 else 1.0
 
     def px(x: float) -> float:

@@ -274,7 +274,7 @@ class CopyRow:
     @property
     def done_text(self) -> str:
         if self.planned is None:
-            return f"{self.partitions:,}"
+            return f"{self.partitions:,}" if self.partitions or self.duration_ms is not None else "not started"
         return f"{self.partitions:,} of {self.planned:,}"
 
     @property
@@ -289,14 +289,15 @@ def copy_rows(copy: Mapping[str, Any], progress: Mapping[str, Any] | None = None
     its ETA. The copy's start is its first partition's start, else its planning instant (the ledger's copy
     plan), else the copy phase's start; its end is the last finished partition, or now while it runs."""
     plans = (progress or {}).get("plans", {})
-    order = list(tables) + sorted((set(copy["tables"]) | set(plans)) - set(tables))
+    started = set(copy["tables"]) | set(plans)
+    if not started:
+        return []  # nothing copied or planned yet: the page says so
+    order = list(tables) + sorted(started - set(tables))
     out = []
     for table in order:
         t = copy["tables"].get(table)
         plan = plans.get(table)
         phase = ((phases or {}).get(table) or {}).get("copy") or {}
-        if t is None and plan is None:
-            continue
         t = t or {"partitions": 0, "rows": 0, "cells": 0, "bytes": 0, "started_ms": None, "finished_ms": None}
         planned = plan["partitions"] if plan else None
         running = phase.get("status") == "running" and (planned is None or t["partitions"] < planned)
@@ -337,7 +338,7 @@ def copy_chart(rows: list[CopyRow], progress: Mapping[str, Any], now_ms: int) ->
     rules = (charts.Rule(100.0, "planned total", "#1a7f37"),) if percent else ()
     return charts.Chart("Copy: partitions done" + (" (% of plan)" if percent else ""), tuple(series), fmt,
                         rules=rules, y_max=100.0 if percent else None, css_class="chart copy-chart",
-                        empty_text="No partition planned yet.")
+                        empty_text="No partition planned yet.", integer=not percent, min_top=1)
 
 
 @dataclass(frozen=True)
@@ -391,13 +392,15 @@ def lag_charts(series: Iterable[Mapping[str, Any]], instants: RunInstants, run_s
         end = instants.enabled_ms or (max(now_ms, last) if run_status == "running" else last)
         bands = (charts.Band(instants.t0_ms, end, "peer DISABLED: WALs kept"),)
 
-    def chart(title: str, data: dict[str, list[tuple[int, float]]], fmt: Any, css: str) -> charts.Chart:
+    def chart(title: str, data: dict[str, list[tuple[int, float]]], fmt: Any, css: str, **scale: Any) -> charts.Chart:
         return charts.Chart(title, tuple(charts.Series(labels[s], charts.downsample(points, 600))
                                          for s, points in sorted(data.items())), fmt, markers=markers,
-                            bands=bands, css_class=f"chart lag-chart {css}")
+                            bands=bands, css_class=f"chart lag-chart {css}", **scale)
 
-    return (chart("sizeOfLogQueue (WALs queued) per region server", sizes, charts.count_format, "lag-size"),
-            chart("ageOfLastShippedOp per region server", ages, lambda v: formatting.duration(int(v)), "lag-age"))
+    return (chart("sizeOfLogQueue (WALs queued) per region server", sizes, charts.count_format, "lag-size",
+                  integer=True, min_top=2),
+            chart("ageOfLastShippedOp per region server", ages, lambda v: formatting.duration(int(v)), "lag-age",
+                  min_top=1000))
 
 
 def quota_charts(samples: Iterable[Mapping[str, Any]], quota_mark: float | None, now_ms: int) -> list[charts.Chart]:

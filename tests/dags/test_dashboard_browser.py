@@ -112,14 +112,15 @@ def open_browse_hbase_migrations(driver, base: str):
 
     driver.switch_to.default_content()
     driver.get(base + "/")
-    browse = wait_until(lambda: next(e for e in driver.find_elements(By.XPATH, "//nav//button | //nav//a")
+    browse = wait_until(lambda: next(e for e in driver.find_elements(By.TAG_NAME, "button")
                                      if e.text.strip() == "Browse"), 60, "the Browse menu")
     browse.click()
-    entry = wait_until(lambda: next(e for e in driver.find_elements(By.XPATH, "//*[@role='menuitem'] | //a")
+    entry = wait_until(lambda: next(e for e in driver.find_elements(By.XPATH, "//*[@role='menuitem']")
                                     if e.text.strip() == "HBase migrations" and e.is_displayed()), 30,
                        "the HBase migrations entry")
+    assert entry.get_attribute("href") == base + "/plugin/hbase-migrations"
     entry.click()
-    wait_until(lambda: driver.current_url.endswith("/plugin/hbase-migrations"), 30, "the plugin page")
+    wait_until(lambda: "/plugin/hbase-migrations" in driver.current_url, 30, "the plugin page")
     frame = wait_until(lambda: driver.find_element(By.CSS_SELECTOR, "iframe"), 30, "the dashboard's frame")
     assert frame.get_attribute("src").endswith("/hbase-migration/"), frame.get_attribute("src")
     driver.switch_to.frame(frame)

@@ -243,3 +243,20 @@ def test_a_running_run_and_phase_show_their_duration_so_far():
     grid = views.phase_grid({"ns:a": {"copy": {"status": "running", "started_ms": T, "ended_ms": None,
                                                "duration_ms": None, "detail": None}}}, now_ms=T + 7_000)
     assert grid.rows[0][1][0].duration_ms == 7_000
+
+
+def test_tables_not_started_yet_are_listed_once_a_copy_has_begun():
+    progress = {"plans": {"ns:a": {"partitions": 2, "planned_ms": T}}, "partitions": []}
+    phases = {"ns:a": {"copy": {"status": "running", "started_ms": T}}}
+    a, b = views.copy_rows(copy_totals(), progress, phases, T + 5_000, tables=["ns:a", "ns:b"])
+    assert (a.done_text, a.running, b.done_text, b.rows_per_s, b.eta_ms) == ("0 of 2", True, "not started", None,
+                                                                              None)
+    assert views.copy_rows(copy_totals(), {"plans": {}, "partitions": []}, {}, T, tables=["ns:a"]) == []
+
+
+def test_counts_tick_on_whole_numbers_and_a_flat_line_keeps_a_readable_scale():
+    assert charts.value_ticks(1, integer=True) == [0, 1]
+    flat = charts.Chart("age", (charts.Series("rs1", ((T, 0.0), (T + 1_000, 0.0))),), lambda v: f"{v:g} ms",
+                        min_top=1000)
+    assert re.findall(r'<text class="tick" x="72" y="[\d.]+" text-anchor="end">([^<]+)</text>', str(flat.svg())) == [
+        "0 ms", "500 ms", "1000 ms"]
