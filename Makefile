@@ -6,6 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 REDIS_SERVER := /usr/bin/redis-server
+CHROMEDRIVER := /usr/bin/chromedriver
 
 export AIRFLOW_HOME := $(CURDIR)
 export SPARK_LOCAL_IP := 127.0.0.1
@@ -23,7 +24,8 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) postgresql $(REDIS_SERVER) $(VENV)/.installed .airflow/airflow.db .airflow/secrets
+bootstrap: $(ZOOKEEPER_JAR) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
+	.airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
 $(ZOOKEEPER_JAR):
@@ -31,6 +33,13 @@ $(ZOOKEEPER_JAR):
 	apt-get update -qq
 	apt-get install -y -qq zookeeper libslf4j-java default-jre-headless >/dev/null
 	@test -f $@
+
+# Debian's Chromium and its ChromeDriver, for the dashboard's browser test (selenium drives them headless).
+$(CHROMEDRIVER):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's chromium and chromium-driver by hand"; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+	@test -x $@
 
 # Debian's PostgreSQL server binaries, for the ledger's PostgreSQL tests (each test session starts its own
 # throw-away server on a free port). A server the package's install may start is stopped again.
@@ -54,6 +63,14 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
 	$(PY) -c "import pyspark, airflow; assert pyspark.__version__ == '4.2.0', pyspark.__version__"
+	@touch $@
+
+# This checkout as an Airflow provider: the `hbase` connection type and its form fields. The distribution holds
+# only hbase_migration_provider.py and its apache_airflow_provider entry point (pyproject.toml); the toolkit
+# itself runs from the checkout (PYTHONPATH).
+$(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+	@rm -rf build
 	@touch $@
 
 .airflow/airflow.db: $(VENV)/.installed airflow.cfg

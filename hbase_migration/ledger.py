@@ -449,6 +449,32 @@ class Ledger:
                              table_name=_text(table, "table"))
             return {r[0] for r in rows}
 
+    def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None,
+                  planned_ms: int | None = None) -> None:
+        """Record how many partitions a copy of `table` was planned into (finished ones included) and the
+        rows it expects (None: unknown). A copy that plans again (a resume) overwrites the figures and keeps
+        the first planning instant."""
+        values = {
+            "copy_id": _text(copy_id, "copy_id"),
+            "table_name": _text(table, "table"),
+            "partitions": _count(partitions, "partitions"),
+            "est_rows": None if est_rows is None else _count(est_rows, "est_rows"),
+            "planned_ms": _instant(now_ms() if planned_ms is None else planned_ms, "planned_ms"),
+        }
+        with self._engine.begin() as conn:
+            self._run(conn, "copy_plan", **values)
+
+    def copy_progress(self, copy_id: str, limit: int = 5000) -> dict[str, Any]:
+        """A copy's plan per table (`copy_plan`) and its finished partitions in the order they finished
+        (oldest first; the newest `limit` when there are more): the dashboard's progress chart."""
+        _positive(limit, "limit")
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "copy_plans", copy_id=_text(copy_id, "copy_id"))
+            plans = {r.pop("table_name"): r for r in rows}
+            partitions = self._rows(conn, "copy_timeline", copy_id=copy_id, limit=limit)
+        partitions.sort(key=lambda r: (r["finished_ms"], r["table_name"], r["partition_id"]))
+        return {"plans": plans, "partitions": partitions}
+
     # -- samples ----------------------------------------------------------------------------------------
 
     def lag_sample(self, run_id: str, peer_id: str, queues: Iterable[LagRow | Mapping[str, Any]],
@@ -597,13 +623,38 @@ class Ledger:
             "peer": {"state": notes[-1]["state"] if notes else None, "notes": notes},
         }
 
-    def recent_runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest runs first, each as `run_summary()["run"]` plus the peer's last noted state/reason."""
+    def find_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run as `run_summary()["run"]` shows it, or None when the ledger does not hold it."""
+        with self._reader.begin() as conn:
+            row = self._run(conn, "get_run", run_id=_text(run_id, "run_id")).mappings().first()
+        return None if row is None else _run_dict(row)
+
+    def recent_runs(self, limit: int = 20, *, except_plan: str | None = None) -> list[dict[str, Any]]:
+        """The newest runs first, each as `run_summary()["run"]` plus the peer's last noted state/reason;
+        with `except_plan`, the runs of that plan are left out before the limit applies (the dashboard leaves
+        out the watch's runs, plan "watch")."""
         _positive(limit, "limit")
         with self._reader.begin() as conn:
-            rows = self._rows(conn, "recent_runs", limit=limit)
+            if except_plan is None:
+                rows = self._rows(conn, "recent_runs", limit=limit)
+            else:
+                rows = self._rows(conn, "recent_runs_except_plan", limit=limit,
+                                  plan=_text(except_plan, "except_plan"))
         return [{**_run_dict(r), "peer_state": r["peer_state"], "peer_reason": r["peer_reason"]}
                 for r in rows]
+
+    def chart_series(self, run_id: str, limit: int = 5000) -> dict[str, Any]:
+        """What the dashboard draws, oldest first (the newest `limit` rows of each when there are more):
+        `lag`, one point per (sample, region server) with the queues' summed sizeOfLogQueue and worst
+        ageOfLastShippedOp; `quota`, every quota sample; `copy`, `copy_progress()` of the run's copy."""
+        _positive(limit, "limit")
+        with self._reader.begin() as conn:
+            run = self._require_run(conn, run_id)
+            lag = self._rows(conn, "lag_series", run_id=run_id, limit=limit)
+            quota = self._rows(conn, "quota_series", run_id=run_id, limit=limit)
+        lag.sort(key=lambda r: (r["sampled_ms"], r["server"]))
+        quota.sort(key=lambda r: (r["sampled_ms"], r["path"]))
+        return {"lag": lag, "quota": quota, "copy": self.copy_progress(run["copy_id"], limit)}
 
     def latest_samples(self, run_id: str, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
         """The run's newest lag rows and quota rows (each up to `limit`, newest first) for the dashboard."""

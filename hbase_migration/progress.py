@@ -343,6 +343,9 @@ class LedgerStore:
                 r["rows"], r["cells"], r["bytes"],
             )
 
+    def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None) -> None:
+        self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows)
+
 
 def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:
     """Record finished partitions through the batch method when the store has one."""
@@ -353,3 +356,15 @@ def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, An
     for r in records:
         store.partition_done(copy_id, table, r["partition_id"], r["start_row"], r["stop_row"],
                              r["rows"], r["cells"], r["bytes"])
+
+
+def record_plan(store: Any, copy_id: str, table: str, partitions: list[Any]) -> None:
+    """Record how many partitions the copy of `table` was planned into (finished ones included) and the rows
+    they are expected to hold, where the store keeps a plan (the ledger: the dashboard's progress and ETA); a
+    savepoint file keeps none."""
+    plan = getattr(store, "copy_plan", None)
+    if not callable(plan):
+        return
+    estimates = [getattr(p, "est_rows", None) for p in partitions]
+    est_rows = sum(estimates) if estimates and None not in estimates else None
+    plan(copy_id, table, len(partitions), est_rows)

@@ -164,7 +164,13 @@ def settle_after_failure(cluster: Cluster, peer_id: str, policy: str, dry_run: b
 class Watchdog:
     """Samples oldWALs every `interval_s` in a thread beside a copy, records every reading in the run ledger,
     and applies the policy on a breach: `on_fail(message)` is called once for `fail` (the caller stops the
-    copy). A sampling error costs a sample, never the copy. Stops at the first breach, or at `stop()`."""
+    copy). A sampling error costs a sample, never the copy. After the first breach the quota is no longer
+    sampled (the policy has acted).
+
+    With a ledger and a peer it also records the peer's replication queues at each interval (`lag_sample`,
+    from every live region server's /jmx): during the copy the peer is DISABLED and its queues grow, which is
+    what the dashboard's lag chart shows before enable_peer. `stop()` takes one last reading of both, so even
+    a copy shorter than the interval leaves a first and a last point."""
 
     def __init__(self, cluster: Cluster, peer_id: str | None, policy: str, quota_mark: float,
                  interval_s: float = 30.0, ledger_url: str | None = None, run_id: str | None = None,
@@ -178,52 +184,90 @@ class Watchdog:
         self.run_id = run_id
         self.on_fail = on_fail
         self.log = logger or log
-        self.samples = 0
+        self.samples = 0  # quota readings taken
+        self.lag_samples = 0  # lag readings recorded
         self.action: PolicyAction | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="oldwals-watchdog", daemon=True)
 
+    @property
+    def _watch_quota(self) -> bool:
+        return bool(self.cluster.webhdfs_url) and self.action is None
+
+    @property
+    def _watch_lag(self) -> bool:
+        return bool(self.peer_id and self.ledger_url and self.run_id)
+
     def start(self) -> "Watchdog":
         if not self.cluster.webhdfs_url:
             self.log.warning("no webhdfs_url on %s: oldWALs is not watched during the copy", self.cluster.name)
-            return self
-        self._thread.start()
+        if self._watch_quota or self._watch_lag:
+            self._thread.start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop after one last reading (waits up to `timeout_s` for it)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
         previous: list[tuple[float, float]] = []
-        while not self._stop.wait(self.interval_s if previous else 0):
-            try:
-                s = sample(self.cluster, self.quota_mark, time.time(), previous[-5:])
-            except Exception as e:
-                self.log.warning("oldWALs sample failed: %s", e)
-                continue
-            previous.append((s.taken_at, float(s.usage.oldwals.space_consumed)))
-            self.samples += 1
-            self.log.info("watchdog: %s", s.log_line())
+        stopping, first = False, True
+        while not stopping:
+            stopping = self._stop.wait(0 if first else self.interval_s)
+            first = False
+            if not (self._watch_quota or self._watch_lag):
+                return
             ledger = self._ledger()
             try:
-                if ledger is not None:
-                    record(ledger, self.run_id, s)
-                action = apply_policy(self.cluster, self.peer_id, s, self.policy, ledger, self.run_id)
+                if self._watch_quota:
+                    self._quota_reading(ledger, previous)
+                if self._watch_lag and ledger is not None:
+                    self._lag_reading(ledger)
             finally:
                 if ledger is not None:
                     ledger.close()
-            if action.action == "none":
-                continue
-            self.action = action
-            if action.action == "fail":
-                self.log.error("%s", action.message)
-                if self.on_fail is not None:
-                    self.on_fail(action.message)
-            else:
-                self.log.warning("%s", action.message)
+
+    def _quota_reading(self, ledger: Any, previous: list[tuple[float, float]]) -> None:
+        try:
+            s = sample(self.cluster, self.quota_mark, time.time(), previous[-5:])
+        except Exception as e:
+            self.log.warning("oldWALs sample failed: %s", e)
             return
+        previous.append((s.taken_at, float(s.usage.oldwals.space_consumed)))
+        self.samples += 1
+        self.log.info("watchdog: %s", s.log_line())
+        if ledger is not None:
+            record(ledger, self.run_id, s)
+        action = apply_policy(self.cluster, self.peer_id, s, self.policy, ledger, self.run_id)
+        if action.action == "none":
+            return
+        self.action = action
+        if action.action == "fail":
+            self.log.error("%s", action.message)
+            if self.on_fail is not None:
+                self.on_fail(action.message)
+        else:
+            self.log.warning("%s", action.message)
+
+    def _lag_reading(self, ledger: Any) -> None:
+        """One lag sample of the peer: every live region server's queues for it, as the drained sensor
+        records them. An unreadable cluster costs the sample."""
+        from hbase_migration import metrics, zk
+
+        try:
+            with zk.connect(self.cluster, timeout=self.cluster.timeout_s) as client:
+                snapshot = metrics.peer_status(self.cluster, self.peer_id, client, time.time())
+            rows = snapshot.lag_rows()
+            if rows:
+                ledger.lag_sample(self.run_id, self.peer_id, rows, sampled_ms=int(snapshot.taken_at * 1000))
+                self.lag_samples += 1
+            summary = snapshot.summary()
+            self.log.info("watchdog: peer %s %s, WALs queued %s, max age %s ms", self.peer_id,
+                          summary["peer_state"], summary["total_size_of_log_queue"], summary["max_age_ms"])
+        except Exception as e:
+            self.log.warning("lag sample of peer %s failed: %s", self.peer_id, e)
 
     def _ledger(self) -> Any:
         if not (self.ledger_url and self.run_id):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from hbase_migration.copy import CopyOptions, PartitionResult, copy_partition_safely, default_copy_id, summarize
 from hbase_migration.datapath import Region, open_data_path
 from hbase_migration.partitions import Partition, plan_partitions, sample_region
-from hbase_migration.progress import ProgressMeter, record_done
+from hbase_migration.progress import ProgressMeter, record_done, record_plan
 from hbase_migration.scope import CopyConfigError, TableScope, versions_text
 from hbase_migration.verify import PartitionVerdict, VerifyOptions, exit_code, summarize_verify, verify_partition_safely
 
@@ -78,6 +78,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                  options.table, options.rows_per_partition)
         samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
     partitions = plan_partitions(regions, options, samples, source.gateways)
+    record_plan(store, copy_id, options.table, partitions)  # the dashboard's "partitions done of total"
     done = store.done_partitions(copy_id, options.table) if store is not None else set()
     todo = [p for p in partitions if p.partition_id not in done]
     skipped = len(partitions) - len(todo)

@@ -16,7 +16,8 @@ def table_names(tables: Sequence[str] | str) -> list[str]:
 
 
 class HBaseClusterHook(BaseHook):
-    """One HBase cluster, described by an Airflow Connection.
+    """One HBase cluster, described by an Airflow Connection of type `hbase` (registered with its form fields
+    by this repository's provider entry point, `hbase_migration_provider.py`).
 
     Host and port are the Thrift1 server; extras hold `zookeeper_quorum` (required), `zookeeper_port`,
     `znode_parent`, `info_port` (omit to read each region server's from ZooKeeper), `webhdfs_url`, `rootdir`,
@@ -43,13 +44,9 @@ class HBaseClusterHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict:
-        return {
-            "hidden_fields": ["schema", "login", "password"],
-            "relabeling": {"host": "Thrift host", "port": "Thrift port"},
-            "placeholders": {
-                "extra": '{"zookeeper_quorum": "zk1,zk2,zk3", "zookeeper_port": 2181, '
-                '"znode_parent": "/hbase", '
-                '"webhdfs_url": "http://namenode:9870", "rootdir": "/hbase", "peer_admin": "shell", '
-                '"shell_command": "hbase shell -n"}',
-            },
-        }
+        """The Connections form's behaviour, as the provider info declares it (`hbase_migration_provider`,
+        which Airflow 3 reads instead of this method)."""
+        from hbase_migration_provider import UI_FIELD_BEHAVIOUR as declared
+
+        return {"hidden_fields": list(declared["hidden-fields"]), "relabeling": dict(declared["relabeling"]),
+                "placeholders": dict(declared["placeholders"])}

@@ -123,7 +123,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     :param peer_id: the run's peer (enabled by the `enable_peer` policy); None: the quota is not watched.
     :param quota_policy: `fail` or `enable_peer`, on oldWALs quota pressure.
     :param quota_mark: the fraction of an oldWALs quota that counts as pressure.
-    :param watchdog_interval_s: seconds between two oldWALs readings.
+    :param watchdog_interval_s: seconds between two oldWALs (and peer lag) readings; None: `[hbase_migration]
+        watchdog_interval_s`, default 30.
     :param rows_per_s: rows read from the source per second and partition task (0/None: no limit).
     :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).""" + _COMMON_PARAMS
 
@@ -134,7 +135,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     ui_color = "#fce8b2"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
-                 quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float = 30.0,
+                 quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float | None = None,
                  rows_per_s: float | None = None, copy_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.peer_id = peer_id
@@ -167,8 +168,12 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         self._ledger_phase("copy", "running")
         watchdog = None
         if self.peer_id:
+            from airflow.sdk import conf
+
+            interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                 fallback=30.0)
             watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
-                                self.quota_policy, self.quota_mark, self.watchdog_interval_s,
+                                self.quota_policy, self.quota_mark, interval,
                                 ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
                                 on_fail=self._on_quota_fail, logger=self.log).start()
         try:

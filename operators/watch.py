@@ -13,7 +13,11 @@ log = logging.getLogger(__name__)
 
 
 def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
-    """Gather one cluster's peers, lag and oldWALs quota; record every queue and reading; fail on a breach."""
+    """Gather one cluster's peers, lag and oldWALs quota; record every queue and reading; fail on a breach.
+
+    The ledger run (`<run_id>:<conn_id>`, plan "watch") is opened before the cluster is read and always
+    ended: "failed" on a breach or on any error (an unreachable cluster, a ledger write refused), never left
+    "running"."""
     from hbase_migration import health, quota
     from hbase_migration.ledger import ALL_TABLES, NO_PEER
     from hbase_migration.runspec import WATCH, RunSpec
@@ -23,20 +27,28 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
     cluster = HBaseClusterHook(conn_id).get_cluster()
     th = health.WatchThresholds(max_disabled_s=spec.max_disabled_s, alert_lag_ms=spec.alert_lag_ms,
                                 quota_mark=spec.quota_mark, min_exhaustion_s=spec.min_exhaustion_s)
-    report = health.gather(cluster, th, time.time(), spec.quota_sample_gap_s)
-    for p in report.peers:
-        log.info("peer %s %s since %s; lag %s", p.peer_id, p.state, p.state_since, p.lag)
-    if report.quota:
-        log.info("%s", report.quota.log_line())
     watch_run = f"{run_id}:{conn_id}"
     with open_ledger() as ledger:
         ledger.start_run(watch_run, dag_id, "watch", cluster.cluster_key, cluster.cluster_key, NO_PEER, [ALL_TABLES],
                          {"cluster": conn_id})
-        for p in report.peers:
-            if p.queues:
-                ledger.lag_sample(watch_run, p.peer_id, list(p.queues), sampled_ms=int(report.taken_at * 1000))
-        if report.quota:
-            quota.record(ledger, watch_run, report.quota)
+        try:
+            report = health.gather(cluster, th, time.time(), spec.quota_sample_gap_s)
+            for p in report.peers:
+                log.info("peer %s %s since %s; lag %s", p.peer_id, p.state, p.state_since, p.lag)
+            if report.quota:
+                log.info("%s", report.quota.log_line())
+            for p in report.peers:
+                if p.queues:  # one row per region server queue (PeerLagSnapshot.lag_rows)
+                    ledger.lag_sample(watch_run, p.peer_id, list(p.queues), sampled_ms=int(report.taken_at * 1000))
+            if report.quota:
+                quota.record(ledger, watch_run, report.quota)
+        except BaseException as e:
+            try:
+                ledger.end_run(watch_run, "failed")
+            except Exception as end_error:  # the original error is the one to raise
+                log.error("watch run %s could not be ended as failed: %s", watch_run, end_error)
+            log.error("watch of %s failed: %s: %s", conn_id, type(e).__name__, e)
+            raise
         ledger.end_run(watch_run, "success" if report.healthy else "failed")
     for f in report.findings:
         (log.error if f.level == "breach" else log.warning)("%s: %s", f.subject, f.message)

@@ -1,13 +1,14 @@
 """The toolkit's Airflow plugin: the migration dashboard in the Airflow UI.
 
 A FastAPI app mounted on the API server at /hbase-migration/ (see `hbase_migration_ui/app.py`), behind
-Airflow's own sign-in, and a "HBase migrations" entry under Browse that frames it in the UI.
+Airflow's own sign-in, a "HBase migrations" entry under Browse that frames it in the UI, and an extra link
+"HBase migration dashboard" on the tasks of every DAG run the ledger holds, leading to that run's page.
 
 Every Airflow process loads this file (a task does, to render its templates), so it imports nothing beyond
-the standard library and AirflowPlugin: the dashboard, and with it FastAPI and the ledger, is built on first
-access to `fastapi_apps`, which only the API server (and `airflow plugins`) makes. A dashboard that cannot be
-built (a bad `[hbase_migration] ledger_url`, the toolkit not on PYTHONPATH) is replaced by one that says why,
-so the API server still starts.
+the standard library, AirflowPlugin and BaseOperatorLink: the dashboard, and with it FastAPI and the ledger,
+is built on first access to `fastapi_apps`, which only the API server (and `airflow plugins`) makes. A
+dashboard that cannot be built (a bad `[hbase_migration] ledger_url`, the toolkit not on PYTHONPATH) is
+replaced by one that says why, so the API server still starts.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 
 from airflow.configuration import conf
 from airflow.plugins_manager import AirflowPlugin
+from airflow.sdk import BaseOperatorLink
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +55,16 @@ def build_dashboard() -> Any:
 
     guard = [Depends(airflow_sign_in())]
     try:
+        from airflow.models.connection import Connection
+
         from plugins.hbase_migration_ui.app import create_app
+        from plugins.hbase_migration_ui.live import PeerStates, connection_or_key
         from plugins.hbase_migration_ui.settings import configured_ledger_location
 
         location = configured_ledger_location()
-        app = create_app(location, dependencies=guard)
+        # Each run's peer is read from its source cluster (ZooKeeper), through its Airflow connection.
+        peers = PeerStates(connection_or_key(Connection.get_connection_from_secrets))
+        app = create_app(location, dependencies=guard, peer_states=peers)
     except Exception as exc:  # keep the API server up; the error goes to its log and onto the page
         log.exception("hbase_migration plugin: the migration dashboard cannot start")
         return broken_dashboard(f"{type(exc).__name__}: {exc}", guard)
@@ -80,6 +87,49 @@ def broken_dashboard(reason: str, dependencies: list[Any]) -> Any:
     return app
 
 
+# ---------------------------------------------------------------------------------------------------------
+# From a DAG run to its dashboard page
+
+LINK_NAME = "HBase migration dashboard"
+_link_ledger: Any = None
+
+
+def dashboard_run_href(base_url: str | None, run_id: str) -> str:
+    from urllib.parse import quote
+
+    return dashboard_href(base_url) + "runs/" + quote(run_id, safe="")
+
+
+def dashboard_link_for(dag_id: str, run_id: str) -> str | None:
+    """The dashboard page of the ledger run behind a DAG run, or None when the ledger holds no run of that
+    DAG under that id (another DAG's tasks, a run that failed before open_run, the watch's per-cluster runs)."""
+    global _link_ledger
+    from plugins.hbase_migration_ui.app import LedgerSource
+    from plugins.hbase_migration_ui.settings import configured_ledger_location
+
+    try:
+        if _link_ledger is None:
+            _link_ledger = LedgerSource(configured_ledger_location())
+        ledger = _link_ledger.get()
+        run = ledger.find_run(run_id) if ledger is not None else None
+    except Exception as exc:  # a link is a convenience: the task page must still show
+        log.warning("hbase_migration plugin: no dashboard link for %s/%s: %s", dag_id, run_id, exc)
+        return None
+    if run is None or run["dag_id"] != dag_id:
+        return None
+    return dashboard_run_href(conf.get("api", "base_url", fallback=""), run_id)
+
+
+class MigrationDashboardLink(BaseOperatorLink):
+    """On every task of a migration's DAG run: its page on the dashboard (computed on the API server; empty,
+    so not shown, for tasks of DAG runs the ledger does not hold)."""
+
+    name = LINK_NAME
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        return dashboard_link_for(ti_key.dag_id, ti_key.run_id) or ""
+
+
 class HBaseMigrationPlugin(AirflowPlugin):
     name = PLUGIN_NAME
     external_views = [
@@ -92,6 +142,7 @@ class HBaseMigrationPlugin(AirflowPlugin):
             "url_route": "hbase-migrations",  # the UI shows it at /plugin/hbase-migrations
         }
     ]
+    global_operator_extra_links = [MigrationDashboardLink()]
 
     @cached_property
     def fastapi_apps(self) -> list[dict[str, Any]]:  # type: ignore[override]

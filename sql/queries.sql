@@ -189,3 +189,54 @@ ON CONFLICT (run_id, peer_id, noted_ms) DO UPDATE SET
 -- name: run_peer_notes
 SELECT peer_id, noted_ms, state, reason FROM peer_notes WHERE run_id = :run_id
 ORDER BY noted_ms, peer_id;
+
+-- name: recent_runs_except_plan
+-- The dashboard's list of migrations: as recent_runs, without the runs of one plan (the watch's, which run
+-- every 10 minutes and would push the migrations off the page). Filtered before the LIMIT.
+SELECT r.run_id, r.dag_id, r.plan_name, r.source_key, r.target_key, r.peer_id, r.tables_json, r.params_json,
+       r.copy_id, r.t0_ms, r.status, r.started_ms, r.ended_ms,
+       n.state AS peer_state, n.reason AS peer_reason
+FROM migration_runs r
+LEFT JOIN peer_notes n
+  ON n.run_id = r.run_id
+ AND n.noted_ms = (SELECT MAX(m.noted_ms) FROM peer_notes m WHERE m.run_id = r.run_id)
+WHERE r.plan_name <> :plan
+ORDER BY r.started_ms DESC, r.run_id DESC
+LIMIT :limit;
+
+-- name: copy_plan
+INSERT INTO copy_plans (copy_id, table_name, partitions, est_rows, planned_ms, replanned_ms)
+VALUES (:copy_id, :table_name, :partitions, :est_rows, :planned_ms, :planned_ms)
+ON CONFLICT (copy_id, table_name) DO UPDATE SET
+    partitions = excluded.partitions,
+    est_rows = excluded.est_rows,
+    replanned_ms = excluded.replanned_ms;
+
+-- name: copy_plans
+SELECT table_name, partitions, est_rows, planned_ms, replanned_ms
+FROM copy_plans WHERE copy_id = :copy_id
+ORDER BY table_name;
+
+-- name: copy_timeline
+-- Finished partitions in the order they finished: the progress chart's steps (newest kept under the limit).
+SELECT table_name, partition_id, row_count, started_ms, finished_ms
+FROM copy_partitions WHERE copy_id = :copy_id
+ORDER BY finished_ms DESC, table_name, partition_id
+LIMIT :limit;
+
+-- name: lag_series
+-- One point per (sample, region server): the lag chart's lines. sizeOfLogQueue summed over the server's
+-- queues of the run (recovered ones included: they are WALs still to ship), the worst age among them.
+SELECT sampled_ms, server, COUNT(*) AS queues, CAST(SUM(size_of_log_queue) AS BIGINT) AS size_of_log_queue,
+       MAX(age_of_last_shipped_op_ms) AS age_of_last_shipped_op_ms
+FROM lag_samples WHERE run_id = :run_id
+GROUP BY sampled_ms, server
+ORDER BY sampled_ms DESC, server
+LIMIT :limit;
+
+-- name: quota_series
+SELECT path, sampled_ms, space_consumed, space_quota, ns_consumed, ns_quota, growth_bytes_per_s,
+       projected_exhaustion_ms
+FROM quota_samples WHERE run_id = :run_id
+ORDER BY sampled_ms DESC, path
+LIMIT :limit;

@@ -6,12 +6,13 @@ tests pin it down exactly. Levels are 'ok', 'warn', 'bad' and 'none' (nothing to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import quote
 
-from hbase_migration.ledger import ALL_TABLES, PHASES
+from hbase_migration.ledger import ALL_TABLES, NO_PEER, PHASES
 
-from . import formatting
+from . import charts, formatting
+from .live import LivePeer
 
 # Colours draw the eye; the oldWALs watchdog acts on its own policy. A quota this full is close to the point
 # where HDFS refuses WAL blocks (DSQuotaExceededException) and region servers abort.
@@ -64,24 +65,32 @@ class PeerAlert:
     lines: tuple[str, ...]
 
 
-def peer_alert(run: Mapping[str, Any], state: str | None, reason: str | None) -> PeerAlert | None:
+def peer_alert(run: Mapping[str, Any], state: str | None, reason: str | None,
+               live: LivePeer | None = None) -> PeerAlert | None:
     """What an operator must know about the run's peer, or None when its state needs no action.
 
     A peer left DISABLED after its run ended pins every WAL written since T0 (the log cleaner keeps any WAL a
     queue still references: HBase's `ReplicationLogCleaner`) until someone enables or removes it: that is the one
-    alarm here.
+    alarm here. The state is the cluster's when `live` could read it (a peer removed since is no alarm), else
+    the ledger's last note `state`, and the alarm then says the cluster could not be read.
     """
+    stale = None
+    if live is not None and live.readable:
+        state = live.state
+    elif live is not None:
+        stale = (f"The source cluster could not be read ({live.error}): this is the ledger's last note about the "
+                 "peer, which may be out of date.")
     if state != "DISABLED":
         return None
     peer = run["peer_id"]
     t0 = formatting.instant(run["t0_ms"])
     if run["status"] == "running":
-        return PeerAlert("warn", f"Peer {peer} is DISABLED while the run copies, as planned", (
+        return PeerAlert("warn", f"Peer {peer} is DISABLED while the run copies, as planned", tuple(filter(None, (
             f"Every WAL written since T0 ({t0}) is kept in oldWALs until enable_peer ships the backlog; "
-            "watch the quota samples.",
-        ))
+            "watch the quota samples.", stale,
+        ))))
     ended = "a failed run" if run["status"] == "failed" else "its run"
-    return PeerAlert("bad", f"Peer {peer} was left DISABLED by {ended}", (
+    return PeerAlert("bad", f"Peer {peer} was left DISABLED by {ended}", tuple(filter(None, (
         f"Reason noted: {reason or 'none recorded'}",
         f"A disabled peer keeps every WAL written since T0 ({t0}) in oldWALs, counted against the HDFS quota "
         "of the HBase root directory, until the peer ships them or is removed. It grows without bound.",
@@ -89,7 +98,42 @@ def peer_alert(run: Mapping[str, Any], state: str | None, reason: str | None) ->
         "its own peer, the copy resumes from the ledger, and enable_peer ships the backlog.",
         f"To abandon it: run remove_peer '{peer}' in the source cluster's hbase shell. The log cleaner then "
         "frees oldWALs; a later attempt starts from a new T0 with a full copy.",
-    ))
+        stale,
+    ))))
+
+
+@dataclass(frozen=True)
+class PeerShown:
+    """The peer's state as a page shows it, and where it comes from."""
+
+    state: str | None  # ENABLED, DISABLED, ABSENT (cluster), or the ledger's note; None: nothing known
+    text: str
+    from_cluster: bool
+    level: str
+
+
+def peer_shown(run: Mapping[str, Any], ledger_state: str | None, live: LivePeer | None,
+               reading: bool = True) -> PeerShown:
+    """"DISABLED (read from the cluster at ...)", "not on the cluster", or the ledger's note saying why the
+    cluster was not read. `reading`: whether the dashboard reads clusters at all."""
+    if run["peer_id"] == NO_PEER:
+        return PeerShown(None, "no peer (this run touches none)", False, "none")
+    noted = ledger_state or MISSING_NOTE
+    if live is not None and live.readable:
+        at = formatting.instant(live.read_ms)
+        if live.state == "ABSENT":
+            return PeerShown("ABSENT", f"not on the cluster (removed, or never added); read from the cluster at "
+                                       f"{at}", True, "none")
+        level = "bad" if live.state == "DISABLED" and run["status"] != "running" else "none"
+        return PeerShown(live.state, f"{live.state} (read from the cluster at {at})", True, level)
+    if live is not None:
+        return PeerShown(ledger_state, f"cluster unreachable ({live.error}); the ledger's last note: {noted}",
+                         False, "warn")
+    why = "the cluster is not read" if not reading else "not read"
+    return PeerShown(ledger_state, f"{noted} (from the ledger; {why})", False, "none")
+
+
+MISSING_NOTE = "no note"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -103,18 +147,65 @@ class RunRow:
     rows_copied: int
     verdict: Verdict
     alert: PeerAlert | None
+    peer: PeerShown | None = None
+    duration_ms: int | None = None  # ended - started, or so far while running
 
 
-def run_row(item: Mapping[str, Any], summary: Mapping[str, Any]) -> RunRow:
-    """One line of the run list from a `recent_runs()` entry and that run's `run_summary()`."""
+def run_row(item: Mapping[str, Any], summary: Mapping[str, Any], live: LivePeer | None = None,
+            reading: bool = False, now_ms: int | None = None) -> RunRow:
+    """One line of the run list from a `recent_runs()` entry, that run's `run_summary()` and the peer's state
+    read from its cluster (`live`, when the dashboard reads clusters)."""
+    shown = peer_shown(item, item["peer_state"], live, reading)
     return RunRow(
         run=item,
         href=run_href(item["run_id"]),
-        peer_state=item["peer_state"],
+        peer_state=shown.state if shown.from_cluster else item["peer_state"],
         rows_copied=summary["copy"]["total"]["rows"],
         verdict=verdict(item, summary["verification"]),
-        alert=peer_alert(item, item["peer_state"], item["peer_reason"]),
+        alert=peer_alert(item, item["peer_state"], item["peer_reason"], live),
+        peer=shown,
+        duration_ms=run_duration(item, now_ms),
     )
+
+
+def run_duration(run: Mapping[str, Any], now_ms: int | None) -> int | None:
+    """A finished run's duration; a running one's so far."""
+    if run.get("duration_ms") is not None:
+        return run["duration_ms"]
+    if run.get("status") == "running" and now_ms is not None and run.get("started_ms") is not None:
+        return max(0, now_ms - run["started_ms"])
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Links into the Airflow UI (its React routes: /dags/<dag>/runs/<run>[/tasks/<task>[/mapped/<index>]])
+
+PHASE_TASKS = {"preflight": "preflight", "create_tables": "create_target_tables", "add_peer": "add_peer",
+               "copy": "copy", "enable_peer": "enable_peer", "catch_up": "wait_drained", "verify": "verify",
+               "report": "report"}
+MAPPED_PHASES = frozenset({"copy", "verify"})  # one task per table, in the run's table order
+
+
+def dag_run_id(run: Mapping[str, Any]) -> str:
+    """The Airflow run id behind a ledger run (a watch run is '<dag run id>:<connection id>')."""
+    return run["run_id"].rsplit(":", 1)[0] if run.get("plan") == "watch" else run["run_id"]
+
+
+def dag_run_href(ui_base: str, run: Mapping[str, Any]) -> str:
+    return f"{ui_base}/dags/{quote(run['dag_id'], safe='')}/runs/{quote(dag_run_id(run), safe='')}"
+
+
+def task_href(ui_base: str, run: Mapping[str, Any], table: str, phase: str) -> str | None:
+    """The task instance (its logs) that recorded `phase` for `table`, or None when no task maps to it."""
+    task = PHASE_TASKS.get(phase)
+    if task is None:
+        return None
+    href = f"{dag_run_href(ui_base, run)}/tasks/{quote(task, safe='')}"
+    if phase in MAPPED_PHASES:
+        if table not in run["tables"]:
+            return None
+        href += f"/mapped/{run['tables'].index(table)}"
+    return href
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -125,8 +216,9 @@ class PhaseCell:
     status: str
     started_ms: int | None
     ended_ms: int | None
-    duration_ms: int | None
+    duration_ms: int | None  # so far, while it runs
     detail: str | None
+    href: str | None = None  # its task instance in the Airflow UI
 
     @property
     def level(self) -> str:
@@ -140,8 +232,10 @@ class PhaseGrid:
     failures: list[tuple[str, str, str]]  # (table label, phase, detail) of every failed phase
 
 
-def phase_grid(phases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> PhaseGrid:
-    """Tables down (in the ledger's plan order), phases across; failed phases' details listed apart."""
+def phase_grid(phases: Mapping[str, Mapping[str, Mapping[str, Any]]],
+               href: Callable[[str, str], str | None] | None = None, now_ms: int | None = None) -> PhaseGrid:
+    """Tables down (in the ledger's plan order), phases across; failed phases' details listed apart.
+    `href(table, phase)` links a cell to its task; a running phase's duration is the time so far."""
     seen = {phase for by_phase in phases.values() for phase in by_phase}
     columns = [p for p in PHASES if p in seen] + sorted(seen - set(PHASES))
     rows, failures = [], []
@@ -149,9 +243,14 @@ def phase_grid(phases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> PhaseGr
         cells: list[PhaseCell | None] = []
         for phase in columns:
             entry = by_phase.get(phase)
-            cell = None if entry is None else PhaseCell(
-                entry["status"], entry["started_ms"], entry["ended_ms"], entry["duration_ms"], entry["detail"]
-            )
+            cell = None
+            if entry is not None:
+                duration = entry["duration_ms"]
+                if duration is None and entry["status"] == "running" and entry["started_ms"] is not None \
+                        and now_ms is not None:
+                    duration = max(0, now_ms - entry["started_ms"])
+                cell = PhaseCell(entry["status"], entry["started_ms"], entry["ended_ms"], duration,
+                                 entry["detail"], href(table, phase) if href else None)
             cells.append(cell)
             if cell is not None and cell.status == "failed":
                 failures.append((table_label(table), phase, cell.detail or "no detail recorded"))
@@ -168,15 +267,183 @@ class CopyRow:
     bytes: int
     duration_ms: int | None
     rows_per_s: float | None
+    planned: int | None = None  # partitions in the copy's plan (None: not recorded, an older copy)
+    eta_ms: int | None = None  # time left at the pace so far, while the copy runs
+    running: bool = False
+
+    @property
+    def done_text(self) -> str:
+        if self.planned is None:
+            return f"{self.partitions:,}" if self.partitions or self.duration_ms is not None else "not started"
+        return f"{self.partitions:,} of {self.planned:,}"
+
+    @property
+    def percent(self) -> float | None:
+        return None if not self.planned else min(100.0, 100 * self.partitions / self.planned)
 
 
-def copy_rows(copy: Mapping[str, Any]) -> list[CopyRow]:
-    """Per-table copy totals; duration from the first partition's start to the last one's finish."""
+def copy_rows(copy: Mapping[str, Any], progress: Mapping[str, Any] | None = None,
+              phases: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None, now_ms: int | None = None,
+              tables: Iterable[str] = ()) -> list[CopyRow]:
+    """Per-table copy figures: partitions done (of the planned total), rows, rate and, while the copy runs,
+    its ETA. The copy's start is its first partition's start, else its planning instant (the ledger's copy
+    plan), else the copy phase's start; its end is the last finished partition, or now while it runs."""
+    plans = (progress or {}).get("plans", {})
+    started = set(copy["tables"]) | set(plans)
+    if not started:
+        return []  # nothing copied or planned yet: the page says so
+    order = list(tables) + sorted(started - set(tables))
     out = []
-    for table, t in copy["tables"].items():
-        span = None if t["started_ms"] is None else t["finished_ms"] - t["started_ms"]
-        out.append(CopyRow(table, t["partitions"], t["rows"], t["cells"], t["bytes"], span,
-                           t["rows"] * 1000 / span if span else None))
+    for table in order:
+        t = copy["tables"].get(table)
+        plan = plans.get(table)
+        phase = ((phases or {}).get(table) or {}).get("copy") or {}
+        t = t or {"partitions": 0, "rows": 0, "cells": 0, "bytes": 0, "started_ms": None, "finished_ms": None}
+        planned = plan["partitions"] if plan else None
+        running = phase.get("status") == "running" and (planned is None or t["partitions"] < planned)
+        start = next((v for v in (t["started_ms"], plan and plan["planned_ms"], phase.get("started_ms"))
+                      if v is not None), None)
+        end = now_ms if running and now_ms is not None else t["finished_ms"]
+        span = None if start is None or end is None or end < start else end - start
+        rate = t["rows"] * 1000 / span if span else None
+        eta = None
+        if running and span and planned and 0 < t["partitions"] < planned:
+            eta = round(span * (planned - t["partitions"]) / t["partitions"])
+        out.append(CopyRow(table, t["partitions"], t["rows"], t["cells"], t["bytes"], span, rate, planned, eta,
+                           running))
+    return out
+
+
+def copy_chart(rows: list[CopyRow], progress: Mapping[str, Any], now_ms: int) -> charts.Chart:
+    """Partitions finished over time, per table: in percent of the plan when every table has one, else as
+    counts. A running copy's line is drawn up to now."""
+    plans = progress.get("plans", {})
+    percent = bool(rows) and all(r.planned for r in rows)
+    finished: dict[str, list[int]] = {}
+    for p in progress.get("partitions", []):
+        finished.setdefault(p["table_name"], []).append(p["finished_ms"])
+    series = []
+    for r in rows:
+        times = sorted(finished.get(r.table, []))
+        plan = plans.get(r.table)
+        start = plan["planned_ms"] if plan else (times[0] if times else None)
+        if start is None:
+            continue
+        scale = 100 / r.planned if percent and r.planned else 1
+        points = [(start, 0.0)] + [(at, (i + 1) * scale) for i, at in enumerate(times)]
+        if r.running:
+            points.append((max(now_ms, points[-1][0]), points[-1][1]))
+        series.append(charts.Series(r.table, charts.downsample(points, 600), step=True))
+    fmt = (lambda v: f"{v:.0f}%") if percent else charts.count_format
+    rules = (charts.Rule(100.0, "planned total", "#1a7f37"),) if percent else ()
+    return charts.Chart("Copy: partitions done" + (" (% of plan)" if percent else ""), tuple(series), fmt,
+                        rules=rules, y_max=100.0 if percent else None, css_class="chart copy-chart",
+                        empty_text="No partition planned yet.", integer=not percent, min_top=1)
+
+
+@dataclass(frozen=True)
+class RunInstants:
+    t0_ms: int | None
+    enabled_ms: int | None  # the peer enabled (enable_peer, or the quota policy's early enable)
+    drained_ms: int | None  # the catch-up succeeded
+
+
+def run_instants(run: Mapping[str, Any], phases: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                 notes: Iterable[Mapping[str, Any]]) -> RunInstants:
+    run_wide = phases.get(ALL_TABLES, {})
+    enable = run_wide.get("enable_peer") or {}
+    candidates = [enable["ended_ms"]] if enable.get("status") == "success" and enable.get("ended_ms") else []
+    t0 = run["t0_ms"]
+    candidates += [n["noted_ms"] for n in notes if n["state"] == "ENABLED" and (t0 is None or n["noted_ms"] >= t0)]
+    catch_up = run_wide.get("catch_up") or {}
+    drained = catch_up["ended_ms"] if catch_up.get("status") == "success" else None
+    return RunInstants(t0, min(candidates) if candidates else None, drained)
+
+
+def _server_labels(servers: Iterable[str]) -> dict[str, str]:
+    """'host,port,startcode' -> 'host:port' when that stays unique (a restarted server keeps its full name)."""
+    servers = sorted(set(servers))
+    short = {s: ":".join(s.split(",")[:2]) for s in servers}
+    counts: dict[str, int] = {}
+    for v in short.values():
+        counts[v] = counts.get(v, 0) + 1
+    return {s: (v if counts[v] == 1 else s) for s, v in short.items()}
+
+
+def lag_charts(series: Iterable[Mapping[str, Any]], instants: RunInstants, run_status: str,
+               now_ms: int) -> tuple[charts.Chart, charts.Chart]:
+    """sizeOfLogQueue and ageOfLastShippedOp over time, one line per region server (its queues of the run's
+    peer folded: sizes summed, the worst age), with T0, enable_peer and the drain marked and the disabled
+    phase shaded: its queues only grow until the peer is enabled."""
+    rows = list(series)
+    labels = _server_labels(r["server"] for r in rows)
+    sizes: dict[str, list[tuple[int, float]]] = {}
+    ages: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        sizes.setdefault(r["server"], []).append((r["sampled_ms"], float(r["size_of_log_queue"])))
+        ages.setdefault(r["server"], []).append((r["sampled_ms"], float(r["age_of_last_shipped_op_ms"])))
+    markers = tuple(charts.Marker(at, label) for at, label in ((instants.t0_ms, "T0: peer added"),
+                                                               (instants.enabled_ms, "peer enabled"),
+                                                               (instants.drained_ms, "drained"))
+                    if at is not None)
+    bands: tuple[charts.Band, ...] = ()
+    if instants.t0_ms is not None:
+        last = max([r["sampled_ms"] for r in rows], default=instants.t0_ms)
+        end = instants.enabled_ms or (max(now_ms, last) if run_status == "running" else last)
+        bands = (charts.Band(instants.t0_ms, end, "peer DISABLED: WALs kept"),)
+
+    def chart(title: str, data: dict[str, list[tuple[int, float]]], fmt: Any, css: str, **scale: Any) -> charts.Chart:
+        return charts.Chart(title, tuple(charts.Series(labels[s], charts.downsample(points, 600))
+                                         for s, points in sorted(data.items())), fmt, markers=markers,
+                            bands=bands, css_class=f"chart lag-chart {css}", **scale)
+
+    return (chart("sizeOfLogQueue (WALs queued) per region server", sizes, charts.count_format, "lag-size",
+                  integer=True, min_top=2),
+            chart("ageOfLastShippedOp per region server", ages, lambda v: formatting.duration(int(v)), "lag-age",
+                  min_top=1000))
+
+
+def quota_charts(samples: Iterable[Mapping[str, Any]], quota_mark: float | None, now_ms: int) -> list[charts.Chart]:
+    """oldWALs usage over time per quota path, against its space quota (and the run's quota mark), with the
+    latest growth projected forward to the exhaustion instant (or as far again as the history spans). A quota
+    far above the usage stays off the scale, named in a note, so the growth stays visible."""
+    by_path: dict[str, list[Mapping[str, Any]]] = {}
+    for q in samples:
+        by_path.setdefault(q["path"], []).append(q)
+    out = []
+    for path, rows in sorted(by_path.items()):
+        rows.sort(key=lambda q: q["sampled_ms"])
+        points = tuple((q["sampled_ms"], float(q["space_consumed"])) for q in rows)
+        last = rows[-1]
+        series = [charts.Series("space used", charts.downsample(points, 600))]
+        growth, quota = last["growth_bytes_per_s"], last["space_quota"]
+        span = max(points[-1][0] - points[0][0], 60_000)
+        if growth and growth > 0:
+            until = last["projected_exhaustion_ms"] or points[-1][0] + span
+            until = min(until, points[-1][0] + span)
+            value = points[-1][1] + growth * (until - points[-1][0]) / 1000
+            if quota:
+                value = min(value, float(quota))
+            series.append(charts.Series("projection", ((points[-1][0], points[-1][1]), (until, value)),
+                                        dashed=True, color="#8250df"))
+        top = max(v for s in series for _, v in s.points)
+        rules: list[charts.Rule] = []
+        note = None
+        if quota:
+            used = points[-1][1] / quota
+            if quota <= 4 * max(top, 1.0):
+                rules.append(charts.Rule(float(quota), f"quota {formatting.size(quota)}"))
+                if quota_mark:
+                    rules.append(charts.Rule(quota * quota_mark, f"quota mark {quota_mark:.0%}", "#bf8700"))
+            else:
+                note = f"quota {formatting.size(quota)}: {used:.2%} used (off this scale)"
+            if last["projected_exhaustion_ms"]:
+                when = formatting.relative(last["projected_exhaustion_ms"], now_ms)
+                note = (note + "; " if note else "") + f"exhausted {when} at this growth"
+        else:
+            note = "no space quota on this path"
+        out.append(charts.Chart(f"oldWALs: space used under {path}", tuple(series), lambda v: formatting.size(int(v)),
+                                rules=tuple(rules), css_class="chart quota-chart", note=note, binary=True))
     return out
 
 

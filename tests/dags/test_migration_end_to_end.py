@@ -4,6 +4,7 @@ the versions a family keeps), row and column deletes and single-version deletes,
 3 versions. The verdict is an independent comparison of every version of every column (value and timestamp) on
 both sides, through a plain Thrift2 client. Once through the toolkit's Thrift2 data path, once through its
 Thrift1 fallback."""
+import re
 from argparse import Namespace
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def test_migration_with_live_writes_loses_no_version(tmp_path, zookeeper, data_p
     assert writer["errors"] == 0, writer
     # The deferrable catch-up left every poll in the ledger: at least the stable window the demo asks for (3).
     assert result["catch_up"]["lag_samples"] >= 3, result["catch_up"]
+    assert_the_ledger_feeds_the_dashboard(tmp_path / "demo" / "ledger.db", result["run_id"])
     for table, r in result["tables"].items():
         cmp = r["independent_comparison"]
         assert cmp["differences"] == 0, (table, cmp)
@@ -41,3 +43,44 @@ def test_migration_with_live_writes_loses_no_version(tmp_path, zookeeper, data_p
         # missing on the target (a lost edit) nor another value; repair removes the extra ones, exactly.
         assert r["verification"] in ("clean", "repaired"), (table, r)
         assert {v["kind"] for v in r["versions_found_different"]} <= {"only_on_target"}, (table, r)
+
+
+def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> None:
+    """Regression (issue 14 bug 3): the copy's oldWALs watchdog never wrote its readings, so a migration's quota
+    section was always empty. Its readings, its lag samples of the disabled phase and the copy's plan are in
+    the ledger, and the run page shows them."""
+    from urllib.parse import quote
+
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from hbase_migration.ledger import Ledger
+    from plugins.hbase_migration_ui.app import create_app
+    from plugins.hbase_migration_ui.settings import resolve_ledger_url
+    from tests.unit.test_plugin_dashboard import text_of
+
+    url = f"sqlite:///{ledger_path}"
+    with Ledger.open(url) as ledger:
+        summary = ledger.run_summary(run_id)
+        series = ledger.chart_series(run_id)
+    assert summary["quota"]["samples"] > 0 and summary["quota"]["latest"], summary["quota"]
+    enabled = min(n["noted_ms"] for n in summary["peer"]["notes"] if n["state"] == "ENABLED")  # enable_peer's note
+    disabled_phase = [p for p in series["lag"] if p["sampled_ms"] < enabled]
+    assert disabled_phase, "no lag sample before enable_peer: the watchdog did not sample the disabled peer"
+    plans = series["copy"]["plans"]
+    assert set(plans) == set(summary["run"]["tables"])
+    assert all(plans[t]["partitions"] == summary["copy"]["tables"][t]["partitions"] for t in plans)
+    app = FastAPI()
+    app.mount("/hbase-migration", create_app(resolve_ledger_url(url, None, ledger_path.parent)))
+    with TestClient(app) as client:
+        page = client.get(f"/hbase-migration/runs/{quote(run_id, safe='')}")
+    assert page.status_code == 200
+    shown = text_of(page.text)
+    assert "No quota sample yet." not in shown
+    assert f"Latest sample of each path ({summary['quota']['samples']} samples in all)" in shown
+    quota_chart = re.search(r'<svg class="chart quota-chart"[^>]*data-points="(\d+)"', page.text)
+    assert quota_chart and int(quota_chart.group(1)) >= summary["quota"]["samples"] // 2, page.text[:2000]
+    assert re.search(r'<svg class="chart lag-chart lag-size"[^>]*data-points="[1-9]', page.text)
+    for table in summary["run"]["tables"]:
+        n = plans[table]["partitions"]
+        assert f"{table} {n} of {n} 100%" in shown

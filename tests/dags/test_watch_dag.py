@@ -1,6 +1,8 @@
 """The scheduled watch: passes on a healthy pair, fails (so Airflow alerts) on a peer disabled too long and on
 oldWALs quota pressure, naming the cause in the task log."""
 import dataclasses
+import json
+import uuid
 
 import pytest
 
@@ -47,3 +49,73 @@ def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
     finally:
         with peer_admin(source) as admin:
             admin.remove_peer("stale_peer")
+
+
+def watch_runs(ledger_path):
+    from hbase_migration.ledger import Ledger
+
+    with Ledger.open(f"sqlite:///{ledger_path}") as ledger:
+        return [(r, ledger.run_summary(r["run_id"]), ledger.latest_samples(r["run_id"], 1000))
+                for r in ledger.recent_runs(50) if r["plan"] == "watch"]
+
+
+def test_enabled_peer_with_lag_data_records_one_row_per_queue(minihbase_pair, tmp_path):
+    """Regression (issue 14, bug 1): an ENABLED peer has lag data, and the watch crashed writing it (one
+    aggregated row with shipped_ops None), leaving its ledger run "running" forever. Now each region server's
+    queue is one lag row, and the run ends."""
+    from hbase_migration.connections import cluster_from_connection_text
+    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.replication import peer_admin
+    from tests.polling import wait_for
+
+    dc1, dc2 = minihbase_pair
+    table = "watch_" + uuid.uuid4().hex[:6]
+    for c in (dc1, dc2):
+        c.create_table(table, {"d": {"replication_scope": 1}})
+    source = cluster_from_connection_text("src", dc1.connection_json)
+    target = cluster_from_connection_text("dst", dc2.connection_json)
+    peer_id = "watch_" + uuid.uuid4().hex[:6]
+    with peer_admin(source) as admin:
+        admin.add_peer(peer_id, migration_peer_config(target, [table]), enabled=True)
+    try:
+        conn = dc1.connection()
+        for i in range(20):
+            conn.table(table).put(b"r%02d" % i, {b"d:v": b"x"})
+        conn.close()
+        target_conn = dc2.connection()
+        wait_for(lambda: len(list(target_conn.table(table).scan())) == 20, timeout=60, what="rows shipped")
+        target_conn.close()
+        rc, log = run_watch(minihbase_pair, tmp_path)
+        assert rc == 0, log[-4000:]
+    finally:
+        with peer_admin(source) as admin:
+            admin.remove_peer(peer_id, force=True)
+    [(run, summary, samples)] = watch_runs(tmp_path / "ledger.db")
+    assert run["status"] == "success" and run["ended_ms"] is not None
+    rows = [r for r in samples["lag"] if r["peer_id"] == peer_id]
+    servers = sorted(rs["servername"] for rs in dc1.region_servers)
+    assert sorted(r["server"] for r in rows) == servers  # one row per region server's queue, at one instant
+    assert {r["queue_id"] for r in rows} == {peer_id} and len({r["sampled_ms"] for r in rows}) == 1
+    assert all(isinstance(r["shipped_ops"], int) for r in rows)
+    assert sum(r["shipped_ops"] for r in rows) >= 20  # the puts shipped to dc2
+    assert summary["lag"]["samples"] == 1
+
+
+def test_a_watch_that_fails_ends_its_ledger_run_as_failed(minihbase_pair, tmp_path):
+    """Whatever makes the watch fail (here: the cluster's ZooKeeper does not answer), its ledger run ends as
+    failed, never left "running"."""
+    from minihbase.zookeeper import free_port
+
+    dc1, dc2 = minihbase_pair
+    dead = {"conn_type": "hbase", "host": "127.0.0.1", "port": free_port(),
+            "extra": {"zookeeper_quorum": "127.0.0.1", "zookeeper_port": free_port(), "timeout_s": 1}}
+    env = airflow_env(dc1, dc2, tmp_path / "ledger.db")
+    env["AIRFLOW_CONN_HBASE_DEAD"] = json.dumps(dead)
+    log_path = tmp_path / "watch.log"
+    rc = dags_test("hbase_replication_watch", {"clusters": ["hbase_dead"], "quota_sample_gap_s": 1}, env, log_path)
+    log = log_path.read_text()
+    assert rc != 0
+    assert "did not answer within 1s" in log, log[-4000:]
+    [(run, _, _)] = watch_runs(tmp_path / "ledger.db")
+    assert run["run_id"].endswith(":hbase_dead")
+    assert run["status"] == "failed" and run["ended_ms"] is not None

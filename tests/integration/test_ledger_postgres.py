@@ -63,10 +63,16 @@ def one_migration(ledger: Ledger) -> dict:
                             only_in_target=0, sample_keys=[b"r\x01", b"r\xff"], verified_ms=9_500)
     ledger.peer_note("run-1", "mig1", "DISABLED", "copy failed; the peer pins WALs", noted_ms=5_500)
     ledger.peer_note("run-1", "mig1", "ENABLED", "caught up", noted_ms=8_000)
+    ledger.copy_plan("copy-1", "ns:orders", 3, est_rows=30, planned_ms=2_900)
+    ledger.copy_plan("copy-1", "ns:orders", 3, planned_ms=3_900)  # planned again: the first instant stays
     ledger.end_run("run-1", "success", ended_ms=10_000)
+    ledger.start_run("watch-1", "hbase_replication_watch", "watch", "zk1:2181:/hbase", "zk1:2181:/hbase", "-",
+                     ["*"], started_ms=11_000)
     return {
         "summary": ledger.run_summary("run-1"),
         "recent": ledger.recent_runs(),
+        "migrations": ledger.recent_runs(except_plan="watch"),
+        "charts": ledger.chart_series("run-1"),
         "samples": ledger.latest_samples("run-1"),
         "done": sorted(ledger.done_partitions("copy-1", "ns:orders")),
     }
@@ -78,6 +84,12 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
     assert on_postgres == on_sqlite
     assert on_postgres["done"] == ["p0", "p1", "p2"]
     assert on_postgres["summary"]["run"]["t0_ms"] == 2_000
+    assert [r["run_id"] for r in on_postgres["migrations"]] == ["run-1"]
+    charts = on_postgres["charts"]
+    assert charts["lag"][0] == {"sampled_ms": 6_000, "server": "rs1,16020,1", "queues": 2, "size_of_log_queue": 6,
+                                "age_of_last_shipped_op_ms": 90_000}
+    assert charts["copy"]["plans"] == {"ns:orders": {"partitions": 3, "est_rows": None, "planned_ms": 2_900,
+                                                     "replanned_ms": 3_900}}
     # Stored as the schema says: row keys as hex, unset quotas as NULL, flags as 0/1.
     assert pg_rows(pg_url, "SELECT partition_id, start_row_hex, stop_row_hex, row_count FROM copy_partitions "
                            "ORDER BY partition_id") == [("p0", "", "01", 7), ("p1", "01", "02ff", 10),
@@ -91,16 +103,17 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
 def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_path):
     Ledger.open(pg_url).close()
     Ledger.open(pg_url).close()
-    assert pg_rows(pg_url, "SELECT version, name FROM schema_version") == [(1, "initial")]
+    assert pg_rows(pg_url, "SELECT version, name FROM schema_version") == [(1, "initial"), (2, "copy_plans")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
-    (sql_dir / "schema" / "001_initial.sql").write_text((SQL_DIR / "schema" / "001_initial.sql").read_text())
-    (sql_dir / "schema" / "002_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
-    with pytest.raises(LedgerError, match='002_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+    for shipped in sorted((SQL_DIR / "schema").glob("*.sql")):
+        (sql_dir / "schema" / shipped.name).write_text(shipped.read_text())
+    (sql_dir / "schema" / "003_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    with pytest.raises(LedgerError, match='003_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
         Ledger.open(pg_url, sql_dir=sql_dir)
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
-    assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,), (2,)]
 
 
 def test_concurrent_writers_all_land(pg_url):
@@ -110,7 +123,7 @@ def test_concurrent_writers_all_land(pg_url):
     for returncode, err in run_concurrent_copies(pg_url):
         assert returncode == 0, err
     assert pg_rows(pg_url, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
-    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(2,)]
     assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
 

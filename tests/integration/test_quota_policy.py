@@ -115,3 +115,33 @@ def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_fa
         in str(e.value) and ";" not in str(e.value).split("oldwals_headroom: ")[1].split("quota on")[0]
     report = PreflightOperator(task_id="p", quota_mark=0.8, **args).execute({})
     assert report["ok"] is True
+
+
+def test_watchdog_records_the_disabled_peers_queues_growing_and_a_last_reading_at_stop(quota_cluster, ledger):
+    """The lag chart's disabled phase: beside the copy, the watchdog samples the run's DISABLED peer, whose
+    queues only grow (every rolled WAL stays queued); stop() takes one last reading, so a copy shorter than the
+    interval still leaves a first and a last point."""
+    source = cluster_from_text("source", quota_cluster.connection_json)
+    quota_cluster.create_table("t", {"d": {"replication_scope": 1}})
+    peer_id = disabled_peer(source)
+    dog = Watchdog(source, peer_id, "fail", 0.99, interval_s=3600, ledger_url=ledger, run_id="run-1",
+                   on_fail=lambda m: pytest.fail(f"no breach expected: {m}"))
+    dog.start()
+    try:
+        wait_for(lambda: dog.lag_samples >= 1, timeout=30, what="the first lag reading")
+        conn = quota_cluster.connection()
+        for round_ in range(3):
+            conn.table("t").put(b"row-%d" % round_, {b"d:v": b"x"})
+            quota_cluster.roll_wals()
+        conn.close()
+    finally:
+        dog.stop(timeout_s=30)
+    assert (dog.samples, dog.lag_samples) == (2, 2)  # the first reading and the last, nothing in between
+    with Ledger.open(ledger) as led:
+        series = led.chart_series("run-1")
+    samples = sorted({p["sampled_ms"] for p in series["lag"]})
+    assert len(samples) == 2
+    queued = [sum(p["size_of_log_queue"] for p in series["lag"] if p["sampled_ms"] == at) for at in samples]
+    servers = len(quota_cluster.region_servers)
+    assert queued[1] >= queued[0] + 3 * servers, queued  # three rolls on every server, none shipped
+    assert len(series["quota"]) >= 2

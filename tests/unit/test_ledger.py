@@ -27,7 +27,7 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = [
-    "copy_partitions", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
+    "copy_partitions", "copy_plans", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
     "schema_version", "verification_results",
 ]
 
@@ -96,8 +96,9 @@ def test_named_statements_rejects_malformed_files(sql, message):
 def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
-    [(version, name, statements)] = schema_migrations(SQL_DIR / "schema")
-    assert (version, name) == (1, "initial")
+    [(version, name, statements), (version2, name2, statements2)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2) == (1, "initial", 2, "copy_plans")
+    assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
     assert [s.split("(")[0] for s in statements] == [
         "CREATE TABLE IF NOT EXISTS migration_runs ",
         "CREATE INDEX IF NOT EXISTS migration_runs_started ON migration_runs ",
@@ -143,12 +144,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 1
+        assert second.apply_schema() == 2
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 1
+    assert len(versions) == 2
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -180,7 +181,7 @@ def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(1\)"):
+    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(2\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -396,7 +397,7 @@ def test_concurrent_writers_all_land(db_path):
     with Ledger.open(url) as ledger:
         assert ledger.done_partitions("copy-1", "t") == {f"w{w}-p{i}" for w in range(4) for i in range(40)}
     assert raw(db_path, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
-    assert raw(db_path, "SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert raw(db_path, "SELECT COUNT(*) FROM schema_version") == [(2,)]
     assert raw(db_path, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
 

@@ -95,9 +95,41 @@ def token(base: str, user: str) -> str:
     return response.json()["access_token"]
 
 
+def expired_token(base: str, user: str, home: Path) -> str:
+    """A token Airflow issued, re-signed with the server's own secret after moving its expiry into the past:
+    what a browser holds after its sign-in expired."""
+    import jwt
+
+    issued = token(base, user)
+    header = jwt.get_unverified_header(issued)
+    claims = jwt.decode(issued, options={"verify_signature": False})
+    now = int(time.time())
+    claims.update(iat=now - 7200, nbf=now - 7200, exp=now - 3600)
+    secret = (home / ".airflow" / "secrets" / "jwt_secret").read_text()  # as jwt_secret_cmd gives it, newline kept
+    return jwt.encode(claims, secret, algorithm=header["alg"], headers={"kid": header["kid"]} if "kid" in header
+                      else None)
+
+
+def test_a_page_without_a_valid_sign_in_leads_to_airflows_sign_in_and_back(server):
+    base, log_path = server
+    for cookies in ({}, {"_token": expired_token(base, "viewer1", log_path.parent)}):
+        page = requests.get(f"{base}/hbase-migration/runs/x?samples=5", cookies=cookies, allow_redirects=False,
+                            timeout=10)
+        assert page.status_code == 303, (cookies.keys(), page.text[:300])
+        assert page.headers["location"] == "/api/v2/auth/login?next=%2Fhbase-migration%2Fruns%2Fx%3Fsamples%3D5"
+        # Airflow's own login route hands over to the auth manager's sign-in page, keeping `next`.
+        hop = requests.get(base + page.headers["location"], allow_redirects=False, timeout=10)
+        assert hop.status_code == 307
+        assert hop.headers["location"] == "/auth/login?next=%2Fhbase-migration%2Fruns%2Fx%3Fsamples%3D5"
+        assert requests.get(base + hop.headers["location"], timeout=10).status_code == 200
+    expired = requests.get(f"{base}/hbase-migration/api/runs", timeout=10,
+                           headers={"Authorization": f"Bearer {expired_token(base, 'admin', log_path.parent)}"})
+    assert (expired.status_code, expired.json()) == (401, {"detail": "Token Expired"})  # the API stays JSON
+
+
 def test_dashboard_is_mounted_and_needs_a_sign_in(server):
     base, log_path = server
-    assert requests.get(f"{base}/hbase-migration/", timeout=10).status_code == 401
+    assert requests.get(f"{base}/hbase-migration/", allow_redirects=False, timeout=10).status_code == 303
     anonymous = requests.get(f"{base}/hbase-migration/api/runs", timeout=10)
     assert (anonymous.status_code, anonymous.json()) == (401, {"detail": "Not authenticated"})
     forged = requests.get(f"{base}/hbase-migration/api/runs", headers={"Authorization": "Bearer forged"},
@@ -142,3 +174,21 @@ def test_airflow_lists_the_plugin_and_its_nav_entry(server):
     assert errors == {"import_errors": [], "total_entries": 0}
     ui = requests.get(f"{base}/plugin/hbase-migrations", headers=headers, timeout=10)
     assert ui.status_code == 200 and ui.headers["content-type"].startswith("text/html")  # the UI's own page
+    assert plugin["global_operator_extra_links"] == ["<hbase_migration_plugin.MigrationDashboardLink object>"]
+
+
+def test_the_connections_form_knows_the_hbase_type_and_its_fields(server):
+    import hbase_migration_provider as provider
+
+    base, _ = server
+    headers = {"Authorization": f"Bearer {token(base, 'admin')}"}
+    metas = requests.get(f"{base}/ui/connections/hook_meta", headers=headers, timeout=30).json()
+    [meta] = [m for m in metas if m["connection_type"] == "hbase"]
+    assert (meta["hook_name"], meta["hook_class_name"]) == ("HBase cluster (migration toolkit)",
+                                                            "operators.hooks.HBaseClusterHook")
+    assert set(meta["extra_fields"]) == set(provider.CONN_FIELDS)
+    quorum = meta["extra_fields"]["zookeeper_quorum"]
+    assert quorum["schema"]["title"] == "ZooKeeper quorum" and quorum["schema"]["type"] == ["string", "null"]
+    assert meta["extra_fields"]["peer_admin"]["schema"]["enum"] == ["shell", "zookeeper"]
+    standard = meta["standard_fields"]
+    assert standard["password"]["hidden"] is True and standard["host"]["title"] == "Thrift host"

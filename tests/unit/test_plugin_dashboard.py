@@ -137,11 +137,11 @@ def test_runs_page_lists_both_runs_newest_first_with_their_figures(client):
     assert len(rows) == 2
     failed, ok = (text_of(r) for r in rows)
     assert ok == ("manual__2024-05-01T12:00:00+00:00 migrate_orders orders zk1,zk2:2181:/hbase \u2192 "
-                  "zkb:2181:/hbase mig1: ENABLED success 2024-05-01 12:00:00 UTC 2024-05-01 12:30:00 UTC "
-                  "30m00s 1,249,567 3 rows differ in 1 table")
+                  "zkb:2181:/hbase mig1: ENABLED (from the ledger; the cluster is not read) success "
+                  "2024-05-01 12:00:00 UTC 2024-05-01 12:30:00 UTC 30m00s 1,249,567 3 rows differ in 1 table")
     assert failed == ("cli/<b>retry</b> 2 migrate_users users zk1:2181:/hbase \u2192 "
-                      "zkc:2181:/hbase-unsecure mig2: DISABLED failed 2024-05-01 12:33:20 UTC "
-                      "2024-05-01 12:34:50 UTC 1m30s 0 not verified")
+                      "zkc:2181:/hbase-unsecure mig2: DISABLED (from the ledger; the cluster is not read) failed "
+                      "2024-05-01 12:33:20 UTC 2024-05-01 12:34:50 UTC 1m30s 0 not verified")
 
 
 def test_runs_page_puts_the_disabled_peer_warning_above_the_list(client):
@@ -195,7 +195,8 @@ def test_run_page_shows_phases_copy_lag_quota_and_verification(client):
         "ns:orders success 2s \u2014 success 22m05s", "ns:items success 2s \u2014 \u2014",
         "all tables \u2014 success 10s \u2014",
         # copy totals
-        "ns:items 1 15,000 15,000 1.5 KiB 30s 500", "ns:orders 3 1,234,567 3,703,701 353.2 MiB 22m05s 932",
+        "ns:items 1 \u2014 15,000 15,000 1.5 KiB 30s 500 \u2014",
+        "ns:orders 3 \u2014 1,234,567 3,703,701 353.2 MiB 22m05s 932 \u2014",
         "Total 4 1,249,567 3,718,701 353.2 MiB",
         # lag: peaks, latest queues (a recovered queue flagged), history
         "Samples 2 Peak ageOfLastShippedOp 1m35s Peak sizeOfLogQueue 12 WALs",
@@ -224,7 +225,8 @@ def test_failed_run_page_warns_of_the_disabled_peer_and_shows_the_failure(client
     page = client.get(run_url(FAILED_RUN)).text
     shown = text_of(page)
     assert shown.startswith("HBase migrations / run cli/<b>retry</b> 2 Run cli/<b>retry</b> 2 failed "
-                            "not verified Peer mig2 was left DISABLED by a failed run Reason noted: copy "
+                            "not verified DAG run migrate_users in Airflow (its tasks and their logs; each phase "
+                            "below links to its task) Peer mig2 was left DISABLED by a failed run Reason noted: copy "
                             "failed; peer kept <b>DISABLED</b> A disabled peer keeps every WAL written "
                             "since T0 (2024-05-01 12:33:30 UTC) in oldWALs")
     assert "remove_peer 'mig2'" in shown
@@ -370,9 +372,10 @@ def test_plugin_declares_the_nav_entry_and_the_app_mount():
 
 def test_plugin_app_requires_an_airflow_sign_in():
     with TestClient(HBaseMigrationPlugin().fastapi_apps[0]["app"]) as c:
-        page = c.get("/")
-        assert page.status_code == 401
-        assert "Not authenticated" in page.text
+        page = c.get("/runs/x?samples=5", follow_redirects=False)
+        # A page without a (valid) sign-in goes to Airflow's sign-in, which comes back to it afterwards.
+        assert page.status_code == 303
+        assert page.headers["location"] == "/api/v2/auth/login?next=%2Fruns%2Fx%3Fsamples%3D5"
         assert "Ledger:" not in page.text and "sqlite:" not in page.text  # nothing about the ledger
         assert c.get("/api/runs").json() == {"detail": "Not authenticated"}
         assert c.get("/api/runs", headers={"Authorization": "Bearer "}).status_code == 401

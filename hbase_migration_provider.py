@@ -1,0 +1,77 @@
+"""This repository as an Airflow provider: the `hbase` connection type and its form.
+
+Airflow finds providers through the `apache_airflow_provider` entry point of installed distributions; the
+Makefile installs this repository's (pyproject.toml: a distribution holding only this module and that entry
+point, `pip install --no-deps .`). Airflow then lists `hbase` among the connection types (`airflow providers
+hooks`), builds `operators.hooks.HBaseClusterHook` for it, and the Connections form shows the fields below:
+Airflow 3 reads them declaratively from here (`conn-fields`, `ui-field-behaviour`), without importing the
+hook or WTForms. Each extra is stored in the connection's extra JSON under its own name, which is what
+`hbase_migration.cluster.Cluster.from_connection` reads (README "Connections"); a test keeps the two lists
+equal.
+
+Self-contained on purpose (no import): it is copied into site-packages, and a provider whose entry point
+fails to import would break Airflow's provider discovery for every command.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+PACKAGE = "hbase-migration"
+VERSION = "0.1.0"  # pyproject.toml's
+
+
+def _field(label: str, description: str, kind: str = "string", **schema: Any) -> dict[str, Any]:
+    return {"label": label, "description": description, "schema": {"type": [kind, "null"], **schema}}
+
+
+CONN_FIELDS: dict[str, dict[str, Any]] = {
+    "zookeeper_quorum": _field("ZooKeeper quorum", "Required. Comma-separated hosts of the cluster's quorum "
+                                                   "(hbase.zookeeper.quorum)."),
+    "zookeeper_port": _field("ZooKeeper port", "hbase.zookeeper.property.clientPort", "integer", default=2181),
+    "znode_parent": _field("Znode parent", "zookeeper.znode.parent", default="/hbase"),
+    "info_port": _field("Region server info port", "For /jmx. Empty: each region server's own, read from its "
+                                                   "rs/ znode.", "integer"),
+    "webhdfs_url": _field("WebHDFS URL", "The namenode's WebHDFS, e.g. http://namenode:9870 (the oldWALs quota "
+                                         "watch). Empty: oldWALs is not watched."),
+    "rootdir": _field("HBase root directory", "hbase.rootdir as an HDFS path; oldWALs is <rootdir>/oldWALs.",
+                      default="/hbase"),
+    "peer_admin": _field("Peer admin backend", "shell: HBase 2.x+ (the master's procedures through hbase shell "
+                                               "-n); zookeeper: HBase 1.x (peer znodes written directly).",
+                         default="shell", enum=["shell", "zookeeper"]),
+    "shell_command": _field("HBase shell command", "How to run `hbase shell -n` for this cluster (it reads "
+                                                   "statements on stdin).", default="hbase shell -n"),
+    "shell_timeout_s": _field("Shell timeout (s)", "How long one hbase shell run may take (a real shell spends "
+                                                   "10-30 s starting its JVM).", "number", default=180),
+    "timeout_s": _field("Call timeout (s)", "Per-call timeout for ZooKeeper, /jmx, WebHDFS and Thrift.",
+                        "number", default=10),
+    "thrift_transport": _field("Thrift transport", "As the Thrift1 server runs (HBase's default: buffered).",
+                               default="buffered", enum=["buffered", "framed"]),
+    "thrift_protocol": _field("Thrift protocol", "As the Thrift1 server runs (HBase's default: binary).",
+                              default="binary", enum=["binary", "compact"]),
+    "zk_legacy_table_cfs": _field("Legacy TABLE_CFS znode", "HBase 1.0-1.2 peers keep TABLE_CFS in their own "
+                                                            "znode (zookeeper backend).", "boolean", default=False),
+}
+
+UI_FIELD_BEHAVIOUR: dict[str, Any] = {
+    "hidden-fields": ["schema", "login", "password"],  # no secret: Kerberos is not supported yet
+    "relabeling": {"host": "Thrift host", "port": "Thrift port"},
+    "placeholders": {"host": "thrift.dc1.example", "port": "9090",
+                     "extra": '{"zookeeper_quorum": "zk1,zk2,zk3", "webhdfs_url": "http://namenode:9870"}'},
+}
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": PACKAGE,
+        "name": "HBase migration toolkit",
+        "description": "Migrate live Apache HBase tables between datacenters: the `hbase` connection type (one "
+                       "cluster: Thrift1, ZooKeeper, region servers' /jmx, WebHDFS).",
+        "versions": [VERSION],
+        "connection-types": [{
+            "connection-type": "hbase",
+            "hook-class-name": "operators.hooks.HBaseClusterHook",
+            "hook-name": "HBase cluster (migration toolkit)",
+            "ui-field-behaviour": UI_FIELD_BEHAVIOUR,
+            "conn-fields": CONN_FIELDS,
+        }],
+    }

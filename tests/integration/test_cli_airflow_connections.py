@@ -1,0 +1,82 @@
+"""The README's CLI recovery commands with the cluster's connection stored in Airflow's metadata database (not
+in an AIRFLOW_CONN_* variable): the CLI asks `airflow connections get`, whose stdout carries Airflow's warning
+lines before the JSON (regression, issue 14 bug 2: JSONDecodeError). A real metadata database (a copy of the
+migrated one), a real `airflow connections add`, the real CLI against minihbase."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hbase_migration.cluster import ClusterKey
+from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.replication import PeerConfig, peer_admin
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+METADATA_DB = REPO / ".airflow" / "airflow.db"  # made by `make bootstrap` (airflow db migrate)
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def airflow_home(tmp_path):
+    """An AIRFLOW_HOME of its own: the repository's airflow.cfg and plugins, a copy of the migrated metadata
+    database, fresh secrets; no AIRFLOW_CONN_* variable in the environment."""
+    if not METADATA_DB.is_file():
+        pytest.fail(f"{METADATA_DB} is missing: run `make bootstrap` first")
+    home = tmp_path / "airflow_home"
+    (home / ".airflow" / "secrets").mkdir(parents=True)
+    shutil.copy(REPO / "airflow.cfg", home / "airflow.cfg")
+    shutil.copy(METADATA_DB, home / ".airflow" / "airflow.db")
+    keys = {"fernet_key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+            "api_secret_key": secrets.token_urlsafe(32), "jwt_secret": secrets.token_urlsafe(32)}
+    for name, value in keys.items():  # read by airflow.cfg's *_cmd options
+        (home / ".airflow" / "secrets" / name).write_text(value + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
+    env.update({"AIRFLOW_HOME": str(home), "PYTHONPATH": str(REPO),
+                "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
+    return env
+
+
+def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+
+
+def test_peer_list_reads_a_connection_from_airflows_database(minihbase_dc1, airflow_home):
+    added = run([str(BIN / "airflow"), "connections", "add", "hbase_db_source", "--conn-json",
+                 minihbase_dc1.connection_json], airflow_home)
+    assert added.returncode == 0, added.stderr[-3000:]
+    raw = run([str(BIN / "airflow"), "connections", "get", "hbase_db_source", "-o", "json"], airflow_home)
+    assert raw.returncode == 0, raw.stderr[-3000:]
+    # The condition of the bug: something precedes the JSON document on stdout.
+    assert not raw.stdout.lstrip().startswith("["), raw.stdout[:300]
+    assert '"conn_id": "hbase_db_source"' in raw.stdout
+
+    source = cluster_from_text("source", minihbase_dc1.connection_json)
+    peer_id = "cli_" + uuid.uuid4().hex[:8]
+    with peer_admin(source) as admin:
+        admin.add_peer(peer_id, PeerConfig(ClusterKey.parse("127.0.0.1:1:/hbase-nowhere"), {"t": []}),
+                       enabled=False)
+    try:
+        listed = run([sys.executable, "-m", "hbase_migration", "peer", "list", "--source", "hbase_db_source",
+                      "--json"], airflow_home)
+        assert listed.returncode == 0, listed.stderr[-3000:]
+        peers = {p["id"]: p for p in json.loads(listed.stdout)}
+        assert peers[peer_id]["state"] == "DISABLED"
+        shown = run([sys.executable, "-m", "hbase_migration", "cluster", "--source", "hbase_db_source", "--json"],
+                    airflow_home)
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        assert json.loads(shown.stdout)["zk_quorum"] == list(source.zk_quorum)
+    finally:
+        with peer_admin(source) as admin:
+            admin.remove_peer(peer_id, force=True)
