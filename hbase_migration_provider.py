@@ -50,6 +50,12 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                               default="binary", enum=["binary", "compact"]),
     "zk_legacy_table_cfs": _field("Legacy TABLE_CFS znode", "HBase 1.0-1.2 peers keep TABLE_CFS in their own "
                                                             "znode (zookeeper backend).", "boolean", default=False),
+    "thrift_servers": _field("Thrift1 gateways", "Every Thrift1 gateway as host:port, comma-separated (the "
+                                                 "host/port above is always one of them)."),
+    "thrift2_servers": _field("Thrift2 gateways", "Every Thrift2 gateway (`hbase thrift2`) as host:port, "
+                                                  "comma-separated. The lossless data path: every version."),
+    "data_path": _field("Data path", "How cells are read and written. auto: thrift2 when Thrift2 gateways are "
+                                     "set, else thrift1.", default="auto", enum=["auto", "thrift1", "thrift2"]),
 }
 
 UI_FIELD_BEHAVIOUR: dict[str, Any] = {
