@@ -189,3 +189,17 @@ ON CONFLICT (run_id, peer_id, noted_ms) DO UPDATE SET
 -- name: run_peer_notes
 SELECT peer_id, noted_ms, state, reason FROM peer_notes WHERE run_id = :run_id
 ORDER BY noted_ms, peer_id;
+
+-- name: throttle_decision
+INSERT INTO throttle_decisions (copy_id, table_name, decided_ms, state, factor, reason, load_json)
+VALUES (:copy_id, :table_name, :decided_ms, :state, :factor, :reason, :load_json)
+ON CONFLICT (copy_id, table_name, decided_ms) DO UPDATE SET
+    state = excluded.state,
+    factor = excluded.factor,
+    reason = excluded.reason,
+    load_json = excluded.load_json;
+
+-- name: throttle_decisions
+SELECT copy_id, table_name, decided_ms, state, factor, reason, load_json
+FROM throttle_decisions WHERE copy_id = :copy_id
+ORDER BY decided_ms, table_name;

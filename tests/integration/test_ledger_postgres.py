@@ -91,16 +91,20 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
 def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_path):
     Ledger.open(pg_url).close()
     Ledger.open(pg_url).close()
-    assert pg_rows(pg_url, "SELECT version, name FROM schema_version") == [(1, "initial")]
+    assert pg_rows(pg_url, "SELECT version, name FROM schema_version ORDER BY version") == [
+        (1, "initial"), (2, "throttle_and_cutover")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
     (sql_dir / "schema" / "001_initial.sql").write_text((SQL_DIR / "schema" / "001_initial.sql").read_text())
-    (sql_dir / "schema" / "002_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
-    with pytest.raises(LedgerError, match='002_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+    # the shipped 002 is already applied to this database: the broken one is 003 here
+    (sql_dir / "schema" / "003_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    (sql_dir / "schema" / "002_throttle_and_cutover.sql").write_text(
+        (SQL_DIR / "schema" / "002_throttle_and_cutover.sql").read_text())
+    with pytest.raises(LedgerError, match='003_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
         Ledger.open(pg_url, sql_dir=sql_dir)
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
-    assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
 
 
 def test_concurrent_writers_all_land(pg_url):
@@ -110,7 +114,7 @@ def test_concurrent_writers_all_land(pg_url):
     for returncode, err in run_concurrent_copies(pg_url):
         assert returncode == 0, err
     assert pg_rows(pg_url, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
-    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(1,)]
+    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(2,)]
     assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
 
