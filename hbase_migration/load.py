@@ -325,15 +325,16 @@ def decide_load(state: LoadState, sample: LoadSample, limits: LoadLimits) -> Loa
                    reason=reason("under max_load" + ("" if factor >= 1.0 else f": recovering to {factor:g}")))
 
 
-def gate_sleep(work_s: float, factor: float, cap_s: float = 30.0) -> float:
-    """Seconds to sleep after `work_s` of work so the work runs at `factor` of its natural rate: a batch that
-    took t seconds is followed by t x (1/factor - 1) of rest (factor 0.25: t of work, 3t of rest). At most
-    `cap_s`, so a change of decision is seen soon. 0 at full speed."""
-    if factor >= 1.0 or work_s <= 0:
-        return 0.0
-    if factor <= 0:
-        return cap_s
-    return min(cap_s, work_s * (1.0 / factor - 1.0))
+def paced_until(start: float, rows: int, reference_rows_per_s: float, factor: float) -> float:
+    """When a batch of `rows` begun at `start` may be followed by the next one, for the task to run at `factor`
+    of its reference rate (its own rate at full speed)."""
+    return start + rows / (reference_rows_per_s * factor)
+
+
+def rescaled(now: float, until: float, old_factor: float, new_factor: float) -> float:
+    """The end of a rest begun at `old_factor` when the factor becomes `new_factor`: what is left of it scales
+    with old/new (half the factor, twice the rest)."""
+    return now + max(0.0, until - now) * old_factor / new_factor
 
 
 # --------------------------------------------------------------------------------------------------
@@ -533,11 +534,14 @@ def fetch_decision(url: str, timeout_s: float = 5.0) -> LoadState:
 class LoadGate:
     """Applies the driver's decision inside a copy task, between scan batches.
 
-    `after_batch()` measures the work since the previous call (reading and writing a batch), then rests so
-    the task runs at `factor` of its natural rate (`gate_sleep`); while the decision is `paused` it waits,
-    re-reading the decision every `poll_s`; an `aborted` decision raises LoadAbort. The decision is re-read
-    at most every `refresh_s`. When the driver cannot be reached the last decision stands (none yet: full
-    speed), with one warning. Returns the seconds rested.
+    At full speed the gate only measures the task's own rate (rows over the time between batches, the base
+    `rows_per_s` throttle included): the reference. At factor f < 1 it paces the task at f x reference: each
+    batch books rows / (f x reference) seconds on a timeline, and the task rests until the timeline catches up
+    (so credit a token bucket or the scan's read-ahead gathered during a rest cannot turn into a burst). Rests
+    are taken in steps of `refresh_s`, re-reading the decision: a new factor rescales what is left, full speed
+    ends it. While the decision is `paused` the task waits (re-reading every `poll_s`); `aborted` raises
+    LoadAbort. When the driver cannot be reached the last decision stands (none yet: full speed), with one
+    warning. `after_batch` returns the seconds rested.
     """
 
     def __init__(self, url: str, *, refresh_s: float = 1.0, poll_s: float = 0.5,
@@ -553,6 +557,9 @@ class LoadGate:
         self._fetched_at: float | None = None
         self._warned = False
         self._last = clock()
+        self._full_rows = 0
+        self._full_s = 0.0
+        self._until: float | None = None  # the pacing timeline (None: not pacing)
         self.rested_s = 0.0
         self.paused_s = 0.0
 
@@ -570,6 +577,11 @@ class LoadGate:
                     self._warned = True
         return self._state or LoadState(reason="no decision read yet")
 
+    @property
+    def reference_rows_per_s(self) -> float | None:
+        """The task's rate at full speed so far (None: never ran at full speed yet)."""
+        return self._full_rows / self._full_s if self._full_rows > 0 and self._full_s > 0 else None
+
     def check(self) -> LoadState:
         """Before a partition starts: raise LoadAbort if the copy has given up."""
         state = self.decision(force=True)
@@ -578,24 +590,49 @@ class LoadGate:
         self._last = self._clock()
         return state
 
-    def after_batch(self) -> float:
-        work = self._clock() - self._last
-        state = self.decision()
-        rested = 0.0
+    def _rest(self, seconds: float) -> None:
+        self._sleep(seconds)
+        self.rested_s += seconds
+
+    def _usable(self, state: LoadState) -> LoadState:
+        """Wait out a pause; raise on abort; the state to go on with."""
         while state.paused:
-            self._sleep(self.poll_s)
-            rested += self.poll_s
+            self._rest(self.poll_s)
             self.paused_s += self.poll_s
+            self._until = None  # after a pause, pacing starts afresh
             state = self.decision(force=True)
         if state.aborted:
             raise LoadAbort(abort_message(state))
-        pause = gate_sleep(work, state.factor)
-        if pause > 0:
-            self._sleep(pause)
-            rested += pause
-        self.rested_s += rested
+        return state
+
+    def after_batch(self, rows: int) -> float:
+        rested_before = self.rested_s
+        now = self._clock()
+        work = max(0.0, now - self._last)
+        state = self._usable(self.decision())
+        if state.factor >= 1.0:
+            self._full_rows += rows
+            self._full_s += work
+            self._until = None
+        else:
+            reference = self.reference_rows_per_s or (rows / work if work > 0 and rows > 0 else None)
+            if reference is not None and rows > 0:
+                start = now - work if self._until is None else max(self._until, now - work)
+                self._until = paced_until(start, rows, reference, state.factor)
+                factor = state.factor
+                while self._until is not None and (left := self._until - self._clock()) > 0:
+                    self._rest(min(left, self.refresh_s))
+                    fresh = self.decision()
+                    if fresh.paused or fresh.aborted:
+                        self._usable(fresh)
+                        break
+                    if fresh.factor >= 1.0:
+                        self._until = None
+                    elif fresh.factor != factor:
+                        self._until = rescaled(self._clock(), self._until, factor, fresh.factor)
+                        factor = fresh.factor
         self._last = self._clock()
-        return rested
+        return self.rested_s - rested_before
 
 
 def advertised_host(executor: Any) -> str:

@@ -113,6 +113,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **peer,
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
+            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
             retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
@@ -194,7 +195,8 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         window = open_window()
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **window_args,
-            rows_per_s=spec("rows_per_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
+            max_pause_s=spec("max_pause_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
             map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(window)
 

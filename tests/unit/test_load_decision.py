@@ -19,10 +19,11 @@ from hbase_migration.load import (
     LoadState,
     ServerLoad,
     decide_load,
-    gate_sleep,
     limits_text,
+    paced_until,
     parse_limits,
     parse_server_load,
+    rescaled,
     summarize_decisions,
 )
 
@@ -198,12 +199,12 @@ def test_the_state_round_trips_through_json_and_summarizes():
 
 # ------------------------------------------------------------------------------------------------ the gate
 
-@pytest.mark.parametrize("work, factor, rest", [
-    (0.2, 1.0, 0.0), (0.2, 0.5, 0.2), (0.2, 0.25, 0.6000000000000001), (0.0, 0.25, 0.0), (10.0, 0.05, 30.0),
-    (0.2, 0.0, 30.0),
-])
-def test_gate_sleep_gives_the_factor_of_the_natural_rate(work, factor, rest):
-    assert gate_sleep(work, factor) == rest
+def test_pacing_arithmetic():
+    assert paced_until(10.0, 100, 200.0, 0.5) == 11.0  # 100 rows at 100 rows/s
+    assert paced_until(10.0, 100, 200.0, 0.05) == 20.0
+    assert rescaled(12.0, 20.0, 0.05, 0.1) == 16.0  # twice the factor: half of what is left
+    assert rescaled(12.0, 20.0, 0.1, 0.05) == 28.0
+    assert rescaled(21.0, 20.0, 0.1, 0.05) == 21.0  # nothing left
 
 
 class Clock:
@@ -215,51 +216,73 @@ class Clock:
         return self.now
 
     def sleep(self, s: float) -> None:
-        self.slept.append(s)
+        self.slept.append(round(s, 6))
         self.now += s
 
 
-def test_the_gate_rests_waits_out_a_pause_and_stops_on_abort():
-    clock = Clock()
-    script = [LoadState(0.5, SLOW), LoadState(0.0, PAUSED), LoadState(0.0, PAUSED), LoadState(0.25, SLOW),
-              LoadState(0.0, ABORTED, reason="paused 60s (max_pause_s 60) and still past critical_load: x")]
+def scripted(*states: LoadState):
     fetched = []
 
     def fetch(url):
         fetched.append(url)
-        return script[min(len(fetched) - 1, len(script) - 1)]
+        return states[min(len(fetched) - 1, len(states) - 1)]
 
+    return fetch, fetched
+
+
+def test_the_gate_paces_at_the_factor_of_its_full_speed_rate():
+    clock = Clock()
+    fetch, fetched = scripted(LoadState(1.0, FULL), LoadState(0.5, SLOW), LoadState(0.25, SLOW),
+                              LoadState(0.0, PAUSED), LoadState(1.0, FULL),
+                              LoadState(0.0, ABORTED, reason="paused 60s (max_pause_s 60) and still past x"))
     gate = LoadGate("http://driver/decision", refresh_s=1.0, poll_s=0.5, fetch=fetch, clock=clock,
                     sleep=clock.sleep)
-    assert gate.check().factor == 0.5  # a partition starts: read now
-    clock.now += 0.4  # a batch took 0.4 s
-    assert gate.after_batch() == pytest.approx(0.4)  # factor 0.5 (cached < 1 s): as long again
-    clock.now += 0.4
-    rested = gate.after_batch()  # refreshed: paused, paused, then 0.25 -> 0.4 * 3 of rest
-    assert rested == pytest.approx(0.5 + 0.5 + 1.2)
-    assert clock.slept == pytest.approx([0.4, 0.5, 0.5, 1.2])
-    assert (gate.paused_s, gate.rested_s) == (pytest.approx(1.0), pytest.approx(2.6))
+    assert gate.check().state == FULL  # a partition starts: decision read now (t=0)
+    clock.now += 0.5  # 100 rows in 0.5 s at full speed: the reference is 200 rows/s
+    assert gate.after_batch(100) == 0.0
+    assert gate.reference_rows_per_s == 200.0
+    clock.now += 0.5  # t=1.0: the decision is re-read (factor 0.5): 100 rows must take 1 s, 0.5 s of rest
+    assert gate.after_batch(100) == pytest.approx(0.5)
+    clock.now += 0.01  # t=1.51: a batch the read-ahead had ready; the timeline books another second
+    assert gate.after_batch(100) == pytest.approx(0.99)  # re-read at t=2.5: factor 0.25 from now on
+    clock.now += 0.01  # t=2.51: 100 rows at 50 rows/s: 2 s booked; after 1 s the driver says paused
+    assert gate.after_batch(100) == pytest.approx(1.5)  # 1 s of pacing, 0.5 s paused, then full speed
+    assert (gate.paused_s, round(clock.now, 2)) == (0.5, 4.01)
+    clock.now += 0.3  # full speed again: measured, no rest
+    assert gate.after_batch(50) == 0.0
+    assert gate.reference_rows_per_s == pytest.approx(150 / 0.8)
+    assert clock.slept == [0.5, 0.99, 1.0, 0.5]
+    assert len(fetched) == 5
     clock.now += 2.0
     with pytest.raises(LoadAbort, match="source overloaded: paused 60s .* a re-run resumes"):
-        gate.after_batch()
+        gate.after_batch(100)
     with pytest.raises(LoadAbort):
         gate.check()
 
 
+def test_a_task_slowed_from_its_first_batch_paces_on_that_batch():
+    clock = Clock()
+    fetch, _ = scripted(LoadState(0.5, SLOW))
+    gate = LoadGate("u", fetch=fetch, clock=clock, sleep=clock.sleep)
+    gate.check()
+    clock.now += 0.25  # 100 rows in 0.25 s: 400 rows/s natural, 200 wanted
+    assert gate.after_batch(100) == pytest.approx(0.25)
+    assert gate.after_batch(0) == 0.0  # an empty batch books nothing
+
+
 def test_an_unreachable_driver_keeps_the_last_decision():
     clock = Clock()
-    answers = [LoadState(0.5, SLOW), ConnectionError("refused")]
+    answers = [LoadState(0.5, SLOW)]
 
     def fetch(url):
-        answer = answers.pop(0) if answers else ConnectionError("refused")
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+        if answers:
+            return answers.pop(0)
+        raise ConnectionError("refused")
 
     gate = LoadGate("u", fetch=fetch, clock=clock, sleep=clock.sleep)
     gate.check()
     clock.now += 2.0
-    assert gate.after_batch() == pytest.approx(2.0)  # refresh failed: still 0.5
+    assert gate.after_batch(100) == pytest.approx(2.0)  # refresh failed: still 0.5 of this batch's rate
     never = LoadGate("u", fetch=lambda url: (_ for _ in ()).throw(ConnectionError("refused")), clock=clock,
                      sleep=clock.sleep)
     assert never.check().factor == 1.0  # nothing known: full speed (warned once)
