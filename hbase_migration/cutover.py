@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from hbase_migration.replication.model import PeerConfig, is_ours, normalize_table, validate_peer_id
+from hbase_migration.replication.model import DEFAULT_OWNER, PeerConfig, is_ours, normalize_table, validate_peer_id
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
@@ -193,7 +193,7 @@ def expected_reverse_config(source_key: str, tables: Sequence[str]) -> PeerConfi
     return PeerConfig(cluster_key=source_key, table_cfs={t: [] for t in tables})
 
 
-def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str | None = None) -> list[str]:
+def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_OWNER) -> list[str]:
     """Everything that stops a cut-over, each with what to do (empty: go)."""
     reasons = []
     if _key(facts.source_key) != _key(plan.source_key):
@@ -229,7 +229,7 @@ def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str | None = N
     return reasons
 
 
-def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str | None) -> list[str]:
+def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str) -> list[str]:
     if rev is None:
         return []
     wanted = expected_reverse_config(plan.source_key, plan.tables)
@@ -244,7 +244,7 @@ def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str | None) ->
     return []
 
 
-def evaluate_rollback(plan: SwitchPlan, facts: SwitchFacts, owner: str | None = None) -> list[str]:
+def evaluate_rollback(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_OWNER) -> list[str]:
     """Everything that stops a rollback (empty: go). The reverse peer must exist, be ours, ENABLED, ship to the
     source with this cut-over's tables."""
     reasons = []
