@@ -89,7 +89,7 @@ def parse_readonly(describe_output: str, table: str) -> bool:
 
 def readonly_states(cluster: "Cluster", tables: Sequence[str]) -> dict[str, bool]:
     """Each table's READONLY attribute, from one `describe` session (a missing table fails it: ShellCommandError
-    naming the table, as HBase's TableNotFoundException says it)."""
+    with the shell's `ERROR: Unknown table t!`)."""
     from hbase_migration.replication.shell import run_shell
 
     tables = list(tables)
