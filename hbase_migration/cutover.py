@@ -76,6 +76,12 @@ class SwitchPlan:
         d["tables"], d["run_tables"] = list(self.tables), list(self.run_tables)
         return d
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SwitchPlan":
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["tables"], values["run_tables"] = tuple(values["tables"]), tuple(values["run_tables"])
+        return cls(**values)
+
 
 def default_reverse_peer_id(peer_id: str) -> str:
     """`<peer>_rev`, shortened to HBase's 64 characters."""
@@ -366,12 +372,19 @@ def retire_forward_peer(source: "Cluster", plan: SwitchPlan) -> dict[str, Any]:
     return data
 
 
-def remove_peer_if_present(cluster: "Cluster", peer_id: str) -> dict[str, Any]:
-    """Remove one of our peers; absent is fine (a re-run, or never created)."""
+def remove_reverse_peer(target: "Cluster", plan: SwitchPlan) -> dict[str, Any]:
+    """Remove the reverse peer from the target when it is the one this cut-over made (ours, its config); absent
+    is fine (a re-run, or never created); another peer under that id is left alone and reported."""
     from hbase_migration.replication import peer_admin
 
-    with peer_admin(cluster) as admin:
-        if admin.get_peer(peer_id) is None:
-            return {"operation": "remove_peer", "peer_id": peer_id, "outcome": "absent", "changed": False,
-                    "message": f"peer {peer_id} is not on {cluster.name}"}
-        return admin.remove_peer(peer_id).to_dict()
+    wanted = expected_reverse_config(plan.source_key, plan.tables)
+    with peer_admin(target) as admin:
+        found = admin.get_peer(plan.reverse_peer_id)
+        if found is None:
+            return {"operation": "remove_peer", "peer_id": plan.reverse_peer_id, "outcome": "absent",
+                    "changed": False, "message": f"peer {plan.reverse_peer_id} is not on the target"}
+        if not is_ours(found, admin.owner) or found.config != wanted:
+            return {"operation": "remove_peer", "peer_id": plan.reverse_peer_id, "outcome": "not_ours",
+                    "changed": False, "message": f"peer {plan.reverse_peer_id} on the target is not this cut-over's "
+                    "reverse peer: left alone"}
+        return admin.remove_peer(plan.reverse_peer_id).to_dict()
