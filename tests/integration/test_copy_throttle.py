@@ -63,11 +63,12 @@ def test_copy_slows_down_under_source_load_and_recovers(minihbase_factory, spark
     options = CopyOptions(table="thr", rows_per_s=800, scan_batch_rows=200, write_batch_cells=200)
     limits = LoadLimits("numCallsInGeneralQueue=2", "numCallsInGeneralQueue=1000", max_pause_s=120, sample_s=1.0)
     out: dict = {}
+    executor = SparkExecutor("throttle-test")  # the module's local[2] session, borrowed (made in this thread)
 
     def copy() -> None:
         try:
-            out["summary"] = run_copy(source, target, options, SparkExecutor("throttle-test"),
-                                      store=LedgerStore(ledger), copy_id="copy-thr", load_limits=limits)
+            out["summary"] = run_copy(source, target, options, executor, store=LedgerStore(ledger),
+                                      copy_id="copy-thr", load_limits=limits)
         except BaseException as e:  # reported by the main thread
             out["error"] = e
 
@@ -124,3 +125,72 @@ def test_copy_slows_down_under_source_load_and_recovers(minihbase_factory, spark
     back = states.index(("full", 1.0), floor)
     assert states[back - 1] == ("slow", 0.95) and all(s == "slow" for s, _ in states[floor:back])
     assert summary["load_control"]["min_factor"] == 0.05 and summary["load_control"]["final_state"] == "full"
+
+
+def test_a_copy_paused_too_long_gives_up_saying_why_and_resumes(minihbase_factory, tmp_path):
+    """Through the CLI's copy (the jobs' arguments, partitions on threads): the source goes past critical_load and
+    stays there; after max_pause_s every partition not finished fails with the reason, the finished one stays
+    recorded, and a re-run without the load skips it and copies the rest."""
+    import json
+    import subprocess
+    import sys
+
+    from hbase_migration.ledger import Ledger
+    from tests.polling import wait_for
+
+    dc1 = minihbase_factory("dc1", region_servers=1, handler_count=4, metrics_period_s=1.0)
+    dc2 = minihbase_factory("dc2", region_servers=1)
+    for c in (dc1, dc2):
+        c.create_table("thr", {"d": {"max_versions": 1}}, split_keys=[b"r2", b"r5", b"r7"])
+    dc1.create_table("load", {"cf": {"max_versions": 1}})
+    conn = dc1.connection()
+    with conn.table("thr").batch(batch_size=2000) as b:
+        for i in range(40_000):
+            b.put(b"r%d%06d" % (i % 10, i), {b"d:v": b"x" * 50})
+    conn.close()
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    Ledger.open(url).close()
+    argv = [sys.executable, "-m", "hbase_migration", "copy", "--source", dc1.connection_json, "--target",
+            dc2.connection_json, "--table", "thr", "--workers", "2", "--rows-per-s", "1000", "--ledger-url", url,
+            "--copy-id", "copy-abort", "--options-json", json.dumps({"write_batch_cells": 200,
+                                                                    "scan_batch_rows": 200})]
+    throttled = argv + ["--max-load", "numCallsInGeneralQueue=1", "--critical-load", "numCallsInGeneralQueue=2",
+                        "--max-pause-s", "4", "--load-sample-s", "1"]
+
+    def done() -> set[str]:
+        with Ledger.open(url) as ledger:
+            return ledger.done_partitions("copy-abort", "thr")
+
+    proc = subprocess.Popen(throttled, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    load = None
+    try:
+        wait_for(lambda: len(done()) >= 1, 120, "the first partition copied", interval=0.2)
+        dc1.set_handler_latency(5)
+        load = LoadGenerator(dc1.thrift_host, dc1.thrift_port, "load", threads=16, single_puts=True).start()
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if load is not None:
+            load.stop()
+        dc1.set_handler_latency(None)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    first = done()
+    assert len(first) == summary["copied_partitions"] >= 1 and summary["failed_partitions"] >= 1, summary
+    assert summary["load_control"]["aborted"] is True and summary["load_control"]["paused_samples"] >= 4
+    assert summary["load_control"]["reason"].startswith("paused ")
+    assert "(max_pause_s 4) and still past critical_load: numCallsInGeneralQueue=" in summary["load_control"]["reason"]
+    for failure in summary["failures"]:
+        assert failure["error"].startswith("LoadAbort: source overloaded: paused "), failure
+        assert failure["error"].endswith("a re-run resumes with the others"), failure
+    assert "load throttle (thr): paused" in err and "load throttle (thr): giving up" in err
+
+    again = subprocess.run(throttled, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = json.loads(again.stdout.strip().splitlines()[-1])
+    assert resumed["skipped_partitions"] == len(first) and resumed["copied_partitions"] == 4 - len(first)
+    assert len(done()) == 4
+    dst = dc2.connection()
+    assert sum(1 for _ in dst.table("thr").scan()) == 40_000
+    dst.close()
