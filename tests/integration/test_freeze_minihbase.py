@@ -102,3 +102,28 @@ def test_describe_of_a_missing_table_is_an_error_not_a_writable_table(source):
     cluster, _ = source
     with pytest.raises((ShellCommandError, FreezeError)):
         readonly_states(cluster_from_text("source", cluster.connection_json), ["no_such_table"])
+
+
+def test_the_cli_freezes_shows_and_unfreezes(source):
+    import json
+    import os
+    import subprocess
+
+    cluster, table = source
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hbase_migration", "freeze", "--source", "hbase_source",
+                               "--tables", table, "--json", *args], capture_output=True, text=True, timeout=120,
+                              env=os.environ)
+
+    dry = cli("--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout) == [{"table": table, "readonly": False, "outcome": "would_freeze",
+                                       "statement": f"alter \"{table}\", READONLY => 'true'"}]
+    assert json.loads(cli("--status").stdout) == {table: False}
+    assert json.loads(cli().stdout)[0]["outcome"] == "frozen"
+    assert json.loads(cli("--status").stdout) == {table: True}
+    assert json.loads(cli("--unfreeze").stdout)[0]["outcome"] == "unfrozen"
+    missing = subprocess.run([sys.executable, "-m", "hbase_migration", "freeze", "--source", "hbase_source",
+                              "--tables", "no_such_table"], capture_output=True, text=True, timeout=120, env=os.environ)
+    assert missing.returncode == 1 and "Unknown table no_such_table" in missing.stderr
