@@ -29,12 +29,14 @@ MIGRATION_DOC = """
 4. **add_peer**: the peer is added **DISABLED**, scoped by TABLE_CFS to the tables. From this instant (T0)
    every edit is kept in the source's WALs.
 5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
-   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach).
+   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach) and a
+   load-aware throttle (slower past `max_load`, paused past `critical_load`, given up after `max_pause_s`).
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
 8. **verify** (mapped): content hashes per key range, bisected to differing rows; fails on any difference.
-9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over.
+9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over
+   (`hbase_cutover`, with this run's id).
 
 On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
 quota policy `enable_peer` enables a peer left disabled.
