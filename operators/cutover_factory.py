@@ -164,17 +164,16 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                            ti.xcom_pull(task_ids=_OPEN_TASK, key="spec"))
 
         # A rejection skips the step after the approval (ApprovalOperator skips its direct downstream): only then
-        # does every upstream of `rejected` end skipped.
+        # does every upstream of `rejected` end skipped. (A rejecting ApprovalOperator pushes no XCom: who answered
+        # and when is in the approval task's HITL detail, UI or `GET .../hitlDetails`.)
         @task(task_id="rejected", trigger_rule=TriggerRule.ALL_SKIPPED)
         def rejected(**context) -> dict[str, Any]:
             from operators.cutover_steps import abort
 
             ti = context["ti"]
             s = ti.xcom_pull(task_ids=_OPEN_TASK, key="spec")
-            answer = ti.xcom_pull(task_ids=APPROVAL_TASK[kind]) or {}
-            who = (answer.get("responded_by_user") or {}).get("name", "someone")
             return abort(context["run_id"], kind, ti.xcom_pull(task_ids=_OPEN_TASK, key="plan"), s["source_conn_id"],
-                         s["target_conn_id"], f"rejected by {who} at the approval")
+                         s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}")
 
         @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED)
         def on_failure(**context) -> dict[str, Any]:

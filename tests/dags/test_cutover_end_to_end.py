@@ -5,7 +5,8 @@ client of HBase's IDL) at each step:
 
 1. `hbase_table_migration` with a live writer (puts, new versions, old-timestamp puts, row/column/version
    deletes) during the copy and the catch-up;
-2. live writers again, then `hbase_cutover`: when it asks "Clients switched to the target?", the source is
+2. a cut-over rejected through the REST API: undone (source writable, reverse peer removed, forward peer kept);
+   then live writers again, and `hbase_cutover`: when it asks "Clients switched to the target?", the source is
    READONLY (the writers' puts are refused with HBase's error), every acknowledged edit is on the target, the
    reverse peer is ENABLED; the clients then write to the target, and the approval is given by REST;
 3. afterwards: the forward peer is gone, the source writable again, and the target's writes reach the source
@@ -125,7 +126,28 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         assert migration_run["status"] == "success"
         wait_for(lambda: all_equal(ep1, ep2, tables), 180, "both sides equal after the migration", interval=2)
 
-        # 2. The cut-over, clients writing to the source until it is frozen.
+        # 2a. A cut-over called off: rejected through the REST API. The source is writable again, the reverse
+        # peer gone, the forward peer as it was; the ledger says the run failed at its approval.
+        log = tmp_path / "cutover-rejected.log"
+        rejected = dags_test("hbase_cutover", {"migration_run_id": migration_run["run_id"], "idle_window_s": 10,
+                                               "recompare_sleep_s": 1}, env, log)
+        rejected_run, _ = api.wait_for_question("hbase_cutover", "approve_clients_switched", 900, rejected, log)
+        assert readonly(dc1, tables) == {t.name: True for t in tables}
+        api.answer("hbase_cutover", rejected_run, "approve_clients_switched", "Reject")
+        assert rejected.wait(timeout=600) == 0, tail(log)
+        assert readonly(dc1, tables) == {t.name: False for t in tables}
+        assert peer(dc2, "cut_rev") is None and peer(dc1, "cut").enabled is True
+        with Ledger.open(ledger_url) as ledger:
+            called_off = ledger.run_summary(rejected_run)
+        assert called_off["run"]["status"] == "failed"
+        assert called_off["phases"]["*"]["approval"]["status"] == "failed"
+        assert "rejected at approve_clients_switched" in called_off["phases"]["*"]["approval"]["detail"]
+        answer = api.hitl_detail("hbase_cutover", rejected_run, "approve_clients_switched")
+        assert answer["chosen_options"] == ["Reject"] and answer["responded_by_user"]["name"] == "admin"
+        assert [n["state"] for n in called_off["peer"]["notes"]] == ["ENABLED", "REMOVED"]
+        put_rows(dc1, "users", [b"after-reject-0001"])  # the clients carry on with the source
+
+        # 2b. The cut-over, clients writing to the source until it is frozen.
         writer = LiveWriter(lambda: Thrift2(ep1), tables, ops_per_second=30, seed=11).start()
         log = tmp_path / "cutover.log"
         cutover = dags_test("hbase_cutover", {"migration_run_id": migration_run["run_id"], "idle_window_s": 10,
