@@ -39,6 +39,17 @@ def note_peer(run_id: str | None, peer_id: str, state: str, reason: str) -> None
         ledger.peer_note(run_id, peer_id, state, reason)
 
 
+def record_approval(run_id: str | None, approval: Any, logger: Any) -> None:
+    """The approval's answer (chosen option, who, when) as the run's `approval` phase."""
+    if not isinstance(approval, Mapping):
+        return
+    who = (approval.get("responded_by_user") or {}).get("name")
+    logger.info("approved (%s) by %s at %s", ", ".join(approval.get("chosen_options") or []), who,
+                approval.get("responded_at"))
+    record_phase(run_id, "approval", "success", {"chosen_options": approval.get("chosen_options"),
+                                                  "responded_by": who, "responded_at": approval.get("responded_at")})
+
+
 class _SwitchCheckOperator(BaseOperator):
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id")
     ui_color = "#e6f4ea"
@@ -258,23 +269,27 @@ class RetireForwardPeerOperator(BaseOperator):
 
     :param plan: the cut-over's plan (`SwitchPlan.to_dict()`).
     :param source_conn_id: the migration's source cluster (the forward peer lives there).
+    :param approval: the approval's answer (the ApprovalOperator's XCom), recorded as the ledger phase `approval`.
     :param ledger_run_id: the cut-over run whose ledger records the change (None: none).
     """
 
-    template_fields: Sequence[str] = ("source_conn_id", "plan", "ledger_run_id")
+    template_fields: Sequence[str] = ("source_conn_id", "plan", "approval", "ledger_run_id")
     ui_color = "#e8f0fe"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
-                 ledger_run_id: str | None = None, **kwargs) -> None:
+                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.plan = plan
         self.source_conn_id = source_conn_id
+        self.approval = approval
         self.ledger_run_id = ledger_run_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.cutover import SwitchPlan, retire_forward_peer
 
         plan = SwitchPlan.from_dict(self.plan)
+        record_approval(self.ledger_run_id, self.approval, self.log)
         record_phase(self.ledger_run_id, "remove_peer", "running")
         result = retire_forward_peer(HBaseClusterHook(self.source_conn_id).get_cluster(), plan)
         self.log.info("forward peer %s: %s (%s)", plan.peer_id, result["outcome"], result["message"])
@@ -292,23 +307,27 @@ class RemoveReversePeerOperator(BaseOperator):
 
     :param plan: the rollback's plan (`SwitchPlan.to_dict()`).
     :param target_conn_id: the migration's target cluster (the reverse peer lives there).
+    :param approval: the approval's answer (the ApprovalOperator's XCom), recorded as the ledger phase `approval`.
     :param ledger_run_id: the rollback run whose ledger records the change (None: none).
     """
 
-    template_fields: Sequence[str] = ("target_conn_id", "plan", "ledger_run_id")
+    template_fields: Sequence[str] = ("target_conn_id", "plan", "approval", "ledger_run_id")
     ui_color = "#e8f0fe"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, target_conn_id: str = "hbase_target",
-                 ledger_run_id: str | None = None, **kwargs) -> None:
+                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.plan = plan
         self.target_conn_id = target_conn_id
+        self.approval = approval
         self.ledger_run_id = ledger_run_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.cutover import SwitchPlan, remove_reverse_peer
 
         plan = SwitchPlan.from_dict(self.plan)
+        record_approval(self.ledger_run_id, self.approval, self.log)
         record_phase(self.ledger_run_id, "remove_peer", "running")
         result = remove_reverse_peer(HBaseClusterHook(self.target_conn_id).get_cluster(), plan)
         self.log.info("reverse peer %s: %s (%s)", plan.reverse_peer_id, result["outcome"], result["message"])

@@ -140,11 +140,13 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             doc_md=f"{subject} Airflow's human-in-the-loop approval: answer in the UI (this task's Required actions) "
                    "or through the REST API (PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/"
                    f"{APPROVAL_TASK[kind]}/-1/hitlDetails with {{\"chosen_options\": [\"Approve\"]}}).")
+        answer = "{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}"
         if cutover:
             reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
                                              plan=PLAN, **run, **safe_retry)
             after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
-                                              source_conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
+                                              source_conn_id=spec("source_conn_id"), plan=PLAN, approval=answer,
+                                              **run, **safe_retry)
             finish = SetReadOnlyOperator(task_id="finish_source", doc_md=_doc(SetReadOnlyOperator),
                                          conn_id=spec("source_conn_id"), tables=spec("tables"), readonly=False,
                                          apply=spec("unfreeze_source"), **run, **safe_retry)
@@ -153,7 +155,8 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                                            conn_id=spec("source_conn_id"), tables=spec("tables"), readonly=False,
                                            **run, **safe_retry)
             after = RemoveReversePeerOperator(task_id="remove_reverse_peer", doc_md=_doc(RemoveReversePeerOperator),
-                                              target_conn_id=spec("target_conn_id"), plan=PLAN, **run, **safe_retry)
+                                              target_conn_id=spec("target_conn_id"), plan=PLAN, approval=answer,
+                                              **run, **safe_retry)
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)
         def report(**context) -> dict[str, Any]:

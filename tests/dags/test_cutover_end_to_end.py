@@ -183,8 +183,9 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
             cut_summary = ledger.run_summary(cut_run)
         assert cut_summary["run"]["status"] == "success"
         phases = cut_summary["phases"]["*"]
-        for phase in ("check", "freeze", "final_drain", "reverse_peer", "remove_peer", "unfreeze"):
+        for phase in ("check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze"):
             assert phases[phase]["status"] == "success", (phase, phases)
+        assert json.loads(phases["approval"]["detail"])["responded_by"] == "admin"
         assert all(v[-1]["clean"] for v in cut_summary["verification"].values())
         assert [n["state"] for n in cut_summary["peer"]["notes"]] == ["ENABLED", "REMOVED"]
 
@@ -207,7 +208,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         with Ledger.open(ledger_url) as ledger:
             rb_summary = ledger.run_summary(rb_run)
         assert rb_summary["run"]["status"] == "success"
-        for phase in ("check", "freeze", "unfreeze", "final_drain", "remove_peer"):
+        for phase in ("check", "freeze", "unfreeze", "final_drain", "approval", "remove_peer"):
             assert rb_summary["phases"]["*"][phase]["status"] == "success", (phase, rb_summary["phases"])
     finally:
         if writer is not None:
