@@ -7,6 +7,7 @@
     python -m hbase_migration lag --source CONN --peer-id ID [--watch]
     python -m hbase_migration quota --source CONN [--quota-mark F]
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2
+    python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
     python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
@@ -143,6 +144,21 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_freeze(args: argparse.Namespace) -> int:
+    from hbase_migration.freeze import readonly_states, set_readonly
+
+    cluster = resolve_cluster(args.source)
+    tables = _tables(args.tables)
+    if args.status:
+        states = readonly_states(cluster, tables)
+        _emit(args, states, "\n".join(f"{t}: {'READONLY' if ro else 'writable'}" for t, ro in states.items()))
+        return EXIT_OK
+    done = set_readonly(cluster, tables, not args.unfreeze, dry_run=args.dry_run)
+    _emit(args, done, "\n".join(f"{d['table']}: {d['outcome']}" + (f"  {d['statement']}" if d["statement"] else "")
+                                for d in done))
+    return EXIT_OK
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
@@ -233,6 +249,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--tables", required=True)
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
+
+    sp = sub.add_parser("freeze", help="make tables READONLY (writes refused, reads go on) or writable again")
+    common(sp)
+    sp.add_argument("--tables", required=True)
+    sp.add_argument("--unfreeze", action="store_true", help="make the tables writable again")
+    sp.add_argument("--status", action="store_true", help="only show each table's READONLY attribute")
+    sp.add_argument("--dry-run", action="store_true", help="print the alter statements, change nothing")
+    sp.set_defaults(func=cmd_freeze)
 
     for name in ("copy", "verify"):
         sp = sub.add_parser(name, add_help=False, help=f"the {name} in this process, no Spark "

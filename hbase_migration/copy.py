@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hbase_migration.datapath import open_data_path, prefetch
+from hbase_migration.load import LoadGate
 from hbase_migration.partitions import Partition
 from hbase_migration.progress import ProgressMeter, Throttle, human_bytes
 from hbase_migration.scope import (
@@ -48,6 +49,8 @@ class CopyOptions(TableScope):
       accepted sockets (Java Thrift does; a server that does not pays Nagle's
       ~40 ms per delayed answer), hence 1 by default.
     - rows_per_s / bytes_per_s: per-task cap on what is read from the source.
+    - load_url: the driver's load-throttle decision (`hbase_migration.load.LoadGovernor.url`), applied
+      between batches; None: no load-aware throttle.
     """
 
     write_batch_cells: int = 5000
@@ -57,6 +60,7 @@ class CopyOptions(TableScope):
     rows_per_s: float | None = None
     bytes_per_s: float | None = None
     log_every_s: float = 30.0
+    load_url: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -144,6 +148,9 @@ def copy_partition(
                              partition.start_row, partition.stop_row)
     meter = ProgressMeter(total_partitions=1, total_rows=partition.est_rows, clock=clock)
     throttle = Throttle(options.rows_per_s, options.bytes_per_s)
+    gate = LoadGate(options.load_url) if options.load_url else None
+    if gate is not None:
+        gate.check()  # the copy may have given up on an overloaded source: fail before scanning
     stats: dict[str, int] = {}
     started = clock()
     last_log = started
@@ -181,6 +188,8 @@ def copy_partition(
             meter.add(rows=batch_rows, nbytes=batch_bytes)
             if throttle.enabled:
                 result.throttled_s += throttle.acquire(len(batch), batch_bytes)
+            if gate is not None:
+                result.throttled_s += gate.after_batch(len(batch))
             now = clock()
             if now - last_log >= options.log_every_s:
                 last_log = now

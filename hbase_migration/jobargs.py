@@ -99,6 +99,13 @@ def copy_parser() -> argparse.ArgumentParser:
     p.add_argument("--scan-batch-rows", type=int, help="rows per scanner call")
     p.add_argument("--rows-per-s", type=float, help="per-task throttle on rows read from the source")
     p.add_argument("--bytes-per-s", type=float, help="per-task throttle on bytes read from the source")
+    p.add_argument("--max-load", help="load throttle: slow down when a source region server reaches any of these "
+                                      "/jmx figures, 'metric=threshold,...' (e.g. numCallsInGeneralQueue=10,"
+                                      "write_p99_ms=100; see hbase_migration/load.py)")
+    p.add_argument("--critical-load", help="load throttle: pause while a source region server is past any of these")
+    p.add_argument("--max-pause-s", type=float, help="load throttle: paused this long, the copy gives up "
+                                                     "(default 600; finished partitions stay recorded)")
+    p.add_argument("--load-sample-s", type=float, help="load throttle: seconds between two samples (default 5)")
     return p
 
 
@@ -157,6 +164,16 @@ def copy_options(ns: argparse.Namespace) -> CopyOptions:
         raise UsageError(str(e)) from None
 
 
+def load_limits(ns: argparse.Namespace) -> Any:
+    """The copy's load throttle from --max-load/--critical-load/--max-pause-s/--load-sample-s (None: off)."""
+    from hbase_migration.load import LoadLimits
+
+    try:
+        return LoadLimits.from_options(ns.max_load, ns.critical_load, ns.max_pause_s, ns.load_sample_s)
+    except ValueError as e:
+        raise UsageError(f"--max-load/--critical-load: {e}") from None
+
+
 def verify_options(ns: argparse.Namespace, now_ms: int) -> VerifyOptions:
     """VerifyOptions from the arguments; without --end-time-ms the cutoff is the job's start (`now_ms`)."""
     kwargs = _scope_kwargs(ns)
@@ -210,12 +227,19 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
                   families: Sequence[str] | str | None = None, versions: int | None = None,
                   rows_per_partition: int | None = None, rows_per_s: float | None = None,
                   copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
-                  options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
+                  options: Mapping[str, Any] | None = None, summary_file: str | None = None,
+                  max_load: str | None = None, critical_load: str | None = None,
+                  max_pause_s: float | None = None, load_sample_s: float | None = None) -> list[str]:
     """`application_args` for jobs/copy_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions,
                        rows_per_partition, options)
     if rows_per_s:
         argv += ["--rows-per-s", str(rows_per_s)]
+    if max_load or critical_load:
+        for flag, value in (("--max-load", max_load), ("--critical-load", critical_load),
+                            ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
+            if value:
+                argv += [flag, str(value)]
     for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url),
                         ("--summary-file", summary_file)):
         if value:

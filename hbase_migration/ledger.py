@@ -30,7 +30,10 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 DEFAULT_URL = "sqlite:///.state/ledger.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0  # Spark tasks write partitions concurrently; SQLite serialises writers
 
-PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catch_up", "verify", "report")
+PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catch_up", "verify", "report",
+          # cut-over and rollback runs (hbase_cutover, hbase_rollback)
+          "check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze")
+THROTTLE_STATES = ("full", "slow", "paused", "aborted")
 PHASE_STATUSES = ("pending", "running", "success", "failed", "skipped")
 RUN_END_STATUSES = ("success", "failed")
 PEER_STATES = ("ENABLED", "DISABLED", "REMOVED")
@@ -569,6 +572,33 @@ class Ledger:
             self._run(conn, "peer_note", run_id=run_id, peer_id=peer_id, noted_ms=noted, state=state,
                       reason=reason)
         log.warning("ledger: run %s peer %s is %s: %s", run_id, peer_id, state, reason)
+
+    # -- the copy's load-aware throttle -----------------------------------------------------------------
+
+    def throttle_decision(self, copy_id: str, table: str, state: str, factor: float, reason: str,
+                          load: Mapping[str, Any], decided_ms: int | None = None) -> None:
+        """Record one decision of the copy's load throttle (`hbase_migration.load`); re-recording overwrites."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 <= factor <= 1:
+            raise LedgerError(f"factor must be a number within 0..1, got {factor!r}")
+        values = {
+            "copy_id": _text(copy_id, "copy_id"),
+            "table_name": _text(table, "table"),
+            "decided_ms": _instant(now_ms() if decided_ms is None else decided_ms, "decided_ms"),
+            "state": _choice(state, THROTTLE_STATES, "state"),
+            "factor": float(factor),
+            "reason": _text(reason, "reason"),
+            "load_json": _json(dict(load), "load"),
+        }
+        with self._engine.begin() as conn:
+            self._run(conn, "throttle_decision", **values)
+
+    def throttle_decisions(self, copy_id: str) -> list[dict[str, Any]]:
+        """Every throttle decision of a copy, oldest first (`load` decoded)."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "throttle_decisions", copy_id=_text(copy_id, "copy_id"))
+        for row in rows:
+            row["load"] = json.loads(row.pop("load_json"))
+        return rows
 
     # -- reading ----------------------------------------------------------------------------------------
 

@@ -478,6 +478,25 @@ def _counters(q: QueueMetrics) -> tuple:
     return (q.log_edits_read, q.shipped_ops, q.log_edits_filtered, q.shipped_batches, q.failed_batches)
 
 
+def idle_span(history: Sequence[PeerLagSnapshot], th: DrainThresholds) -> list[PeerLagSnapshot]:
+    """The samples a stale age is judged over: the last K (the stable window) extended back to the newest sample
+    taken at least `idle_window_s` before the last one, so the span covers the idle window whatever the poll
+    interval. (Judging over the last K alone, as before, meant a stale age was never believed when K polls span
+    less than the idle window: with the DAGs' 5 s polls, K=3 spans 10 s < 30 s, and a drained, idle peer whose
+    frozen gauge sat above max_lag_ms stayed "not drained" forever.) A history that does not reach that far
+    back yet is returned whole; `_idle_stale_ages` then refuses it as too short."""
+    if not history:
+        return []
+    start = max(0, len(history) - th.stable_samples)
+    horizon = history[-1].taken_at - th.idle_window_s
+    reaching = [i for i, s in enumerate(history) if s.taken_at <= horizon]
+    if reaching:
+        start = min(start, reaching[-1])
+    else:
+        start = 0
+    return list(history[start:])
+
+
 def _idle_stale_ages(window: Sequence[PeerLagSnapshot], th: DrainThresholds) -> dict[str, str]:
     """Servers whose over-threshold age is a stale gauge of an idle source, with a note for each.
 
@@ -612,7 +631,8 @@ def decide_drained(history: Sequence[PeerLagSnapshot],
     * the peer is ENABLED and at least one region server is live;
     * every live server was read (no unreadable /jmx) and reports a normal queue for the peer;
     * each normal queue: sizeOfLogQueue <= caught_up_queue_size, ageOfLastShippedOp <= max_lag_ms
-      (or a stale age proven idle, see `_idle_stale_ages`);
+      (or a stale age proven idle over at least `idle_window_s` of history, however many polls that
+      takes: see `idle_span` and `_idle_stale_ages`);
     * counters versus the previous snapshot (the one before the window too, when the history has it):
       if logEditsRead moved, shippedOps + logEditsFiltered moved too (read but neither shipped nor
       filtered = edits waiting in the reader/shipper); failedBatches did not move; no counter went
@@ -638,7 +658,7 @@ def decide_drained(history: Sequence[PeerLagSnapshot],
                              f"sample {i - 1} taken_at={history[i - 1].taken_at}")
     start = max(0, len(history) - k)
     window = list(history[start:])
-    idle = _idle_stale_ages(window, th)
+    idle = _idle_stale_ages(idle_span(history, th), th)
     per_sample = [
         _sample_reasons(s, history[start + i - 1] if start + i > 0 else None, th, idle)
         for i, s in enumerate(window)

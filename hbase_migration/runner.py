@@ -6,6 +6,7 @@ actions, the run, one JSON summary line on stdout (logs go to stderr), exit 0 / 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -66,9 +67,11 @@ def _verify(source: "Cluster", target: "Cluster", options: VerifyOptions, partit
 
 
 def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executor: Any, *, store: Any = None,
-             copy_id: str | None = None, started: float | None = None) -> dict[str, Any]:
+             copy_id: str | None = None, started: float | None = None, load_limits: Any = None) -> dict[str, Any]:
     """Copy one table on `executor`; `store` (savepoint file or ledger) records finished partitions as they end
-    and a re-run skips them. Returns the JSON summary (`failed_partitions` > 0 when a partition failed)."""
+    and a re-run skips them. With `load_limits` (`hbase_migration.load.LoadLimits`) this driver samples the
+    source's region servers while the partitions run and the tasks follow its decision (slow down, pause, give
+    up). Returns the JSON summary (`failed_partitions` > 0 when a partition failed)."""
     started = time.monotonic() if started is None else started
     copy_id = copy_id or default_copy_id(source, target, options)
     _families, regions = check_tables(source, target, options)
@@ -104,8 +107,18 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                 log.error("partition %d failed: %s", r.index, r.error)
         log.info("progress: %s", meter.line())
 
-    results = executor.run(todo, functools.partial(_copy, source, target, options), on_done,
-                           lambda: log.info("progress: %s", meter.line()))
+    governor = None
+    if load_limits is not None and todo:
+        from hbase_migration.load import LoadGovernor, advertised_host, ledger_recorder
+
+        governor = LoadGovernor(source, load_limits, host=advertised_host(executor), label=options.table,
+                                record=ledger_recorder(store, copy_id, options.table)).start()
+        options = dataclasses.replace(options, load_url=governor.url)
+    try:
+        results = executor.run(todo, functools.partial(_copy, source, target, options), on_done,
+                               lambda: log.info("progress: %s", meter.line()))
+    finally:
+        load_control = governor.stop() if governor is not None else None
     summary = {
         "job": "copy", "copy_id": copy_id, "table": options.table, "target_table": options.target_table,
         "source": source.describe()["thrift"], "target": target.describe()["thrift"],
@@ -114,6 +127,8 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         "families": options.content_key()["families"],
     }
     summary.update(summarize(results, skipped, time.monotonic() - started))
+    if load_control is not None:
+        summary["load_control"] = load_control
     # Per-partition figures, capped so the summary line stays small on tables with thousands of regions
     # (the savepoint/ledger holds every finished partition).
     ordered = sorted(results, key=lambda r: (r.status == "copied", r.index))  # failures first
@@ -188,6 +203,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
         target = jobargs.cluster_from_text("target", ns.target)
         if kind == "copy":
             options: Any = jobargs.copy_options(ns)
+            load_limits = jobargs.load_limits(ns)
             store = open_store(ns)
         else:
             options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
@@ -198,7 +214,8 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     executor = make_executor(f"{kind} {options.table} -> {options.target_table}", ns)
     try:
         if kind == "copy":
-            summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started)
+            summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started,
+                               load_limits=load_limits)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
             summary = run_verify(source, target, options, executor, started=started)

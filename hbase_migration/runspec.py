@@ -12,13 +12,21 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping
 
+from hbase_migration.load import (
+    DEFAULT_CRITICAL_LOAD,
+    DEFAULT_MAX_LOAD,
+    DEFAULT_MAX_PAUSE_S,
+    LoadLimits,
+    limits_text,
+    parse_limits,
+)
 from hbase_migration.quota import DEFAULT_QUOTA_MARK, POLICIES
 from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
 from hbase_migration.scope import timestamp_ms
 
 CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
 
-MIGRATION, BACKFILL, WATCH = "migration", "backfill", "watch"
+MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
 
 
 class InvalidRunInput(ValueError):
@@ -92,12 +100,34 @@ def _tables(value: Any) -> tuple[str, ...]:
     return _name_list(value, "table", normalize_table)
 
 
+def _table_subset(value: Any) -> tuple[str, ...] | None:
+    """Tables, or None for an empty list (every table of the run)."""
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, str) and v.strip() for v in value):
+        return None
+    return _tables(value)
+
+
 def _conn_ids(value: Any) -> tuple[str, ...]:
     return _name_list(value, "connection id", _conn_id)
 
 
 def _peer_id(value: Any) -> str:
     return validate_peer_id(value.strip() if isinstance(value, str) else value)
+
+
+def _run_id(value: Any) -> str:
+    text = _string(value)
+    if len(text) > 250:
+        raise ValueError(f"must be an Airflow run id (at most 250 characters), got {text[:60]!r}...")
+    return text
+
+
+def _load_limits(value: Any) -> str | None:
+    """gh-ost style `metric=threshold,...` (see hbase_migration.load), canonical; empty: no limit."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    limits = parse_limits(value, "limit")
+    return limits_text(limits) or None
 
 
 def _versions(value: Any) -> int | None:
@@ -166,14 +196,16 @@ class Field:
 
 
 BOTH = frozenset({MIGRATION, BACKFILL})
+CONNS = frozenset({MIGRATION, BACKFILL, CUTOVER, ROLLBACK})
+SWITCHES = frozenset({CUTOVER, ROLLBACK})
 
 FIELDS: tuple[Field, ...] = (
     Field("source_conn_id", "string", "hbase_source", "Source cluster",
           "Airflow connection id of the cluster the tables are copied from", _conn_id, "migration.source_conn_id",
-          BOTH),
+          CONNS),
     Field("target_conn_id", "string", "hbase_target", "Target cluster",
           "Airflow connection id of the cluster the tables are copied to", _conn_id, "migration.target_conn_id",
-          BOTH),
+          CONNS),
     Field("tables", "array", ["users"], "Tables",
           "tables to migrate, every family of each ('ns:table' for a namespace)", _tables, "migration.tables",
           BOTH, bounds={"items": {"type": "string", "minLength": 1}, "minItems": 1}),
@@ -195,18 +227,36 @@ FIELDS: tuple[Field, ...] = (
     Field("rows_per_s", "integer", 0, "Throttle per copy task (rows/s)",
           "rows read from the source per second and copy task, to spare its region servers; 0: no limit",
           _integer, "copy.rows_per_s", BOTH, **at_least(0, "an integer")),
+    Field("max_load", "string", DEFAULT_MAX_LOAD, "Load throttle: slow down past (metric=threshold,...)",
+          "while copying, the source's region servers' /jmx is sampled (sub=IPC gauges such as "
+          "numCallsInGeneralQueue, queueSize, numActiveHandler; sub=Server latencies such as Put_99th_percentile, or "
+          "write_p99_ms / read_p99_ms, in ms); when any server reaches one of these, the copy's rate is halved "
+          "(recovering step by step once under). Empty: no slow-down", _load_limits, "copy.max_load", BOTH,
+          nullable=True),
+    Field("critical_load", "string", DEFAULT_CRITICAL_LOAD, "Load throttle: pause past (metric=threshold,...)",
+          "when any source region server reaches one of these, the copy pauses until it is back under them. "
+          "Empty: never pause", _load_limits, "copy.critical_load", BOTH, nullable=True),
+    Field("max_pause_s", "number", DEFAULT_MAX_PAUSE_S, "Load throttle: longest pause (s)",
+          "paused this long, the copy task fails with the reason; finished partitions are recorded and a retry "
+          "resumes", _number, "copy.max_pause_s", BOTH, bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
+          wanted="a number of seconds > 0"),
     Field("create_missing_tables", "boolean", True, "Create absent target tables",
           "create a target table that does not exist with the source's families and split keys", _boolean,
           "copy.create_missing_tables"),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
-          "catch_up.max_lag_ms", **at_least(0, "an integer")),
+          "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
     Field("stable_samples", "integer", 3, "Drained: consecutive samples",
           "drained samples in a row, on every region server, before the run moves on", _integer,
-          "catch_up.stable_samples", **at_least(2, "an integer")),
+          "catch_up.stable_samples", frozenset({MIGRATION}) | SWITCHES, **at_least(2, "an integer")),
     Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
           "1 on HBase 2.x (the WAL being written stays queued), 0 on 1.x", _integer, "catch_up.caught_up_queue_size",
-          bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1), wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
+          frozenset({MIGRATION}) | SWITCHES, bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1),
+          wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
+    Field("idle_window_s", "number", 30.0, "Drained: idle window (s)",
+          "with writes frozen, HBase 2.x keeps the age of the last shipped edit in its gauge: a queue whose "
+          "counters stay frozen this long at its caught-up size counts as caught up whatever that stale age",
+          _number, "", SWITCHES, **at_least(0, "a number")),
     Field("canary", "boolean", False, "Drained: canary row",
           "after the queues drain, write a marker row (key prefix __hbase_migration_canary__/) to the first "
           "table on the source, wait until the target reads it, then delete it on both sides", _boolean,
@@ -225,7 +275,7 @@ FIELDS: tuple[Field, ...] = (
           "quota.expected_copy_s", **at_least(1, "an integer")),
     Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
           "rows that differ are compared again after this pause (edits in flight)", _number,
-          "verify.recompare_sleep_s", BOTH, **at_least(0, "a number")),
+          "verify.recompare_sleep_s", BOTH | SWITCHES, **at_least(0, "a number")),
     Field("repair", "boolean", False, "Verify: repair what differs",
           "after the re-compare, make the rows that still differ equal on the target (source versions put with "
           "their timestamps, target-only versions deleted; exact-version deletes need Thrift2); the verification "
@@ -235,6 +285,25 @@ FIELDS: tuple[Field, ...] = (
           _boolean, dags=frozenset({BACKFILL})),
     Field("dry_run", "boolean", False, "Dry run", "run the checks and log the exact peer commands; change nothing",
           _boolean),
+    Field("migration_run_id", "string", None, "Migration run to cut over",
+          "the run id of the finished hbase_table_migration run (or plan DAG run) whose tables are cut over: its "
+          "peer, tables and verification are read from the run ledger", _run_id, dags=frozenset({CUTOVER})),
+    Field("only_tables", "array", None, "Tables to cut over (empty: all of the run's)",
+          "a subset of the run's tables; the forward peer then keeps replicating the others", _table_subset,
+          dags=frozenset({CUTOVER}), nullable=True, bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("reverse_peer_id", "string", None, "Reverse peer id (empty: <peer>_rev)",
+          "the peer created on the target, ENABLED, replicating the cut-over tables back to the source so a "
+          "rollback loses nothing", _peer_id, dags=frozenset({CUTOVER}), nullable=True,
+          bounds={"pattern": PEER_ID_PATTERN}),
+    Field("unfreeze_source", "boolean", True, "Unfreeze the source after the switch",
+          "after the approval and the forward peer's removal, make the source tables writable again so the "
+          "reverse peer can apply the target's edits (a READONLY table refuses replicated edits too: they would "
+          "wait in the target's WALs). Off: the source stays READONLY, the reverse backlog grows until you "
+          "unfreeze it (python -m hbase_migration freeze --unfreeze) or roll back", _boolean,
+          dags=frozenset({CUTOVER})),
+    Field("cutover_run_id", "string", None, "Cut-over run to roll back",
+          "the run id of the hbase_cutover run whose reverse peer brings the tables back to the source", _run_id,
+          dags=frozenset({ROLLBACK})),
     Field("clusters", "array", ["hbase_source"], "Source clusters to watch",
           "Airflow connection ids of the clusters whose peers and oldWALs are watched", _conn_ids,
           dags=frozenset({WATCH}), bounds={"items": {"type": "string"}, "minItems": 1}),
@@ -288,10 +357,14 @@ class RunSpec:
     end_time_ms: int | None = None
     versions: int | None = None
     rows_per_s: int = 0
+    max_load: str | None = DEFAULT_MAX_LOAD
+    critical_load: str | None = DEFAULT_CRITICAL_LOAD
+    max_pause_s: float = DEFAULT_MAX_PAUSE_S
     create_missing_tables: bool = True
     max_lag_ms: int = 30_000
     stable_samples: int = 3
     caught_up_queue_size: int = 1
+    idle_window_s: float = 30.0
     canary: bool = False
     quota_policy: str = "fail"
     quota_mark: float = DEFAULT_QUOTA_MARK
@@ -305,6 +378,11 @@ class RunSpec:
     alert_lag_ms: int = 300_000
     min_exhaustion_s: float = 86_400.0
     quota_sample_gap_s: float = 5.0
+    migration_run_id: str | None = None
+    only_tables: tuple[str, ...] | None = None
+    reverse_peer_id: str | None = None
+    unfreeze_source: bool = True
+    cutover_run_id: str | None = None
 
     @classmethod
     def validate(cls, values: Mapping[str, Any], dag_kind: str = MIGRATION) -> "RunSpec":
@@ -327,21 +405,31 @@ class RunSpec:
                                                  "reversed or empty)")
         if self.source_conn_id == self.target_conn_id:
             raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
+        if dag_kind in (MIGRATION, BACKFILL) and (self.max_load or self.critical_load):
+            try:
+                LoadLimits(self.max_load or {}, self.critical_load or {}, self.max_pause_s)
+            except ValueError as e:
+                raise InvalidRunInput("critical_load", str(e)) from None
         return self
+
+    def load_limits(self) -> LoadLimits | None:
+        """The copy's load throttle (None: neither limit set)."""
+        return LoadLimits.from_options(self.max_load, self.critical_load, self.max_pause_s)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
         """From `to_dict()` (an XCom); fields absent keep their defaults."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for name in ("tables", "clusters"):
-            if name in values:
+        for name in ("tables", "clusters", "only_tables"):
+            if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tables"], d["clusters"] = list(self.tables), list(self.clusters)
+        d["only_tables"] = None if self.only_tables is None else list(self.only_tables)
         return d
 
     def with_window(self, start_ms: int | None, end_ms: int | None) -> "RunSpec":

@@ -29,12 +29,14 @@ MIGRATION_DOC = """
 4. **add_peer**: the peer is added **DISABLED**, scoped by TABLE_CFS to the tables. From this instant (T0)
    every edit is kept in the source's WALs.
 5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
-   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach).
+   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach) and a
+   load-aware throttle (slower past `max_load`, paused past `critical_load`, given up after `max_pause_s`).
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
 8. **verify** (mapped): content hashes per key range, bisected to differing rows; fails on any difference.
-9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over.
+9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over
+   (`hbase_cutover`, with this run's id).
 
 On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
 quota policy `enable_peer` enables a peer left disabled.
@@ -113,6 +115,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **peer,
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
+            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
             retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
@@ -194,7 +197,8 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         window = open_window()
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **window_args,
-            rows_per_s=spec("rows_per_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
+            max_pause_s=spec("max_pause_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
             map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(window)
 

@@ -36,8 +36,9 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "peer_id", "max_lag_ms", "stable_samples",
-                                      "caught_up_queue_size", "canary_table", "ledger_run_id")
+                                      "caught_up_queue_size", "idle_window_s", "canary_table", "ledger_run_id")
     ui_color = "#fff4e5"
+    ledger_phase = "catch_up"  # the ledger phase this wait is recorded as
 
     def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source", target_conn_id: str = "hbase_target",
                  max_lag_ms: int = 30_000, stable_samples: int = 3, caught_up_queue_size: int = 1,
@@ -74,7 +75,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         from operators.ledger import open_ledger
 
         with open_ledger() as ledger:
-            ledger.set_phase(self.ledger_run_id, ALL_TABLES, "catch_up", status,
+            ledger.set_phase(self.ledger_run_id, ALL_TABLES, self.ledger_phase, status,
                              None if detail is None else json.dumps(detail, default=str))
             if lag is not None:
                 ledger.lag_sample(self.ledger_run_id, self.peer_id, lag)

@@ -126,18 +126,32 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     :param watchdog_interval_s: seconds between two oldWALs (and peer lag) readings; None: `[hbase_migration]
         watchdog_interval_s`, default 30.
     :param rows_per_s: rows read from the source per second and partition task (0/None: no limit).
+    :param max_load: load throttle, `metric=threshold,...` of the source region servers' /jmx (sub=IPC gauges,
+        sub=Server latencies, `write_p99_ms`/`read_p99_ms`): the copy slows down when a server reaches one.
+        None/empty: no slow-down.
+    :param critical_load: load throttle: the copy pauses while a server is past one of these. None: never pauses.
+    :param max_pause_s: load throttle: paused this long, the task fails saying why (finished partitions stay
+        recorded; a retry resumes).
+    :param load_sample_s: load throttle: seconds between two samples of the source (taken by the Spark driver).
     :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).""" + _COMMON_PARAMS
 
     job_kind = "copy"
     application_path = COPY_JOB
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy",
-                                      "quota_mark", "rows_per_s", "copy_id")
+                                      "quota_mark", "rows_per_s", "copy_id", "max_load", "critical_load",
+                                      "max_pause_s")
     ui_color = "#fce8b2"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
                  quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float | None = None,
-                 rows_per_s: float | None = None, copy_id: str | None = None, **kwargs) -> None:
+                 rows_per_s: float | None = None, copy_id: str | None = None, max_load: str | None = None,
+                 critical_load: str | None = None, max_pause_s: float | None = None,
+                 load_sample_s: float | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.max_load = max_load
+        self.critical_load = critical_load
+        self.max_pause_s = max_pause_s
+        self.load_sample_s = load_sample_s
         self.peer_id = peer_id
         self.quota_policy = quota_policy
         self.quota_mark = quota_mark
@@ -155,7 +169,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
-            ledger_url=ledger_url() if copy_id else None, summary_file=summary_file)
+            ledger_url=ledger_url() if copy_id else None, summary_file=summary_file, max_load=self.max_load,
+            critical_load=self.critical_load, max_pause_s=self.max_pause_s, load_sample_s=self.load_sample_s)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.quota import Watchdog, check_policy
@@ -193,6 +208,15 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             self._ledger_phase("copy", "failed", {"quota_breach": self._breach})
             # Not retried: a retry would meet the same quota. The peer stays as it is (see state_left_behind).
             raise AirflowFailException(f"copy of {self.table} stopped: {self._breach}")
+        load = (summary or {}).get("load_control") or {}
+        if load:
+            self.log.info("load throttle: %s samples, %s slow, %s paused, lowest factor %s, last: %s (%s)",
+                          load.get("samples"), load.get("slow_samples"), load.get("paused_samples"),
+                          load.get("min_factor"), load.get("final_state"), load.get("reason"))
+        if load.get("aborted"):
+            self._ledger_phase("copy", "failed", summary)
+            raise AirflowException(f"copy of {self.table} gave up, the source stayed overloaded: {load.get('reason')}. "
+                                   "Finished partitions are recorded; a retry resumes with the others")
         if error is not None:
             self._ledger_phase("copy", "failed", summary or {"error": str(error)})
             raise AirflowException(f"copy of {self.table} failed (finished partitions are kept; a retry "

@@ -240,3 +240,17 @@ SELECT path, sampled_ms, space_consumed, space_quota, ns_consumed, ns_quota, gro
 FROM quota_samples WHERE run_id = :run_id
 ORDER BY sampled_ms DESC, path
 LIMIT :limit;
+
+-- name: throttle_decision
+INSERT INTO throttle_decisions (copy_id, table_name, decided_ms, state, factor, reason, load_json)
+VALUES (:copy_id, :table_name, :decided_ms, :state, :factor, :reason, :load_json)
+ON CONFLICT (copy_id, table_name, decided_ms) DO UPDATE SET
+    state = excluded.state,
+    factor = excluded.factor,
+    reason = excluded.reason,
+    load_json = excluded.load_json;
+
+-- name: throttle_decisions
+SELECT copy_id, table_name, decided_ms, state, factor, reason, load_json
+FROM throttle_decisions WHERE copy_id = :copy_id
+ORDER BY decided_ms, table_name;

@@ -9,7 +9,7 @@ import uuid
 import pytest
 import sqlalchemy
 
-from hbase_migration.ledger import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError
+from hbase_migration.ledger import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError, schema_migrations
 from tests.ledger_writers import run_concurrent_copies
 
 pytestmark = pytest.mark.integration
@@ -103,17 +103,18 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
 def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_path):
     Ledger.open(pg_url).close()
     Ledger.open(pg_url).close()
-    assert pg_rows(pg_url, "SELECT version, name FROM schema_version") == [(1, "initial"), (2, "copy_plans")]
+    assert pg_rows(pg_url, "SELECT version, name FROM schema_version ORDER BY version") == [
+        (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
     for shipped in sorted((SQL_DIR / "schema").glob("*.sql")):
         (sql_dir / "schema" / shipped.name).write_text(shipped.read_text())
-    (sql_dir / "schema" / "003_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
-    with pytest.raises(LedgerError, match='003_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+    (sql_dir / "schema" / "004_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    with pytest.raises(LedgerError, match='004_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
         Ledger.open(pg_url, sql_dir=sql_dir)
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
-    assert pg_rows(pg_url, "SELECT version FROM schema_version") == [(1,), (2,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,), (3,)]
 
 
 def test_concurrent_writers_all_land(pg_url):
@@ -123,7 +124,7 @@ def test_concurrent_writers_all_land(pg_url):
     for returncode, err in run_concurrent_copies(pg_url):
         assert returncode == 0, err
     assert pg_rows(pg_url, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
-    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(2,)]
+    assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(len(schema_migrations(SQL_DIR / "schema")),)]
     assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
 

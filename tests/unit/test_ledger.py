@@ -28,7 +28,7 @@ from tests.ledger_writers import run_concurrent_copies
 REPO = Path(__file__).resolve().parents[2]
 TABLES = [
     "copy_partitions", "copy_plans", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
-    "schema_version", "verification_results",
+    "schema_version", "throttle_decisions", "verification_results",
 ]
 
 
@@ -96,9 +96,12 @@ def test_named_statements_rejects_malformed_files(sql, message):
 def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
-    [(version, name, statements), (version2, name2, statements2)] = schema_migrations(SQL_DIR / "schema")
-    assert (version, name, version2, name2) == (1, "initial", 2, "copy_plans")
+    [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3)] = (
+        schema_migrations(SQL_DIR / "schema"))
+    assert (version, name, version2, name2, version3, name3) == (
+        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover")
     assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
+    assert [s.split("(")[0] for s in statements3] == ["CREATE TABLE IF NOT EXISTS throttle_decisions "]
     assert [s.split("(")[0] for s in statements] == [
         "CREATE TABLE IF NOT EXISTS migration_runs ",
         "CREATE INDEX IF NOT EXISTS migration_runs_started ON migration_runs ",
@@ -144,12 +147,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 2
+        assert second.apply_schema() == 3
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 2
+    assert len(versions) == 3
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -181,7 +184,7 @@ def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(2\)"):
+    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(3\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -299,7 +302,7 @@ def test_set_phase_records_first_start_and_last_end(ledger, db_path):
     [
         (("run-1", "ns:orders", "copying", "running"),
          "phase must be one of preflight, create_tables, add_peer, copy, enable_peer, catch_up, verify, "
-         "report, got 'copying'"),
+         "report, check, freeze, final_drain, reverse_peer, approval, remove_peer, unfreeze, got 'copying'"),
         (("run-1", "ns:orders", "copy", "done"),
          "status must be one of pending, running, success, failed, skipped, got 'done'"),
         (("run-1", "", "copy", "running"), "table must be a non-empty string, got ''"),
@@ -397,7 +400,7 @@ def test_concurrent_writers_all_land(db_path):
     with Ledger.open(url) as ledger:
         assert ledger.done_partitions("copy-1", "t") == {f"w{w}-p{i}" for w in range(4) for i in range(40)}
     assert raw(db_path, "SELECT COUNT(*), SUM(row_count) FROM copy_partitions") == [(160, 4 * sum(range(40)))]
-    assert raw(db_path, "SELECT COUNT(*) FROM schema_version") == [(2,)]
+    assert raw(db_path, "SELECT COUNT(*) FROM schema_version") == [(len(schema_migrations(SQL_DIR / "schema")),)]
     assert raw(db_path, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
 
@@ -667,3 +670,37 @@ def test_latest_samples_newest_first_with_limit(ledger):
     assert [r["space_consumed"] for r in samples["quota"]] == [300, 200, 100]
     with pytest.raises(LedgerError, match="limit must be a positive integer, got -1"):
         ledger.latest_samples("run-1", limit=-1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The copy's load throttle
+
+
+def test_throttle_decisions_are_kept_per_copy_in_order_and_upserted(ledger, db_path):
+    ledger.throttle_decision("copy-1", "t", "slow", 0.5, "past max_load: queueSize=9 on rs1 >= 5",
+                             {"queueSize": {"value": 9.0, "server": "rs1"}}, decided_ms=2000)
+    ledger.throttle_decision("copy-1", "t", "full", 1.0, "under max_load", {}, decided_ms=1000)
+    ledger.throttle_decision("copy-2", "t", "paused", 0.0, "past critical_load", {}, decided_ms=1500)
+    ledger.throttle_decision("copy-1", "t", "paused", 0.0, "past critical_load: queueSize=90 on rs1 >= 50",
+                             {"queueSize": {"value": 90.0, "server": "rs1"}}, decided_ms=2000)  # same instant
+    assert ledger.throttle_decisions("copy-1") == [
+        {"copy_id": "copy-1", "table_name": "t", "decided_ms": 1000, "state": "full", "factor": 1.0,
+         "reason": "under max_load", "load": {}},
+        {"copy_id": "copy-1", "table_name": "t", "decided_ms": 2000, "state": "paused", "factor": 0.0,
+         "reason": "past critical_load: queueSize=90 on rs1 >= 50",
+         "load": {"queueSize": {"value": 90.0, "server": "rs1"}}},
+    ]
+    assert ledger.throttle_decisions("copy-3") == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(state="fast"), "state must be one of full, slow, paused, aborted, got 'fast'"),
+    (dict(factor=1.5), "factor must be a number within 0..1, got 1.5"),
+    (dict(reason=""), "reason must be a non-empty string, got ''"),
+    (dict(load={"x": object()}), "load must be JSON-serialisable"),
+])
+def test_throttle_decision_rejects_bad_input(ledger, db_path, kwargs, message):
+    args = dict(copy_id="copy-1", table="t", state="slow", factor=0.5, reason="r", load={}, decided_ms=1)
+    with pytest.raises(LedgerError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ledger.throttle_decision(**{**args, **kwargs})
+    assert raw(db_path, "SELECT COUNT(*) FROM throttle_decisions") == [(0,)]

@@ -143,6 +143,8 @@ ROWS = [
 # The stale-age rows: an idle 2.x source keeps its last age in the gauge forever (§3.3).
 FROZEN = dict(read=1000, shipped=800, filtered=200, batches=100)
 STALE = [snap(i, rs1=(q(i, age=95_000, **FROZEN),)) for i in range(3)]  # window spans 30 s
+MOVING = dict(read=990, shipped=790, filtered=200, batches=99)
+FIVE_S = [snap(i, step=5, rs1=(q(i, age=95_000, **FROZEN),)) for i in range(8)]  # 8 polls 5 s apart: 35 s
 ROWS += [
     ("stale_age_idle_believed", STALE, TH, True, ()),
     ("stale_age_window_too_short", [replace(s, taken_at=T0 + 10 * i) for i, s in enumerate(STALE)], TH,
@@ -160,6 +162,29 @@ ROWS += [
     ("stale_age_peer_disabled_earlier",
      STALE[:1] + [replace(STALE[1], peer_state="DISABLED")] + STALE[2:], TH, False,
      (f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms",)),
+    # The DAGs poll every 5 s with K=3: the stable window spans 10 s, less than the 30 s idle window. The stale
+    # age is judged over the history reaching back 30 s (8 polls), as `lag.trim_history` keeps it. Before the
+    # fix only the last K samples were looked at, so an idle, fully shipped peer never drained (the frozen
+    # gauge at 95 s stayed above max_lag_ms forever).
+    ("stale_age_idle_over_history_longer_than_window", FIVE_S, TH, True, ()),
+    ("stale_age_history_not_yet_idle_window_long", FIVE_S[:-2], TH, False,
+     (f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms",)),
+    # Counters moved 25 s ago (a shipment), inside the idle window: the frozen gauge is not believed yet.
+    ("stale_age_counters_moved_inside_idle_window",
+     [snap(i, step=5, rs1=(q(i, age=95_000, **(FROZEN if i >= 2 else MOVING)),)) for i in range(8)], TH, False,
+     (f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms",)),
+    # The peer was disabled 30 s ago, before the stable window: a disabled peer freezes counters too.
+    ("stale_age_peer_disabled_inside_idle_window",
+     [replace(s, peer_state="DISABLED") if i == 1 else s for i, s in enumerate(FIVE_S)], TH, False,
+     (f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms",)),
+    # Edits queued: never drained, however long the history (the idle rule excuses only the age).
+    ("stale_age_long_history_with_backlog",
+     [snap(i, step=5, rs1=(q(i, age=95_000, size=2, **FROZEN),)) for i in range(8)], TH, False,
+     (f"{RS1} queue 1: sizeOfLogQueue=2 WAL(s), caught up is <= 1",
+      f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms")),
+    ("stale_age_long_history_read_not_shipped",
+     [snap(i, step=5, rs1=(q(i, age=95_000, read=1010, shipped=800, filtered=200, batches=100),))
+      for i in range(8)], TH, False, (f"{RS1} queue 1: ageOfLastShippedOp=95000 ms > 30000 ms",)),
     ("stale_age_queue_above_caught_up",
      [snap(i, rs1=(q(i, age=95_000, size=2, **FROZEN),)) for i in range(3)], TH, False,
      (f"{RS1} queue 1: sizeOfLogQueue=2 WAL(s), caught up is <= 1",
@@ -215,3 +240,28 @@ def test_history_must_be_one_peer_in_time_order():
 def test_thresholds_reject_bad_values(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DrainThresholds(**kwargs)
+
+
+def test_stale_age_over_a_long_history_carries_the_idle_note():
+    """What the final drain of a cut-over meets: writes frozen, the gauge frozen above max_lag_ms (58 s here),
+    the sensor polling every 5 s with K=3. After 30 s of frozen counters the peer is drained, with the note."""
+    history = [snap(i, step=5, rs1=(q(i, age=58_000, **FROZEN),)) for i in range(7)]
+    assert decide_drained(history[:6], TH).drained is False  # 25 s of history: not yet
+    decision = decide_drained(history, TH)
+    assert decision == DrainDecision(
+        drained=True, reasons=(), stable_samples=3, required_samples=3,
+        notes=(f"{RS1} queue 1: ageOfLastShippedOp=58000 ms is stale: no edit read, shipped or failed for "
+               "30s, queue at 1 WAL(s), nothing read-but-unshipped; treated as idle (the canary proves it "
+               "end to end)",),
+    )
+
+
+def test_idle_span_reaches_back_to_the_idle_window():
+    from hbase_migration.metrics import idle_span
+
+    assert idle_span([], TH) == []
+    assert idle_span(FIVE_S, TH) == FIVE_S[1:]  # FIVE_S[1] is 30 s before the last: exactly the window
+    assert idle_span(FIVE_S[:-2], TH) == FIVE_S[:-2]  # 30 s not reached yet: all of it (judged too short)
+    assert idle_span(STALE, TH) == STALE  # 15 s polls: the last K already span 30 s
+    assert idle_span(healthy(5), TH) == healthy(5)[2:]  # 15 s polls, 5 samples: the last K span 30 s
+    assert idle_span(FIVE_S, replace(TH, idle_window_s=0)) == FIVE_S[-3:]  # never shorter than the last K

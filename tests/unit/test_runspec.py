@@ -8,8 +8,10 @@ from hbase_migration.runspec import (
     BACKFILL,
     BY_NAME,
     BY_PLAN_KEY,
+    CUTOVER,
     FIELDS,
     MIGRATION,
+    ROLLBACK,
     WATCH,
     InvalidRunInput,
     RunSpec,
@@ -80,8 +82,8 @@ def test_form_schema_comes_from_the_fields_with_plan_defaults():
     assert schema["start_time_ms"]["type"] == ["null", "integer", "string"]
     assert schema["quota_mark"]["exclusiveMinimum"] == 0 and schema["quota_mark"]["maximum"] == 1
     assert set(form_schema(BACKFILL)) == {"source_conn_id", "target_conn_id", "tables", "start_time_ms",
-                                          "end_time_ms", "versions", "rows_per_s", "recompare_sleep_s", "repair",
-                                          "verify"}
+                                          "end_time_ms", "versions", "rows_per_s", "max_load", "critical_load",
+                                          "max_pause_s", "recompare_sleep_s", "repair", "verify"}
 
 
 @pytest.mark.parametrize("value, versions", [(None, None), ("all", None), ("", None), (3, 3), ("2", 2)])
@@ -123,3 +125,46 @@ def test_timestamp_ms_is_exact():
     assert timestamp_ms("2024-05-01T12:00:00.123Z") == 1_714_564_800_123
     assert timestamp_ms(1_714_564_800_123) == 1_714_564_800_123
     assert timestamp_ms("2024-05-01") == 1_714_521_600_000
+
+
+def test_the_load_throttle_fields_are_canonical_and_checked_together():
+    spec = RunSpec.validate({**BASE, "max_load": " queueSize=1e6, write_p99_ms=50 ", "critical_load": "",
+                             "max_pause_s": "30"})
+    assert (spec.max_load, spec.critical_load, spec.max_pause_s) == ("queueSize=1e+06,write_p99_ms=50", None, 30.0)
+    assert spec.load_limits().max_load == {"queueSize": 1e6, "write_p99_ms": 50.0}
+    assert RunSpec.validate({**BASE, "max_load": "", "critical_load": None}).load_limits() is None
+    default = RunSpec.validate(BASE)
+    assert (default.max_load, default.critical_load) == ("numCallsInGeneralQueue=10,write_p99_ms=100,read_p99_ms=200",
+                                                         "numCallsInGeneralQueue=100,write_p99_ms=1000")
+    with pytest.raises(InvalidRunInput) as e:
+        RunSpec.validate({**BASE, "max_load": "load=3"})
+    assert e.value.field == "max_load" and "unknown metric 'load'" in e.value.reason
+    with pytest.raises(InvalidRunInput) as e:
+        RunSpec.validate({**BASE, "max_load": "queueSize=100", "critical_load": "queueSize=10"})
+    assert e.value.field == "critical_load" and "is below max_load's 100" in e.value.reason
+    with pytest.raises(InvalidRunInput, match="max_pause_s: must be a number of seconds > 0"):
+        RunSpec.validate({**BASE, "max_pause_s": 0})
+
+
+def test_cutover_and_rollback_forms():
+    assert list(form_schema(CUTOVER)) == [
+        "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
+        "recompare_sleep_s", "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source"]
+    assert list(form_schema(ROLLBACK)) == [
+        "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
+        "recompare_sleep_s", "cutover_run_id"]
+    spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b"},
+                            CUTOVER)
+    assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
+        "manual__2024-05-01T00:00:00+00:00", ("a", "ns:b"), None, True)
+    assert RunSpec.from_dict(spec.to_dict()) == spec
+    assert RunSpec.validate({"migration_run_id": "r", "only_tables": []}, CUTOVER).only_tables is None
+    with pytest.raises(InvalidRunInput, match="migration_run_id: is required"):
+        RunSpec.validate({}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="reverse_peer_id: peer id 'a-b' contains '-'"):
+        RunSpec.validate({"migration_run_id": "r", "reverse_peer_id": "a-b"}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="unknown parameter"):
+        RunSpec.validate({"cutover_run_id": "r", "migration_run_id": "r"}, ROLLBACK)
+    with pytest.raises(InvalidRunInput, match="target_conn_id: must differ"):
+        RunSpec.validate({"cutover_run_id": "r", "target_conn_id": "hbase_source"}, ROLLBACK)
+    assert RunSpec.validate({"cutover_run_id": "r", "idle_window_s": 10}, ROLLBACK).idle_window_s == 10.0

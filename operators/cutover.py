@@ -1,0 +1,337 @@
+"""The cut-over's and rollback's operators: check, freeze/unfreeze, the final drain, the reverse peer, the
+forward peer's retirement. Thin: each builds its clusters from their connections in `execute()`, calls one
+library function (`hbase_migration.cutover`, `hbase_migration.freeze`), logs what it did and records it in the
+run ledger, and returns a small dict. Every step can be re-run (it finds its own work done and does nothing).
+
+`plan` arguments are the wire form of `hbase_migration.cutover.SwitchPlan` (what `open_cutover` /
+`open_rollback` push as XCom `plan`): the migration's clusters, peers and tables, as the ledger records them.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from airflow.sdk import BaseOperator, Context
+from airflow.sdk.exceptions import AirflowFailException
+
+from operators.hooks import HBaseClusterHook, table_names
+from operators.sensors import ReplicationDrainedSensor
+
+
+def record_phase(run_id: str | None, phase: str, status: str, detail: Any = None) -> None:
+    """One run-wide phase of a cut-over/rollback run in the ledger (no ledger run: nothing)."""
+    if not run_id:
+        return
+    from hbase_migration.ledger import ALL_TABLES
+    from operators.ledger import open_ledger
+
+    with open_ledger() as ledger:
+        ledger.set_phase(run_id, ALL_TABLES, phase, status,
+                         None if detail is None else json.dumps(detail, sort_keys=True, default=str))
+
+
+def note_peer(run_id: str | None, peer_id: str, state: str, reason: str) -> None:
+    if not run_id:
+        return
+    from operators.ledger import open_ledger
+
+    with open_ledger() as ledger:
+        ledger.peer_note(run_id, peer_id, state, reason)
+
+
+def record_approval(run_id: str | None, approval: Any, logger: Any) -> None:
+    """The approval's answer (chosen option, who, when) as the run's `approval` phase."""
+    if not isinstance(approval, Mapping):
+        return
+    who = (approval.get("responded_by_user") or {}).get("name")
+    logger.info("approved (%s) by %s at %s", ", ".join(approval.get("chosen_options") or []), who,
+                approval.get("responded_at"))
+    record_phase(run_id, "approval", "success", {"chosen_options": approval.get("chosen_options"),
+                                                  "responded_by": who, "responded_at": approval.get("responded_at")})
+
+
+class _SwitchCheckOperator(BaseOperator):
+    template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id")
+    ui_color = "#e6f4ea"
+    what = ""
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
+                 target_conn_id: str = "hbase_target", ledger_run_id: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.source_conn_id = source_conn_id
+        self.target_conn_id = target_conn_id
+        self.ledger_run_id = ledger_run_id
+
+    def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
+        raise NotImplementedError
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.cutover import SwitchPlan
+        from hbase_migration.preflight import ensure_distinct
+
+        plan = SwitchPlan.from_dict(self.plan)
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        ensure_distinct(source, target)
+        record_phase(self.ledger_run_id, "check", "running")
+        reasons, facts = self._evaluate(source, target, plan)
+        for note in getattr(facts, "drain_notes", ()):
+            self.log.info("drain note: %s", note)
+        if reasons:
+            for reason in reasons:
+                self.log.error("refused: %s", reason)
+            record_phase(self.ledger_run_id, "check", "failed", {"reasons": reasons})
+            raise AirflowFailException(f"{self.what} refused, nothing was changed: " + "; ".join(reasons))
+        self.log.info("%s of %s: every check passed (forward peer %s, reverse peer %s)", self.what,
+                      ", ".join(plan.tables), plan.peer_id, plan.reverse_peer_id)
+        result = {"tables": list(plan.tables), "forward_peer": facts.forward_peer.describe()
+                  if facts.forward_peer else None,
+                  "reverse_peer": facts.reverse_peer.describe() if facts.reverse_peer else None,
+                  "drained": facts.drained, "drain_notes": list(facts.drain_notes)}
+        record_phase(self.ledger_run_id, "check", "success", result)
+        return result
+
+
+class CutoverCheckOperator(_SwitchCheckOperator):
+    """Checks a cut-over before anything changes, and fails (without retry) with every reason to fix.
+
+    The connections point at the migration's clusters; the forward peer exists on the source, is ours, ENABLED,
+    ships to the target and replicates the tables; it has drained (polled up to `drain_timeout_s`); the reverse
+    peer id is free on the target (or already this cut-over's); every family of the tables replicates on the
+    target (REPLICATION_SCOPE 1), so the reverse peer will ship the target's edits back. The run itself (finished,
+    verification clean, tables part of it) was checked when the plan was made (`open_cutover`).
+
+    :param plan: the cut-over's plan (`SwitchPlan.to_dict()`, XCom `plan` of `open_cutover`).
+    :param source_conn_id: the migration's source cluster (the forward peer lives there).
+    :param target_conn_id: the migration's target cluster (the reverse peer will live there).
+    :param max_lag_ms: drain: the largest ageOfLastShippedOp of a caught-up queue.
+    :param stable_samples: drain: consecutive drained polls.
+    :param caught_up_queue_size: drain: sizeOfLogQueue of a caught-up queue (1 on HBase 2.x, 0 on 1.x).
+    :param idle_window_s: drain: how long frozen counters make a stale age believed idle.
+    :param drain_timeout_s: how long the forward peer may take to show drained before the check fails.
+    :param ledger_run_id: the cut-over run whose ledger records the check (None: none).
+    """
+
+    template_fields: Sequence[str] = (*_SwitchCheckOperator.template_fields, "max_lag_ms", "stable_samples",
+                                      "caught_up_queue_size", "idle_window_s")
+    what = "cut-over"
+
+    def __init__(self, *, max_lag_ms: int = 30_000, stable_samples: int = 3, caught_up_queue_size: int = 1,
+                 idle_window_s: float = 30.0, drain_timeout_s: float = 120.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lag_ms = max_lag_ms
+        self.stable_samples = stable_samples
+        self.caught_up_queue_size = caught_up_queue_size
+        self.idle_window_s = idle_window_s
+        self.drain_timeout_s = drain_timeout_s
+
+    def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
+        from hbase_migration import lag
+        from hbase_migration.cutover import evaluate_cutover, gather
+
+        thresholds = lag.thresholds_from({"max_lag_ms": self.max_lag_ms, "stable_samples": self.stable_samples,
+                                          "caught_up_queue_size": self.caught_up_queue_size,
+                                          "idle_window_s": self.idle_window_s})
+        facts = gather(source, target, plan, thresholds=thresholds, drain_timeout_s=self.drain_timeout_s)
+        return evaluate_cutover(plan, facts), facts
+
+
+class RollbackCheckOperator(_SwitchCheckOperator):
+    """Checks a rollback before anything changes, and fails (without retry) with every reason to fix: the
+    connections point at the cut-over's clusters; the reverse peer exists on the target, is ours, ENABLED, ships
+    to the source with the cut-over's tables. Without a reverse peer a rollback would lose every write made on
+    the target since the cut-over: refused.
+
+    :param plan: the rollback's plan (`SwitchPlan.to_dict()`, XCom `plan` of `open_rollback`).
+    :param source_conn_id: the migration's source cluster (the clients go back there).
+    :param target_conn_id: the migration's target cluster (the reverse peer lives there).
+    :param ledger_run_id: the rollback run whose ledger records the check (None: none).
+    """
+
+    what = "rollback"
+
+    def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
+        from hbase_migration.cutover import evaluate_rollback, gather
+
+        facts = gather(source, target, plan)
+        return evaluate_rollback(plan, facts), facts
+
+
+class SetReadOnlyOperator(BaseOperator):
+    """Freezes (READONLY) or unfreezes tables through the cluster's HBase shell (`alter 't', READONLY =>
+    'true'`, the same statement on HBase 1.x and 2.x), then reads every table back with `describe`. Writes to a
+    READONLY table are refused by the region servers (`DoNotRetryIOException: region is read only`), replicated
+    edits included; reads go on. Tables already in the wanted state are left alone: a re-run changes nothing.
+
+    :param conn_id: the cluster whose tables change.
+    :param tables: the tables.
+    :param readonly: True to freeze, False to unfreeze.
+    :param apply: False leaves the tables as they are and says so (a run parameter such as `unfreeze_source`).
+    :param ledger_run_id: the run whose ledger records the step (None: none).
+    :param ledger_phase: the ledger phase it is recorded as (`freeze` or `unfreeze`).
+    """
+
+    template_fields: Sequence[str] = ("conn_id", "tables", "readonly", "apply", "ledger_run_id")
+    ui_color = "#dbe9ff"
+
+    def __init__(self, *, conn_id: str, tables: Sequence[str] | str, readonly: bool, apply: bool = True,
+                 ledger_run_id: str | None = None, ledger_phase: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.conn_id = conn_id
+        self.tables = tables
+        self.readonly = readonly
+        self.apply = apply
+        self.ledger_run_id = ledger_run_id
+        self.ledger_phase = ledger_phase or ("freeze" if readonly is True else "unfreeze")
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        from hbase_migration.freeze import readonly_states, set_readonly
+
+        cluster = HBaseClusterHook(self.conn_id).get_cluster()
+        tables = table_names(self.tables)
+        if self.apply is not True:
+            states = readonly_states(cluster, tables)
+            self.log.warning("left as they are (not applied): %s", ", ".join(
+                f"{t} {'READONLY' if ro else 'writable'}" for t, ro in states.items()))
+            record_phase(self.ledger_run_id, self.ledger_phase, "skipped", {"readonly": states})
+            return [{"table": t, "readonly": ro, "outcome": "left", "statement": None} for t, ro in states.items()]
+        record_phase(self.ledger_run_id, self.ledger_phase, "running")
+        try:
+            done = set_readonly(cluster, tables, self.readonly is True)
+        except Exception as e:
+            record_phase(self.ledger_run_id, self.ledger_phase, "failed", {"error": str(e)})
+            raise
+        for item in done:
+            self.log.info("%s on %s: %s%s (describe reads READONLY=%s)", item["table"], cluster.name, item["outcome"],
+                          f" by `{item['statement']}`" if item["statement"] else "", str(item["readonly"]).lower())
+        record_phase(self.ledger_run_id, self.ledger_phase, "success", done)
+        return done
+
+
+class FinalDrainSensor(ReplicationDrainedSensor):
+    __doc__ = (ReplicationDrainedSensor.__doc__ or "") + """
+    The cut-over's (and rollback's) final drain, with writes frozen: HBase 2.x then keeps the age of the last
+    shipped edit in its gauge, so `idle_window_s` of frozen counters at the caught-up queue size make that
+    stale age count as caught up. Recorded as the ledger phase `final_drain`.
+    """
+    ledger_phase = "final_drain"
+
+
+class AddReversePeerOperator(BaseOperator):
+    """Adds the reverse peer (target -> source), ENABLED, scoped to the cut-over's tables, after rolling the
+    target's WALs (a new peer reads each server's current WAL from its start: without the roll, the copy's writes
+    still in it, which carry the target's own cluster id, would ship back to the source). Safe only after the
+    copy: neither Thrift API can stamp the copy's writes with the source's cluster id (CopyTable can), so a
+    reverse peer during the copy would ship the copy back. While the source is READONLY its region servers refuse
+    the shipped edits (the backlog waits in the target's WALs) until it is unfrozen. A re-run finds the peer and
+    does nothing (enables it if it was disabled).
+
+    :param plan: the cut-over's plan (`SwitchPlan.to_dict()`).
+    :param source_conn_id: the migration's source cluster (the reverse peer ships there).
+    :param target_conn_id: the migration's target cluster (the reverse peer lives there).
+    :param ledger_run_id: the cut-over run whose ledger records the peer (None: none).
+    """
+
+    template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
+                 target_conn_id: str = "hbase_target", ledger_run_id: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.source_conn_id = source_conn_id
+        self.target_conn_id = target_conn_id
+        self.ledger_run_id = ledger_run_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.cutover import SwitchPlan, add_reverse_peer
+
+        plan = SwitchPlan.from_dict(self.plan)
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        record_phase(self.ledger_run_id, "reverse_peer", "running")
+        result = add_reverse_peer(target, source, plan)
+        for command in result["commands"]:
+            self.log.info("ran on the target: %s", command)
+        self.log.info("reverse peer %s on %s: %s (%s); WALs rolled on %s", plan.reverse_peer_id, target.name,
+                      result["outcome"], result["message"], ", ".join(result["rolled_wals_on"]) or "no server")
+        if result["changed"]:
+            note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED",
+                      f"reverse peer {target.name} -> {source.name} for {', '.join(plan.tables)}: {result['outcome']}")
+        record_phase(self.ledger_run_id, "reverse_peer", "success", result)
+        return result
+
+
+class RetireForwardPeerOperator(BaseOperator):
+    """Once the clients write to the target: removes the forward peer, or narrows its TABLE_CFS to the tables not
+    cut over (their migration goes on). A re-run finds it done.
+
+    :param plan: the cut-over's plan (`SwitchPlan.to_dict()`).
+    :param source_conn_id: the migration's source cluster (the forward peer lives there).
+    :param approval: the approval's answer (the ApprovalOperator's XCom), recorded as the ledger phase `approval`.
+    :param ledger_run_id: the cut-over run whose ledger records the change (None: none).
+    """
+
+    template_fields: Sequence[str] = ("source_conn_id", "plan", "approval", "ledger_run_id")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
+                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.source_conn_id = source_conn_id
+        self.approval = approval
+        self.ledger_run_id = ledger_run_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.cutover import SwitchPlan, retire_forward_peer
+
+        plan = SwitchPlan.from_dict(self.plan)
+        record_approval(self.ledger_run_id, self.approval, self.log)
+        record_phase(self.ledger_run_id, "remove_peer", "running")
+        result = retire_forward_peer(HBaseClusterHook(self.source_conn_id).get_cluster(), plan)
+        self.log.info("forward peer %s: %s (%s)", plan.peer_id, result["outcome"], result["message"])
+        if result["changed"]:
+            state = "REMOVED" if result.get("action") == "remove" else "ENABLED"
+            note_peer(self.ledger_run_id, plan.peer_id, state,
+                      f"cut-over of {', '.join(plan.tables)}: forward peer {result['outcome']}")
+        record_phase(self.ledger_run_id, "remove_peer", "success", result)
+        return result
+
+
+class RemoveReversePeerOperator(BaseOperator):
+    """The rollback's last step: removes the reverse peer from the target (only the one the cut-over made; absent
+    is fine). The clients are back on the source and the target stays READONLY.
+
+    :param plan: the rollback's plan (`SwitchPlan.to_dict()`).
+    :param target_conn_id: the migration's target cluster (the reverse peer lives there).
+    :param approval: the approval's answer (the ApprovalOperator's XCom), recorded as the ledger phase `approval`.
+    :param ledger_run_id: the rollback run whose ledger records the change (None: none).
+    """
+
+    template_fields: Sequence[str] = ("target_conn_id", "plan", "approval", "ledger_run_id")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, target_conn_id: str = "hbase_target",
+                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.target_conn_id = target_conn_id
+        self.approval = approval
+        self.ledger_run_id = ledger_run_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.cutover import SwitchPlan, remove_reverse_peer
+
+        plan = SwitchPlan.from_dict(self.plan)
+        record_approval(self.ledger_run_id, self.approval, self.log)
+        record_phase(self.ledger_run_id, "remove_peer", "running")
+        result = remove_reverse_peer(HBaseClusterHook(self.target_conn_id).get_cluster(), plan)
+        self.log.info("reverse peer %s: %s (%s)", plan.reverse_peer_id, result["outcome"], result["message"])
+        if result["changed"]:
+            note_peer(self.ledger_run_id, plan.reverse_peer_id, "REMOVED", "rollback done: reverse peer removed")
+        record_phase(self.ledger_run_id, "remove_peer", "success", result)
+        return result
