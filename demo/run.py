@@ -104,16 +104,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     mh = workdir / "minihbase"
     started = time.monotonic()
     cluster_mode = bool(getattr(args, "cluster", False))
-    config_args: list[str] = []
     extra: dict[str, Any] = {}
-    if cluster_mode:
-        from demo.cluster import clusters_toml, gateway_settings
+    from demo.cluster import clusters_toml, gateway_settings
 
-        gateways = gateway_settings()
+    gateways = gateway_settings() if cluster_mode else {}
+    if cluster_mode:
         extra["gateways"] = gateways or "one per cluster (minihbase has no thrift_gateways yet)"
-        # On a ZooKeeper shared with other runs (the tests'), znode parents of this run's own.
-        config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper))
-        config_args = ["--config", str(config)] if config else []
+    # On a ZooKeeper shared with other runs (the tests'), znode parents of this run's own: a peer an earlier
+    # run left would otherwise be found by this one's add_peer.
+    config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper))
+    config_args = ["--config", str(config)] if config else []
     log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}")
     minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []), *config_args, workdir=mh)
     writer = None

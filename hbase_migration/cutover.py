@@ -201,13 +201,8 @@ def expected_reverse_config(source_key: str, tables: Sequence[str]) -> PeerConfi
 
 def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_OWNER) -> list[str]:
     """Everything that stops a cut-over, each with what to do (empty: go)."""
-    reasons = []
-    if _key(facts.source_key) != _key(plan.source_key):
-        reasons.append(f"the source connection points at {facts.source_key}, but migration run "
-                       f"{plan.migration_run_id!r} migrated from {plan.source_key}")
-    if _key(facts.target_key) != _key(plan.target_key):
-        reasons.append(f"the target connection points at {facts.target_key}, but migration run "
-                       f"{plan.migration_run_id!r} migrated to {plan.target_key}")
+    reasons = _cluster_reasons(plan, facts, f"migration run {plan.migration_run_id!r}", "migrated from",
+                               "migrated to")
     fwd = facts.forward_peer
     if fwd is None:
         reasons.append(f"forward peer {plan.peer_id} does not exist on the source: nothing replicates the source's "
@@ -235,6 +230,15 @@ def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_
     return reasons
 
 
+def _cluster_reasons(plan: SwitchPlan, facts: SwitchFacts, run: str, from_: str, to: str) -> list[str]:
+    """A connection that points at another cluster than the one `run` used (a changed connection between the
+    migration and its cut-over would switch the wrong clusters)."""
+    return [f"the {side} connection points at {seen}, but {run} {verb} {planned}"
+            for side, seen, planned, verb in (("source", facts.source_key, plan.source_key, from_),
+                                               ("target", facts.target_key, plan.target_key, to))
+            if _key(seen) != _key(planned)]
+
+
 def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str) -> list[str]:
     if rev is None:
         return []
@@ -253,13 +257,7 @@ def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str) -> list[s
 def evaluate_rollback(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_OWNER) -> list[str]:
     """Everything that stops a rollback (empty: go). The reverse peer must exist, be ours, ENABLED, ship to the
     source with this cut-over's tables."""
-    reasons = []
-    if _key(facts.source_key) != _key(plan.source_key):
-        reasons.append(f"the source connection points at {facts.source_key}, but cut-over run "
-                       f"{plan.from_run_id!r} was from {plan.source_key}")
-    if _key(facts.target_key) != _key(plan.target_key):
-        reasons.append(f"the target connection points at {facts.target_key}, but cut-over run "
-                       f"{plan.from_run_id!r} was to {plan.target_key}")
+    reasons = _cluster_reasons(plan, facts, f"cut-over run {plan.from_run_id!r}", "was from", "was to")
     rev = facts.reverse_peer
     if rev is None:
         reasons.append(f"no reverse peer {plan.reverse_peer_id} on the target: nothing has kept the source "

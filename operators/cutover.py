@@ -263,7 +263,41 @@ class AddReversePeerOperator(BaseOperator):
         return result
 
 
-class RetireForwardPeerOperator(BaseOperator):
+class _PeerChangeAfterApproval(BaseOperator):
+    """The last peer change of a cut-over or rollback, made once the clients have switched: records the
+    approval's answer, makes the change (`change(cluster, plan)`), notes the peer's new state, records the
+    ledger phase `remove_peer`."""
+
+    ui_color = "#e8f0fe"
+    conn_attr = ""  # which connection the peer lives on
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, approval: Mapping[str, Any] | str | None = None,
+                 ledger_run_id: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.approval = approval
+        self.ledger_run_id = ledger_run_id
+
+    def change(self, cluster: Any, plan: Any) -> tuple[dict[str, Any], str, str, str]:
+        """Make the change: (result, peer id, its state afterwards, the note's reason)."""
+        raise NotImplementedError
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.cutover import SwitchPlan
+
+        plan = SwitchPlan.from_dict(self.plan)
+        record_approval(self.ledger_run_id, self.approval, self.log)
+        record_phase(self.ledger_run_id, "remove_peer", "running")
+        result, peer_id, state, reason = self.change(HBaseClusterHook(getattr(self, self.conn_attr)).get_cluster(),
+                                                     plan)
+        self.log.info("peer %s: %s (%s)", peer_id, result["outcome"], result["message"])
+        if result["changed"]:
+            note_peer(self.ledger_run_id, peer_id, state, reason)
+        record_phase(self.ledger_run_id, "remove_peer", "success", result)
+        return result
+
+
+class RetireForwardPeerOperator(_PeerChangeAfterApproval):
     """Once the clients write to the target: removes the forward peer, or narrows its TABLE_CFS to the tables not
     cut over (their migration goes on). A re-run finds it done.
 
@@ -274,34 +308,21 @@ class RetireForwardPeerOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "plan", "approval", "ledger_run_id")
-    ui_color = "#e8f0fe"
+    conn_attr = "source_conn_id"
 
-    def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
-                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
-                 **kwargs) -> None:
+    def __init__(self, *, source_conn_id: str = "hbase_source", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.plan = plan
         self.source_conn_id = source_conn_id
-        self.approval = approval
-        self.ledger_run_id = ledger_run_id
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.cutover import SwitchPlan, retire_forward_peer
+    def change(self, cluster: Any, plan: Any) -> tuple[dict[str, Any], str, str, str]:
+        from hbase_migration.cutover import retire_forward_peer
 
-        plan = SwitchPlan.from_dict(self.plan)
-        record_approval(self.ledger_run_id, self.approval, self.log)
-        record_phase(self.ledger_run_id, "remove_peer", "running")
-        result = retire_forward_peer(HBaseClusterHook(self.source_conn_id).get_cluster(), plan)
-        self.log.info("forward peer %s: %s (%s)", plan.peer_id, result["outcome"], result["message"])
-        if result["changed"]:
-            state = "REMOVED" if result.get("action") == "remove" else "ENABLED"
-            note_peer(self.ledger_run_id, plan.peer_id, state,
-                      f"cut-over of {', '.join(plan.tables)}: forward peer {result['outcome']}")
-        record_phase(self.ledger_run_id, "remove_peer", "success", result)
-        return result
+        result = retire_forward_peer(cluster, plan)
+        state = "REMOVED" if result.get("action") == "remove" else "ENABLED"
+        return result, plan.peer_id, state, f"cut-over of {', '.join(plan.tables)}: forward peer {result['outcome']}"
 
 
-class RemoveReversePeerOperator(BaseOperator):
+class RemoveReversePeerOperator(_PeerChangeAfterApproval):
     """The rollback's last step: removes the reverse peer from the target (only the one the cut-over made; absent
     is fine). The clients are back on the source and the target stays READONLY.
 
@@ -312,26 +333,14 @@ class RemoveReversePeerOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("target_conn_id", "plan", "approval", "ledger_run_id")
-    ui_color = "#e8f0fe"
+    conn_attr = "target_conn_id"
 
-    def __init__(self, *, plan: Mapping[str, Any] | str, target_conn_id: str = "hbase_target",
-                 approval: Mapping[str, Any] | str | None = None, ledger_run_id: str | None = None,
-                 **kwargs) -> None:
+    def __init__(self, *, target_conn_id: str = "hbase_target", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.plan = plan
         self.target_conn_id = target_conn_id
-        self.approval = approval
-        self.ledger_run_id = ledger_run_id
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.cutover import SwitchPlan, remove_reverse_peer
+    def change(self, cluster: Any, plan: Any) -> tuple[dict[str, Any], str, str, str]:
+        from hbase_migration.cutover import remove_reverse_peer
 
-        plan = SwitchPlan.from_dict(self.plan)
-        record_approval(self.ledger_run_id, self.approval, self.log)
-        record_phase(self.ledger_run_id, "remove_peer", "running")
-        result = remove_reverse_peer(HBaseClusterHook(self.target_conn_id).get_cluster(), plan)
-        self.log.info("reverse peer %s: %s (%s)", plan.reverse_peer_id, result["outcome"], result["message"])
-        if result["changed"]:
-            note_peer(self.ledger_run_id, plan.reverse_peer_id, "REMOVED", "rollback done: reverse peer removed")
-        record_phase(self.ledger_run_id, "remove_peer", "success", result)
-        return result
+        result = remove_reverse_peer(cluster, plan)
+        return result, plan.reverse_peer_id, "REMOVED", "rollback done: reverse peer removed"

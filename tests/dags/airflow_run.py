@@ -10,16 +10,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def airflow_env(source, target, ledger_path: Path) -> dict[str, str]:
+def connections_env(source, target, ledger_path: Path) -> dict[str, str]:
     """Connections for two minihbase clusters (`MiniCluster`), local Spark and a ledger of the test's own."""
     return {
-        **os.environ,
-        "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW_CONN_HBASE_SOURCE": source.connection_json,
         "AIRFLOW_CONN_HBASE_TARGET": target.connection_json,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": f"sqlite:///{ledger_path}",
+    }
+
+
+def airflow_env(source, target, ledger_path: Path) -> dict[str, str]:
+    """This environment with the repository as AIRFLOW_HOME and `connections_env`."""
+    return {
+        **os.environ,
+        "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **connections_env(source, target, ledger_path),
     }
 
 

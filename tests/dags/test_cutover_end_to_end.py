@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from tests.dags.airflow_api import ApiServer
-from tests.dags.airflow_run import REPO, airflow_env
+from minihbase.zookeeper import free_port
+from tests.airflow_home import Hitl, api_server, make_home
+from tests.dags.airflow_run import REPO, connections_env
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
@@ -107,10 +109,13 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
     client.close()
     ledger_path = tmp_path / "ledger.db"
     ledger_url = f"sqlite:///{ledger_path}"
-    api = ApiServer(tmp_path / "airflow", airflow_env(dc1, dc2, ledger_path)).start()
+    env, passwords = make_home(tmp_path / "airflow")
+    env.update(connections_env(dc1, dc2, ledger_path))
+    server = ExitStack()
+    api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
+               passwords["admin"])
     writer = None
     try:
-        env = api.env
         # 1. The migration, a live writer until the catch-up has drained (as the demo does).
         writer = LiveWriter(lambda: Thrift2(ep1), tables, ops_per_second=30).start()
         log = tmp_path / "migration.log"
@@ -142,7 +147,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         assert called_off["run"]["status"] == "failed"
         assert called_off["phases"]["*"]["approval"]["status"] == "failed"
         assert "rejected at approve_clients_switched" in called_off["phases"]["*"]["approval"]["detail"]
-        answer = api.hitl_detail("hbase_cutover", rejected_run, "approve_clients_switched")
+        answer = api.detail("hbase_cutover", rejected_run, "approve_clients_switched")
         assert answer["chosen_options"] == ["Reject"] and answer["responded_by_user"]["name"] == "admin"
         assert [n["state"] for n in called_off["peer"]["notes"]] == ["ENABLED", "REMOVED"]
         put_rows(dc1, "users", [b"after-reject-0001"])  # the clients carry on with the source
@@ -213,4 +218,4 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
     finally:
         if writer is not None:
             writer.stop()
-        api.stop()
+        server.close()

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from minihbase.zookeeper import free_port
-from tests.dags.api_server import BIN, REPO, api_server, make_home, stop_group
+from tests.airflow_home import BIN, REPO, api_server, make_home, stop_group
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
 
@@ -150,7 +150,8 @@ def section_text(driver, section_id: str) -> str:
 def airflow(minihbase_pair, tmp_path_factory):
     dc1, dc2 = minihbase_pair
     home = tmp_path_factory.mktemp("airflow_home")
-    env, password = make_home(home)
+    env, passwords = make_home(home)
+    password = passwords["admin"]
     env.update({
         "AIRFLOW_CONN_HBASE_SOURCE": dc1.connection_json, "AIRFLOW_CONN_HBASE_TARGET": dc2.connection_json,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),

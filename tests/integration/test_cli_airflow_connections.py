@@ -4,47 +4,26 @@ lines before the JSON (regression, issue 14 bug 2: JSONDecodeError). A real meta
 migrated one), a real `airflow connections add`, the real CLI against minihbase."""
 from __future__ import annotations
 
-import base64
 import json
-import os
-import secrets
-import shutil
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
 from hbase_migration.cluster import ClusterKey
 from hbase_migration.jobargs import cluster_from_text
 from hbase_migration.replication import PeerConfig, peer_admin
+from tests.airflow_home import BIN, REPO, make_home
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-METADATA_DB = REPO / ".airflow" / "airflow.db"  # made by `make bootstrap` (airflow db migrate)
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
 def airflow_home(tmp_path):
-    """An AIRFLOW_HOME of its own: the repository's airflow.cfg and plugins, a copy of the migrated metadata
-    database, fresh secrets; no AIRFLOW_CONN_* variable in the environment."""
-    if not METADATA_DB.is_file():
-        pytest.fail(f"{METADATA_DB} is missing: run `make bootstrap` first")
-    home = tmp_path / "airflow_home"
-    (home / ".airflow" / "secrets").mkdir(parents=True)
-    shutil.copy(REPO / "airflow.cfg", home / "airflow.cfg")
-    shutil.copy(METADATA_DB, home / ".airflow" / "airflow.db")
-    keys = {"fernet_key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-            "api_secret_key": secrets.token_urlsafe(32), "jwt_secret": secrets.token_urlsafe(32)}
-    for name, value in keys.items():  # read by airflow.cfg's *_cmd options
-        (home / ".airflow" / "secrets" / name).write_text(value + "\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
-    env.update({"AIRFLOW_HOME": str(home), "PYTHONPATH": str(REPO),
-                "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
+    """An AIRFLOW_HOME of its own (`tests.airflow_home.make_home`): a copy of the migrated metadata database, no
+    AIRFLOW_CONN_* variable in the environment."""
+    env, _ = make_home(tmp_path / "airflow_home")
     return env
 
 

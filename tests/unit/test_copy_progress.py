@@ -18,25 +18,11 @@ from hbase_migration.progress import (
     rate,
     record_done,
 )
-
-
-class FakeClock:
-    """time.monotonic/time.sleep pair where sleeping advances time."""
-
-    def __init__(self):
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        self.slept.append(round(s, 6))
-        self.now += s
+from tests.fake_clock import FakeClock
 
 
 def test_token_bucket_allows_the_burst_then_paces_at_the_rate():
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     bucket = TokenBucket(100, clock=clock, sleep=clock.sleep)  # burst = 100 tokens
     assert bucket.acquire(100) == 0.0
     assert bucket.acquire(50) == pytest.approx(0.5)  # 50 tokens of debt at 100/s
@@ -48,7 +34,7 @@ def test_token_bucket_allows_the_burst_then_paces_at_the_rate():
 
 
 def test_token_bucket_long_run_rate_never_exceeds_the_limit():
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     bucket = TokenBucket(1000, burst=100, clock=clock, sleep=clock.sleep)
     start = clock.now
     for _ in range(200):
@@ -65,7 +51,7 @@ def test_token_bucket_rejects_bad_settings():
 
 
 def test_throttle_applies_both_limits_and_can_be_off():
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     throttle = Throttle(rows_per_s=10, bytes_per_s=1000, clock=clock, sleep=clock.sleep)
     assert throttle.enabled
     assert throttle.acquire(10, 1000) == 0.0
@@ -99,7 +85,7 @@ def test_human_units():
 
 
 def test_progress_meter_eta_by_rows_when_known_else_by_partitions():
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     meter = ProgressMeter(total_partitions=4, total_rows=1000, clock=clock)
     clock.now += 10
     meter.add(rows=250, cells=500, nbytes=10_000, partitions=1)

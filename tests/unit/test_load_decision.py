@@ -26,6 +26,7 @@ from hbase_migration.load import (
     rescaled,
     summarize_decisions,
 )
+from tests.fake_clock import FakeClock
 
 RS1, RS2 = "rs1.example.com,16020,1", "rs2.example.com,16020,2"
 LIMITS = LoadLimits({"numCallsInGeneralQueue": 10, "write_p99_ms": 100},
@@ -207,19 +208,6 @@ def test_pacing_arithmetic():
     assert rescaled(21.0, 20.0, 0.1, 0.05) == 21.0  # nothing left
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        self.slept.append(round(s, 6))
-        self.now += s
-
-
 def scripted(*states: LoadState):
     fetched = []
 
@@ -231,7 +219,7 @@ def scripted(*states: LoadState):
 
 
 def test_the_gate_paces_at_the_factor_of_its_full_speed_rate():
-    clock = Clock()
+    clock = FakeClock()
     fetch, fetched = scripted(LoadState(1.0, FULL), LoadState(0.5, SLOW), LoadState(0.25, SLOW),
                               LoadState(0.0, PAUSED), LoadState(1.0, FULL),
                               LoadState(0.0, ABORTED, reason="paused 60s (max_pause_s 60) and still past x"))
@@ -261,7 +249,7 @@ def test_the_gate_paces_at_the_factor_of_its_full_speed_rate():
 
 
 def test_a_task_slowed_from_its_first_batch_paces_on_that_batch():
-    clock = Clock()
+    clock = FakeClock()
     fetch, _ = scripted(LoadState(0.5, SLOW))
     gate = LoadGate("u", fetch=fetch, clock=clock, sleep=clock.sleep)
     gate.check()
@@ -271,7 +259,7 @@ def test_a_task_slowed_from_its_first_batch_paces_on_that_batch():
 
 
 def test_an_unreachable_driver_keeps_the_last_decision():
-    clock = Clock()
+    clock = FakeClock()
     answers = [LoadState(0.5, SLOW)]
 
     def fetch(url):

@@ -6,12 +6,6 @@ a filled ledger; signs in through the Simple auth manager; stops the server (its
 """
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -21,71 +15,27 @@ import requests
 
 from hbase_migration.ledger import Ledger
 from minihbase.zookeeper import free_port
+from tests.airflow_home import api_server, make_home
 
 from .test_plugin_dashboard import FAILED_RUN, OK_RUN, fill
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-METADATA_DB = REPO / ".airflow" / "airflow.db"  # made by `make bootstrap` (airflow db migrate)
-START_TIMEOUT_S = 120.0
 PASSWORDS = {"admin": "admin-pw", "viewer1": "viewer-pw"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not METADATA_DB.is_file():
-        pytest.skip(f"{METADATA_DB} is missing: run `make bootstrap` first")
     home = tmp_path_factory.mktemp("airflow_home")
-    shutil.copy(REPO / "airflow.cfg", home / "airflow.cfg")
-    (home / ".airflow" / "secrets").mkdir(parents=True)
-    shutil.copy(METADATA_DB, home / ".airflow" / "airflow.db")
-    for name in ("fernet_key", "api_secret_key", "jwt_secret"):  # read by airflow.cfg's *_cmd options
-        (home / ".airflow" / "secrets" / name).write_text(secrets.token_urlsafe(32) + "\n")
-    (home / "passwords.json").write_text(json.dumps(PASSWORDS))
-    (home / "dags").mkdir()
+    env, _ = make_home(home, {"admin": "admin", "viewer1": "viewer"}, PASSWORDS)
+    (home / "dags").mkdir()  # no DAG: the pages are the plugin's
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(home / "dags")
+    env["AIRFLOW__HBASE_MIGRATION__LEDGER_URL"] = "sqlite:///ledger.db"  # relative: anchored at AIRFLOW_HOME
     with Ledger.open(f"sqlite:///{home / 'ledger.db'}") as ledger:
         fill(ledger)
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "PYTHONPATH": str(REPO),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer1:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": "sqlite:///ledger.db",  # relative: anchored at AIRFLOW_HOME
-    }
     log_path = home / "api-server.log"
-    with open(log_path, "wb") as log:
-        command = [str(REPO / ".venv" / "bin" / "airflow"), "api-server", "-H", "127.0.0.1", "-p", str(port),
-                   "-w", "1"]
-        process = subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"api-server exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                if requests.get(f"{base}/api/v2/monitor/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"api-server not up after {START_TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.25)  # a poll interval, bounded by the deadline above
+    with api_server(env, free_port(), log_path) as base:
         yield base, log_path
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and its uvicorn worker: our own session
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
 
 
 def token(base: str, user: str) -> str:
