@@ -57,7 +57,10 @@ def test_executors_import_the_toolkit_only_from_what_the_job_ships(deployment):
     before, after = probe["before"], probe["after"]
     # An executor (in a worker's work directory) cannot import the toolkit from the repository ...
     assert before["hbase_migration"].startswith("ImportError"), before
-    assert str(REPO) not in before["PYTHONPATH"], before
+    # (The venv may live inside the repository, as in CI's clone: compare path entries, not substrings.)
+    entries = [e for e in before["PYTHONPATH"].split(os.pathsep) if e]
+    assert str(REPO) not in entries, before
+    assert not any((Path(e) / "hbase_migration").exists() for e in entries), before
     assert str(spark.dir) in before["cwd"], before
     # ... only from the zip the job shipped, which the executor fetched into its working directory.
     assert after["hbase_migration"].startswith("./hbase_migration-") and ".zip/" in after["hbase_migration"], after
