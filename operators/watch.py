@@ -5,7 +5,7 @@ import logging
 import time
 from typing import Any, Mapping
 
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowFailException
 
 from operators.hooks import HBaseClusterHook
 
@@ -16,7 +16,7 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
     """Gather one cluster's peers, lag and oldWALs quota; record every queue and reading; fail on a breach.
 
     The ledger run (`<run_id>:<conn_id>`, plan "watch") is opened before the cluster is read and always
-    ended: "failed" on a breach or on any error (an unreachable cluster, a ledger write refused), never left
+    ended: "failed" on a breach (the task fails without retrying) or on any error (an unreachable cluster, a ledger write refused), never left
     "running"."""
     from hbase_migration import health, quota
     from hbase_migration.ledger import ALL_TABLES, NO_PEER
@@ -53,6 +53,8 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
     for f in report.findings:
         (log.error if f.level == "breach" else log.warning)("%s: %s", f.subject, f.message)
     if not report.healthy:
-        raise AirflowException(f"{conn_id}: " + "; ".join(f"{f.subject}: {f.message}" for f in report.findings
+        # A breach is a reading, not a transient error: alert now (no retry); the next run looks again. An error
+        # reaching the cluster (above) keeps the task's retry.
+        raise AirflowFailException(f"{conn_id}: " + "; ".join(f"{f.subject}: {f.message}" for f in report.findings
                                                           if f.level == "breach"))
     return report.to_dict()

@@ -29,6 +29,7 @@ def test_quota_pressure_fails(minihbase_pair, tmp_path):
     rc, log = run_watch(minihbase_pair, tmp_path, quota_mark=0.000001)
     assert rc != 0
     assert "oldWALs" in log and "quota on /hbase" in log
+    assert "new_state=up_for_retry" not in log  # a breach alerts at once; only errors are retried
 
 
 def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
@@ -46,6 +47,7 @@ def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
         rc, log = run_watch(minihbase_pair, tmp_path, max_disabled_s=0)
         assert rc != 0
         assert "peer stale_peer" in log and "DISABLED for" in log
+        assert "new_state=up_for_retry" not in log
     finally:
         with peer_admin(source) as admin:
             admin.remove_peer("stale_peer")
@@ -116,6 +118,7 @@ def test_a_watch_that_fails_ends_its_ledger_run_as_failed(minihbase_pair, tmp_pa
     log = log_path.read_text()
     assert rc != 0
     assert "did not answer within 1s" in log, log[-4000:]
+    assert "new_state=up_for_retry" in log  # an unreachable cluster may be transient: retried once
     [(run, _, _)] = watch_runs(tmp_path / "ledger.db")
     assert run["run_id"].endswith(":hbase_dead")
     assert run["status"] == "failed" and run["ended_ms"] is not None
