@@ -267,15 +267,15 @@ def version_differences(source_cells: Sequence[Cell], target_cells: Sequence[Cel
 def diff_rows(source: Iterable[Row], target: Iterable[Row]) -> Iterator[tuple[bytes, str, tuple]]:
     """VerifyReplication's merge-join: (row, status, differing versions) for every row on either side, in key
     order. Rows are compared cell by cell, every version and timestamp (`Result.compareResults`); the versions
-    that differ are named for a row whose content differs."""
+    that differ are named for every differing row (all of a row's versions when it is on one side only)."""
     s_it, t_it = iter(source), iter(target)
     s, t = next(s_it, None), next(t_it, None)
     while s is not None or t is not None:
         if t is None or (s is not None and s[0] < t[0]):
-            yield s[0], ONLY_IN_SOURCE, ()
+            yield s[0], ONLY_IN_SOURCE, version_differences(s[1], ())
             s = next(s_it, None)
         elif s is None or t[0] < s[0]:
-            yield t[0], ONLY_IN_TARGET, ()
+            yield t[0], ONLY_IN_TARGET, version_differences((), t[1])
             t = next(t_it, None)
         else:
             if tuple(s[1]) == tuple(t[1]):
@@ -608,8 +608,7 @@ def verify_partition(
                 status = row_status(s_cells, t_cells)
                 if status != tally.differing[row]:
                     verdict.recompare_changed += 1
-                tally.reclassify(row, status, version_differences(s_cells, t_cells)
-                                 if status == CONTENT_DIFFERENT else ())
+                tally.reclassify(row, status, version_differences(s_cells, t_cells))
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
     finally:

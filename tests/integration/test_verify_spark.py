@@ -111,9 +111,12 @@ def test_repair_fixes_what_the_data_path_can_and_reports_the_rest(spark, same_ta
     _inject(dc2, name)
     rc, result = _verify(dc1, dc2, name, tmp_path, "--repair", data_path=data_path)
     assert rc == 1  # the verdict is about what was found; the repair report says what was done
+    # Every differing version is named, those of a row on one side only too (in key order of the partitions).
     assert result["differing_versions_sample"] == [
+        {"row": EXTRA.decode(), "column": "a:x", "timestamp": BASE, "kind": "only_on_target"},
         {"row": OTHER_TS.decode(), "column": "a:x", "timestamp": BASE + 10_022, "kind": "only_on_target"},
-        {"row": CHANGED.decode(), "column": "a:x", "timestamp": BASE, "kind": "value_differs"}]
+        {"row": CHANGED.decode(), "column": "a:x", "timestamp": BASE, "kind": "value_differs"},
+        {"row": MISSING.decode(), "column": "a:x", "timestamp": BASE + 10_010, "kind": "missing_on_target"}]
     repair = result["repair"]
     # puts: the missing row's cell and the changed value; deletes: the extra row's cell, and on Thrift2 the
     # target-only version of OTHER_TS (an exact-version delete). Thrift1 can only delete every version <= ts,

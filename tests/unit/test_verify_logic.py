@@ -132,8 +132,11 @@ def test_diff_rows_is_verifyreplications_merge_join():
     assert list(diff_rows(src, tgt)) == [
         (b"a", MATCHING, ()),
         (b"b", CONTENT_DIFFERENT, ((b"f:q", 2, "only_on_target"), (b"f:q", 1, "missing_on_target"))),
-        (b"c", ONLY_IN_SOURCE, ()), (b"d", ONLY_IN_TARGET, ()),
-        (b"e", CONTENT_DIFFERENT, ((b"f:q", 1, "value_differs"),)), (b"f", ONLY_IN_TARGET, ()),
+        # a row on one side only: all its versions are named
+        (b"c", ONLY_IN_SOURCE, ((b"f:q", 1, "missing_on_target"),)),
+        (b"d", ONLY_IN_TARGET, ((b"f:q", 1, "only_on_target"),)),
+        (b"e", CONTENT_DIFFERENT, ((b"f:q", 1, "value_differs"),)),
+        (b"f", ONLY_IN_TARGET, ((b"f:q", 1, "only_on_target"),)),
     ]
     assert list(diff_rows([], [])) == []
 
