@@ -15,13 +15,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 from urllib.parse import quote
 
 import requests
+
+from tests.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 METADATA_DB = REPO / ".airflow" / "airflow.db"  # made by `make bootstrap` (airflow db migrate)
@@ -65,19 +66,16 @@ def api_server(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
         process = subprocess.Popen([str(BIN / "airflow"), "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1"],
                                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
+    def healthy() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"api-server exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+        return requests.get(f"{base}/api/v2/monitor/health", timeout=2).ok
+
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"api-server exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                if requests.get(f"{base}/api/v2/monitor/health", timeout=2).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"api-server not up after {START_TIMEOUT_S}s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.25)  # a poll interval, bounded by the deadline above
+        try:
+            wait_for(healthy, START_TIMEOUT_S, "the api-server", interval=0.25, ignore=(requests.ConnectionError,))
+        except AssertionError as e:
+            raise AssertionError(f"{e}:\n{log_path.read_text()[-3000:]}") from None
         yield base
     finally:
         stop_group(process)
@@ -127,18 +125,18 @@ class Hitl:
     def wait_for_question(self, dag_id: str, task_id: str, timeout: float, dag_test: subprocess.Popen,
                           log_path: Path) -> tuple[str, dict[str, Any]]:
         """Until the run of `dag_id` asks its question at `task_id`: (run id, the HITL detail)."""
-        deadline = time.monotonic() + timeout
         run_id = None
-        while time.monotonic() < deadline:
+
+        def asked() -> tuple[str, dict[str, Any]] | None:
+            nonlocal run_id
             if dag_test.poll() is not None:
                 raise AssertionError(f"`airflow dags test {dag_id}` exited {dag_test.returncode} before asking; "
                                      f"log {log_path}:\n" + "\n".join(log_path.read_text().splitlines()[-60:]))
             run_id = run_id or self.running_run(dag_id)
             found = self.detail(dag_id, run_id, task_id) if run_id else None
-            if found is not None:
-                return run_id, found
-            time.sleep(2)
-        raise TimeoutError(f"{dag_id} did not ask at {task_id} within {timeout:.0f}s (log {log_path})")
+            return (run_id, found) if found is not None else None
+
+        return wait_for(asked, timeout, f"{dag_id} to ask at {task_id} (log {log_path})", interval=2)
 
     def answer(self, dag_id: str, run_id: str, task_id: str, option: str) -> dict[str, Any]:
         """What an operator's script does: PATCH the task's HITL detail with the chosen option."""

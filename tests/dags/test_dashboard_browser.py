@@ -24,6 +24,7 @@ import requests
 
 from minihbase.zookeeper import free_port
 from tests.airflow_home import BIN, REPO, api_server, make_home, stop_group
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
 
@@ -46,17 +47,8 @@ def chrome(profile: Path):
 
 
 def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 1.0):
-    deadline = time.monotonic() + timeout_s
-    last_error = None
-    while time.monotonic() < deadline:
-        try:
-            result = predicate()
-            if result:
-                return result
-        except Exception as exc:  # a page between two loads, an element not there yet
-            last_error = exc
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_error!r})")
+    """`wait_for` in a browser: an error from the page (between two loads, an element not there yet) is "not yet"."""
+    return wait_for(predicate, timeout_s, what, interval_s, ignore=(Exception,))
 
 
 class SourceActivity:

@@ -25,6 +25,7 @@ from hbase_migration.replication import peer_admin
 from operators import cutover_steps
 from operators.cutover import CutoverCheckOperator, FinalDrainSensor, RollbackCheckOperator, SetReadOnlyOperator
 from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -77,12 +78,13 @@ def test_final_drain_with_writes_frozen_passes_on_a_stale_age(env):
     sensor = FinalDrainSensor(task_id="final_drain", peer_id=peer_id, max_lag_ms=2_000, stable_samples=3,
                               idle_window_s=6)  # the DAG's shape scaled down: K polls span less than the window
     verdicts, polled_at = [], []
-    while not polled_at or polled_at[-1] - polled_at[0] < 90:
+
+    def poke() -> bool:
         polled_at.append(time.time())
         verdicts.append(sensor.poke({}))
-        if verdicts[-1]:
-            break
-        time.sleep(1)
+        return verdicts[-1]
+
+    wait_for(poke, 90, "the final drain with writes frozen", interval=1)
     assert verdicts[-1] is True, "never drained with writes frozen (stale age never believed idle)"
     assert missing(dc2, table, rows) == []
     ages = [q["age_ms"] for r in sensor._history[-1]["servers"] for q in r["queues"]]

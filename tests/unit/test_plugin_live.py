@@ -17,6 +17,7 @@ from plugins.hbase_migration_plugin import URL_PREFIX
 from plugins.hbase_migration_ui.app import create_app
 from plugins.hbase_migration_ui.live import PeerStates, connection_or_key
 from plugins.hbase_migration_ui.settings import resolve_ledger_url
+from tests.polling import wait_for
 
 from .test_plugin_dashboard import FAILED_RUN, fill, text_of
 
@@ -79,9 +80,7 @@ def test_a_slow_cluster_costs_the_page_at_most_the_budget_and_answers_later():
     assert time.monotonic() - started < 2.0
     assert (got.state, got.error) == (None, "no answer within 0.3s")
     release.set()
-    deadline = time.monotonic() + 10
-    while states.states([run("a")])["a"].state is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: states.states([run("a")])["a"].state is not None, 10, "the read to fill the cache")
     assert states.states([run("a")])["a"].state == "DISABLED"  # the read went on and filled the cache
     states.close()
 
