@@ -665,11 +665,8 @@ class Ledger:
         out the watch's runs, plan "watch")."""
         _positive(limit, "limit")
         with self._reader.begin() as conn:
-            if except_plan is None:
-                rows = self._rows(conn, "recent_runs", limit=limit)
-            else:
-                rows = self._rows(conn, "recent_runs_except_plan", limit=limit,
-                                  plan=_text(except_plan, "except_plan"))
+            rows = self._rows(conn, "recent_runs", limit=limit,
+                              plan=None if except_plan is None else _text(except_plan, "except_plan"))
         return [{**_run_dict(r), "peer_state": r["peer_state"], "peer_reason": r["peer_reason"]}
                 for r in rows]
 

@@ -42,6 +42,8 @@ SET t0_ms = CASE WHEN t0_ms IS NULL OR :t0_ms < t0_ms THEN :t0_ms ELSE t0_ms END
 WHERE run_id = :run_id;
 
 -- name: recent_runs
+-- :plan NULL: every run; else the runs of that plan are left out (the dashboard's list leaves out the watch's,
+-- which run every 10 minutes and would push the migrations off the page), before the LIMIT.
 SELECT r.run_id, r.dag_id, r.plan_name, r.source_key, r.target_key, r.peer_id, r.tables_json, r.params_json,
        r.copy_id, r.t0_ms, r.status, r.started_ms, r.ended_ms,
        n.state AS peer_state, n.reason AS peer_reason
@@ -49,6 +51,7 @@ FROM migration_runs r
 LEFT JOIN peer_notes n
   ON n.run_id = r.run_id
  AND n.noted_ms = (SELECT MAX(m.noted_ms) FROM peer_notes m WHERE m.run_id = r.run_id)
+WHERE CAST(:plan AS TEXT) IS NULL OR r.plan_name <> :plan  -- typed: PostgreSQL cannot infer a bare NULL
 ORDER BY r.started_ms DESC, r.run_id DESC
 LIMIT :limit;
 
@@ -189,20 +192,6 @@ ON CONFLICT (run_id, peer_id, noted_ms) DO UPDATE SET
 -- name: run_peer_notes
 SELECT peer_id, noted_ms, state, reason FROM peer_notes WHERE run_id = :run_id
 ORDER BY noted_ms, peer_id;
-
--- name: recent_runs_except_plan
--- The dashboard's list of migrations: as recent_runs, without the runs of one plan (the watch's, which run
--- every 10 minutes and would push the migrations off the page). Filtered before the LIMIT.
-SELECT r.run_id, r.dag_id, r.plan_name, r.source_key, r.target_key, r.peer_id, r.tables_json, r.params_json,
-       r.copy_id, r.t0_ms, r.status, r.started_ms, r.ended_ms,
-       n.state AS peer_state, n.reason AS peer_reason
-FROM migration_runs r
-LEFT JOIN peer_notes n
-  ON n.run_id = r.run_id
- AND n.noted_ms = (SELECT MAX(m.noted_ms) FROM peer_notes m WHERE m.run_id = r.run_id)
-WHERE r.plan_name <> :plan
-ORDER BY r.started_ms DESC, r.run_id DESC
-LIMIT :limit;
 
 -- name: copy_plan
 INSERT INTO copy_plans (copy_id, table_name, partitions, est_rows, planned_ms, replanned_ms)
