@@ -6,6 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 REDIS_SERVER := /usr/bin/redis-server
+KRB5KDC := /usr/sbin/krb5kdc
 CHROMEDRIVER := /usr/bin/chromedriver
 
 export AIRFLOW_HOME := $(CURDIR)
@@ -24,7 +25,7 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
+bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
 	.airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
@@ -33,6 +34,16 @@ $(ZOOKEEPER_JAR):
 	apt-get update -qq
 	apt-get install -y -qq zookeeper libslf4j-java default-jre-headless >/dev/null
 	@test -f $@
+
+# MIT Kerberos from Debian, for secured clusters: a real KDC (krb5kdc, kdb5_util; kadmin.local is in
+# krb5-admin-server) that `minihbase up --secure` runs on loopback, kinit/klist, and libkrb5-dev, which PyPI's
+# gssapi builds against (it has no Linux wheel). A KDC the package's install may start is stopped again.
+$(KRB5KDC):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's krb5-kdc, krb5-admin-server, krb5-user and libkrb5-dev by hand"; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev >/dev/null
+	@{ service krb5-kdc stop >/dev/null 2>&1 || true; service krb5-admin-server stop >/dev/null 2>&1 || true; }
+	@test -x $@
 
 # Debian's Chromium and its ChromeDriver, for the dashboard's browser test (selenium drives them headless).
 $(CHROMEDRIVER):
@@ -59,7 +70,7 @@ $(REDIS_SERVER):
 	@test -x $@
 
 # The pinned stack, installed with the recorded resolution (constraints.txt) so every machine gets the same set.
-$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | $(KRB5KDC)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
 	$(PY) -c "import pyspark, airflow; assert pyspark.__version__ == '4.2.0', pyspark.__version__"
