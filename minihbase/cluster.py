@@ -459,7 +459,8 @@ class MiniHBaseCluster:
         c.route("POST", "/control/create-namespace", self._wrap(self._create_namespace))
         c.route("POST", "/control/drop-namespace", self._wrap(lambda b: self.master.namespaces.drop(
             _required(b, "namespace"), self.master.tables_in_namespace(_required(b, "namespace"))) or {}))
-        c.route("GET", "/control/switches", lambda r: Response(200, self.master.switches.state()))
+        c.route("GET", "/control/switches", lambda r: Response(200, {
+            **self.master.switches.state(), "split_requests_refused": self.master.split_requests_refused}))
         c.route("POST", "/control/switch", self._wrap(self._set_switch))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))

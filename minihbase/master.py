@@ -127,6 +127,7 @@ class Master:
         self.zk = None
         self.namespaces = Namespaces(cluster.fs, self.config.rootdir)
         self.switches = Switches(None, self.config.znode_parent, self.zk_ident)  # its client once ZooKeeper is up
+        self.split_requests_refused = 0  # splits the switches stopped (shown by /control/switches)
         self._tasks: queue.Queue = queue.Queue()
         self._queued: set = set()
         self._stopping = False
@@ -599,6 +600,7 @@ class Master:
         state = self.tables.get(region.info.table)
         if not self.switches.enabled("split") or (state is not None and not state.desc.split_enabled):
             log.debug("split of %s skipped: split switch or SPLIT_ENABLED is off", region.encoded_name)
+            self.split_requests_refused += 1
             return
         self.submit(("split", region.encoded_name), lambda: self._split(region))
 
