@@ -40,7 +40,9 @@ def test_healthy_pair_passes_every_check():
     assert report.ok, report.text()
     assert [r.name for r in report.results] == [
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
-        "replication_scope", "peer_id", "pinning_peers", "oldwals_headroom"]
+        "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
+        "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "bulk_load_replication",
+        "keep_deleted_cells"]
 
 
 @pytest.mark.parametrize("case, changes, same_key, check, fragment", [
