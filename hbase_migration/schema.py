@@ -354,10 +354,10 @@ def ruby_string(value: str | bytes) -> str:
 
 def _literal(key: str, value: str) -> str:
     """Numbers as an operator types them (VERSIONS => 3); everything else a string (the shell takes both)."""
-    text = canonical(key, value)
-    if key in _NUMBERS and re.fullmatch(r"-?\d+", text or ""):
+    text = canonical(key, value) or ""
+    if key in _NUMBERS and re.fullmatch(r"-?\d+", text):
         return text
-    return ruby_string(to_bytes_binary(value if key not in _NUMBERS else text))
+    return ruby_string(to_bytes_binary(text))
 
 
 def _ruby_map(values: Mapping[str, str]) -> str:
