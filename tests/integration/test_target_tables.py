@@ -6,9 +6,13 @@ line, independently of the toolkit's parser.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +26,7 @@ from minihbase.testing import MiniCluster
 pytestmark = pytest.mark.integration
 
 OBSERVER = "com.example.hbase.AuditObserver"
+REPO = Path(__file__).resolve().parents[2]
 TOOK = re.compile(r"^Took \d+\.\d{4} seconds$")
 
 
@@ -170,3 +175,32 @@ def test_preflight_refuses_serial_with_the_zookeeper_backend(pair):
     report = run_preflight(source, cluster(dc2), ["zk_t"], "zk1", sample_gap_s=0, serial=True)
     check = next(r for r in report.results if r.name == "peer_options")
     assert not report.ok and not check.ok and "the source's peer-admin backend is zookeeper" in check.reason
+
+
+def cli(pair, *args: str) -> tuple[int, str]:
+    """The operator's CLI with the two clusters as connections `src` and `dst`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
+    env.update({"PYTHONPATH": str(REPO), "AIRFLOW_CONN_SRC": pair[0].connection_json,
+                "AIRFLOW_CONN_DST": pair[1].connection_json})
+    proc = subprocess.run([sys.executable, "-m", "hbase_migration", *args], env=env, capture_output=True,
+                          text=True, cwd=REPO, timeout=180)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_cli_takes_the_table_and_peer_options(pair):
+    dc1, dc2 = pair
+    shell(dc1, f"create 'cli_t', {{NAME => 'cf', COMPRESSION => 'LZO'}}, "
+               f"{{METADATA => {{'coprocessor$1' => '|{OBSERVER}|1|'}}}}")
+    both = ("--source", "src", "--target", "dst", "--tables", "cli_t")
+    rc, out = cli(pair, "create-tables", *both, "--codec-map", "LZO=ZIP")
+    assert rc == 2 and "error: codec_map: 'ZIP' is not an HBase compression codec" in out, out
+    rc, out = cli(pair, "create-tables", *both, "--codec-map", "LZO=GZ")
+    assert rc == 1 and f"cli_t: coprocessor {OBSERVER} (coprocessor$1 => '|{OBSERVER}|1|') is not among" in out, out
+    assert "cli_t" not in shell(dc2, "list")
+    rc, out = cli(pair, "create-tables", *both, "--codec-map", "LZO=GZ", "--target-coprocessors", OBSERVER, "--json")
+    assert rc == 0 and json.loads(out)[0]["outcome"] == "created", out
+    rc, out = cli(pair, "peer", "add", *both, "--peer-id", "cli1", "--serial", "--bandwidth", "2048", "--dry-run")
+    assert rc == 0, out
+    assert "SERIAL => true" in out and 'would run: set_peer_bandwidth "cli1", 2048' in out
+    rc, out = cli(pair, "preflight", *both, "--peer-id", "cli1", "--bandwidth", "-5")
+    assert rc == 2 and "error: bandwidth: must be an integer >= 0" in out, out
