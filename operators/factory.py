@@ -61,8 +61,12 @@ def spec(name: str) -> str:
     The DAGs render templates as native objects, and Jinja's native mode would turn a string that looks like
     a number (peer id "1") into an int: string fields are rendered as JSON literals, which it reads back as
     the same string."""
-    quote = " | tojson" if BY_NAME[name].kind == "string" else ""
-    return _SPEC + "{{ s." + name + quote + " }}"
+    field = BY_NAME[name]
+    if field.kind != "string":
+        return _SPEC + "{{ s." + name + " }}"
+    if field.nullable:  # None stays None (tojson would give the string "null")
+        return _SPEC + "{{ s." + name + " | tojson if s." + name + " is not none else none }}"
+    return _SPEC + "{{ s." + name + " | tojson }}"
 
 
 def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
