@@ -209,3 +209,29 @@ def test_conf_servlet_without_bulk_load_replication(minihbase_dc1):
     assert props["hbase.replication.bulkload.enabled"]["value"] == "false"
     assert props["hbase.replication.bulkload.enabled"]["resource"] == "hbase-default.xml"
     assert "hbase.replication.cluster.id" not in props  # unset in HBase: absent
+
+
+def test_thrift2_create_table_takes_attributes_as_raw_values(cluster):
+    """ThriftUtilities.tableDescriptorFromThrift: table and family `attributes` are setValue, `configuration` is
+    the family's CONFIGURATION, `durability` the DURABILITY value; the sanity checks apply as to the shell."""
+    client = make_client(T2.THBaseService, cluster.thrift2_host, cluster.thrift2_port, timeout=30_000)
+    try:
+        family = T2.TColumnFamilyDescriptor(name=b"cf", maxVersions=2, attributes={b"IS_MOB": b"true",
+                                                                                   b"MOB_THRESHOLD": b"4096"},
+                                            configuration={"hbase.hstore.compaction.min": "4"})
+        attributes = {b"MAX_FILESIZE": b"4194304", b"coprocessor$1": f"|{OBSERVER}|5|".encode()}
+        desc = T2.TTableDescriptor(tableName=T2.TTableName(qualifier=b"t2_attrs"), columns=[family],
+                                   attributes=attributes, durability=T2.TDurability.SKIP_WAL)
+        client.createTable(desc, [])
+        bad = T2.TTableDescriptor(tableName=T2.TTableName(qualifier=b"t2_lzo"),
+                                  columns=[T2.TColumnFamilyDescriptor(name=b"cf", compressionType=0)])  # LZO
+        with pytest.raises(T2.TIOError, match="Compression algorithm 'lzo' previously failed test"):
+            client.createTable(bad, [])
+    finally:
+        client.close()
+    table_line, family_line = describe(cluster, "t2_attrs")
+    assert table_line == ("t2_attrs, {TABLE_ATTRIBUTES => {DURABILITY => 'SKIP_WAL', MAX_FILESIZE => "
+                          f"'4194304 B (4MB)', coprocessor$1 => '|{OBSERVER}|5|'}}}}")
+    assert "VERSIONS => '2'" in family_line and "IS_MOB => 'true'" in family_line
+    assert "MOB_THRESHOLD => '4096'" in family_line
+    assert family_line.endswith("CONFIGURATION => {'hbase.hstore.compaction.min' => '4'}}")
