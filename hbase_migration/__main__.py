@@ -1,12 +1,14 @@
 """The operator's CLI: every migration step runnable outside Airflow.
 
-    python -m hbase_migration preflight --source CONN --target CONN --tables T1,T2 --peer-id ID
+    python -m hbase_migration preflight --source CONN --target CONN --tables T1,T2 --peer-id ID [table options]
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
+                                       [--serial] [--bandwidth BYTES_PER_S]
     python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force]
     python -m hbase_migration lag --source CONN --peer-id ID [--watch]
     python -m hbase_migration quota --source CONN [--quota-mark F]
-    python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2
+    python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2 [--codec-map SNAPPY=ZSTD]
+                                           [--target-coprocessors CLASS,...]
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
@@ -41,6 +43,11 @@ def _tables(text: str) -> list[str]:
     return list(BY_NAME["tables"].value(text))
 
 
+def _run_option(name: str, value):
+    """A run parameter given on the command line, checked by the run spec (its error names the parameter)."""
+    return BY_NAME[name].value(value)
+
+
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str) if args.json else text)
 
@@ -51,11 +58,16 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     from hbase_migration.preflight import run_preflight
+    from hbase_migration.runspec import parse_codec_map
 
     report = run_preflight(resolve_cluster(args.source), resolve_cluster(args.target), _tables(args.tables),
                            args.peer_id, create_missing=not args.no_create, expected_copy_s=args.expected_copy_s,
                            safety_factor=args.safety_factor, quota_mark=args.quota_mark,
-                           sample_gap_s=args.sample_gap_s)
+                           sample_gap_s=args.sample_gap_s,
+                           codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
+                           target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
+                           allow_target_data=args.allow_target_data, serial=args.serial,
+                           bandwidth=_run_option("bandwidth", args.bandwidth))
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -78,7 +90,8 @@ def cmd_peer(args: argparse.Namespace) -> int:
                 raise UsageError("peer add needs --target and --tables")
             target = resolve_cluster(args.target)
             ensure_distinct(source, target)
-            config = migration_peer_config(target, _tables(args.tables))
+            config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
+                                           bandwidth=_run_option("bandwidth", args.bandwidth))
             result = admin.add_peer(args.peer_id, config, enabled=args.state == "enabled", dry_run=args.dry_run)
         elif args.action == "enable":
             result = admin.enable_peer(args.peer_id, dry_run=args.dry_run)
@@ -135,10 +148,13 @@ def cmd_quota(args: argparse.Namespace) -> int:
 
 
 def cmd_create_tables(args: argparse.Namespace) -> int:
+    from hbase_migration.runspec import parse_codec_map
     from hbase_migration.tables import create_missing_tables
 
     done = create_missing_tables(resolve_cluster(args.source), resolve_cluster(args.target),
-                                 _tables(args.tables), dry_run=args.dry_run)
+                                 _tables(args.tables), dry_run=args.dry_run,
+                                 codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
+                                 target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors))
     _emit(args, done, "\n".join(f"{d['table']}: {d['outcome']}" + (f"  {d['statement']}" if d["statement"] else "")
                                 for d in done))
     return EXIT_OK
@@ -201,6 +217,14 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("--target", required=True, help="target cluster's Airflow connection id")
         sp.add_argument("--json", action="store_true", help="print one JSON document")
 
+    def table_options(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--codec-map", default="", help=BY_NAME["codec_map"].description)
+        sp.add_argument("--target-coprocessors", default="", help=BY_NAME["target_coprocessors"].description)
+
+    def peer_options(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--serial", action="store_true", help=BY_NAME["serial"].description)
+        sp.add_argument("--bandwidth", default="0", help=BY_NAME["bandwidth"].description)
+
     sp = sub.add_parser("preflight", help="every check before a migration; changes nothing")
     common(sp, target=True)
     sp.add_argument("--tables", required=True, help="comma-separated tables")
@@ -211,6 +235,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--quota-mark", type=float, default=BY_NAME["quota_mark"].default,
                     help="fraction of an oldWALs quota that counts as pressure")
     sp.add_argument("--sample-gap-s", type=float, default=2.0, help="gap between two oldWALs readings")
+    table_options(sp)
+    sp.add_argument("--allow-target-data", action="store_true",
+                    help="accept existing target tables that already hold rows")
+    peer_options(sp)
     sp.set_defaults(func=cmd_preflight)
 
     sp = sub.add_parser("peer", help="replication peer admin on the source")
@@ -221,6 +249,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--peer-id")
     sp.add_argument("--state", choices=("disabled", "enabled"), default="disabled", help="state of a new peer")
     sp.add_argument("--force", action="store_true", help="remove a peer this toolkit did not create")
+    peer_options(sp)
     sp.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_peer)
@@ -244,9 +273,11 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--sample-gap-s", type=float, default=5.0)
     sp.set_defaults(func=cmd_quota)
 
-    sp = sub.add_parser("create-tables", help="create absent target tables like the source's (families, splits)")
+    sp = sub.add_parser("create-tables", help="create absent target tables exactly like the source's (namespace, "
+                                              "every family and table attribute, splits)")
     common(sp, target=True)
     sp.add_argument("--tables", required=True)
+    table_options(sp)
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
 

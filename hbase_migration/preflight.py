@@ -1,9 +1,11 @@
 """Preflight: every check a migration needs before it changes anything, each a named result with a reason.
 
-Checks read only. `run_preflight` gathers facts from both clusters (Thrift, ZooKeeper, the shell's
-`describe`, WebHDFS) into a `Facts` value, and `evaluate` turns facts into results: a pure function, unit-tested
-as a table. Nothing here adds a peer or alters a table; the fix for a scope-0 family is printed, and applied
-only by `fix_replication_scope` when asked.
+Checks read only, with one exception said here: to know whether the target can create a table with the
+source's codecs, coprocessors and split policy, its `create` runs on the target under a scratch name and the
+scratch table is dropped at once (`tables.check_create`; only for tables to be created that use any of them).
+`run_preflight` gathers facts from both clusters (Thrift, ZooKeeper, the shell's `describe`, WebHDFS, the
+source's `/conf`) into a `Facts` value, and `evaluate` turns facts into results: a pure function, unit-tested
+as a table. Nothing here adds a peer or alters a table; each failure says its fix.
 """
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hbase_migration import hdfs
 from hbase_migration.cluster import Cluster
+from hbase_migration.hbase_conf import BULKLOAD_ENABLED, REPLICATION_CLUSTER_ID, ServerConf, bulkload_findings
 from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfig, is_ours, validate_peer_id
-from hbase_migration.schema import TableSchema, alter_scope_statement
+from hbase_migration.schema import TableSchema, alter_scope_statement, ruby_string
+from hbase_migration.tables import class_refusals, codecs_used, compare_tables, needs_create_check
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +93,15 @@ class Facts:
     create_missing: bool = True
     owner: str | None = None
     lag_wal_threshold: int = 2  # more WALs than this in one queue of another peer: it lags
+    codec_map: Mapping[str, str] = field(default_factory=dict)
+    target_coprocessors: tuple[str, ...] = ()
+    allow_target_data: bool = False
+    target_first_rows: Mapping[str, bytes | None] = field(default_factory=dict)  # existing target table -> a row
+    target_rows_error: str | None = None
+    create_checks: Mapping[str, str | None] = field(default_factory=dict)  # table to create -> None ok / refusal
+    source_confs: tuple[ServerConf, ...] | None = None  # None: not read
+    source_conf_error: str | None = None
+    peer_backend: str = "shell"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,7 +135,9 @@ def _source_tables(facts: Facts) -> CheckResult:
 
 
 def _target_tables(facts: Facts) -> CheckResult:
-    problems, to_create = [], []
+    """Absent tables will be created; an existing one must have the source's families and the values a reader
+    sees (VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS), and be enabled."""
+    problems, to_create, fixes = [], [], []
     for t in facts.tables:
         src, dst = facts.source.tables.get(t), facts.target.tables.get(t)
         if src is None:
@@ -130,20 +145,150 @@ def _target_tables(facts: Facts) -> CheckResult:
         if dst is None:
             to_create.append(t)
             continue
-        missing = sorted({f.name for f in src.families} - {f.name for f in dst.families})
-        if missing:
-            problems.append(f"{t} on the target lacks families {', '.join(missing)}")
+        comparison = compare_tables(src, dst, facts.codec_map)
+        problems += comparison.mismatches
+        fixes += comparison.fixes
         if not dst.enabled:
             problems.append(f"{t} on the target is disabled")
+            fixes.append(f"enable {ruby_string(t)}")
     if to_create and not facts.create_missing:
         problems.append(f"absent on the target: {', '.join(to_create)} (allow creating them, or create them "
                         "with the source's families and split keys)")
     if problems:
-        return CheckResult("target_tables", False, "; ".join(problems))
+        return CheckResult("target_tables", False, "; ".join(problems), fix="; ".join(fixes) or None)
     if to_create:
-        return CheckResult("target_tables", True,
-                           f"will be created with the source's families and split keys: {', '.join(to_create)}")
-    return CheckResult("target_tables", True, "all exist with the source's families")
+        return CheckResult("target_tables", True, "will be created with the source's namespace, families, table "
+                           f"attributes and split keys: {', '.join(to_create)}")
+    return CheckResult("target_tables", True, "all exist with the source's families, VERSIONS, MIN_VERSIONS, TTL "
+                       "and KEEP_DELETED_CELLS")
+
+
+def _target_attributes(facts: Facts) -> CheckResult:
+    """The other attributes of existing target tables (compression, encoding, block size, table attributes):
+    reported, not refused: they change how the target stores the cells, not what a reader sees."""
+    differences = []
+    for t in facts.tables:
+        src, dst = facts.source.tables.get(t), facts.target.tables.get(t)
+        if src is not None and dst is not None:
+            differences += compare_tables(src, dst, facts.codec_map).differences
+    if differences:
+        return CheckResult("target_table_attributes", False, "existing target tables differ from the source "
+                           "(storage, not content): " + "; ".join(differences), severity=WARNING)
+    return CheckResult("target_table_attributes", True, "existing target tables have the source's other attributes "
+                       "too (or there is none)")
+
+
+def _own_peer_exists(facts: Facts) -> bool:
+    """This migration's peer (same id, ours, same config) exists: the run is a resumed or repeated one."""
+    existing = next((p for p in facts.peers if p.id == facts.peer_id), None)
+    return (existing is not None and is_ours(existing, facts.owner) and facts.wanted_peer is not None
+            and existing.config == facts.wanted_peer)
+
+
+def _target_data(facts: Facts) -> CheckResult:
+    if facts.target_rows_error:
+        return CheckResult("target_data", False, f"cannot tell whether the target tables hold rows: "
+                                                 f"{facts.target_rows_error}")
+    holding = {t: row for t, row in facts.target_first_rows.items() if row is not None}
+    if not holding:
+        return CheckResult("target_data", True, "existing target tables hold no row (or there is none)")
+    shown = ", ".join(f"{t} (first row {row!r})" for t, row in sorted(holding.items()))
+    if facts.allow_target_data:
+        return CheckResult("target_data", True, f"target tables already hold rows, accepted by allow_target_data: "
+                                                f"{shown}")
+    if _own_peer_exists(facts):
+        return CheckResult("target_data", True, f"target tables hold rows written by this migration (its peer "
+                                                f"{facts.peer_id!r} already exists: a resumed or repeated run): "
+                                                f"{shown}")
+    return CheckResult("target_data", False,
+                       f"target tables already hold rows, which would mix with the copy's cells and fail "
+                       f"verification: {shown}",
+                       fix="; ".join([*(f"truncate {ruby_string(t)}" for t in sorted(holding)),
+                                      "or set allow_target_data (form) / [tables] allow_target_data (plan) / "
+                                      "--allow-target-data (CLI) if those rows are meant to stay"]))
+
+
+def _classes(facts: Facts) -> CheckResult:
+    refusals = [r for t in facts.tables if (s := facts.source.tables.get(t)) is not None
+                and facts.target.tables.get(t) is None for r in class_refusals(s, facts.target_coprocessors)]
+    if refusals:
+        return CheckResult("coprocessors", False, "; ".join(refusals),
+                           fix="install the classes on the target's region servers and list them in "
+                               "target_coprocessors, or remove them from the source tables")
+    carried = sorted({spec.split("|")[1] for t in facts.tables if (s := facts.source.tables.get(t)) is not None
+                      for spec in s.coprocessors().values() if "|" in spec})
+    return CheckResult("coprocessors", True, f"carried (installed on the target): {', '.join(carried)}" if carried
+                       else "no coprocessor on the tables to create")
+
+
+def _codecs(facts: Facts) -> CheckResult:
+    refused, checked = [], []
+    for t in facts.tables:
+        src = facts.source.tables.get(t)
+        if src is None or facts.target.tables.get(t) is not None or t not in facts.create_checks:
+            continue
+        used = codecs_used(src, facts.codec_map)
+        where = ", ".join(f"{codec} ({', '.join(fams)})" for codec, fams in sorted(used.items())) or "no codec"
+        error = facts.create_checks[t]
+        if error is None:
+            checked.append(f"{t}: {where}")
+        else:
+            refused.append(f"{t} ({where}): the target refuses its create: {error}")
+    if refused:
+        return CheckResult("target_create_check", False, "; ".join(refused),
+                           fix="install the codec on the target's region servers (hbase.regionserver.codecs lists "
+                               "the ones they must load at start), or map it: codec_map SNAPPY=ZSTD (form/plan "
+                               "[tables] codec_map, CLI --codec-map); for a class, see the coprocessors check")
+    if checked:
+        return CheckResult("target_create_check", True, "the target created and dropped a scratch twin of each "
+                           "table (its codecs load there): " + "; ".join(checked))
+    return CheckResult("target_create_check", True, "nothing to check: no table to create uses a codec, a "
+                       "coprocessor or a split policy")
+
+
+def _bulk_load(facts: Facts) -> CheckResult:
+    if facts.source_confs is None:
+        return CheckResult("bulk_load_replication", False, f"source /conf not read: {facts.source_conf_error}; "
+                           f"bulk loads after T0 may not reach the target", severity=WARNING)
+    ok, reason = bulkload_findings(facts.source_confs)
+    if ok:
+        return CheckResult("bulk_load_replication", True, f"bulk-loaded HFiles replicate: {reason}")
+    if ok is None:
+        return CheckResult("bulk_load_replication", False, f"unknown whether bulk-loaded HFiles replicate: {reason}",
+                           severity=WARNING)
+    return CheckResult("bulk_load_replication", False,
+                       f"bulk-loaded HFiles would not replicate ({reason}): a bulk load into a migrated table after "
+                       "T0 is not in the WALs and would be missing on the target",
+                       severity=WARNING,
+                       fix=f"set {BULKLOAD_ENABLED}=true and a unique {REPLICATION_CLUSTER_ID} on the source's "
+                           "region servers (and hbase.replication.conf.dir on the target's), rolling restart; or "
+                           "bulk load nothing into these tables until the cut-over")
+
+
+def _deleted_cells(facts: Facts) -> CheckResult:
+    keeping = [f"{t}:{f.name} (KEEP_DELETED_CELLS => {f.value('KEEP_DELETED_CELLS')})" for t in facts.tables
+               if (s := facts.source.tables.get(t)) is not None for f in s.families if f.keeps_deleted_cells]
+    if keeping:
+        return CheckResult("keep_deleted_cells", False,
+                           "deleted cells these families keep are not copied (a Thrift scan cannot return delete "
+                           "markers or the cells they hide; only a raw scan can): the target keeps what a reader "
+                           "sees, and the deletes made after T0 replicate: " + ", ".join(keeping),
+                           severity=WARNING)
+    return CheckResult("keep_deleted_cells", True, "no family keeps deleted cells")
+
+
+def _peer_options(facts: Facts) -> CheckResult:
+    wanted = facts.wanted_peer
+    if wanted is None:
+        return CheckResult("peer_options", True, "no peer to add")
+    if wanted.serial and facts.peer_backend == "zookeeper":
+        return CheckResult("peer_options", False,
+                           "serial replication needs HBase 2.1+ (SERIAL => true); the source's peer-admin backend "
+                           "is zookeeper (HBase 1.x, which has no serial peers)",
+                           fix="set the source connection's extra peer_admin=shell (HBase 2.1+), or run with "
+                               "serial off")
+    bandwidth = f"{wanted.bandwidth} bytes/s per region server" if wanted.bandwidth else "unlimited"
+    return CheckResult("peer_options", True, f"SERIAL {'true' if wanted.serial else 'false'}, BANDWIDTH {bandwidth}")
 
 
 def _replication_scope(facts: Facts) -> CheckResult:
@@ -242,10 +387,13 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
     results = [_reachable("source", facts.source), _reachable("target", facts.target),
                _distinct(facts.source, facts.target, same_key)]
     if not facts.source.error:
-        results += [_source_tables(facts), _replication_scope(facts), _peer_id(facts), _pinning_peers(facts),
-                    _headroom(facts)]
+        results.append(_source_tables(facts))
     if not facts.source.error and not facts.target.error:
-        results.insert(4, _target_tables(facts))
+        results += [_target_tables(facts), _target_attributes(facts), _target_data(facts), _classes(facts),
+                    _codecs(facts)]
+    if not facts.source.error:
+        results += [_replication_scope(facts), _peer_id(facts), _peer_options(facts), _pinning_peers(facts),
+                    _headroom(facts), _bulk_load(facts), _deleted_cells(facts)]
     return PreflightReport(tuple(results))
 
 
@@ -254,17 +402,26 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
 
 
 def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) -> dict[str, TableSchema | None]:
-    """Schemas through the shell for the tables that exist; None for the others."""
-    from hbase_migration.replication.shell import run_shell
-    from hbase_migration.schema import describe_statement, parse_describe
+    """Schemas through the shell (one session) for the tables that exist; None for the others."""
+    from hbase_migration import tables as target_tables
 
-    out: dict[str, TableSchema | None] = {}
-    for t in tables:
-        if t not in present:
-            out[t] = None
-            continue
-        output = run_shell([describe_statement(t)], cluster.shell_command, timeout_s=max(60.0, cluster.timeout_s))
-        out[t] = parse_describe(output.stdout, t)
+    found = target_tables.describe_tables(cluster, [t for t in tables if t in present])
+    return {t: found.get(t) for t in tables}
+
+
+def first_rows(cluster: Cluster, tables: Sequence[str]) -> dict[str, bytes | None]:
+    """Each table's first row key (None: the table holds no row), read through the data path."""
+    from hbase_migration.datapath import open_data_path
+
+    out = {}
+    with open_data_path(cluster) as path:
+        for table in tables:
+            scan = path.scan(table, b"", b"", first_key_only=True, batch_rows=1, versions=1)
+            try:
+                batch = next(scan, [])
+            finally:
+                scan.close()  # closes the scanner on the server
+            out[table] = batch[0][0] if batch else None  # a row is (key, cells)
     return out
 
 
@@ -298,9 +455,12 @@ def ensure_distinct(source: Cluster, target: Cluster) -> None:
                                  "a peer to itself would replicate every edit back into its own tables")
 
 
-def migration_peer_config(target: Cluster, tables: Sequence[str]) -> PeerConfig:
-    """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs)."""
-    return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables})
+def migration_peer_config(target: Cluster, tables: Sequence[str], serial: bool = False,
+                          bandwidth: int = 0) -> PeerConfig:
+    """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs),
+    SERIAL and BANDWIDTH as the run asks (an existing peer with other values is another config)."""
+    return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables}, serial=serial,
+                      bandwidth=bandwidth)
 
 
 def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
@@ -323,11 +483,40 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
         return None, f"cannot read oldWALs usage through {cluster.webhdfs_url}: {type(e).__name__}: {e}"
 
 
+def _target_facts(source: Cluster, target: Cluster, src: ClusterFacts, tgt: ClusterFacts, peer_id: str,
+                  create_missing: bool, codec_map: Mapping[str, str], installed: Sequence[str]
+                  ) -> tuple[dict[str, bytes | None], str | None, dict[str, str | None]]:
+    """The target's side of the table checks: a row of each existing table (or why none could be read), and
+    the scratch create of each table to be created whose codecs, coprocessors or split policy the target could
+    refuse."""
+    from hbase_migration.tables import check_create
+
+    if src.error or tgt.error:
+        return {}, None, {}
+    existing = [t for t, s in tgt.tables.items() if s is not None]
+    rows, rows_error = {}, None
+    try:
+        rows = first_rows(target, existing)
+    except Exception as e:  # reported by the target_data check
+        rows_error = f"{type(e).__name__}: {e}"
+    checks: dict[str, str | None] = {}
+    for table, schema in src.tables.items():
+        if schema is None or tgt.tables.get(table) is not None or not create_missing:
+            continue
+        if class_refusals(schema, installed) or not needs_create_check(schema, codec_map):
+            continue  # refused by name already, or nothing the target could refuse
+        checks[table] = check_create(target, schema, peer_id, codec_map)
+    return rows, rows_error, checks
+
+
 def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_id: str, *,
                   create_missing: bool = True, expected_copy_s: float = 3600.0, safety_factor: float = 2.0,
                   quota_mark: float = hdfs.DEFAULT_QUOTA_MARK, sample_gap_s: float = 2.0, owner: str | None = None,
-                  clock: Callable[[], float] = time.time) -> PreflightReport:
-    """Every check, against both clusters; changes nothing."""
+                  clock: Callable[[], float] = time.time, codec_map: Mapping[str, str] | None = None,
+                  target_coprocessors: Sequence[str] = (), allow_target_data: bool = False, serial: bool = False,
+                  bandwidth: int = 0) -> PreflightReport:
+    """Every check, against both clusters; changes nothing (but the scratch-table create check, undone at
+    once)."""
     from hbase_migration import zk
     from hbase_migration.replication import peer_admin
 
@@ -358,12 +547,26 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                         recovered[q.peer_id] = recovered.get(q.peer_id, 0) + 1
             except Exception as e:
                 peers_error = f"{type(e).__name__}: {e}"
+        source_confs, source_conf_error = None, None
+        if src_zk is not None and not src_facts.error:
+            from hbase_migration.hbase_conf import read_region_server_confs
+
+            try:
+                source_confs = read_region_server_confs(source, src_zk)
+            except Exception as e:
+                source_conf_error = f"{type(e).__name__}: {e}"
     headroom, headroom_error = (None, None)
     if not src_facts.error:
         headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, quota_mark,
                                                    sample_gap_s, clock)
-    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables), peers,
-                  peers_error, queued, recovered, headroom, headroom_error, create_missing, owner)
+    rows, rows_error, checks = _target_facts(source, target, src_facts, tgt_facts, peer_id, create_missing,
+                                             codec_map or {}, target_coprocessors)
+    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, serial, bandwidth),
+                  peers, peers_error, queued, recovered, headroom, headroom_error, create_missing, owner,
+                  codec_map=dict(codec_map or {}), target_coprocessors=tuple(target_coprocessors),
+                  allow_target_data=allow_target_data, target_first_rows=rows, target_rows_error=rows_error,
+                  create_checks=checks,
+                  source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin)
     report = evaluate(facts, same_key)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)

@@ -142,6 +142,57 @@ def _versions(value: Any) -> int | None:
     return n
 
 
+def parse_codec_map(value: Any) -> dict[str, str]:
+    """`SNAPPY=ZSTD,LZO=GZ` (or a mapping) -> {"SNAPPY": "ZSTD", "LZO": "GZ"}: each side one of HBase's codecs."""
+    from hbase_migration.schema import CODECS
+
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, str):
+        pairs = []
+        for item in (i.strip() for i in value.split(",")):
+            if not item:
+                continue
+            source, sep, target = item.partition("=")
+            if not sep:
+                raise ValueError(f"{item!r} is not SOURCE=TARGET (e.g. SNAPPY=ZSTD)")
+            pairs.append((source, target))
+    else:
+        raise ValueError(f"must be SOURCE=TARGET pairs such as SNAPPY=ZSTD,LZO=GZ, got {value!r}")
+    out: dict[str, str] = {}
+    for source, target in pairs:
+        source, target = str(source).strip().upper(), str(target).strip().upper()
+        for codec in (source, target):
+            if codec not in CODECS:
+                raise ValueError(f"{codec!r} is not an HBase compression codec ({', '.join(CODECS)})")
+        if source in out:
+            raise ValueError(f"{source} is mapped twice")
+        out[source] = target
+    return out
+
+
+def _codec_map(value: Any) -> str | None:
+    """The canonical text of a codec map (sorted pairs); empty: None."""
+    codecs = parse_codec_map(value)
+    return ",".join(f"{k}={v}" for k, v in sorted(codecs.items())) or None
+
+
+_CLASS = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+
+
+def _class_names(value: Any) -> tuple[str, ...]:
+    """Java class names (a list, or one comma-separated string); empty: none."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of Java class names, got {value!r}")
+    names = tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
+    bad = [n for n in names if not _CLASS.match(n)]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not a Java class name (e.g. org.example.hbase.AuditObserver)")
+    return names
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The fields
 
@@ -243,6 +294,27 @@ FIELDS: tuple[Field, ...] = (
     Field("create_missing_tables", "boolean", True, "Create absent target tables",
           "create a target table that does not exist with the source's families and split keys", _boolean,
           "copy.create_missing_tables"),
+    Field("codec_map", "string", None, "Compression codecs to map (SOURCE=TARGET,...)",
+          "the target tables this run creates get the source's COMPRESSION (and compaction compression) unless "
+          "mapped here, e.g. SNAPPY=ZSTD,LZO=GZ for codecs the target's region servers cannot load (preflight "
+          "checks the target loads each codec it will use). Empty: every codec as on the source", _codec_map,
+          "tables.codec_map", nullable=True),
+    Field("target_coprocessors", "array", [], "Classes installed on the target",
+          "coprocessor (and custom SPLIT_POLICY) classes installed on the target's region servers: a source "
+          "table's coprocessor among them is carried to the target table; one not listed is refused by name "
+          "(install it on the target first, or remove it from the source table)", _class_names,
+          "tables.target_coprocessors", bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("allow_target_data", "boolean", False, "Accept target tables that already hold data",
+          "a target table that already holds rows is refused (its cells would mix with the copy's) unless this "
+          "migration's own peer already exists (a resumed or repeated run) or this is on", _boolean,
+          "tables.allow_target_data"),
+    Field("serial", "boolean", False, "Serial replication (HBase 2.1+)",
+          "the peer is created SERIAL => true: edits of a region ship in order across region moves, splits and "
+          "merges (HBASE-20046), at some cost in throughput. Needs the shell peer-admin backend", _boolean,
+          "peer.serial"),
+    Field("bandwidth", "integer", 0, "Peer bandwidth (bytes/s per region server)",
+          "the peer's BANDWIDTH: each source region server ships at most this many bytes/s to it; 0: unlimited "
+          "(replication.source.per.peer.node.bandwidth)", _integer, "peer.bandwidth", **at_least(0, "an integer")),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
           "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
@@ -361,6 +433,11 @@ class RunSpec:
     critical_load: str | None = DEFAULT_CRITICAL_LOAD
     max_pause_s: float = DEFAULT_MAX_PAUSE_S
     create_missing_tables: bool = True
+    codec_map: str | None = None
+    target_coprocessors: tuple[str, ...] = ()
+    allow_target_data: bool = False
+    serial: bool = False
+    bandwidth: int = 0
     max_lag_ms: int = 30_000
     stable_samples: int = 3
     caught_up_queue_size: int = 1
@@ -421,7 +498,7 @@ class RunSpec:
         """From `to_dict()` (an XCom); fields absent keep their defaults."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for name in ("tables", "clusters", "only_tables"):
+        for name in ("tables", "clusters", "only_tables", "target_coprocessors"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -430,7 +507,12 @@ class RunSpec:
         d = asdict(self)
         d["tables"], d["clusters"] = list(self.tables), list(self.clusters)
         d["only_tables"] = None if self.only_tables is None else list(self.only_tables)
+        d["target_coprocessors"] = list(self.target_coprocessors)
         return d
+
+    def codecs(self) -> dict[str, str]:
+        """The codec map as a mapping (source codec -> target codec)."""
+        return parse_codec_map(self.codec_map or "")
 
     def with_window(self, start_ms: int | None, end_ms: int | None) -> "RunSpec":
         return RunSpec.from_dict({**self.to_dict(), "start_time_ms": start_ms, "end_time_ms": end_ms}).checked()

@@ -15,7 +15,10 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
   POST /control/compact     {"table": name, "major": false}
   POST /control/create-table {"table": t, "families": {"cf": {"max_versions": 3, ...}}, "split_keys": [...]}
   POST /control/alter-family {"table": t, "family": f, "replication_scope": 1, ...}
-  POST /control/alter-table {"table": t, "readonly": true}    table attributes (HBase's modifyTable)
+  POST /control/alter-table {"table": t, "readonly": true, "values": {...}, "remove": [...], "coprocessors": [...]}
+  GET  /control/namespaces; POST /control/create-namespace, /control/drop-namespace, /control/namespace
+  GET  /control/switches; POST /control/switch {"switch": "split"|"merge"|"normalizer", "enabled": bool}
+  GET  /conf [?format=json] [&name=key]                        the configuration (also on every RS info port)
   POST /control/balance, /control/run-log-cleaner, /control/shutdown
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
+from minihbase import conf_servlet
 from minihbase.client import ClusterClient
 from minihbase.config import ClusterConfig, ConfigError
 from minihbase.errors import HBaseError, JavaIllegalArgument
@@ -42,6 +46,7 @@ from minihbase.master import Master
 from minihbase.regionserver import RegionServer, compact_store, region_dir
 from minihbase.replication import install as install_replication
 from minihbase.schema import FamilyDescriptor, TableDescriptor
+from minihbase.table_attributes import coprocessor_spec, next_coprocessor_key
 from minihbase.thrift2_server import Thrift2Gateway
 from minihbase.thrift_gateway import GatewayServer
 from minihbase.thrift_server import ThriftGateway
@@ -446,6 +451,17 @@ class MiniHBaseCluster:
             lambda b: {"rows": self.count_rows(_required(b, "table").encode("latin-1"))}))
         c.route("POST", "/control/alter-table", self._wrap(self._alter_table))
         c.route("GET", "/control/replication-status", lambda r: Response(200, self.replication.status()))
+        c.route("GET", "/conf", conf_servlet.handler(self))
+        c.route("GET", "/control/namespaces", lambda r: Response(200, {"namespaces": self.master.namespaces.names()}))
+        c.route("POST", "/control/namespace", self._wrap(lambda b: {
+            "namespace": _required(b, "namespace"),
+            "configuration": self.master.namespaces.get(_required(b, "namespace"))}))
+        c.route("POST", "/control/create-namespace", self._wrap(self._create_namespace))
+        c.route("POST", "/control/drop-namespace", self._wrap(lambda b: self.master.namespaces.drop(
+            _required(b, "namespace"), self.master.tables_in_namespace(_required(b, "namespace"))) or {}))
+        c.route("GET", "/control/switches", lambda r: Response(200, {
+            **self.master.switches.state(), "split_requests_refused": self.master.split_requests_refused}))
+        c.route("POST", "/control/switch", self._wrap(self._set_switch))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
 
@@ -454,7 +470,8 @@ class MiniHBaseCluster:
             states = sorted(self.master.tables.items())
         return [{"name": name.decode("latin-1"), "enabled": st.desc.enabled, "regions": len(st.regions),
                  "split_keys_hex": [r.info.start_key.hex() for r in st.regions[1:]],
-                 "families": [f.to_json() for f in st.desc.families.values()],
+                 "families": [{**f.to_json(), "hbase_values": list(f.hbase_values().items())}
+                              for f in st.desc.families.values()],
                  "readonly": st.desc.readonly, "attributes": st.desc.attributes()} for name, st in states]
 
     def truncate_table(self, name: bytes, preserve_splits: bool) -> int:
@@ -530,20 +547,42 @@ class MiniHBaseCluster:
         readonly = body.get("readonly")
         if readonly is not None and not isinstance(readonly, bool):
             raise BadRequest(f"readonly must be true or false, got {readonly!r}")
-        regions = self.master.create_table(TableDescriptor(name.encode("latin-1"), fams, readonly=readonly), splits)
+        values = _string_map(body.get("values"), "values")
+        for spec in _string_list(body.get("coprocessors"), "coprocessors"):
+            values[next_coprocessor_key(values)] = coprocessor_spec(spec)
+        desc = TableDescriptor(name.encode("latin-1"), fams, readonly=readonly, values=values)
+        regions = self.master.create_table(desc, splits)
         return {"regions": [r.info.region_name.decode("latin-1") for r in regions]}
 
     def _alter_table(self, body: dict) -> dict:
-        """Table attributes: `{"table": t, "readonly": true|false}` (HBase's modifyTable; READONLY)."""
+        """Table attributes (HBase's modifyTable): `{"table": t, "readonly": true|false, "values": {key: value}
+        ("" removes), "remove": [key, ...], "coprocessors": [spec, ...]}`."""
         table = _required(body, "table")
-        unknown = set(body) - {"table", "readonly"}
+        unknown = set(body) - {"table", "readonly", "values", "remove", "coprocessors"}
         if unknown:
-            raise BadRequest(f"unknown table attribute(s): {', '.join(sorted(unknown))} (known: readonly)")
+            raise BadRequest(f"unknown table attribute(s): {', '.join(sorted(unknown))} "
+                             "(known: readonly, values, remove, coprocessors)")
         readonly = body.get("readonly")
-        if not isinstance(readonly, bool):
+        if readonly is not None and not isinstance(readonly, bool):
             raise BadRequest(f"readonly must be true or false, got {readonly!r}")
-        desc = self.master.alter_table(table.encode("latin-1"), readonly=readonly)
+        values = _string_map(body.get("values"), "values")
+        specs = tuple(coprocessor_spec(s) for s in _string_list(body.get("coprocessors"), "coprocessors"))
+        if readonly is None and not values and not body.get("remove") and not specs:
+            raise BadRequest("nothing to alter: give readonly, values, remove or coprocessors")
+        desc = self.master.alter_table(table.encode("latin-1"), readonly=readonly, values=values,
+                                       remove=tuple(_string_list(body.get("remove"), "remove")), coprocessors=specs)
         return {"table": desc.text, "readonly": desc.readonly, "attributes": desc.attributes()}
+
+    def _create_namespace(self, body: dict) -> dict:
+        name = _required(body, "namespace")
+        self.master.namespaces.create(name, _string_map(body.get("configuration"), "configuration"))
+        return {"namespace": name}
+
+    def _set_switch(self, body: dict) -> dict:
+        enabled = body.get("enabled")
+        if not isinstance(enabled, bool):
+            raise BadRequest(f"enabled must be true or false, got {enabled!r}")
+        return {"previous": self.master.switches.set(_required(body, "switch"), enabled)}
 
     def _alter_family(self, body: dict) -> dict:
         table, family = _required(body, "table"), _required(body, "family")
@@ -556,6 +595,22 @@ class MiniHBaseCluster:
 def _servers(gateways: list[GatewayServer]) -> str:
     """"host:port,host:port" of the gateways, in index order."""
     return ",".join(f"{g.host}:{g.port}" for g in gateways)
+
+
+def _string_map(value, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise BadRequest(f"{what} must be an object of string -> string, got {value!r}")
+    return dict(value)
+
+
+def _string_list(value, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{what} must be a list of strings, got {value!r}")
+    return list(value)
 
 
 def _required(body: dict, key: str) -> str:

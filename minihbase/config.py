@@ -14,6 +14,9 @@ from typing import Any
 
 CLUSTERS_TOML = Path(__file__).with_name("clusters.toml")
 MAX_GATEWAYS = 16  # Thrift gateways of one kind per cluster
+# Compression.Algorithm names (HBase 2.5), and the ones a stock region server loads (no native LZO).
+CODECS = ("NONE", "GZ", "LZO", "SNAPPY", "LZ4", "BZIP2", "ZSTD", "LZMA", "BROTLI")
+DEFAULT_CODECS = tuple(c for c in CODECS if c != "LZO")
 
 
 class ConfigError(ValueError):
@@ -65,6 +68,15 @@ class ClusterConfig:
     # the others on free ports. Every gateway keeps its port across restarts (ports.json).
     thrift_gateways: int = 1
     thrift2_gateways: int = 1
+    # Tables (TableDescriptorChecker, hbase.table.sanity.checks): the compression codecs the region servers can
+    # load (CompressionTest; a stock HBase without native LZO loads all but LZO), and the coprocessor (or split
+    # policy) classes installed on them beyond HBase's own. A create naming another is refused.
+    compression_codecs: list[str] = field(default_factory=lambda: list(DEFAULT_CODECS))
+    coprocessor_classes: list[str] = field(default_factory=list)
+    # hbase-site.xml settings served by /conf (and read by replication): bulk-loaded HFiles replicate only with
+    # hbase.replication.bulkload.enabled=true and a hbase.replication.cluster.id ("" = unset, HBase's default).
+    replication_bulkload_enabled: bool = False
+    replication_cluster_id: str = ""
     # Ports: 0 = a free one (endpoints --json tells which)
     thrift_port: int = 0
     thrift2_port: int = 0
@@ -133,6 +145,20 @@ class ClusterConfig:
             for k, v in q.items():
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise ConfigError(f"{self.name}: quota {k} for {path} must be a positive integer, got {v!r}")
+        if not isinstance(self.compression_codecs, list) or \
+                any(not isinstance(c, str) or c.upper() not in CODECS for c in self.compression_codecs):
+            raise ConfigError(f"{self.name}: compression_codecs must be a list among {', '.join(CODECS)}, "
+                              f"got {self.compression_codecs!r}")
+        if not isinstance(self.coprocessor_classes, list) or \
+                any(not isinstance(c, str) or not c.strip() for c in self.coprocessor_classes):
+            raise ConfigError(f"{self.name}: coprocessor_classes must be a list of class names, "
+                              f"got {self.coprocessor_classes!r}")
+        if not isinstance(self.replication_bulkload_enabled, bool):
+            raise ConfigError(f"{self.name}: replication_bulkload_enabled must be true or false, "
+                              f"got {self.replication_bulkload_enabled!r}")
+        if not isinstance(self.replication_cluster_id, str):
+            raise ConfigError(f"{self.name}: replication_cluster_id must be a string, "
+                              f"got {self.replication_cluster_id!r}")
         if not all(isinstance(e, str) and ":" in e for e in self.extensions):
             raise ConfigError(f"{self.name}: extensions must be 'module:function' strings, got {self.extensions!r}")
 

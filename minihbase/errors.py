@@ -48,6 +48,18 @@ class TableNotDisabled(HBaseError):
     java_class = "org.apache.hadoop.hbase.TableNotDisabledException"
 
 
+class NamespaceNotFound(HBaseError):
+    java_class = "org.apache.hadoop.hbase.NamespaceNotFoundException"
+
+
+class NamespaceExist(HBaseError):
+    java_class = "org.apache.hadoop.hbase.NamespaceExistException"
+
+
+class ConstraintException(HBaseError):
+    java_class = "org.apache.hadoop.hbase.constraint.ConstraintException"
+
+
 class NoSuchColumnFamily(HBaseError):
     java_class = "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
 

@@ -35,9 +35,11 @@ from minihbase.errors import (
 )
 from minihbase.hdfs import HDFSError
 from minihbase.httpserver import HttpServer
+from minihbase.namespaces import Namespaces, Switches
 from minihbase.region import Region, new_store_file_name, now_ms, store_file_bytes
 from minihbase.regionserver import RegionServer, load_region, region_dir
 from minihbase.schema import RegionInfo, TableDescriptor, validate_table_name
+from minihbase.table_attributes import check_codecs, next_coprocessor_key, sanity_check
 from minihbase.wal import read_entries
 
 if TYPE_CHECKING:
@@ -123,6 +125,9 @@ class Master:
         self.dead_server_listeners: list[Callable[[str], None]] = []
         self.wal_archive_listeners: list[Callable[[str, str], None]] = []
         self.zk = None
+        self.namespaces = Namespaces(cluster.fs, self.config.rootdir)
+        self.switches = Switches(None, self.config.znode_parent, self.zk_ident)  # its client once ZooKeeper is up
+        self.split_requests_refused = 0  # splits the switches stopped (shown by /control/switches)
         self._tasks: queue.Queue = queue.Queue()
         self._queued: set = set()
         self._stopping = False
@@ -170,6 +175,7 @@ class Master:
         self.zk.create(master_path, znodes.with_metadata(
             znodes.master(self.config.host, self.rpc.port, self.startcode, self.cluster.control.port),
             ident=self.zk_ident), ephemeral=True)
+        self.switches.zk = self.zk
 
     def publish_meta_location(self, rs: RegionServer) -> None:
         path = f"{self.config.znode_parent}/meta-region-server"
@@ -260,6 +266,7 @@ class Master:
                     regions.append(Region(RegionInfo.from_bytes(fs.read_file(rinfo)), desc))
                 regions.sort(key=lambda r: r.info.start_key)
                 self.tables[desc.name] = TableState(desc, regions)
+        self.namespaces.load(desc.namespace.decode("latin-1") for desc in (t.desc for t in self.tables.values()))
 
     def table(self, name: bytes) -> TableState:
         state = self.tables.get(name)
@@ -303,12 +310,22 @@ class Master:
         path = posixpath.join(table_dir(self.config.rootdir, desc.name), ".tabledesc", ".tableinfo.0000000001")
         self.cluster.fs.write_file(path, desc.to_bytes(), overwrite=True)
 
+    def sanity_check(self, desc: TableDescriptor) -> None:
+        """TableDescriptorChecker: codecs the region servers load, coprocessor and split policy classes, sizes."""
+        sanity_check(desc, self.config.compression_codecs, self.config.coprocessor_classes)
+
+    def tables_in_namespace(self, namespace: str) -> int:
+        with self.lock:
+            return sum(1 for name in self.tables if validate_table_name(name)[0].decode("latin-1") == namespace)
+
     def create_table(self, desc: TableDescriptor, split_keys: list[bytes] = ()) -> list[Region]:
         validate_table_name(desc.name)
+        self.namespaces.require(desc.namespace.decode("latin-1"))  # NamespaceNotFoundException
         if not desc.families:
             raise DoNotRetryIOException("Table should have at least one column family.")
         for fam in desc.families.values():
             fam.validate()
+        self.sanity_check(desc)
         splits = sorted(set(split_keys))
         if b"" in splits:
             raise DoNotRetryIOException("Empty split key must not be passed in the split keys.")
@@ -397,8 +414,13 @@ class Master:
             for k, v in attrs.items():
                 if not hasattr(fam, k) or k == "name":
                     raise DoNotRetryIOException(f"unknown column family attribute {k!r}")
+                if k in ("values", "configuration"):
+                    # setValue/setConfiguration: merged into what the family holds; an empty value removes.
+                    merged = {**getattr(fam, k), **v}
+                    v = {key: value for key, value in merged.items() if value != ""}
                 setattr(fam, k, v)
             fam.validate()  # on a copy: a refused change changes nothing
+            check_codecs([fam], self.config.compression_codecs)
             if current is not None:
                 for k in attrs:
                     setattr(current, k, getattr(fam, k))
@@ -406,27 +428,50 @@ class Master:
                 state.desc.families[family] = fam
             self._write_descriptor(state.desc)
 
-    def alter_table(self, name: bytes, readonly: bool | None = None) -> TableDescriptor:
-        """Change table attributes (HBase's modifyTable): READONLY. The descriptor is written first; then every
-        region's in-flight mutation is let finish (HBase reopens the regions), so once this returns no region
-        accepts a write it would refuse."""
+    def alter_table(self, name: bytes, readonly: bool | None = None, values: dict[str, str] | None = None,
+                    remove: tuple[str, ...] = (), coprocessors: tuple[str, ...] = ()) -> TableDescriptor:
+        """Change table attributes (HBase's modifyTable): READONLY, other values (`values`; "" removes one, as
+        setValue does), values removed by key (`table_att_unset`), coprocessor specs added (`coprocessor$N`,
+        N one past the highest). The new descriptor passes the sanity checks before anything changes; it is
+        written first; then every region's in-flight mutation is let finish (HBase reopens the regions), so once
+        this returns no region accepts a write it would refuse."""
         if readonly is not None and not isinstance(readonly, bool):
             raise DoNotRetryIOException(f"READONLY must be true or false, got {readonly!r}")
         with self.lock:
             state = self.table(name)
-            if readonly is not None and readonly != state.desc.readonly:
-                previous = state.desc.readonly
-                state.desc.readonly = readonly
+            new_values = dict(state.desc.values)
+            for key, value in (values or {}).items():
+                if value == "":
+                    new_values.pop(key, None)
+                else:
+                    new_values[key] = value
+            for key in remove:
+                if key == "READONLY":
+                    readonly = False
+                    continue
+                found = next((k for k in new_values if k.lower() == key.lower()), None)
+                if found is None:
+                    raise DoNotRetryIOException(f"{key} is not set on table {state.desc.text}")
+                del new_values[found]
+            for spec in coprocessors:
+                new_values[next_coprocessor_key(new_values)] = spec
+            changed = new_values != state.desc.values or (readonly is not None and readonly != state.desc.readonly)
+            if changed:
+                self.sanity_check(dataclasses.replace(state.desc, values=new_values))
+                previous = (state.desc.readonly, state.desc.values)
+                if readonly is not None:
+                    state.desc.readonly = readonly
+                state.desc.values = new_values
                 try:
                     self._write_descriptor(state.desc)
                 except HDFSError as e:
-                    state.desc.readonly = previous
+                    state.desc.readonly, state.desc.values = previous
                     raise HBaseError(f"modify of table {state.desc.text} failed: {e.java_text()}") from None
             regions = list(state.regions)
         for region in regions:  # outside the master lock: region locks are taken before it elsewhere
             with region.lock:
                 pass
-        log.info("altered table %s: READONLY=%s", state.desc.text, state.desc.readonly)
+        log.info("altered table %s: READONLY=%s, values %s", state.desc.text, state.desc.readonly, state.desc.values)
         return state.desc
 
     # ------------------------------------------------------------------------------------------ recovery
@@ -550,6 +595,13 @@ class Master:
 
     # ------------------------------------------------------------------------------------------ split/balance
     def request_split(self, region: Region) -> None:
+        """A region grew past the split size. HBase's split switch (`splitormerge_switch 'SPLIT', false`) and the
+        table's SPLIT_ENABLED stop it; the request is simply dropped (the next size check asks again)."""
+        state = self.tables.get(region.info.table)
+        if not self.switches.enabled("split") or (state is not None and not state.desc.split_enabled):
+            log.debug("split of %s skipped: split switch or SPLIT_ENABLED is off", region.encoded_name)
+            self.split_requests_refused += 1
+            return
         self.submit(("split", region.encoded_name), lambda: self._split(region))
 
     def _split(self, parent: Region) -> None:
@@ -557,6 +609,8 @@ class Master:
         state = self.tables.get(parent.info.table)
         if rs is None or not rs.online or state is None or parent not in state.regions:
             return
+        if not self.switches.enabled("split") or not state.desc.split_enabled:
+            return  # switched off since the request (SplitTableRegionProcedure checks at prepare)
         fs = self.cluster.fs
         started = time.monotonic()
         with parent.lock:

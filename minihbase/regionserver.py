@@ -20,7 +20,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
-from minihbase import znodes
+from minihbase import conf_servlet, znodes
 from minihbase.cells import DELETE, LATEST_TIMESTAMP, Cell
 from minihbase.errors import (
     DoNotRetryIOException,
@@ -461,6 +461,7 @@ class RegionServer:
     def _register_http(self) -> None:
         self.rpc.route("GET", "/", lambda r: Response(200, self.status()))
         self.info.route("GET", "/jmx", self.jmx.handle)
+        self.info.route("GET", "/conf", conf_servlet.handler(self.cluster, self.info_port, "regionserver"))
         self.info.route("GET", "/rs-status", lambda r: Response(200, self.status()))
         base = {"tag.Context": "regionserver", "tag.Hostname": self.host}
         self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=Server", lambda: self._server_bean(base))

@@ -46,6 +46,11 @@ class FamilyDescriptor:
     keep_deleted_cells: str = "FALSE"
     block_size: int = 65536
     data_block_encoding: str = "NONE"
+    # Every other value HBase keeps in the descriptor (INDEX_BLOCK_ENCODING, IS_MOB, MOB_THRESHOLD,
+    # COMPRESSION_COMPACT, NEW_VERSION_BEHAVIOR, METADATA keys...), as strings, in the order they were set; and
+    # the family's CONFIGURATION map. Kept, shown and copied; without further effect in minihbase.
+    values: dict[str, str] = field(default_factory=dict)
+    configuration: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
         """HBase's checks plus the one replication needs: REPLICATION_SCOPE is 0 (local) or 1 (global). Other
@@ -64,15 +69,36 @@ class FamilyDescriptor:
             raise DoNotRetryIOException(f"Minimum versions of column family '{name}' must be between 0 and "
                                         f"VERSIONS ({self.max_versions}), got {self.min_versions!r}")
 
+    def hbase_values(self) -> dict[str, str]:
+        """Every value of the descriptor as HBase holds them (`getValues()`: strings), its defaults first."""
+        values = {
+            "BLOOMFILTER": self.bloom_filter_type, "REPLICATION_SCOPE": str(self.replication_scope),
+            "VERSIONS": str(self.max_versions), "MIN_VERSIONS": str(self.min_versions),
+            "COMPRESSION": self.compression, "TTL": str(self.ttl_s), "BLOCKSIZE": str(self.block_size),
+            "IN_MEMORY": str(bool(self.in_memory)).lower(), "BLOCKCACHE": str(bool(self.block_cache_enabled)).lower(),
+            "KEEP_DELETED_CELLS": self.keep_deleted_cells, "DATA_BLOCK_ENCODING": self.data_block_encoding,
+            "INDEX_BLOCK_ENCODING": self.values.get("INDEX_BLOCK_ENCODING", "NONE"),
+        }
+        values.update((k, v) for k, v in self.values.items() if k not in values)
+        return values
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["name"] = self.name.decode("latin-1")
+        # Pairs, not an object: the order values were set decides `describe`'s order (and JSON sorts keys).
+        d["values"] = [[k, v] for k, v in self.values.items()]
+        d["configuration"] = [[k, v] for k, v in self.configuration.items()]
+        for key in ("values", "configuration"):
+            if not d[key]:
+                del d[key]
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> "FamilyDescriptor":
         d = dict(d)
         d["name"] = d["name"].encode("latin-1")
+        for key in ("values", "configuration"):
+            d[key] = dict(d.get(key) or [])
         return cls(**d)
 
 
@@ -84,6 +110,9 @@ class TableDescriptor:
     # Table attribute READONLY (TableDescriptorBuilder.READONLY, `TableDescriptor.isReadOnly()`): None = never
     # set; once set (true or false) HBase keeps the value in the descriptor and `describe` shows it.
     readonly: bool | None = None
+    # Every other table value (MAX_FILESIZE, DURABILITY, SPLIT_POLICY, NORMALIZATION_ENABLED, coprocessor$N,
+    # METADATA and CONFIGURATION keys...), as strings: `TableDescriptor.getValues()` without READONLY.
+    values: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_read_only(self) -> bool:
@@ -92,7 +121,20 @@ class TableDescriptor:
     def attributes(self) -> dict[str, str]:
         """The table attributes set on the descriptor, as HBase's values map holds them (`READONLY => 'true'`):
         what `describe` prints as TABLE_ATTRIBUTES and Thrift2's TTableDescriptor.attributes carries."""
-        return {} if self.readonly is None else {"READONLY": "true" if self.readonly else "false"}
+        attrs = {} if self.readonly is None else {"READONLY": "true" if self.readonly else "false"}
+        attrs.update(self.values)
+        return attrs
+
+    @property
+    def split_enabled(self) -> bool:
+        """`TableDescriptor.isSplitEnabled()` (SPLIT_ENABLED, default true)."""
+        return self.values.get("SPLIT_ENABLED", "true").lower() == "true"
+
+    def coprocessors(self) -> list[str]:
+        """The `coprocessor$N` specs, `path|class|priority|args`, in N order."""
+        keys = sorted((k for k in self.values if k.lower().startswith("coprocessor$")),
+                      key=lambda k: int(k.split("$", 1)[1]) if k.split("$", 1)[1].isdigit() else 0)
+        return [self.values[k] for k in keys]
 
     @property
     def namespace(self) -> bytes:
@@ -110,13 +152,16 @@ class TableDescriptor:
         d = {"name": self.text, "enabled": self.enabled, "families": [f.to_json() for f in self.families.values()]}
         if self.readonly is not None:
             d["readonly"] = self.readonly
+        if self.values:
+            d["values"] = self.values
         return json.dumps(d, indent=1, sort_keys=True).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "TableDescriptor":
         d = json.loads(data)
         fams = [FamilyDescriptor.from_json(f) for f in d["families"]]
-        return cls(d["name"].encode("latin-1"), {f.name: f for f in fams}, d["enabled"], d.get("readonly"))
+        return cls(d["name"].encode("latin-1"), {f.name: f for f in fams}, d["enabled"], d.get("readonly"),
+                   dict(d.get("values", {})))
 
     def describe(self) -> str:
         """The shell's `describe` style, used in error messages."""

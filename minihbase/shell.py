@@ -25,30 +25,19 @@ from minihbase import process
 from minihbase.replication import parse_cluster_key
 from minihbase.replication.codec import PeerConfig, split_table, table_text
 from minihbase.replication.storage import PeerError, PeerStorage
-from minihbase.schema import FOREVER
+from minihbase.shell_admin import ADMIN_COMMANDS
+from minihbase.shell_errors import ArgumentError, ShellError, table_name
 from minihbase.shell_format import (
     LIST_PEERS_HEADER,
-    describe,
     list_peers_row,
     peer_config_rows,
     status_replication,
     table_cfs_string,
 )
-from minihbase.shell_lang import RStr, RubySyntaxError, Statement, statements
+from minihbase.shell_lang import RubySyntaxError, Statement, statements
+from minihbase.shell_tables import TABLE_COMMANDS
 
-
-class ShellError(Exception):
-    """A failed statement; `str()` is what follows `ERROR: ` (a Ruby message or `<java class>: <message>`)."""
-
-
-class ArgumentError(ShellError):
-    pass
-
-
-def _table_name(value: Any, what: str = "Table name") -> str:
-    if not isinstance(value, str):
-        raise ArgumentError(f"{what} must be of type String")
-    return str(value)
+_table_name = table_name
 
 
 def _int(value: Any, what: str) -> int:
@@ -69,42 +58,6 @@ def _bool(value: Any, what: str) -> bool:
     if isinstance(value, str):
         return value.strip().lower() == "true"
     raise ArgumentError(f"{what} must be true or false, got {value!r}")
-
-
-# Family attributes the shell takes -> (minihbase setting, converter).
-BLOOM_TYPES = ("NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH")
-COMPRESSIONS = ("NONE", "GZ", "LZO", "SNAPPY", "LZ4", "BZIP2", "ZSTD", "LZMA")
-
-
-def _ttl(value: Any, what: str) -> int:
-    if isinstance(value, str) and value.strip().upper() == "FOREVER":
-        return FOREVER
-    return _int(value, what)
-
-
-def _upper_choice(choices: tuple[str, ...], what: str) -> Callable[[Any, str], str]:
-    def convert(value: Any, _what: str) -> str:
-        text = str(value).upper()
-        if text not in choices:
-            raise ArgumentError(f"{what} {text} is not supported. Use one of {' '.join(choices)}")
-        return text
-    return convert
-
-
-FAMILY_ATTRIBUTES: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
-    "VERSIONS": ("max_versions", _int),
-    "TTL": ("ttl_s", _ttl),
-    "REPLICATION_SCOPE": ("replication_scope", _int),
-    "MIN_VERSIONS": ("min_versions", _int),
-    "KEEP_DELETED_CELLS": ("keep_deleted_cells", _upper_choice(("FALSE", "TRUE", "TTL"), "KEEP_DELETED_CELLS")),
-    "BLOOMFILTER": ("bloom_filter_type", _upper_choice(BLOOM_TYPES, "BloomFilter type")),
-    "COMPRESSION": ("compression", _upper_choice(COMPRESSIONS, "Compression")),
-    "IN_MEMORY": ("in_memory", _bool),
-    "BLOCKCACHE": ("block_cache_enabled", _bool),
-    "BLOCKSIZE": ("block_size", _int),
-    "DATA_BLOCK_ENCODING": ("data_block_encoding", _upper_choice(
-        ("NONE", "PREFIX", "DIFF", "FAST_DIFF", "ROW_INDEX_V1"), "DATA_BLOCK_ENCODING")),
-}
 
 
 class Shell:
@@ -188,107 +141,7 @@ class Shell:
 
 
 # ---------------------------------------------------------------------------------------------- DDL
-def _family(arg: Any) -> tuple[str, dict, list[str]]:
-    """`admin.hcd`: a family name, or a hash with NAME and attributes -> (name, settings, ignored keys)."""
-    if isinstance(arg, str):
-        return str(arg), {}, []
-    arg = dict(arg)
-    name = arg.pop("NAME", None)
-    if name is None:
-        raise ArgumentError(f"Column family {arg} must have a name")
-    settings = {}
-    for key in list(arg):
-        if key in FAMILY_ATTRIBUTES:
-            setting, convert = FAMILY_ATTRIBUTES[key]
-            settings[setting] = convert(arg.pop(key), key)
-    return str(name), settings, [str(k) for k in arg]
-
-
-# Table attributes the shell takes (admin.rb `update_tdb_from_arg`) -> control setting. HBase: READONLY is
-# `TableDescriptorBuilder.setReadOnly(JBoolean.valueOf(arg))`, so `true`, 'true' (any case) are true, else false.
-TABLE_ATTRIBUTES: dict[str, str] = {"READONLY": "readonly"}
-
-
-def _table_attribute(key: Any, value: Any) -> tuple[str, Any]:
-    return TABLE_ATTRIBUTES[str(key)], _bool(value, str(key))
-
-
-def cmd_create(sh: Shell, table: Any = None, *args: Any) -> None:
-    name = _table_name(table)
-    if not args:
-        raise ArgumentError("Table must have at least one column family")
-    families: dict[str, dict] = {}
-    splits: list[bytes] = []
-    attributes: dict[str, Any] = {}
-    for arg in args:
-        if isinstance(arg, str) or (isinstance(arg, dict) and "NAME" in arg):
-            fname, settings, ignored = _family(arg)
-            for key in ignored:
-                sh.print(f"Unknown argument ignored for column family {fname}: {key}")
-            families[fname] = settings
-        elif isinstance(arg, dict):
-            for key, value in arg.items():
-                if key == "SPLITS":
-                    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                        raise ArgumentError("SPLITS must be an Array of Strings")
-                    splits = [v.raw if isinstance(v, RStr) else str(v).encode() for v in value]
-                elif key in TABLE_ATTRIBUTES:
-                    setting, converted = _table_attribute(key, value)
-                    attributes[setting] = converted
-                else:
-                    raise ArgumentError(f"{key} is not supported by minihbase's create (only SPLITS and "
-                                        f"{', '.join(TABLE_ATTRIBUTES)})")
-        else:
-            raise ArgumentError(f"{type(arg).__name__} of {arg!r} is not of Hash or String type")
-    if not families:
-        raise ArgumentError("Table must have at least one column family")
-    if name in sh.tables() or table_text(*split_table(name)) in sh.tables():
-        raise ShellError(f"Table already exists: {name}!")
-    sh.control("/control/create-table", {"table": table_text(*split_table(name)), "families": families,
-                                         "split_keys_hex": [s.hex() for s in splits], **attributes})
-    sh.print(f"Created table {name}")
-
-
-def cmd_describe(sh: Shell, table: Any = None) -> None:
-    sh.print(*describe(sh.table(_table_name(table))))
-
-
-def cmd_alter(sh: Shell, table: Any = None, *args: Any) -> None:
-    name = _table_name(table)
-    current = sh.table(name)
-    if not args:
-        raise ArgumentError("There should be at least one argument but the table name")
-    changes = []
-    table_changes: dict[str, Any] = {}
-    for arg in args:
-        if not isinstance(arg, (dict, str)):
-            raise ArgumentError(f"{type(arg).__name__} of {arg!r} is not of Hash or String type")
-        if isinstance(arg, dict) and str(arg.get("METHOD", "")).lower() == "delete":
-            raise ArgumentError("minihbase's alter cannot delete a column family")
-        if isinstance(arg, dict) and "NAME" not in arg:
-            # admin.rb alter: a hash without NAME changes table attributes (METHOD => 'table_att' or none).
-            attrs = {k: v for k, v in arg.items() if k != "METHOD"}
-            method = str(arg.get("METHOD", "table_att"))
-            if method != "table_att":
-                raise ArgumentError(f"Unknown method: {method}")
-            unsupported = [str(k) for k in attrs if k not in TABLE_ATTRIBUTES]
-            if unsupported:
-                raise ArgumentError(f"minihbase's alter supports the table attributes "
-                                    f"{', '.join(TABLE_ATTRIBUTES)} only, got {', '.join(unsupported)}")
-            for key, value in attrs.items():
-                setting, converted = _table_attribute(key, value)
-                table_changes[setting] = converted
-            continue
-        fname, settings, ignored = _family(arg)
-        for key in ignored:
-            sh.print(f"Unknown argument ignored for column family {fname}: {key}")
-        changes.append((fname, settings))
-    for fname, settings in changes:
-        sh.control("/control/alter-family", {"table": current["name"], "family": fname, **settings})
-    if table_changes:
-        sh.control("/control/alter-table", {"table": current["name"], **table_changes})
-    sh.print("Updating all regions with the new schema...",
-             f"{current['regions']}/{current['regions']} regions updated.", "Done.")
+# create, describe and alter: minihbase.shell_tables (in COMMANDS below).
 
 
 def cmd_disable(sh: Shell, table: Any = None) -> None:
@@ -678,7 +531,7 @@ def cmd_exit(sh: Shell, code: Any = 0) -> None:
 
 
 COMMANDS: dict[str, Callable[..., None]] = {
-    "create": cmd_create, "describe": cmd_describe, "desc": cmd_describe, "alter": cmd_alter,
+    **TABLE_COMMANDS, **ADMIN_COMMANDS,  # create/describe/alter (shell_tables); namespaces, switches (shell_admin)
     "disable": cmd_disable, "enable": cmd_enable, "drop": cmd_drop, "truncate": cmd_truncate,
     "truncate_preserve": cmd_truncate_preserve, "list": cmd_list, "exists": cmd_exists, "count": cmd_count,
     "wal_roll": cmd_wal_roll, "hlog_roll": cmd_wal_roll, "status": cmd_status,

@@ -1,13 +1,15 @@
-"""What `hbase shell` (2.x) prints, as pure functions: `describe`, `list_peers`, `status 'replication'` (2.2+
-format), TTLs, dates. Kept byte-faithful to the reference (§2) so that a parser of real output reads ours.
+"""What `hbase shell` (2.x) prints, as pure functions: `describe` (its descriptors: `descriptor_text`),
+`list_peers`, `status 'replication'` (2.2+ format), dates. Kept byte-faithful to the reference (§2) so that a
+parser of real output reads ours.
 """
 from __future__ import annotations
 
 import time
 
+from minihbase.descriptor_text import family_text, human_ttl, table_attributes_text
 from minihbase.replication.codec import PeerConfig, split_table
 
-FOREVER = 2147483647
+__all__ = ["describe", "human_ttl", "java_date", "list_peers_row", "status_replication", "table_cfs_string"]
 
 
 def java_date(ms: int) -> str:
@@ -15,52 +17,14 @@ def java_date(ms: int) -> str:
     return time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(ms / 1000))
 
 
-def human_ttl(seconds: int) -> str:
-    """HBase's PrettyPrinter for TTL: `FOREVER`, `59 SECONDS`, `86400 SECONDS (1 DAY)`."""
-    if seconds >= FOREVER:
-        return "FOREVER"
-    if seconds < 60:
-        return f"{seconds} SECOND{'' if seconds == 1 else 'S'}"
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n} {unit}{'' if n == 1 else 'S'}"
-             for n, unit in ((days, "DAY"), (hours, "HOUR"), (minutes, "MINUTE"), (secs, "SECOND")) if n]
-    return f"{seconds} SECONDS ({' '.join(parts)})"
-
-
-def family_line(f: dict) -> str:
-    """One family of `describe`, in HBase 2.x's attribute order."""
-    attrs = [
-        ("NAME", f["name"]), ("VERSIONS", f["max_versions"]), ("EVICT_BLOCKS_ON_CLOSE", "false"),
-        ("NEW_VERSION_BEHAVIOR", "false"), ("KEEP_DELETED_CELLS", f.get("keep_deleted_cells", "FALSE")),
-        ("CACHE_DATA_ON_WRITE", "false"), ("DATA_BLOCK_ENCODING", f.get("data_block_encoding", "NONE")),
-        ("TTL", human_ttl(f["ttl_s"])), ("MIN_VERSIONS", f.get("min_versions", 0)),
-        ("REPLICATION_SCOPE", f["replication_scope"]), ("BLOOMFILTER", f["bloom_filter_type"]),
-        ("CACHE_INDEX_ON_WRITE", "false"), ("IN_MEMORY", str(bool(f["in_memory"])).lower()),
-        ("CACHE_BLOOMS_ON_WRITE", "false"), ("PREFETCH_BLOCKS_ON_OPEN", "false"),
-        ("COMPRESSION", f["compression"]), ("BLOCKCACHE", str(bool(f["block_cache_enabled"])).lower()),
-        ("BLOCKSIZE", f.get("block_size", 65536)),
-    ]
-    return "{" + ", ".join(f"{k} => '{v}'" for k, v in attrs) + "}"
-
-
-def table_line(table: dict) -> str:
-    """`describe`'s second line: the name, then `admin.get_table_attributes` (TableDescriptor's
-    `toStringTableAttributes`: `, {TABLE_ATTRIBUTES => {READONLY => 'true'}}` when an attribute is set)."""
-    attributes = table.get("attributes") or {}
-    if not attributes:
-        return table["name"]
-    text = ", ".join(f"{k} => '{v}'" for k, v in attributes.items())
-    return f"{table['name']}, {{TABLE_ATTRIBUTES => {{{text}}}}}"
-
-
 def describe(table: dict) -> list[str]:
-    lines = [f"Table {table['name']} is {'ENABLED' if table['enabled'] else 'DISABLED'}", table_line(table),
-             "COLUMN FAMILIES DESCRIPTION"]
-    families = sorted(table["families"], key=lambda f: f["name"])
+    """`describe 't'` (describe.rb): the state, the name with `get_table_attributes`, one line per family (each
+    followed by an empty line), the row count, the quota line. `table` is `/control/tables`' entry."""
+    lines = [f"Table {table['name']} is {'ENABLED' if table['enabled'] else 'DISABLED'}",
+             table["name"] + table_attributes_text(table.get("attributes") or {}), "COLUMN FAMILIES DESCRIPTION"]
+    families = sorted(table["families"], key=lambda f: f["name"].encode("latin-1"))
     for f in families:
-        lines += [family_line(f), ""]
+        lines += [family_text(f["name"], dict(f["hbase_values"]), dict(f.get("configuration") or [])), ""]
     lines += [f"{len(families)} row(s)", "Quota is disabled"]
     return lines
 

@@ -225,9 +225,30 @@ class MiniCluster:
     def status(self) -> dict:
         return self._control("/control/status")
 
-    def alter_table(self, table: str, readonly: bool) -> dict:
-        """Table attributes (HBase's modifyTable): READONLY. Returns `{table, readonly, attributes}`."""
-        return self._control("/control/alter-table", {"table": table, "readonly": readonly})
+    def alter_table(self, table: str, readonly: bool | None = None, values: dict[str, str] | None = None,
+                    coprocessors: list[str] | None = None) -> dict:
+        """Table attributes (HBase's modifyTable): READONLY, other values ("" removes one), coprocessor specs
+        added. Returns `{table, readonly, attributes}`."""
+        body: dict[str, Any] = {"table": table}
+        if readonly is not None:
+            body["readonly"] = readonly
+        if values:
+            body["values"] = values
+        if coprocessors:
+            body["coprocessors"] = coprocessors
+        return self._control("/control/alter-table", body)
+
+    def switches(self) -> dict:
+        """`{split, merge, normalizer, split_requests_refused}`: the master's switches (ZooKeeper) and how many
+        splits they stopped."""
+        return self._control("/control/switches")
+
+    def set_switch(self, name: str, enabled: bool) -> bool:
+        """Turn "split", "merge" or "normalizer" on or off; returns the previous value."""
+        return self._control("/control/switch", {"switch": name, "enabled": enabled})["previous"]
+
+    def create_namespace(self, name: str, configuration: dict[str, str] | None = None) -> None:
+        self._control("/control/create-namespace", {"namespace": name, "configuration": configuration or {}})
 
     def set_handler_latency(self, ms: float | None) -> dict:
         """The latency each region server call sleeps holding its handler, apart from `set_latency` (None:

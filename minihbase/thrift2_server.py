@@ -53,6 +53,7 @@ from minihbase.errors import (
 from minihbase.hdfs import HDFSError
 from minihbase.region import ColumnSelector
 from minihbase.schema import FamilyDescriptor, TableDescriptor, validate_table_name
+from minihbase.table_attributes import family_values_settings, table_values_settings
 from minihbase.thrift_gateway import GatewayProcessor, GatewayServer, IllegalArgumentAnswer, ScannerRegistry
 
 if TYPE_CHECKING:
@@ -148,24 +149,23 @@ def _ttable_name(name: bytes):
 
 
 def _family_descriptor(f: FamilyDescriptor):
-    """ThriftUtilities.columnFamilyDescriptorFromHBase; `attributes` are the descriptor's values as HBase 2.x
-    keeps them (every default is in the map, values as strings)."""
-    attributes = {
-        b"BLOOMFILTER": f.bloom_filter_type, b"VERSIONS": str(f.max_versions), b"MIN_VERSIONS": str(f.min_versions),
-        b"TTL": str(f.ttl_s), b"REPLICATION_SCOPE": str(f.replication_scope), b"COMPRESSION": f.compression,
-        b"BLOCKSIZE": str(f.block_size), b"IN_MEMORY": str(f.in_memory).lower(),
-        b"BLOCKCACHE": str(f.block_cache_enabled).lower(), b"KEEP_DELETED_CELLS": f.keep_deleted_cells,
-        b"DATA_BLOCK_ENCODING": f.data_block_encoding,
-    }
+    """ThriftUtilities.columnFamilyDescriptorFromHBase; `attributes` are every value of the descriptor as HBase
+    2.5 keeps them (its defaults included, values as strings), `configuration` the family's CONFIGURATION."""
+    attributes = f.hbase_values()
     return T2.TColumnFamilyDescriptor(
-        name=f.name, attributes={k: v.encode() for k, v in attributes.items()}, configuration={},
+        name=f.name, attributes={k.encode(): v.encode() for k, v in attributes.items()},
+        configuration=dict(f.configuration),
         blockSize=f.block_size, bloomnFilterType=BLOOM.get(f.bloom_filter_type, BLOOM["ROW"]),
-        compressionType=COMPRESSION.get(f.compression.upper(), COMPRESSION["NONE"]), dfsReplication=0,
+        compressionType=COMPRESSION.get(f.compression.upper(), COMPRESSION["NONE"]),
+        dfsReplication=int(f.values.get("DFS_REPLICATION", "0")),
         dataBlockEncoding=ENCODING.get(f.data_block_encoding, 0), keepDeletedCells=KEEP_DELETED.get(
             f.keep_deleted_cells, 0), maxVersions=f.max_versions, minVersions=f.min_versions,
         scope=f.replication_scope, timeToLive=f.ttl_s, blockCacheEnabled=f.block_cache_enabled,
-        cacheBloomsOnWrite=False, cacheDataOnWrite=False, cacheIndexesOnWrite=False, compressTags=True,
-        evictBlocksOnClose=False, inMemory=f.in_memory)
+        cacheBloomsOnWrite=f.values.get("CACHE_BLOOMS_ON_WRITE") == "true",
+        cacheDataOnWrite=f.values.get("CACHE_DATA_ON_WRITE") == "true",
+        cacheIndexesOnWrite=f.values.get("CACHE_INDEX_ON_WRITE") == "true",
+        compressTags=f.values.get("COMPRESS_TAGS", "true") == "true",
+        evictBlocksOnClose=f.values.get("EVICT_BLOCKS_ON_CLOSE") == "true", inMemory=f.in_memory)
 
 
 def _family_from_thrift(c) -> FamilyDescriptor:
@@ -174,6 +174,12 @@ def _family_from_thrift(c) -> FamilyDescriptor:
         raise JavaIllegalArgument("Column Family name can not be empty")
     by_value = {v: k for k, v in BLOOM.items()}
     f = FamilyDescriptor(c.name, max_versions=1)
+    # attributes (raw setValue), then configuration, then the typed fields: ThriftUtilities' order.
+    settings = family_values_settings({k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+                                       for k, v in (c.attributes or {}).items()})
+    settings["configuration"] = dict(c.configuration or {})
+    for key, value in settings.items():
+        setattr(f, key, value)
     if c.maxVersions is not None:
         f.max_versions = c.maxVersions
     if c.minVersions is not None:
@@ -460,9 +466,12 @@ class Thrift2Handler:
 
     @staticmethod
     def _descriptor(desc: TableDescriptor):
+        """ThriftUtilities.tableDescriptorFromHBase: every table value in `attributes`, DURABILITY as the enum."""
         families = [_family_descriptor(f) for f in sorted(desc.families.values(), key=lambda f: f.name)]
-        return T2.TTableDescriptor(tableName=_ttable_name(desc.name), columns=families, attributes={},
-                                   durability=T2.TDurability.USE_DEFAULT)
+        attributes = {k.encode(): v.encode() for k, v in desc.attributes().items()}
+        durability = getattr(T2.TDurability, desc.values.get("DURABILITY", "USE_DEFAULT"))
+        return T2.TTableDescriptor(tableName=_ttable_name(desc.name), columns=families, attributes=attributes,
+                                   durability=durability)
 
     def tableExists(self, tableName):
         return _table_name(tableName) in self.master.tables
@@ -482,7 +491,14 @@ class Thrift2Handler:
             if i and key == keys[i - 1]:
                 raise JavaIllegalArgument(f"All split keys must be unique, found duplicate: {_binary(key)}, "
                                           f"{_binary(key)}")
-        self.master.create_table(TableDescriptor(name, families), keys)
+        # tableDescriptorFromThrift: attributes as raw values, then the durability when set.
+        settings = table_values_settings({k.decode("utf-8", "replace"): v.decode("utf-8", "replace")
+                                          for k, v in (desc.attributes or {}).items()})
+        values = settings.get("values", {})
+        if desc.durability is not None:
+            values["DURABILITY"] = T2.TDurability._VALUES_TO_NAMES[desc.durability]
+        self.master.create_table(TableDescriptor(name, families, readonly=settings.get("readonly"), values=values),
+                                 keys)
 
     def deleteTable(self, tableName):
         self.master.delete_table(_table_name(tableName))

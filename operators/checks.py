@@ -13,10 +13,14 @@ from operators.hooks import HBaseClusterHook, table_names
 class PreflightOperator(BaseOperator):
     """Runs every preflight check against both clusters and fails (without retry) if one fails.
 
-    Checks: both clusters reachable and distinct; tables and families on both sides (or to be created);
-    REPLICATION_SCOPE exactly 1 on every migrated family (any value other than 0/1 refused); the peer id free
-    or already ours with the same config; no other peer pinning WALs; oldWALs quota headroom for the copy.
-    Changes nothing. The report is returned (XCom) and logged with a fix for each failure.
+    Checks: both clusters reachable and distinct; tables on both sides: an existing target table with the
+    source's families, VERSIONS, MIN_VERSIONS, TTL and KEEP_DELETED_CELLS (other attributes reported) and no
+    row unless allowed or written by this migration; tables to create: coprocessors installed on the target,
+    codecs it loads (a scratch twin created and dropped); REPLICATION_SCOPE exactly 1 on every migrated family
+    (any value other than 0/1 refused); the peer id free or already ours with the same config (SERIAL,
+    BANDWIDTH included; SERIAL needs the shell backend); no other peer pinning WALs; oldWALs quota headroom for
+    the copy; warnings when bulk loads would not replicate (source /conf) or deleted cells are kept.
+    Changes nothing but the scratch twin. The report is returned (XCom) and logged with a fix per failure.
 
     :param tables: the tables to migrate (every family of each).
     :param peer_id: the replication peer the run will add.
@@ -26,17 +30,28 @@ class PreflightOperator(BaseOperator):
     :param expected_copy_s: the copy's expected duration: oldWALs must hold what a disabled peer pins that long.
     :param quota_mark: the fraction of an oldWALs quota that counts as pressure (the run's `quota_mark`).
     :param safety_factor: the expected duration is multiplied by this for the headroom check.
+    :param codec_map: `SNAPPY=ZSTD,...`: codecs replaced on the tables to create (the run's `codec_map`).
+    :param target_coprocessors: classes installed on the target (a coprocessor not listed is refused).
+    :param allow_target_data: accept existing target tables that hold rows.
+    :param serial: the peer is to be SERIAL. :param bandwidth: the peer's BANDWIDTH (bytes/s, 0 unlimited).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
-                                      "expected_copy_s", "quota_mark")
+                                      "expected_copy_s", "quota_mark", "codec_map", "target_coprocessors",
+                                      "allow_target_data", "serial", "bandwidth")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", create_missing: bool = True,
                  expected_copy_s: float = 3600.0, quota_mark: float = DEFAULT_QUOTA_MARK,
-                 safety_factor: float = 2.0, **kwargs) -> None:
+                 safety_factor: float = 2.0, codec_map: str | None = None, target_coprocessors: Sequence[str] = (),
+                 allow_target_data: bool = False, serial: bool = False, bandwidth: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.codec_map = codec_map
+        self.target_coprocessors = target_coprocessors
+        self.allow_target_data = allow_target_data
+        self.serial = serial
+        self.bandwidth = bandwidth
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
         self.tables = tables
@@ -48,11 +63,15 @@ class PreflightOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.preflight import run_preflight
+        from hbase_migration.runspec import parse_codec_map
 
         report = run_preflight(
             HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
             table_names(self.tables), self.peer_id, create_missing=self.create_missing,
             expected_copy_s=self.expected_copy_s, safety_factor=self.safety_factor, quota_mark=self.quota_mark,
+            codec_map=parse_codec_map(self.codec_map or ""), target_coprocessors=table_names(self.target_coprocessors),
+            allow_target_data=self.allow_target_data is True, serial=self.serial is True,
+            bandwidth=int(self.bandwidth or 0),
         )
         for line in report.text().splitlines():
             self.log.info("%s", line)
@@ -63,32 +82,46 @@ class PreflightOperator(BaseOperator):
 
 
 class CreateTargetTablesOperator(BaseOperator):
-    """Creates each migrated table that is absent on the target with the source's families (versions, TTL,
-    REPLICATION_SCOPE) and the source's split keys; tables that exist are left alone. Safe to re-run.
+    """Creates each migrated table that is absent on the target exactly like the source's: its namespace (when
+    the target lacks it), every family attribute (versions, TTL, compression, encoding, block size, MOB, ...,
+    METADATA and CONFIGURATION), every table attribute (MAX_FILESIZE, DURABILITY, SPLIT_POLICY, coprocessors,
+    ...) and the source's split keys, then reads it back. Tables that exist are left alone. Safe to re-run.
 
     :param tables: the tables to create when absent.
     :param source_conn_id: the cluster whose table descriptions are copied.
     :param target_conn_id: the cluster the tables are created on (through its `shell_command`).
+    :param codec_map: `SNAPPY=ZSTD,...`: codecs replaced on the target.
+    :param target_coprocessors: classes installed on the target; a coprocessor not listed is refused by name.
     :param dry_run: log the `create` statements without running them.
     """
 
-    template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "dry_run")
+    template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "dry_run", "codec_map",
+                                      "target_coprocessors")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], source_conn_id: str = "hbase_source",
-                 target_conn_id: str = "hbase_target", dry_run: bool = False, **kwargs) -> None:
+                 target_conn_id: str = "hbase_target", dry_run: bool = False, codec_map: str | None = None,
+                 target_coprocessors: Sequence[str] = (), **kwargs) -> None:
         super().__init__(**kwargs)
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
         self.tables = tables
         self.dry_run = dry_run
+        self.codec_map = codec_map
+        self.target_coprocessors = target_coprocessors
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from hbase_migration.tables import create_missing_tables
+        from hbase_migration.runspec import parse_codec_map
+        from hbase_migration.tables import TableRefused, create_missing_tables
 
-        done = create_missing_tables(
-            HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
-            table_names(self.tables), dry_run=self.dry_run is True)
+        try:
+            done = create_missing_tables(
+                HBaseClusterHook(self.source_conn_id).get_cluster(),
+                HBaseClusterHook(self.target_conn_id).get_cluster(), table_names(self.tables),
+                dry_run=self.dry_run is True, codec_map=parse_codec_map(self.codec_map or ""),
+                target_coprocessors=table_names(self.target_coprocessors))
+        except TableRefused as e:  # a refusal is not fixed by a retry
+            raise AirflowFailException(str(e)) from e
         for item in done:
             self.log.info("%s: %s%s", item["table"], item["outcome"],
                           f" ({item['statement']})" if item.get("statement") else "")

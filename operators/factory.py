@@ -22,12 +22,16 @@ MIGRATION_DOC = """
 ### Migrate live HBase tables to another cluster
 
 1. **open_run**: validates the inputs (tables, time range, peer id, distinct clusters) and records the run.
-2. **preflight**: both clusters reachable and distinct; tables/families on both sides; `REPLICATION_SCOPE`
-   exactly 1 on every migrated family (other values refused); peer id free or ours; no other peer pinning
-   WALs; oldWALs quota headroom for the copy under the run's quota mark. Changes nothing.
-3. **create_target_tables**: absent target tables are created with the source's families and split keys.
-4. **add_peer**: the peer is added **DISABLED**, scoped by TABLE_CFS to the tables. From this instant (T0)
-   every edit is kept in the source's WALs.
+2. **preflight**: both clusters reachable and distinct; tables on both sides (an existing target table with the
+   source's families, VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS and no rows unless allowed or this
+   migration's own; coprocessors installed and codecs loadable for the tables to create); `REPLICATION_SCOPE`
+   exactly 1 on every migrated family (other values refused); peer id free or ours (SERIAL, BANDWIDTH
+   included); no other peer pinning WALs; oldWALs quota headroom; warnings for bulk loads that would not
+   replicate and deleted cells that are not copied. Changes nothing (a scratch table is created and dropped).
+3. **create_target_tables**: absent target tables are created exactly like the source's (namespace, every
+   family and table attribute, codecs mapped by `codec_map`, coprocessors, split keys).
+4. **add_peer**: the peer is added **DISABLED** (SERIAL and BANDWIDTH as asked), scoped by TABLE_CFS to the
+   tables. From this instant (T0) every edit is kept in the source's WALs.
 5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
    timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach) and a
    load-aware throttle (slower past `max_load`, paused past `critical_load`, given up after `max_pause_s`).
@@ -57,8 +61,12 @@ def spec(name: str) -> str:
     The DAGs render templates as native objects, and Jinja's native mode would turn a string that looks like
     a number (peer id "1") into an int: string fields are rendered as JSON literals, which it reads back as
     the same string."""
-    quote = " | tojson" if BY_NAME[name].kind == "string" else ""
-    return _SPEC + "{{ s." + name + quote + " }}"
+    field = BY_NAME[name]
+    if field.kind != "string":
+        return _SPEC + "{{ s." + name + " }}"
+    if field.nullable:  # None stays None (tojson would give the string "null")
+        return _SPEC + "{{ s." + name + " | tojson if s." + name + " is not none else none }}"
+    return _SPEC + "{{ s." + name + " | tojson }}"
 
 
 def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,13 +105,16 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         preflight = PreflightOperator(
             task_id="preflight", doc_md=_doc(PreflightOperator), **both, **peer, tables=spec("tables"),
             create_missing=spec("create_missing_tables"), expected_copy_s=spec("expected_copy_s"),
-            quota_mark=spec("quota_mark"))
+            quota_mark=spec("quota_mark"), codec_map=spec("codec_map"), target_coprocessors=spec("target_coprocessors"),
+            allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"))
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
-            tables=spec("tables"), dry_run=spec("dry_run"), **safe_retry)
+            tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
+            target_coprocessors=spec("target_coprocessors"), **safe_retry)
         add_peer = AddPeerOperator(
             task_id="add_peer", doc_md=_doc(AddPeerOperator), **both, **peer, tables=spec("tables"),
-            dry_run=spec("dry_run"), ledger_run_id="{{ run_id }}", **safe_retry)
+            dry_run=spec("dry_run"), serial=spec("serial"), bandwidth=spec("bandwidth"),
+            ledger_run_id="{{ run_id }}", **safe_retry)
 
         @task.short_circuit(task_id="proceed_unless_dry_run")
         def proceed(**context) -> bool:

@@ -64,16 +64,21 @@ class AddPeerOperator(_PeerOperator):
     :param tables: the tables the peer replicates (TABLE_CFS, every family of each).
     :param target_conn_id: the cluster the peer ships to (its cluster key is the peer's).
     :param enabled: create the peer ENABLED instead (only when no copy has to precede the shipping).
+    :param serial: SERIAL => true (HBase 2.1+; the ZooKeeper backend refuses it).
+    :param bandwidth: the peer's BANDWIDTH, bytes/s per source region server (0: unlimited).
     """ + _COMMON_PARAMS
 
-    template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id", "tables", "enabled")
+    template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id", "tables", "enabled",
+                                      "serial", "bandwidth")
 
     def __init__(self, *, tables: Sequence[str], target_conn_id: str = "hbase_target",
-                 enabled: bool = False, **kwargs) -> None:
+                 enabled: bool = False, serial: bool = False, bandwidth: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.target_conn_id = target_conn_id
         self.tables = tables
         self.enabled = enabled
+        self.serial = serial
+        self.bandwidth = bandwidth
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.preflight import ensure_distinct, migration_peer_config
@@ -82,7 +87,8 @@ class AddPeerOperator(_PeerOperator):
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         ensure_distinct(source, target)
-        config = migration_peer_config(target, table_names(self.tables))
+        config = migration_peer_config(target, table_names(self.tables), serial=self.serial is True,
+                                       bandwidth=int(self.bandwidth or 0))
         t0_ms = int(time.time() * 1000)  # taken before the peer exists: every edit from here on is kept
         with peer_admin(source) as admin:
             result = admin.add_peer(self.peer_id, config, enabled=bool(self.enabled), dry_run=self.is_dry_run)

@@ -74,10 +74,12 @@ def add_peer(peer_id: str, config: PeerConfig, enabled: bool = False) -> list[st
     """The statements that create `peer_id` with `config`.
 
     `add_peer` takes CLUSTER_KEY, STATE, TABLE_CFS, NAMESPACES, CONFIG, DATA,
-    ENDPOINT_CLASSNAME (and REMOTE_WAL_DIR on 3.x). It has no key for
-    bandwidth, serial, a bare replicate_all=false or exclude lists in every
-    2.x, so those follow as set_peer_* statements in the same session (the
-    shell stops at the first error, and the result is read back from ZooKeeper).
+    ENDPOINT_CLASSNAME, SERIAL (2.1+, HBASE-20046; written only when true, so
+    older shells never see it) and REMOTE_WAL_DIR (3.x): a serial peer is serial
+    from its first instant. It has no key for bandwidth, a bare
+    replicate_all=false or exclude lists in every 2.x, so those follow as
+    set_peer_* statements in the same session (the shell stops at the first
+    error, and the result is read back from ZooKeeper).
     """
     validate_peer_id(peer_id)
     pid = ruby_str(peer_id)
@@ -96,6 +98,8 @@ def add_peer(peer_id: str, config: PeerConfig, enabled: bool = False) -> list[st
         args.append(f"DATA => {ruby_string_hash(config.data)}")
     if config.remote_wal_dir:
         args.append(f"REMOTE_WAL_DIR => {ruby_str(config.remote_wal_dir)}")
+    if config.serial:
+        args.append("SERIAL => true")
     statements = [f"add_peer {pid}, " + ", ".join(args)]
     if not config.replicate_all and not (config.table_cfs or config.namespaces):
         statements.append(f"set_peer_replicate_all {pid}, false")
@@ -105,8 +109,6 @@ def add_peer(peer_id: str, config: PeerConfig, enabled: bool = False) -> list[st
         statements.append(f"set_peer_exclude_tableCFs {pid}, {ruby_table_cfs(config.exclude_table_cfs)}")
     if config.bandwidth:
         statements.append(f"set_peer_bandwidth {pid}, {int(config.bandwidth)}")
-    if config.serial:
-        statements.append(f"set_peer_serial {pid}, true")
     return statements
 
 

@@ -1,5 +1,8 @@
 """The HBase 1.x path: peers written straight into ZooKeeper, as 1.x's ReplicationAdmin did.
 
+SERIAL is refused (1.x has no serial peers); BANDWIDTH is the message's field 7
+(1.3+ honour it).
+
 In 1.x the client itself wrote `replication/peers/<id>` and `peer-state`, and
 region servers watched those znodes. Writes carry the ZKMetadata header, as
 RecoverableZooKeeper adds it. A new peer is one transaction (peer + state
@@ -75,6 +78,12 @@ class ZooKeeperPeerAdmin(PeerAdmin):
                         + "; ".join(failures))
 
     def _add(self, peer_id: str, config: PeerConfig, enabled: bool, execute: bool) -> list[str]:
+        if config.serial:
+            # HBase 1.x has no serial peers: its region servers would ignore field 11 and ship out of order.
+            raise InvalidPeerConfig(
+                f"peer {peer_id!r}: serial replication needs HBase 2.1+ (SERIAL => true); the ZooKeeper peer-admin "
+                f"backend of {self._where()} is for HBase 1.x, which has no serial peers. Nothing was changed: use "
+                "the shell backend (connection extra peer_admin=shell) on HBase 2.1+, or run without serial")
         peers = zk_peers.peers_path(self.parent)
         path = zk.peer_path(self.parent, peer_id)
         state_path = zk.peer_state_path(self.parent, peer_id)

@@ -158,8 +158,11 @@ def test_create_readonly_and_the_control_endpoint(minihbase_dc1):
     missing = requests.post(url, json={"table": "nope", "readonly": True}, timeout=10)
     assert missing.status_code == 409
     assert missing.json() == {"error": "org.apache.hadoop.hbase.TableNotFoundException: nope"}
-    out = shell(cluster, "alter 'born_frozen', MAX_FILESIZE => '1'", expect_rc=1)
-    assert out[-1] == ("ERROR: minihbase's alter supports the table attributes READONLY only, got MAX_FILESIZE")
+    out = shell(cluster, "alter 'born_frozen', MAX_FILESIZE => '1'", expect_rc=1)  # the master's sanity check
+    assert out[-1] == ("ERROR: org.apache.hadoop.hbase.DoNotRetryIOException: MAX_FILESIZE for table descriptor or "
+                       "\"hbase.hregion.max.filesize\" (1) is too small, which might cause over splitting into "
+                       "unmanageable number of regions. Set hbase.table.sanity.checks to false at conf or table "
+                       "descriptor if you want to bypass sanity checks")
 
 
 def test_readonly_is_kept_in_the_descriptor_across_a_restart(minihbase_factory):

@@ -27,12 +27,11 @@ def without_took(lines: list[str]) -> list[str]:
 
 
 def family(name: str, versions: int = 3, ttl: str = "FOREVER", scope: int = 0) -> str:
-    return (f"{{NAME => '{name}', VERSIONS => '{versions}', EVICT_BLOCKS_ON_CLOSE => 'false', "
-            "NEW_VERSION_BEHAVIOR => 'false', KEEP_DELETED_CELLS => 'FALSE', CACHE_DATA_ON_WRITE => 'false', "
-            f"DATA_BLOCK_ENCODING => 'NONE', TTL => '{ttl}', MIN_VERSIONS => '0', REPLICATION_SCOPE => '{scope}', "
-            "BLOOMFILTER => 'ROW', CACHE_INDEX_ON_WRITE => 'false', IN_MEMORY => 'false', "
-            "CACHE_BLOOMS_ON_WRITE => 'false', PREFETCH_BLOCKS_ON_OPEN => 'false', COMPRESSION => 'NONE', "
-            "BLOCKCACHE => 'true', BLOCKSIZE => '65536'}")
+    """A family with default attributes as HBase 2.5 prints it (its values' HashMap order, units)."""
+    return (f"{{NAME => '{name}', INDEX_BLOCK_ENCODING => 'NONE', VERSIONS => '{versions}', "
+            f"KEEP_DELETED_CELLS => 'FALSE', DATA_BLOCK_ENCODING => 'NONE', TTL => '{ttl}', MIN_VERSIONS => '0', "
+            f"REPLICATION_SCOPE => '{scope}', BLOOMFILTER => 'ROW', IN_MEMORY => 'false', COMPRESSION => 'NONE', "
+            "BLOCKCACHE => 'true', BLOCKSIZE => '65536 B (64KB)'}")
 
 
 def test_create_describe_list_with_binary_splits(minihbase_dc1):

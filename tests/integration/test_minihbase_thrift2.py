@@ -124,7 +124,7 @@ def test_server_type_create_table_and_descriptors(client, minihbase_dc1):
     assert d.attributes == {b"BLOOMFILTER": b"ROW", b"VERSIONS": b"4", b"MIN_VERSIONS": b"0", b"TTL": b"3600",
                             b"REPLICATION_SCOPE": b"1", b"COMPRESSION": b"NONE", b"BLOCKSIZE": b"65536",
                             b"IN_MEMORY": b"false", b"BLOCKCACHE": b"true", b"KEEP_DELETED_CELLS": b"FALSE",
-                            b"DATA_BLOCK_ENCODING": b"NONE"}
+                            b"DATA_BLOCK_ENCODING": b"NONE", b"INDEX_BLOCK_ENCODING": b"NONE"}
     # The table exists for the whole cluster: its regions, and the families through Thrift1.
     regions = minihbase_dc1.status()["tables"][name.decode()]["regions"]
     assert [r["name"].split(",")[1] for r in regions] == ["", "f", "m"]

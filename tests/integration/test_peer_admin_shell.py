@@ -111,6 +111,27 @@ def test_add_disabled_rerun_conflict_enable_disable_remove(admin, target_key):
     assert admin.get_peer("mig1") is None
 
 
+def test_serial_and_bandwidth_in_one_session_and_another_value_is_another_config(admin, target_key, clusters):
+    """SERIAL goes in add_peer itself (2.1+), BANDWIDTH follows as set_peer_bandwidth in the same session; both
+    read back from the peer znode (fields 11 and 7), and a re-add with other values is refused."""
+    config = PeerConfig(cluster_key=target_key, table_cfs={"t1": []}, serial=True, bandwidth=1_048_576)
+    created = admin.add_peer("ser1", config)
+    assert created.commands == [
+        f'add_peer "ser1", CLUSTER_KEY => "{target_key}", STATE => "DISABLED", TABLE_CFS => {{"t1" => []}}, '
+        f'CONFIG => {{"hbase_migration.owner" => "{OWNER}"}}, SERIAL => true',
+        'set_peer_bandwidth "ser1", 1048576']
+    data, _, _, _ = raw(admin, "ser1")
+    peer = zk.decode_replication_peer(data)
+    assert (peer.serial, peer.bandwidth) == (True, 1_048_576)
+    listed = {p.peer_id: p for p in admin.shell_list_peers()}
+    assert (listed["ser1"].serial, listed["ser1"].bandwidth) == (True, 1_048_576)
+    assert admin.add_peer("ser1", config).outcome == "unchanged"
+    with pytest.raises(PeerConflict, match="serial: True != False"):
+        admin.add_peer("ser1", config.replace(serial=False))
+    with pytest.raises(PeerConflict, match="bandwidth: 1048576 != 0"):
+        admin.add_peer("ser1", config.replace(bandwidth=0))
+
+
 def test_peer_added_outside_the_toolkit_needs_force(admin, target_key):
     key = shell_statements.ruby_str(target_key)
     admin.run([f'add_peer "other", CLUSTER_KEY => {key}, STATE => "DISABLED"'])  # no owner mark

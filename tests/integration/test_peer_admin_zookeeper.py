@@ -216,6 +216,23 @@ def test_bad_input_changes_nothing(admin, cluster, root):
     assert root.exists(peers) is None
 
 
+def test_serial_is_refused_by_the_1x_backend_and_bandwidth_is_written(admin, cluster, root):
+    """HBase 1.x has no serial peers: SERIAL is refused naming the backend and the fix, nothing written; a
+    bandwidth is the peer message's field 7, as 1.3+ read it."""
+    peers = zk.join(cluster.znode_parent, "replication", "peers")
+    with pytest.raises(InvalidPeerConfig, match=r"serial replication needs HBase 2\.1\+ .*ZooKeeper peer-admin "
+                                                r"backend .*Nothing was changed: use the shell backend "
+                                                r"\(connection extra peer_admin=shell\)"):
+        admin.add_peer("s1", config(serial=True))
+    assert root.exists(peers) is None or root.get_children(peers) == []
+    assert admin.add_peer("b1", config(bandwidth=2_000_000)).outcome == "created"
+    data, _ = root.get(zk.peer_path(cluster.znode_parent, "b1"))
+    decoded = zk.decode_replication_peer(data)
+    assert (decoded.bandwidth, decoded.serial) == (2_000_000, False)
+    with pytest.raises(PeerConflict, match="bandwidth: 2000000 != 1000"):  # another bandwidth: another config
+        admin.add_peer("b1", config(bandwidth=1000))
+
+
 def test_leftover_queues_of_a_former_peer_block_add(admin, cluster, root):
     rs = "rs1.example.com,16020,1700000000001"
     queue = zk.join(cluster.znode_parent, "replication", "rs", rs, "1-rs2.example.com,16020,1600000000000")

@@ -48,7 +48,9 @@ def test_add_peer_enabled_omits_state():
         'add_peer "p", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", TABLE_CFS => {"t" => []}']
 
 
-def test_add_peer_with_every_option_uses_follow_up_statements():
+def test_add_peer_with_every_option_serial_in_add_peer_bandwidth_after():
+    """SERIAL is an add_peer key (2.1+): the peer is serial from its first instant; BANDWIDTH has no add_peer key
+    in every 2.x, so set_peer_bandwidth follows in the same session."""
     config = PeerConfig(cluster_key=KEY, namespaces=["ns1"], bandwidth=1048576, serial=True,
                         data={"k": "v"}, configuration={OWNER_KEY: "o"},
                         endpoint_class="org.example.Endpoint", remote_wal_dir="hdfs://nn/remoteWALs")
@@ -56,10 +58,16 @@ def test_add_peer_with_every_option_uses_follow_up_statements():
         'add_peer "2", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", '
         'ENDPOINT_CLASSNAME => "org.example.Endpoint", STATE => "DISABLED", NAMESPACES => ["ns1"], '
         'CONFIG => {"hbase_migration.owner" => "o"}, '
-        'DATA => {"k" => "v"}, REMOTE_WAL_DIR => "hdfs://nn/remoteWALs"',
+        'DATA => {"k" => "v"}, REMOTE_WAL_DIR => "hdfs://nn/remoteWALs", SERIAL => true',
         'set_peer_bandwidth "2", 1048576',
-        'set_peer_serial "2", true',
     ]
+
+
+def test_add_peer_non_serial_says_nothing_of_serial():
+    """A pre-2.1 shell does not know SERIAL: it is written only for a serial peer."""
+    statements = shell.add_peer("p", PeerConfig(cluster_key=KEY, table_cfs={"t": []}))
+    assert statements == ['add_peer "p", CLUSTER_KEY => "zk1,zk2,zk3:2181:/hbase", STATE => "DISABLED", '
+                          'TABLE_CFS => {"t" => []}']
 
 
 def test_add_peer_replicate_all_variants():

@@ -57,11 +57,28 @@ def test_values_are_canonical():
     ({"quota_mark": 1.5}, "quota_mark", "a fraction in (0, 1]"),
     ({"colour": "blue"}, "colour", "unknown parameter"),
     ({"source_conn_id": "a b"}, "source_conn_id", "not an Airflow connection id"),
+    ({"codec_map": "SNAPPY"}, "codec_map", "'SNAPPY' is not SOURCE=TARGET (e.g. SNAPPY=ZSTD)"),
+    ({"codec_map": "SNAPPY=ZIP"}, "codec_map", "'ZIP' is not an HBase compression codec"),
+    ({"codec_map": "lzo=gz,LZO=NONE"}, "codec_map", "LZO is mapped twice"),
+    ({"target_coprocessors": ["org.x.Ok", "not a class"]}, "target_coprocessors", "'not a class' is not a Java"),
+    ({"bandwidth": -1}, "bandwidth", "an integer >= 0"),
+    ({"serial": "yes"}, "serial", "must be true or false"),
 ])
 def test_invalid_values_name_their_field(change, field, fragment):
     with pytest.raises(InvalidRunInput) as e:
         RunSpec.validate({**BASE, **change})
     assert e.value.field == field and fragment in e.value.reason
+
+
+def test_table_and_peer_options_are_canonical():
+    spec = RunSpec.validate({**BASE, "codec_map": " snappy=zstd,LZO = gz ", "target_coprocessors": "a.B, a.B,c.D",
+                             "allow_target_data": "true", "serial": True, "bandwidth": "1048576"})
+    assert (spec.codec_map, spec.codecs()) == ("LZO=GZ,SNAPPY=ZSTD", {"LZO": "GZ", "SNAPPY": "ZSTD"})
+    assert (spec.target_coprocessors, spec.allow_target_data, spec.serial, spec.bandwidth) == (
+        ("a.B", "c.D"), True, True, 1_048_576)
+    assert RunSpec.from_dict(spec.to_dict()) == spec
+    assert RunSpec.validate({**BASE, "codec_map": ""}).codecs() == {}
+    assert BY_PLAN_KEY["tables.codec_map"].name == "codec_map" and BY_PLAN_KEY["peer.serial"].name == "serial"
 
 
 def test_each_dag_kind_has_its_own_fields():
