@@ -64,9 +64,14 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def usage_line(error: BaseException, command: str | None) -> str:
     """The one line a usage error prints: its message on one line, with a way to fix it when it has none."""
+    from hbase_migration.zk import ZnodeMissing
+
     text = " ".join(str(error).split())
     if " — " not in text:
-        text += f" — see `{PROG}{' ' + command if command else ''} --help`"
+        if isinstance(error, ZnodeMissing):
+            text += " — check the connection's znode_parent (the cluster's zookeeper.znode.parent)"
+        else:
+            text += f" — see `{PROG}{' ' + command if command else ''} --help`"
     return f"error: {text}"
 
 
@@ -108,6 +113,15 @@ PEER_ID = _checked("peer_id", validate_peer_id, "e.g. --peer-id mig1")
 SECONDS = _checked("seconds", _number(0, strict=True, what="a number of seconds > 0"), "e.g. 5")
 GAP_S = _checked("seconds", _number(0, strict=False, what="a number of seconds >= 0"), "e.g. 2 (0: one reading)")
 FACTOR = _checked("factor", _number(1, strict=False, what="a factor >= 1"), "e.g. --safety-factor 2")
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"must be a number of partitions at once >= 1, got {text!r}")
+    return int(text)
+
+
+WORKERS = _checked("workers", _workers, "e.g. --workers 4")
 
 
 def _tables(value: Any) -> list[str]:
@@ -166,6 +180,7 @@ def _peer_add_checks(args: argparse.Namespace, source: Any, target: Any) -> dict
 
 
 def cmd_peer(args: argparse.Namespace) -> int:
+    from hbase_migration import zk
     from hbase_migration.replication import PeerNotOurs, peer_admin
 
     if args.action != "list" and not args.peer_id:
@@ -182,6 +197,8 @@ def cmd_peer(args: argparse.Namespace) -> int:
         config = migration_peer_config(target, _tables(args.tables))
         checks = _peer_add_checks(args, source, target)
     with peer_admin(source) as admin:
+        # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
+        zk.read_cluster_id(admin.zk, source.znode_parent)
         try:
             if args.action == "list":
                 peers = admin.list_peers()
@@ -293,21 +310,15 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     from hbase_migration.runner import prepare_job, run_job
     from hbase_migration.scope import CopyConfigError
 
-    argv = [a for a in argv if a != "--json"]
-    workers = 4
-    if "--workers" in argv:
-        i = argv.index("--workers")
-        text = argv[i + 1] if i + 1 < len(argv) else ""
-        if not text.isdigit() or int(text) < 1:
-            raise UsageError(f"argument --workers: must be a number of partitions at once >= 1, got {text!r}",
-                             "e.g. --workers 4")
-        workers = int(text)
-        del argv[i:i + 2]
+    own = ArgumentParser(prog=f"{PROG} {kind}", add_help=False, allow_abbrev=False)
+    own.add_argument("--workers", type=WORKERS, default=4)
+    own.add_argument("--json", action="store_true")
+    ours, rest = own.parse_known_args(list(argv))
     try:
-        job = prepare_job(kind, argv, prog=f"{PROG} {kind}")
+        job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
     except (jobargs.UsageError, CopyConfigError) as e:
         raise UsageError(*_split(e, kind)) from None
-    return run_job(job, lambda _name, _ns: LocalExecutor(workers))
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers))
 
 
 def _split(error: BaseException, command: str) -> tuple[str, str]:
@@ -412,9 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv and not argv[0].startswith("-") else None
     from hbase_migration import jobargs
     from hbase_migration.replication import PeerAdminError
+    from hbase_migration.zk import ZnodeMissing
 
     usage = (UsageError, jobargs.UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig,
-             InvalidRunInput)
+             InvalidRunInput, ZnodeMissing)  # ZnodeMissing: a znode HBase always has is absent (a wrong parent)
     try:
         if command in ("copy", "verify"):
             return run_in_process(command, argv[1:])

@@ -55,7 +55,11 @@ def cluster_from_text(name: str, text: str) -> Cluster:
 
             return _from_connection(name, parse_connection(text))
         from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+        from hbase_migration.runspec import CONN_ID
 
+        if not CONN_ID.match(text):
+            raise UsageError(f"--{name}: {text!r} is not an Airflow connection id (letters, digits, '_', '-', '.'), "
+                             f"nor connection JSON or a URI — give {FORMS}")
         try:
             return resolve_cluster(text)
         except ConnectionNotFound as e:

@@ -55,19 +55,21 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
     with open_data_path(source) as s, open_data_path(target) as t:
         src = s.families(options.table)
         if not src:
-            raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r}")
+            raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r} — check "
+                                  "the table's name ('ns:name' for a namespace) and the source connection")
         dst = t.families(options.target_table)
         if not dst:
             raise CopyConfigError(
-                f"target_table: {options.target_table!r} does not exist on the target {target.name!r} "
-                "(create it with the same families and split keys first)")
+                f"target_table: {options.target_table!r} does not exist on the target {target.name!r} — create it "
+                "with the source's families and split keys first (python -m hbase_migration create-tables)")
         for s_family, d_family in options.families or tuple((f, f) for f in sorted(src)):
             if s_family not in src:
                 raise CopyConfigError(f"families: {s_family.decode()!r} is not a family of {options.table!r} on the "
-                                      f"source (it has {', '.join(sorted(f.decode() for f in src))})")
+                                      f"source — name one it has: {', '.join(sorted(f.decode() for f in src))}")
             if d_family not in dst:
                 raise CopyConfigError(f"families: {d_family.decode()!r} is not a family of {options.target_table!r} "
-                                      f"on the target (it has {', '.join(sorted(f.decode() for f in dst))})")
+                                      f"on the target — name one it has: "
+                                      f"{', '.join(sorted(f.decode() for f in dst))}")
         regions = s.regions(options.table)
     if not regions:
         raise CopyConfigError(f"table {options.table!r} has no regions on the source {source.name!r}")
