@@ -268,11 +268,22 @@ def cmd_quota(args: argparse.Namespace) -> int:
     return EXIT_FAILED if sample.decision.level == "breach" else EXIT_OK
 
 
+def _on_source(cluster: Any, tables: Sequence[str]) -> None:
+    """Refuse tables the source does not have (as copy and verify do) before any shell statement runs."""
+    from hbase_migration.preflight import existing_tables
+
+    absent = [t for t in tables if t not in existing_tables(cluster, tables)]
+    if absent:
+        raise UsageError(f"table(s) {', '.join(absent)} do not exist on the source {cluster.name!r}",
+                         "check the names in --tables ('ns:name' for a namespace) and the source connection")
+
+
 def cmd_create_tables(args: argparse.Namespace) -> int:
     from hbase_migration.tables import create_missing_tables
 
     source, target = resolve_cluster(args.source), resolve_cluster(args.target)
     _distinct(source, target)
+    _on_source(source, _tables(args.tables))
     done = create_missing_tables(source, target, _tables(args.tables), dry_run=args.dry_run)
     _emit(args, done, "\n".join(f"{d['table']}: {d['outcome']}" + (f"  {d['statement']}" if d["statement"] else "")
                                 for d in done))
@@ -284,6 +295,7 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
     cluster = resolve_cluster(args.source)
     tables = _tables(args.tables)
+    _on_source(cluster, tables)
     if args.status:
         states = readonly_states(cluster, tables)
         _emit(args, states, "\n".join(f"{t}: {'READONLY' if ro else 'writable'}" for t, ro in states.items()))

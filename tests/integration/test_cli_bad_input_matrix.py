@@ -198,7 +198,10 @@ case("bad name", "copy", args("copy", "src", "dst", TABLE, PEER, "--target-table
      "target_table: table name '.meta'")
 case("bad name", "verify", args("verify", "src", "dst", TABLE, PEER, "--families", "nosuch"), 2,
      "'nosuch' is not a family of 'mx' on the source — name one it has: d")
-case("bad name", "copy", args("copy", tables="nosuch"), 2, "'nosuch' does not exist on the source 'src'")
+for c in ("copy", "verify"):
+    case("bad name", c, args(c, tables="nosuch"), 2, "'nosuch' does not exist on the source 'src'")
+for c in ("create-tables", "freeze"):
+    case("bad name", c, args(c, tables=f"{TABLE},nosuch"), 2, "table(s) nosuch do not exist on the source 'src'")
 case("bad name", "peer add", args("peer add", tables="nosuch"), 2,
      "source_tables: not found on the source: nosuch — fix what failed, or pass --force")
 
