@@ -99,7 +99,10 @@ def _param(name: str, fix: str) -> Callable[[str], Any]:
 
 def _number(low: float, *, strict: bool, what: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        value = float(text)
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
         if not math.isfinite(value) or not (value > low if strict else value >= low):
             raise ValueError(f"must be {what}, got {text!r}")
         return value
@@ -125,7 +128,7 @@ WORKERS = _checked("workers", _workers, "e.g. --workers 4")
 
 
 def _tables(value: Any) -> list[str]:
-    return list(value)
+    return list(value)  # already checked and canonical (TABLES)
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
