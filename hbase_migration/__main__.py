@@ -15,32 +15,122 @@
     python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
 
 Clusters are Airflow connection ids, resolved as Airflow does (AIRFLOW_CONN_<ID> in JSON or URI form, else
-`airflow connections get`). `--json` prints one machine-readable JSON document. Exit status: 0 all is well,
-1 a check failed / the lag has not drained / verify found differences, 2 a usage error (bad arguments, bad
-connection, invalid peer id or cluster key). `--dry-run` on changing commands prints what would run.
+`airflow connections get`). `--json` prints one machine-readable JSON document. `--dry-run` on changing commands
+prints what would run. `peer add` first runs the migration DAG's preflight checks for what a peer touches (both
+clusters answer, the target's cluster key reaches an HBase, the tables exist on the source with
+REPLICATION_SCOPE 1) and changes nothing when one fails; `--force` skips them and says so.
+
+Exit status, one rule for every command:
+  0  all is well.
+  1  an operational failure: a cluster that does not answer during an action, a check that failed (preflight, a
+     peer in the way, the lag not drained, an oldWALs breach), differences found (verify), a failed partition.
+  2  a usage error, refused before anything changed: bad arguments, a connection that is missing or does not
+     describe a cluster, an invalid name (table, peer id, connection id), number or time window, the same
+     cluster and table as source and target, a check that `--force` can skip (peer add's checks; a peer this
+     toolkit did not create). One line on stderr, `error: <what> — <how to fix>`, and no traceback.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import math
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from hbase_migration.cluster import ClusterConfigError
 from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+from hbase_migration.replication.model import InvalidPeerConfig, validate_peer_id
 from hbase_migration.runspec import BY_NAME, InvalidRunInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROG = "python -m hbase_migration"
+FORCE_FIX = "pass --force only if you are sure this peer may be touched"
 
 
 class UsageError(Exception):
-    pass
+    """Bad input, refused before anything changed: exit 2 and one line, `error: <what> — <how to fix>`."""
+
+    def __init__(self, what: str, fix: str):
+        super().__init__(f"{what} — {fix}")
 
 
-def _tables(text: str) -> list[str]:
-    return list(BY_NAME["tables"].value(text))
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one `error: ... — ...` line (main's), not a usage text and an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        what, _, fix = message.partition(" — ")  # an argument type's error names its fix already
+        raise UsageError(what, fix or f"see `{self.prog} --help`")
+
+
+def usage_line(error: BaseException, command: str | None) -> str:
+    """The one line a usage error prints: its message on one line, with a way to fix it when it has none."""
+    from hbase_migration.zk import ZnodeMissing
+
+    text = " ".join(str(error).split())
+    if " — " not in text:
+        if isinstance(error, ZnodeMissing):
+            text += " — check the connection's znode_parent (the cluster's zookeeper.znode.parent)"
+        else:
+            text += f" — see `{PROG}{' ' + command if command else ''} --help`"
+    return f"error: {text}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Argument types: each input is checked where it is read, by the definition the DAG forms use (runspec), and
+# a bad value is refused naming the argument and how to fix it.
+
+
+def _checked(name: str, parse: Callable[[str], Any], fix: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except InvalidRunInput as e:
+            raise argparse.ArgumentTypeError(f"{e.reason} — {fix}") from None
+        except ValueError as e:  # InvalidPeerConfig, a number that does not parse
+            raise argparse.ArgumentTypeError(f"{e} — {fix}") from None
+
+    convert.__name__ = name  # argparse names it in its own messages
+    return convert
+
+
+def _param(name: str, fix: str) -> Callable[[str], Any]:
+    return _checked(name, BY_NAME[name].value, fix)
+
+
+def _number(low: float, *, strict: bool, what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or not (value > low if strict else value >= low):
+            raise ValueError(f"must be {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+CONN_ID = _param("source_conn_id", "give the Airflow connection id of a cluster")
+TABLES = _param("tables", "name tables as [namespace:]qualifier, comma-separated (e.g. t1,ns:t2)")
+PEER_ID = _checked("peer_id", validate_peer_id, "e.g. --peer-id mig1")
+SECONDS = _checked("seconds", _number(0, strict=True, what="a number of seconds > 0"), "e.g. 5")
+GAP_S = _checked("seconds", _number(0, strict=False, what="a number of seconds >= 0"), "e.g. 2 (0: one reading)")
+FACTOR = _checked("factor", _number(1, strict=False, what="a factor >= 1"), "e.g. --safety-factor 2")
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"must be a number of partitions at once >= 1, got {text!r}")
+    return int(text)
+
+
+WORKERS = _checked("workers", _workers, "e.g. --workers 4")
+
+
+def _tables(value: Any) -> list[str]:
+    return list(value)  # already checked and canonical (TABLES)
 
 
 def _run_option(name: str, value):
@@ -52,6 +142,16 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str) if args.json else text)
 
 
+def _distinct(source: Any, target: Any) -> None:
+    """Refuse the same cluster as source and target (by normalized cluster key), as the DAG's form does."""
+    from hbase_migration.preflight import ensure_distinct
+
+    try:
+        ensure_distinct(source, target)
+    except ClusterConfigError as e:
+        raise UsageError(str(e), "give --target the connection of the other cluster") from None
+
+
 # --------------------------------------------------------------------------------------------------
 # Commands: each a plain function (args) -> exit status
 
@@ -60,7 +160,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from hbase_migration.preflight import run_preflight
     from hbase_migration.runspec import parse_codec_map
 
-    report = run_preflight(resolve_cluster(args.source), resolve_cluster(args.target), _tables(args.tables),
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    report = run_preflight(source, target, _tables(args.tables),
                            args.peer_id, create_missing=not args.no_create, expected_copy_s=args.expected_copy_s,
                            safety_factor=args.safety_factor, quota_mark=args.quota_mark,
                            sample_gap_s=args.sample_gap_s,
@@ -72,38 +174,73 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def _peer_add_checks(args: argparse.Namespace, source: Any, target: Any) -> dict[str, Any]:
+    """Preflight's checks for what the new peer touches (hbase_migration.peer_checks), or their skipping with
+    --force, said on stderr. Refused (exit 2, nothing changed) when one fails; returns what --json shows."""
+    from hbase_migration.peer_checks import PEER_ADD_CHECKS, peer_add_report
+
+    if args.force:
+        print(f"warning: --force: peer add skipped its checks ({', '.join(PEER_ADD_CHECKS)})", file=sys.stderr)
+        return {"skipped": True, "reason": "--force", "checks": list(PEER_ADD_CHECKS)}
+    report = peer_add_report(source, target, _tables(args.tables), args.peer_id)
+    if not report.ok:
+        _emit(args, {"peer_id": args.peer_id, "outcome": "refused", "checks": report.to_dict()}, report.text())
+        failed = "; ".join(f"{r.name}: {r.reason}" for r in report.failures)
+        raise UsageError(f"peer add {args.peer_id} refused, nothing changed: {failed}",
+                         "fix what failed, or pass --force to add the peer anyway (a DISABLED peer pins every WAL "
+                         "in oldWALs until it ships or is removed)")
+    if not args.json:
+        print(report.text())
+    return {"skipped": False, **report.to_dict()}
+
+
 def cmd_peer(args: argparse.Namespace) -> int:
-    from hbase_migration.replication import peer_admin
+    from hbase_migration import zk
+    from hbase_migration.replication import PeerNotOurs, peer_admin
 
+    if args.action != "list" and not args.peer_id:
+        raise UsageError(f"peer {args.action} needs --peer-id", "e.g. --peer-id mig1")
+    if args.action == "add" and (not args.target or not args.tables):
+        raise UsageError("peer add needs --target and --tables", "e.g. --target hbase_target --tables t1,t2")
     source = resolve_cluster(args.source)
-    with peer_admin(source) as admin:
-        if args.action == "list":
-            peers = admin.list_peers()
-            lines = [f"{p.id}\t{p.state}\t{p.config.cluster_key}\towner={p.owner or '-'}\t"
-                     f"table_cfs={json.dumps(p.config.table_cfs)}" for p in peers]
-            _emit(args, [p.describe() for p in peers], "\n".join(lines) or "no peers")
-            return EXIT_OK
-        if args.action == "add":
-            from hbase_migration.preflight import ensure_distinct, migration_peer_config
+    checks = None
+    if args.action == "add":
+        from hbase_migration.preflight import migration_peer_config
 
-            if not args.target or not args.tables:
-                raise UsageError("peer add needs --target and --tables")
-            target = resolve_cluster(args.target)
-            ensure_distinct(source, target)
-            config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
-                                           bandwidth=_run_option("bandwidth", args.bandwidth))
-            result = admin.add_peer(args.peer_id, config, enabled=args.state == "enabled", dry_run=args.dry_run)
-        elif args.action == "enable":
-            result = admin.enable_peer(args.peer_id, dry_run=args.dry_run)
-        elif args.action == "disable":
-            result = admin.disable_peer(args.peer_id, dry_run=args.dry_run)
-        else:
-            result = admin.remove_peer(args.peer_id, force=args.force, dry_run=args.dry_run)
+        target = resolve_cluster(args.target)
+        _distinct(source, target)
+        config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
+                                       bandwidth=_run_option("bandwidth", args.bandwidth))
+        checks = _peer_add_checks(args, source, target)
+    with peer_admin(source) as admin:
+        # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
+        zk.read_cluster_id(admin.zk, source.znode_parent)
+        try:
+            if args.action == "list":
+                peers = admin.list_peers()
+                lines = [f"{p.id}\t{p.state}\t{p.config.cluster_key}\towner={p.owner or '-'}\t"
+                         f"table_cfs={json.dumps(p.config.table_cfs)}" for p in peers]
+                _emit(args, [p.describe() for p in peers], "\n".join(lines) or "no peers")
+                return EXIT_OK
+            if args.action == "add":
+                result = admin.add_peer(args.peer_id, config, enabled=args.state == "enabled",
+                                        dry_run=args.dry_run)
+            elif args.action == "enable":
+                result = admin.enable_peer(args.peer_id, dry_run=args.dry_run, force=args.force)
+            elif args.action == "disable":
+                result = admin.disable_peer(args.peer_id, dry_run=args.dry_run, force=args.force)
+            else:
+                result = admin.remove_peer(args.peer_id, force=args.force, dry_run=args.dry_run)
+        except PeerNotOurs as e:
+            raise UsageError(e.what, FORCE_FIX) from None
     lines = [("would run: " if result.dry_run else "ran: ") + c for c in result.commands]
     lines.append(f"peer {result.peer_id}: {result.outcome}" + (f" ({result.message})" if result.message else ""))
     if result.peer is not None:
         lines.append(f"ZooKeeper now shows peer {result.peer_id} {result.peer.state}")
-    _emit(args, result.to_dict(), "\n".join(lines))
+    data = result.to_dict()
+    if checks is not None:
+        data["checks"] = checks
+    _emit(args, data, "\n".join(lines))
     return EXIT_OK
 
 
@@ -147,12 +284,24 @@ def cmd_quota(args: argparse.Namespace) -> int:
     return EXIT_FAILED if sample.decision.level == "breach" else EXIT_OK
 
 
+def _on_source(cluster: Any, tables: Sequence[str]) -> None:
+    """Refuse tables the source does not have (as copy and verify do) before any shell statement runs."""
+    from hbase_migration.preflight import existing_tables
+
+    absent = [t for t in tables if t not in existing_tables(cluster, tables)]
+    if absent:
+        raise UsageError(f"table(s) {', '.join(absent)} do not exist on the source {cluster.name!r}",
+                         "check the names in --tables ('ns:name' for a namespace) and the source connection")
+
+
 def cmd_create_tables(args: argparse.Namespace) -> int:
     from hbase_migration.runspec import parse_codec_map
     from hbase_migration.tables import create_missing_tables
 
-    done = create_missing_tables(resolve_cluster(args.source), resolve_cluster(args.target),
-                                 _tables(args.tables), dry_run=args.dry_run,
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    _on_source(source, _tables(args.tables))
+    done = create_missing_tables(source, target, _tables(args.tables), dry_run=args.dry_run,
                                  codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
                                  target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors))
     _emit(args, done, "\n".join(f"{d['table']}: {d['outcome']}" + (f"  {d['statement']}" if d["statement"] else "")
@@ -165,6 +314,7 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
     cluster = resolve_cluster(args.source)
     tables = _tables(args.tables)
+    _on_source(cluster, tables)
     if args.status:
         states = readonly_states(cluster, tables)
         _emit(args, states, "\n".join(f"{t}: {'READONLY' if ro else 'writable'}" for t, ro in states.items()))
@@ -186,35 +336,42 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     """The copy or verification in this process, partitions on threads (no Spark), with the same arguments
     as the Spark jobs plus `--workers N` (partitions at once, default 4). Its stdout is one JSON summary line
     (logs go to stderr), so `--json` is accepted for symmetry with the other commands and changes nothing."""
+    from hbase_migration import jobargs
     from hbase_migration.executors import LocalExecutor
-    from hbase_migration.runner import job_main
+    from hbase_migration.runner import prepare_job, run_job
+    from hbase_migration.scope import CopyConfigError
 
-    argv = [a for a in argv if a != "--json"]
-    workers = 4
-    if "--workers" in argv:
-        i = argv.index("--workers")
-        try:
-            workers = int(argv[i + 1])
-        except (IndexError, ValueError):
-            print("error: --workers needs a number", file=sys.stderr)
-            return EXIT_USAGE
-        del argv[i:i + 2]
-    return job_main(kind, argv, lambda _name, _ns: LocalExecutor(workers))
+    own = ArgumentParser(prog=f"{PROG} {kind}", add_help=False, allow_abbrev=False)
+    own.add_argument("--workers", type=WORKERS, default=4)
+    own.add_argument("--json", action="store_true")
+    ours, rest = own.parse_known_args(list(argv))
+    try:
+        job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
+    except (jobargs.UsageError, CopyConfigError) as e:
+        raise UsageError(*_split(e, kind)) from None
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers))
+
+
+def _split(error: BaseException, command: str) -> tuple[str, str]:
+    """(what, fix) of a message that may already carry its fix after ' — '."""
+    what, _, fix = str(error).partition(" — ")
+    return what, fix or f"see `{PROG} {command} --help`"
 
 
 # --------------------------------------------------------------------------------------------------
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hbase_migration", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--log-level", default="WARNING")
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--log-level", default="WARNING", type=str.upper,
+                   choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser, target: bool = False) -> None:
-        sp.add_argument("--source", required=True, help="source cluster's Airflow connection id")
+        sp.add_argument("--source", required=True, type=CONN_ID, help="source cluster's Airflow connection id")
         if target:
-            sp.add_argument("--target", required=True, help="target cluster's Airflow connection id")
+            sp.add_argument("--target", required=True, type=CONN_ID, help="target cluster's Airflow connection id")
         sp.add_argument("--json", action="store_true", help="print one JSON document")
 
     def table_options(sp: argparse.ArgumentParser) -> None:
@@ -227,14 +384,15 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("preflight", help="every check before a migration; changes nothing")
     common(sp, target=True)
-    sp.add_argument("--tables", required=True, help="comma-separated tables")
-    sp.add_argument("--peer-id", required=True)
+    sp.add_argument("--tables", required=True, type=TABLES, help="comma-separated tables")
+    sp.add_argument("--peer-id", required=True, type=PEER_ID)
     sp.add_argument("--no-create", action="store_true", help="fail when a target table is absent")
-    sp.add_argument("--expected-copy-s", type=float, default=3600.0, help="expected copy duration (headroom)")
-    sp.add_argument("--safety-factor", type=float, default=2.0)
-    sp.add_argument("--quota-mark", type=float, default=BY_NAME["quota_mark"].default,
-                    help="fraction of an oldWALs quota that counts as pressure")
-    sp.add_argument("--sample-gap-s", type=float, default=2.0, help="gap between two oldWALs readings")
+    sp.add_argument("--expected-copy-s", type=_param("expected_copy_s", "e.g. --expected-copy-s 3600"),
+                    default=BY_NAME["expected_copy_s"].default, help="expected copy duration (headroom)")
+    sp.add_argument("--safety-factor", type=FACTOR, default=2.0)
+    sp.add_argument("--quota-mark", type=_param("quota_mark", "e.g. --quota-mark 0.8"),
+                    default=BY_NAME["quota_mark"].default, help="fraction of an oldWALs quota that counts as pressure")
+    sp.add_argument("--sample-gap-s", type=GAP_S, default=2.0, help="gap between two oldWALs readings")
     table_options(sp)
     sp.add_argument("--allow-target-data", action="store_true",
                     help="accept existing target tables that already hold rows")
@@ -243,12 +401,14 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("peer", help="replication peer admin on the source")
     sp.add_argument("action", choices=("list", "add", "enable", "disable", "remove"))
-    sp.add_argument("--source", required=True)
-    sp.add_argument("--target", help="target connection id (add)")
-    sp.add_argument("--tables", help="comma-separated tables (add)")
-    sp.add_argument("--peer-id")
+    sp.add_argument("--source", required=True, type=CONN_ID)
+    sp.add_argument("--target", type=CONN_ID, help="target connection id (add)")
+    sp.add_argument("--tables", type=TABLES, help="comma-separated tables (add)")
+    sp.add_argument("--peer-id", type=PEER_ID)
     sp.add_argument("--state", choices=("disabled", "enabled"), default="disabled", help="state of a new peer")
-    sp.add_argument("--force", action="store_true", help="remove a peer this toolkit did not create")
+    sp.add_argument("--force", action="store_true",
+                    help="add: skip the checks (target reachable, tables and their REPLICATION_SCOPE on the "
+                         "source); enable/disable/remove: touch a peer this toolkit did not create")
     peer_options(sp)
     sp.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
     sp.add_argument("--json", action="store_true")
@@ -256,34 +416,36 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("lag", help="per-queue replication figures and the drain decision")
     common(sp)
-    sp.add_argument("--peer-id", required=True)
+    sp.add_argument("--peer-id", required=True, type=PEER_ID)
     sp.add_argument("--watch", action="store_true", help="poll until drained (or --watch-timeout-s)")
-    sp.add_argument("--interval-s", type=float, default=5.0)
-    sp.add_argument("--watch-timeout-s", type=float, default=3600.0)
-    sp.add_argument("--stable-samples", type=int, default=BY_NAME["stable_samples"].default)
-    sp.add_argument("--max-lag-ms", type=int, default=BY_NAME["max_lag_ms"].default)
-    sp.add_argument("--caught-up-queue-size", type=int, default=BY_NAME["caught_up_queue_size"].default,
-                    help="1 for HBase 2.x, 0 for 1.x")
+    sp.add_argument("--interval-s", type=SECONDS, default=5.0)
+    sp.add_argument("--watch-timeout-s", type=SECONDS, default=3600.0)
+    sp.add_argument("--stable-samples", type=_param("stable_samples", "e.g. --stable-samples 3"),
+                    default=BY_NAME["stable_samples"].default)
+    sp.add_argument("--max-lag-ms", type=_param("max_lag_ms", "e.g. --max-lag-ms 30000"),
+                    default=BY_NAME["max_lag_ms"].default)
+    sp.add_argument("--caught-up-queue-size", type=_param("caught_up_queue_size", "1 for HBase 2.x, 0 for 1.x"),
+                    default=BY_NAME["caught_up_queue_size"].default, help="1 for HBase 2.x, 0 for 1.x")
     sp.set_defaults(func=cmd_lag)
 
     sp = sub.add_parser("quota", help="oldWALs usage, quota, growth and projected exhaustion")
     common(sp)
-    sp.add_argument("--quota-mark", type=float, default=BY_NAME["quota_mark"].default,
-                    help="fraction of a quota that counts as a breach")
-    sp.add_argument("--sample-gap-s", type=float, default=5.0)
+    sp.add_argument("--quota-mark", type=_param("quota_mark", "e.g. --quota-mark 0.8"),
+                    default=BY_NAME["quota_mark"].default, help="fraction of a quota that counts as a breach")
+    sp.add_argument("--sample-gap-s", type=GAP_S, default=5.0)
     sp.set_defaults(func=cmd_quota)
 
     sp = sub.add_parser("create-tables", help="create absent target tables exactly like the source's (namespace, "
                                               "every family and table attribute, splits)")
     common(sp, target=True)
-    sp.add_argument("--tables", required=True)
+    sp.add_argument("--tables", required=True, type=TABLES)
     table_options(sp)
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
 
     sp = sub.add_parser("freeze", help="make tables READONLY (writes refused, reads go on) or writable again")
     common(sp)
-    sp.add_argument("--tables", required=True)
+    sp.add_argument("--tables", required=True, type=TABLES)
     sp.add_argument("--unfreeze", action="store_true", help="make the tables writable again")
     sp.add_argument("--status", action="store_true", help="only show each table's READONLY attribute")
     sp.add_argument("--dry-run", action="store_true", help="print the alter statements, change nothing")
@@ -301,27 +463,37 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit status follows the rule in the module docstring, and no error prints a
+    traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = parser()
-    if argv and argv[0] in ("copy", "verify"):
-        try:
-            return run_in_process(argv[0], argv[1:])
-        except SystemExit as e:  # argparse in the job: 2 on a usage error
-            return int(e.code or 0)
-    args = p.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from hbase_migration.replication import InvalidPeerConfig, PeerAdminError
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    from hbase_migration import jobargs
+    from hbase_migration.replication import PeerAdminError
+    from hbase_migration.zk import ZnodeMissing
 
+    usage = (UsageError, jobargs.UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig,
+             InvalidRunInput, ZnodeMissing)  # ZnodeMissing: a znode HBase always has is absent (a wrong parent)
     try:
+        if command in ("copy", "verify"):
+            return run_in_process(command, argv[1:])
+        args = parser().parse_args(argv)
+        level = getattr(logging, args.log_level)
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # kazoo warns at every reconnect attempt to a quorum that does not answer; the error says it once.
+        logging.getLogger("kazoo").setLevel(level if level <= logging.INFO else logging.ERROR)
         return args.func(args)
-    except (UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig, InvalidRunInput) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except usage as e:
+        print(usage_line(e, command), file=sys.stderr)
         return EXIT_USAGE
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else EXIT_OK
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
     except PeerAdminError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILED
-    except Exception as e:  # an unreachable cluster, a failed shell: a failure, said plainly
+    except Exception as e:  # an unreachable cluster, a failed shell: an operational failure, said plainly
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_FAILED
 

@@ -24,35 +24,51 @@ def env_var_name(conn_id: str) -> str:
     return "AIRFLOW_CONN_" + conn_id.upper()
 
 
+def parse_extra(extra: Any, where: str = "extra") -> dict[str, Any]:
+    """A connection's extra: a mapping, or its JSON text (Airflow stores it as text); errors name `where`."""
+    if extra is None or (isinstance(extra, str) and not extra.strip()):
+        return {}
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except json.JSONDecodeError as e:
+            raise ClusterConfigError(f"{where} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+                                     "it must be a JSON object of the hbase extras") from None
+    if not isinstance(extra, Mapping):
+        raise ClusterConfigError(f"{where} must be a JSON object of the hbase extras, got {type(extra).__name__}")
+    return dict(extra)
+
+
 def parse_connection(text: str) -> dict[str, Any]:
     """An `AIRFLOW_CONN_*` value (JSON object or URI) as {conn_type, host, port, extra}."""
     text = text.strip()
-    if text.startswith("{"):
+    if text.startswith(("{", "[")):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ClusterConfigError(f"connection JSON is malformed: {e}") from None
-        extra = data.get("extra") or {}
-        if isinstance(extra, str):
-            extra = json.loads(extra) if extra.strip() else {}
+            raise ClusterConfigError(f"connection JSON is malformed ({e.msg} at line {e.lineno} column "
+                                     f"{e.colno})") from None
+        if not isinstance(data, dict):
+            raise ClusterConfigError(f"connection JSON must be an object, got {type(data).__name__}")
         return {
             "conn_type": data.get("conn_type"),
             "host": data.get("host"),
             "port": data.get("port"),
-            "extra": extra,
+            "extra": parse_extra(data.get("extra")),
         }
     parts = urlsplit(text)
     if not parts.scheme:
         raise ClusterConfigError(f"connection URI has no scheme: {text[:40]!r}")
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    if "__extra__" in query:
-        extra = json.loads(query["__extra__"])
-    else:
-        extra = query
+    extra = parse_extra(query["__extra__"], "the URI's __extra__") if "__extra__" in query else query
+    try:
+        port = parts.port
+    except ValueError:
+        raise ClusterConfigError(f"connection URI's port is not a number: {parts.netloc!r}") from None
     return {
         "conn_type": parts.scheme.replace("-", "_"),
         "host": unquote(parts.hostname or "") or None,
-        "port": parts.port,
+        "port": port,
         "extra": extra,
     }
 
@@ -60,6 +76,13 @@ def parse_connection(text: str) -> dict[str, Any]:
 def cluster_from_connection_text(conn_id: str, text: str) -> Cluster:
     fields = parse_connection(text)
     return Cluster.from_connection(conn_id, fields["host"], fields["port"], fields["extra"])
+
+
+def _invalid(conn_id: str, where: str, error: ClusterConfigError) -> ClusterConfigError:
+    """The error of a connection that exists but does not describe a cluster: which connection, where it is
+    defined, what is wrong, and where to fix it (one line)."""
+    reason = str(error).removeprefix(f"cluster {conn_id!r}: ").replace("\n", " ")
+    return ClusterConfigError(f"connection {conn_id!r} ({where}): {reason} — fix it in {where}")
 
 
 def cli_json(stdout: str) -> Any:
@@ -80,22 +103,28 @@ def resolve_cluster(
 ) -> Cluster:
     """The `Cluster` behind a connection id: the environment first, then `airflow connections get`."""
     environ = os.environ if environ is None else environ
-    text = environ.get(env_var_name(conn_id))
+    name = env_var_name(conn_id)
+    text = environ.get(name)
     if text:
-        return cluster_from_connection_text(conn_id, text)
+        try:
+            return cluster_from_connection_text(conn_id, text)
+        except ClusterConfigError as e:
+            raise _invalid(conn_id, name, e) from None
     if airflow_cli and shutil.which("airflow"):
         proc = subprocess.run(
             ["airflow", "connections", "get", conn_id, "-o", "json"],
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode == 0 and proc.stdout.strip():
-            rows = cli_json(proc.stdout)
-            row = rows[0] if isinstance(rows, list) else rows
-            extra = row.get("extra_dejson") or row.get("extra") or {}
-            if isinstance(extra, str):
-                extra = json.loads(extra) if extra.strip() else {}
-            return Cluster.from_connection(conn_id, row.get("host"), row.get("port"), extra)
+            where = f"the Airflow connection (`airflow connections get {conn_id}`)"
+            try:
+                rows = cli_json(proc.stdout)
+                row = rows[0] if isinstance(rows, list) else rows
+                extra = parse_extra(row.get("extra_dejson") or row.get("extra"))
+                return Cluster.from_connection(conn_id, row.get("host"), row.get("port"), extra)
+            except ClusterConfigError as e:
+                raise _invalid(conn_id, where, e) from None
     raise ConnectionNotFound(
-        f"connection {conn_id!r} not found: set {env_var_name(conn_id)} (JSON or URI) "
-        "or create it with `airflow connections add`"
+        f"connection {conn_id!r} not found — set {name} (JSON or URI) "
+        f"or create it with `airflow connections add {conn_id}`"
     )

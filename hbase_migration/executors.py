@@ -26,11 +26,24 @@ log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler on whatever `sys.stderr` is when a record is emitted: the CLI runs copies in-process, and a
+    handler holding the first caller's stream would write to a capture or redirect long gone."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def configure_logging(level: str = "INFO") -> None:
     """Driver and task logs on stderr (stdout carries only the JSON summary)."""
     root = logging.getLogger()
     if not any(getattr(h, "_hbase_migration", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _Stderr()
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         handler._hbase_migration = True  # type: ignore[attr-defined]
         root.addHandler(handler)

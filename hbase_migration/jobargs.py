@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Mapping, Sequence
+import math
+from typing import Any, Mapping, NoReturn, Sequence
 
 from hbase_migration.cluster import Cluster, ClusterConfigError
 from hbase_migration.copy import CopyOptions
-from hbase_migration.scope import CopyConfigError, to_bytes_binary
+from hbase_migration.scope import CopyConfigError, timestamp_ms, to_bytes_binary
 from hbase_migration.verify import VerifyOptions
 
 
@@ -25,16 +26,27 @@ class UsageError(ValueError):
     """A job argument is wrong; the job exits 2 and changes nothing."""
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are a `UsageError` (one line naming the argument, exit 2 from the caller) rather
+    than a usage text and an exit from inside the parser."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} — see `{self.prog} --help`")
+
+
+FORMS = "a connection id, Airflow connection JSON or URI, or the cluster's JSON"
+
+
 def cluster_from_text(name: str, text: str) -> Cluster:
     """A `Cluster` from one of the forms in the module docstring; errors name the argument."""
     if not isinstance(text, str) or not text.strip():
-        raise UsageError(f"--{name}: a cluster description is required")
+        raise UsageError(f"--{name}: a cluster description is required — give {FORMS}")
     text = text.strip()
     try:
         if text.startswith(("{", "[")):
             data = json.loads(text)
             if not isinstance(data, dict):
-                raise UsageError(f"--{name}: expected a JSON object")
+                raise UsageError(f"--{name}: expected a JSON object — give {FORMS}")
             if "thrift_host" in data:
                 return Cluster.from_dict({"name": name, **data})
             return _from_connection(name, data)
@@ -43,22 +55,47 @@ def cluster_from_text(name: str, text: str) -> Cluster:
 
             return _from_connection(name, parse_connection(text))
         from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+        from hbase_migration.runspec import CONN_ID
 
+        if not CONN_ID.match(text):
+            raise UsageError(f"--{name}: {text!r} is not an Airflow connection id (letters, digits, '_', '-', '.'), "
+                             f"nor connection JSON or a URI — give {FORMS}")
         try:
             return resolve_cluster(text)
         except ConnectionNotFound as e:
             raise UsageError(f"--{name}: {e}") from None
     except json.JSONDecodeError as e:
-        raise UsageError(f"--{name}: not valid JSON: {e}") from None
+        raise UsageError(f"--{name}: not valid JSON ({e.msg} at column {e.colno}) — give {FORMS}") from None
     except (ClusterConfigError, TypeError) as e:
-        raise UsageError(f"--{name}: {e}") from None
+        fix = "" if " — " in str(e) else f" — fix the cluster description given to --{name}"
+        raise UsageError(f"--{name}: {e}{fix}") from None
 
 
 def _from_connection(name: str, data: Mapping[str, Any]) -> Cluster:
-    extra = data.get("extra") or {}
-    if isinstance(extra, str):
-        extra = json.loads(extra) if extra.strip() else {}
+    from hbase_migration.connections import parse_extra
+
+    extra = parse_extra(data.get("extra"), "the connection's extra")
     return Cluster.from_connection(data.get("conn_id") or name, data.get("host"), data.get("port"), extra)
+
+
+def _finite(text: str) -> float:
+    """A float argument that is a real number: argparse's `float` takes 'nan' and turns '1e400' into inf,
+    which the checks after it would report as 'got inf', not as what was typed."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number (a float holds up to 1.8e308)")
+    return value
+
+
+def _instant(text: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 date-time with its offset (as the trigger form takes them)."""
+    try:
+        return timestamp_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (e.g. 1714521600000 or 2024-05-01T00:00:00Z)") from None
 
 
 def _add_scope(p: argparse.ArgumentParser) -> None:
@@ -68,8 +105,10 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-table", help="target table (default: the source table's name)")
     p.add_argument("--start-row", help="first row (inclusive), \\xNN escapes as CopyTable's --startrow")
     p.add_argument("--stop-row", help="last row (exclusive), \\xNN escapes")
-    p.add_argument("--start-time-ms", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
-    p.add_argument("--end-time-ms", type=int, help="copy cells with timestamp < this (ms, exclusive)")
+    p.add_argument("--start-time-ms", type=_instant,
+                   help="copy cells with timestamp >= this (ms, inclusive; or ISO 8601 with an offset)")
+    p.add_argument("--end-time-ms", type=_instant,
+                   help="copy cells with timestamp < this (ms, exclusive; or ISO 8601 with an offset)")
     p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
     p.add_argument("--versions", default="all",
                    help="versions per column: 'all' (default: every version each family keeps) or N, the newest N "
@@ -83,9 +122,9 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="INFO", help="Python log level of the driver and tasks")
 
 
-def copy_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="copy_table.py",
+def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog=prog or "copy_table.py",
         description="Copy an HBase table between clusters over Thrift, keeping every cell's timestamp "
                     "(a PySpark CopyTable). Prints one JSON summary line; exit 0 when every partition was "
                     "copied, 1 when one failed, 2 on a usage error.",
@@ -97,21 +136,21 @@ def copy_parser() -> argparse.ArgumentParser:
     p.add_argument("--writers", type=int, help="target connections per task")
     p.add_argument("--pipeline", type=int, help="write calls in flight per connection (mutateRowsTs or putMultiple)")
     p.add_argument("--scan-batch-rows", type=int, help="rows per scanner call")
-    p.add_argument("--rows-per-s", type=float, help="per-task throttle on rows read from the source")
-    p.add_argument("--bytes-per-s", type=float, help="per-task throttle on bytes read from the source")
+    p.add_argument("--rows-per-s", type=_finite, help="per-task throttle on rows read from the source")
+    p.add_argument("--bytes-per-s", type=_finite, help="per-task throttle on bytes read from the source")
     p.add_argument("--max-load", help="load throttle: slow down when a source region server reaches any of these "
                                       "/jmx figures, 'metric=threshold,...' (e.g. numCallsInGeneralQueue=10,"
                                       "write_p99_ms=100; see hbase_migration/load.py)")
     p.add_argument("--critical-load", help="load throttle: pause while a source region server is past any of these")
-    p.add_argument("--max-pause-s", type=float, help="load throttle: paused this long, the copy gives up "
+    p.add_argument("--max-pause-s", type=_finite, help="load throttle: paused this long, the copy gives up "
                                                      "(default 600; finished partitions stay recorded)")
-    p.add_argument("--load-sample-s", type=float, help="load throttle: seconds between two samples (default 5)")
+    p.add_argument("--load-sample-s", type=_finite, help="load throttle: seconds between two samples (default 5)")
     return p
 
 
-def verify_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="verify_table.py",
+def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog=prog or "verify_table.py",
         description="Compare a table on two clusters: row counts, range hashes, a row diff of the differing "
                     "ranges, a re-compare, optionally a repair. Prints one JSON result line; exit 0 when "
                     "identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
@@ -119,7 +158,7 @@ def verify_parser() -> argparse.ArgumentParser:
     _add_scope(p)
     p.add_argument("--level", choices=("rows", "content"), default="content",
                    help="rows: row counts only (key-only scans); content: every cell (default)")
-    p.add_argument("--recompare-sleep-s", type=float, default=0.0,
+    p.add_argument("--recompare-sleep-s", type=_finite, default=0.0,
                    help="pause before differing rows are compared again (edits in flight)")
     p.add_argument("--sample-limit", type=int, default=20, help="differing row keys listed per kind")
     p.add_argument("--repair", action="store_true",

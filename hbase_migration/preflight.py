@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 ERROR = "error"
 WARNING = "warning"
+SKIPPED = "skipped"  # a check that could not be made (what it checks is absent): it neither passes nor fails
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class PreflightReport:
     def text(self) -> str:
         lines = []
         for r in self.results:
-            mark = "ok  " if r.ok else ("FAIL" if r.severity == ERROR else "warn")
+            mark = "ok  " if r.ok else {ERROR: "FAIL", SKIPPED: "skip"}.get(r.severity, "warn")
             lines.append(f"[{mark}] {r.name}: {r.reason}")
             if r.fix and not r.ok:
                 lines.append(f"       fix: {r.fix}")
@@ -134,9 +135,30 @@ def _source_tables(facts: Facts) -> CheckResult:
     return CheckResult("source_tables", True, f"all {len(facts.tables)} exist ({fams})")
 
 
+def _not_on_source(facts: Facts) -> list[str]:
+    return [t for t in facts.tables if facts.source.tables.get(t) is None]
+
+
+def _skipped(name: str, facts: Facts) -> CheckResult | None:
+    """The result of a check over the source's tables when none of them exists there (source_tables fails)."""
+    absent = _not_on_source(facts)
+    if len(absent) < len(facts.tables):
+        return None
+    return CheckResult(name, False, f"not checked: {', '.join(absent)} not found on the source", severity=SKIPPED)
+
+
+def _unchecked(facts: Facts) -> str:
+    """What a check over the source's tables could not look at, for its reason."""
+    absent = _not_on_source(facts)
+    return f" (not checked: {', '.join(absent)}, not found on the source)" if absent else ""
+
+
 def _target_tables(facts: Facts) -> CheckResult:
     """Absent tables will be created; an existing one must have the source's families and the values a reader
     sees (VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS), and be enabled."""
+    skipped = _skipped("target_tables", facts)
+    if skipped:
+        return skipped
     problems, to_create, fixes = [], [], []
     for t in facts.tables:
         src, dst = facts.source.tables.get(t), facts.target.tables.get(t)
@@ -158,9 +180,9 @@ def _target_tables(facts: Facts) -> CheckResult:
         return CheckResult("target_tables", False, "; ".join(problems), fix="; ".join(fixes) or None)
     if to_create:
         return CheckResult("target_tables", True, "will be created with the source's namespace, families, table "
-                           f"attributes and split keys: {', '.join(to_create)}")
+                           f"attributes and split keys: {', '.join(to_create)}{_unchecked(facts)}")
     return CheckResult("target_tables", True, "all exist with the source's families, VERSIONS, MIN_VERSIONS, TTL "
-                       "and KEEP_DELETED_CELLS")
+                       f"and KEEP_DELETED_CELLS{_unchecked(facts)}")
 
 
 def _target_attributes(facts: Facts) -> CheckResult:
@@ -292,6 +314,9 @@ def _peer_options(facts: Facts) -> CheckResult:
 
 
 def _replication_scope(facts: Facts) -> CheckResult:
+    skipped = _skipped("replication_scope", facts)
+    if skipped:
+        return skipped
     bad, zero, fixes = [], [], []
     for t in facts.tables:
         schema = facts.source.tables.get(t)
@@ -315,7 +340,8 @@ def _replication_scope(facts: Facts) -> CheckResult:
             "replication_scope", False,
             f"REPLICATION_SCOPE is 0 on {', '.join(zero)}: edits after the peer is added would not replicate",
             fix="; ".join(fixes))
-    return CheckResult("replication_scope", True, "every family of the migrated tables has REPLICATION_SCOPE 1")
+    return CheckResult("replication_scope", True,
+                       f"every family of the migrated tables has REPLICATION_SCOPE 1{_unchecked(facts)}")
 
 
 def _peer_id(facts: Facts) -> CheckResult:
@@ -446,6 +472,18 @@ def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> C
     return ClusterFacts(cluster.name, key, cluster_id, schemas)
 
 
+def gather_facts(cluster: Cluster, tables: Sequence[str], stack: contextlib.ExitStack) -> tuple[ClusterFacts, Any]:
+    """What `cluster` shows about `tables`, and its ZooKeeper client (kept open on `stack`; None when it could
+    not be reached: the facts then carry the error)."""
+    from hbase_migration import zk
+
+    try:
+        client = stack.enter_context(zk.connect(cluster, timeout=cluster.timeout_s))
+    except Exception as e:
+        return ClusterFacts(cluster.name, str(cluster.cluster_key), error=f"{type(e).__name__}: {e}"), None
+    return _cluster_facts(cluster, tables, client), client
+
+
 def ensure_distinct(source: Cluster, target: Cluster) -> None:
     """Refuse a peer from a cluster to itself (HBase refuses it too, after the fact)."""
     from hbase_migration.cluster import ClusterConfigError
@@ -526,16 +564,8 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     same_key = source.cluster_key.normalized() == target.cluster_key.normalized()
 
     with contextlib.ExitStack() as stack:
-
-        def gather(cluster: Cluster) -> tuple[ClusterFacts, Any]:
-            try:
-                client = stack.enter_context(zk.connect(cluster, timeout=cluster.timeout_s))
-            except Exception as e:
-                return ClusterFacts(cluster.name, str(cluster.cluster_key), error=f"{type(e).__name__}: {e}"), None
-            return _cluster_facts(cluster, tables, client), client
-
-        src_facts, src_zk = gather(source)
-        tgt_facts, _ = gather(target)
+        src_facts, src_zk = gather_facts(source, tables, stack)
+        tgt_facts, _ = gather_facts(target, tables, stack)
         peers, peers_error, queued, recovered = (), None, {}, {}
         if src_zk is not None and not src_facts.error:
             try:

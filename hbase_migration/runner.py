@@ -29,25 +29,47 @@ log = logging.getLogger(__name__)
 MAX_PARTITION_RESULTS = 1000
 
 
+def onto_itself(source: "Cluster", target: "Cluster", options: TableScope) -> bool:
+    """Whether the scope maps cells onto themselves: the same cluster (by normalized cluster key, or a Thrift
+    gateway both name: one gateway serves one cluster) and the same table, with at least one family kept under
+    its own name. A copy would rewrite the same cells and a verification compare a table with itself (and call
+    it identical). Another table on the same cluster (CopyTable's `--new.name`), or only renamed families, is a
+    real copy."""
+    from hbase_migration.replication.model import normalize_table
+
+    same_cluster = (source.cluster_key.normalized() == target.cluster_key.normalized()
+                    or bool(set(source.gateways) & set(target.gateways)))
+    same_table = normalize_table(options.table) == normalize_table(options.target_table)
+    keeps_a_family = not options.families or any(s == d for s, d in options.families)
+    return same_cluster and same_table and keeps_a_family
+
+
 def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> tuple[dict[bytes, int], list[Region]]:
-    """Refuse a copy/verify whose tables or families are missing (before anything is written); returns the
-    source's family -> VERSIONS and its regions."""
+    """Refuse a copy/verify onto itself, or whose tables or families are missing (before anything is written);
+    returns the source's family -> VERSIONS and its regions."""
+    if onto_itself(source, target, options):
+        raise CopyConfigError(
+            f"target: {target.name!r} is the source cluster {source.name!r} ({source.cluster_key}) and "
+            f"{options.target_table!r} the source table, so every cell would map onto itself — give the target "
+            "cluster's connection, or another table (--target-table) to copy within one cluster")
     with open_data_path(source) as s, open_data_path(target) as t:
         src = s.families(options.table)
         if not src:
-            raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r}")
+            raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r} — check "
+                                  "the table's name ('ns:name' for a namespace) and the source connection")
         dst = t.families(options.target_table)
         if not dst:
             raise CopyConfigError(
-                f"target_table: {options.target_table!r} does not exist on the target {target.name!r} "
-                "(create it with the same families and split keys first)")
+                f"target_table: {options.target_table!r} does not exist on the target {target.name!r} — create it "
+                "with the source's families and split keys first (python -m hbase_migration create-tables)")
         for s_family, d_family in options.families or tuple((f, f) for f in sorted(src)):
             if s_family not in src:
                 raise CopyConfigError(f"families: {s_family.decode()!r} is not a family of {options.table!r} on the "
-                                      f"source (it has {', '.join(sorted(f.decode() for f in src))})")
+                                      f"source — name one it has: {', '.join(sorted(f.decode() for f in src))}")
             if d_family not in dst:
                 raise CopyConfigError(f"families: {d_family.decode()!r} is not a family of {options.target_table!r} "
-                                      f"on the target (it has {', '.join(sorted(f.decode() for f in dst))})")
+                                      f"on the target — name one it has: "
+                                      f"{', '.join(sorted(f.decode() for f in dst))}")
         regions = s.regions(options.table)
     if not regions:
         raise CopyConfigError(f"table {options.table!r} has no regions on the source {source.name!r}")
@@ -172,53 +194,76 @@ def open_store(ns: Any) -> Any:
     from hbase_migration.jobargs import UsageError
 
     if ns.savepoint and ns.ledger_url:
-        raise UsageError("--savepoint and --ledger-url are exclusive: record progress in one place")
+        raise UsageError("--savepoint and --ledger-url are exclusive — record progress in one place")
     if ns.savepoint:
         from hbase_migration.progress import SavepointFile
 
         return SavepointFile(ns.savepoint)
     if ns.ledger_url:
-        from hbase_migration.ledger import Ledger
+        from hbase_migration.ledger import Ledger, LedgerError
         from hbase_migration.progress import LedgerStore
 
-        return LedgerStore(Ledger.open(ns.ledger_url))
+        try:
+            return LedgerStore(Ledger.open(ns.ledger_url))
+        except LedgerError as e:
+            raise UsageError(f"--ledger-url: {e} — give a SQLAlchemy URL of a database the toolkit can use, such "
+                             "as sqlite:////var/lib/hbase-migration/ledger.db or postgresql+psycopg://user@host/db"
+                             ) from None
     return None
 
 
-def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any]) -> int:
-    """Run `kind` ("copy" or "verify") from command-line arguments. `make_executor(app_name, ns)` gives the
-    executor (its `close()`, if any, is called at the end). Exit 0: done and clean; 1: a partition failed or
-    verify found differences; 2: bad arguments or tables (nothing was written)."""
+@dataclasses.dataclass
+class Job:
+    """A copy or verification whose command line passed every check: what `run_job` runs."""
+
+    kind: str
+    ns: Any
+    source: "Cluster"
+    target: "Cluster"
+    options: Any
+    started: float
+    load_limits: Any = None
+    store: Any = None
+
+
+def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
+    """Parse and check `kind`'s ("copy" or "verify") command line: everything that can refuse it before anything
+    is written (arguments, clusters, the resume store, the tables). Raises `jobargs.UsageError` or
+    `CopyConfigError` for bad input (exit 2) and `ConnectionError` when a cluster does not answer (exit 1)."""
     from hbase_migration import jobargs
     from hbase_migration.executors import configure_logging
 
-    parser = jobargs.copy_parser() if kind == "copy" else jobargs.verify_parser()
-    ns = parser.parse_args(list(argv))  # exits 2 on a malformed command line
+    parser = jobargs.copy_parser(prog) if kind == "copy" else jobargs.verify_parser(prog)
+    ns = parser.parse_args(list(argv))
     configure_logging(ns.log_level)
     started = time.monotonic()
-    prog = f"{kind}_table"
+    jobargs.spark_conf(ns.conf)
+    source = jobargs.cluster_from_text("source", ns.source)
+    target = jobargs.cluster_from_text("target", ns.target)
+    load_limits = store = None
+    if kind == "copy":
+        options: Any = jobargs.copy_options(ns)
+        load_limits = jobargs.load_limits(ns)
+        store = open_store(ns)
+    else:
+        options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
+    check_tables(source, target, options)  # checks before actions: a bad table changes nothing
+    return Job(kind, ns, source, target, options, started, load_limits, store)
+
+
+def run_job(job: Job, make_executor: Callable[[str, Any], Any]) -> int:
+    """Run a prepared job on `make_executor(app_name, ns)`'s executor (its `close()`, if any, is called at the
+    end); print the JSON summary line. Exit 0: done and clean; 1: a partition failed or verify found
+    differences."""
+    ns, options = job.ns, job.options
+    executor = make_executor(f"{job.kind} {options.table} -> {options.target_table}", ns)
     try:
-        jobargs.spark_conf(ns.conf)
-        source = jobargs.cluster_from_text("source", ns.source)
-        target = jobargs.cluster_from_text("target", ns.target)
-        if kind == "copy":
-            options: Any = jobargs.copy_options(ns)
-            load_limits = jobargs.load_limits(ns)
-            store = open_store(ns)
-        else:
-            options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
-        check_tables(source, target, options)  # checks before actions: a bad table changes nothing
-    except (jobargs.UsageError, CopyConfigError, ConnectionError) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    executor = make_executor(f"{kind} {options.table} -> {options.target_table}", ns)
-    try:
-        if kind == "copy":
-            summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started,
-                               load_limits=load_limits)
+        if job.kind == "copy":
+            summary = run_copy(job.source, job.target, options, executor, store=job.store, copy_id=ns.copy_id,
+                               started=job.started, load_limits=job.load_limits)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
-            summary = run_verify(source, target, options, executor, started=started)
+            summary = run_verify(job.source, job.target, options, executor, started=job.started)
             status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)
@@ -229,3 +274,21 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
     print(text, flush=True)
     return status
+
+
+def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any]) -> int:
+    """Run `kind` ("copy" or "verify") from command-line arguments (the Spark jobs). Exit 0: done and clean;
+    1: a partition failed, verify found differences, or a cluster does not answer; 2: bad arguments or tables
+    (nothing was written), said in one line."""
+    from hbase_migration import jobargs
+
+    prog = f"{kind}_table"
+    try:
+        job = prepare_job(kind, argv)
+    except (jobargs.UsageError, CopyConfigError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except ConnectionError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    return run_job(job, make_executor)

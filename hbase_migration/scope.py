@@ -194,6 +194,13 @@ class TableScope:
             object.__setattr__(self, "target_table", self.table)
         elif not isinstance(self.target_table, str) or not self.target_table.strip():
             raise CopyConfigError(f"target_table must be a table name, got {self.target_table!r}")
+        from hbase_migration.replication.model import InvalidPeerConfig, normalize_table
+
+        for what in ("table", "target_table"):  # before any request: a gateway answers a bad name with a crash
+            try:
+                normalize_table(getattr(self, what))
+            except InvalidPeerConfig as e:
+                raise CopyConfigError(f"{what}: {e}") from None
         start = _row_key(self.start_row, "start_row")
         stop = _row_key(self.stop_row, "stop_row")
         if stop and start >= stop:

@@ -8,7 +8,8 @@ The driver checks both tables, plans one partition per source region (big region
 with --rows-per-partition), drops the partitions the savepoint/ledger already holds, and runs one task per
 remaining partition; each finished partition is recorded while the job runs. The last stdout line is the
 JSON summary; logs go to stderr. Exit 0: every partition copied; 1: some failed (re-run to retry them,
-finished ones are skipped); 2: bad arguments or tables (nothing was written).
+finished ones are skipped), or a cluster does not answer; 2: bad arguments or tables, or the source table as
+the target on the same cluster (one line, nothing was written).
 """
 import sys
 from pathlib import Path

@@ -7,7 +7,8 @@
 
 One task per source region (as VerifyReplication's mappers). Cells newer than the cutoff (--end-time-ms,
 default: when the job starts) are not compared, so edits in flight do not count. The last stdout line is
-the JSON result; exit 0: identical; 1: differences (or a failed partition); 2: bad arguments or tables.
+the JSON result; exit 0: identical; 1: differences (or a failed partition, or a cluster that does not answer);
+2: bad arguments or tables, or the source table itself as the target (one line, nothing was read).
 Read-only unless --repair is given.
 """
 import sys

@@ -117,9 +117,12 @@ def _port_free(port: int) -> bool:
 
 
 def cmd_down(args) -> int:
+    """Every serve process of the workdir (pid file or not), then the ZooKeeper `up` started; returns once they
+    have exited, exit 1 naming any that survived SIGKILL."""
+    import time
+
     workdir = args.workdir
-    for name in process.known_clusters(workdir):
-        process.stop(workdir, name)
+    left = [f"{name} (pid {pid})" for pid, name in process.stop_all(workdir).items()]
     instance = _instance(workdir)
     pid = _zk_pid(workdir)
     if pid is not None and instance.get("zookeeper_owned", True):
@@ -127,14 +130,21 @@ def cmd_down(args) -> int:
             os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-        import time
-
         deadline = time.monotonic() + 15
         while process.pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         if process.pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
-        (workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
+            deadline = time.monotonic() + 10
+            while process.pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if process.pid_alive(pid):
+            left.append(f"ZooKeeper (pid {pid})")
+        else:
+            (workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
+    if left:
+        print(f"minihbase down: still running after SIGKILL: {', '.join(left)}", file=sys.stderr)
+        return 1
     return 0
 
 

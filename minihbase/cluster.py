@@ -242,6 +242,11 @@ class MiniHBaseCluster:
     def stop(self) -> None:
         """Graceful: Thrift stops taking requests, region servers flush and archive, the master leaves."""
         self.stopping = True
+        # With ZooKeeper gone, a kazoo call waits for the quorum to come back, and its caller may hold a lock the
+        # stop needs (the replication manager's reconcile loop holds the manager's): the master, each region
+        # server and the peer-cluster sessions close a disconnected session first (failing those calls) and
+        # stop without ZooKeeper, so SIGTERM ends the process within seconds.
+        self.replication.peer_clusters.close_disconnected()
         for gateway in self.thrift_gateways + self.thrift2_gateways:
             gateway.stop()
         self.master.stop()

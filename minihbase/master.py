@@ -196,6 +196,11 @@ class Master:
     def stop(self) -> None:
         self._stopping = True
         self._tasks.put(None)
+        if self.zk is not None and not self.zk.connected:
+            # A procedure or the log cleaner may be waiting on the dead quorum: failing its call lets it end.
+            log.warning("master of %s stopping: ZooKeeper does not answer; closing its session first",
+                        self.config.name)
+            self.zk.stop()
         for t in self._threads:
             t.join(10)
         self.rpc.stop()

@@ -166,6 +166,70 @@ def kill(workdir: Path, name: str, proc: subprocess.Popen | None = None) -> None
     (d / "serve.pid").unlink(missing_ok=True)
 
 
+def serve_processes(workdir: Path) -> dict[int, str]:
+    """pid -> cluster of every live `minihbase serve` whose command line names `workdir`, found in /proc rather
+    than through `serve.pid`: a start that failed removes its pid file before it stops its half-started cluster,
+    and a stale or deleted file must not hide a process that still holds ports."""
+    wanted = {str(workdir).encode(), str(Path(workdir).resolve()).encode()}
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"minihbase" not in argv or b"serve" not in argv or b"--workdir" not in argv:
+            continue
+        i = argv.index(b"--workdir")
+        if i + 1 < len(argv) and argv[i + 1] in wanted and pid_alive(int(entry.name)):
+            name = argv[argv.index(b"--cluster") + 1].decode(errors="replace") if b"--cluster" in argv else "?"
+            found[int(entry.name)] = name
+    return found
+
+
+def stop_all(workdir: Path, timeout: float = 60.0) -> dict[int, str]:
+    """Stop every cluster process of `workdir` at once (graceful shutdown requested of all, then one wait),
+    SIGKILL what is still running at the deadline, and return only when they have exited. Returns the
+    processes that survived even SIGKILL (pid -> cluster), normally none."""
+    asked: dict[int, str] = {}
+    for name in known_clusters(workdir):
+        pid = read_pid(workdir, name)
+        if pid is None:
+            continue
+        endpoints = cluster_dir(workdir, name) / "endpoints.json"
+        try:
+            control(json.loads(endpoints.read_text())["control_url"], "/control/shutdown", {}, timeout=10)
+        except (OSError, MiniHBaseError, ValueError, KeyError):
+            _signal(pid, signal.SIGTERM)
+        asked[pid] = name
+    for pid, name in serve_processes(workdir).items():
+        if pid not in asked:
+            _signal(pid, signal.SIGTERM)
+            asked[pid] = name
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in asked) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in [p for p in asked if pid_alive(p)]:
+        _signal(pid, signal.SIGKILL, group=True)
+    for pid in asked:
+        _wait_exit(pid, None, 10)
+    for name in set(asked.values()):
+        for stale in ("endpoints.json", "serve.pid"):
+            (cluster_dir(workdir, name) / stale).unlink(missing_ok=True)
+    return {p: n for p, n in asked.items() if pid_alive(p)}
+
+
+def _signal(pid: int, sig: int, group: bool = False) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)  # serve runs in its own session: its shell subprocesses go too
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _wait_exit(pid: int, proc: subprocess.Popen | None, timeout: float) -> bool:
     if proc is not None:
         try:

@@ -171,6 +171,14 @@ class RegionServer:
         if not self.online:
             return
         self.state = "stopping"
+        if self.zk is not None and not self.zk.connected:
+            # The replication manager's loop may be waiting on the dead quorum while it holds the lock its stop
+            # listener needs: failing that call lets it go. The listener goes first: a closed session is LOST,
+            # which would abort this server (no flush) instead of stopping it.
+            log.warning("region server %s stopping: ZooKeeper does not answer; closing its session first",
+                        self.servername)
+            self.zk.remove_listener(self._zk_state)
+            self.zk.stop()
         for listener in list(self.stop_listeners):
             try:
                 listener(self)

@@ -91,6 +91,19 @@ def report(run_id: str) -> dict[str, Any]:
     return summary
 
 
+def peer_left(state: str, source_conn_id: str, peer_id: str | None) -> tuple[int, str]:
+    """How loudly to report the peer a failed run left (log level) and what to do about it. Only a DISABLED
+    peer is an error: it pins WALs until someone acts. An ENABLED one ships (a warning), none is news."""
+    if state == "DISABLED":
+        return logging.ERROR, (
+            "it pins every WAL since T0 in oldWALs: clear the failed task(s) to resume (finished copy partitions "
+            "are skipped), or enable it to stop oldWALs growth, or remove it to roll back "
+            f"(python -m hbase_migration peer remove --source {source_conn_id} --peer-id {peer_id})")
+    if state == "ENABLED":
+        return logging.WARNING, "it ships edits to the target; clear the failed task(s) to resume"
+    return logging.INFO, "no peer is left behind"
+
+
 def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_tasks: list[str]) -> dict[str, Any]:
     """After a failure: read the peer's real state, say it plainly, record it, apply the quota policy.
 
@@ -106,16 +119,9 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
     spec = RunSpec.from_dict(spec_dict)
     source = HBaseClusterHook(spec.source_conn_id).get_cluster()
     state, action = settle_after_failure(source, spec.peer_id, spec.quota_policy, spec.dry_run)
-    if state == "DISABLED":
-        advice = ("it pins every WAL since T0 in oldWALs: clear the failed task(s) to resume (finished copy "
-                  "partitions are skipped), or enable it to stop oldWALs growth, or remove it to roll back "
-                  f"(python -m hbase_migration peer remove --source {spec.source_conn_id} --peer-id {spec.peer_id})")
-    elif state == "ENABLED":
-        advice = "it ships edits to the target; clear the failed task(s) to resume"
-    else:
-        advice = "no peer is left behind"
+    level, advice = peer_left(state, spec.source_conn_id, spec.peer_id)
     reason = f"run failed at {where}; peer {state}" + (f" (enabled by quota policy: {action})" if action else "")
-    log.error("peer %s left %s: %s", spec.peer_id, state, advice)
+    log.log(level, "peer %s left %s: %s", spec.peer_id, state, advice)
     try:
         with open_ledger() as ledger:
             if state in ("ENABLED", "DISABLED"):

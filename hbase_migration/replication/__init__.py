@@ -8,6 +8,7 @@ from hbase_migration.replication.errors import (
     PeerAdminError,
     PeerConflict,
     PeerNotFound,
+    PeerNotOurs,
     PeerStateMismatch,
     ShellCommandError,
 )
@@ -24,6 +25,6 @@ from hbase_migration.replication.result import PeerOpResult
 
 __all__ = [
     "DEFAULT_OWNER", "OWNER_KEY", "InvalidPeerConfig", "Peer", "PeerAdmin", "PeerAdminError", "PeerConfig",
-    "PeerConflict", "PeerNotFound", "PeerOpResult", "PeerStateMismatch", "ShellCommandError", "is_ours",
-    "peer_admin", "validate_peer_id",
+    "PeerConflict", "PeerNotFound", "PeerNotOurs", "PeerOpResult", "PeerStateMismatch", "ShellCommandError",
+    "is_ours", "peer_admin", "validate_peer_id",
 ]

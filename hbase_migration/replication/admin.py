@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from hbase_migration import zk
 from hbase_migration.cluster import Cluster
 from hbase_migration.replication import zk_peers
-from hbase_migration.replication.errors import PeerAdminError, PeerConflict, PeerNotFound, PeerStateMismatch
+from hbase_migration.replication.errors import (
+    PeerAdminError,
+    PeerConflict,
+    PeerNotFound,
+    PeerNotOurs,
+    PeerStateMismatch,
+)
 from hbase_migration.replication.model import (
     DEFAULT_OWNER,
     InvalidPeerConfig,
@@ -138,10 +144,10 @@ class PeerAdmin(abc.ABC):
             log.warning("%s of peer %s on %s: the peer is not ours (owner mark %r); going ahead because "
                         "force=True", operation, peer.id, self._where(), peer.owner)
             return
-        raise PeerConflict(
-            f"{operation} refused: peer {peer.id!r} on {self._where()} was not created by {self.owner!r} "
-            f"(owner mark: {peer.owner!r}); nothing was changed. Pass force=True only if you are sure "
-            f"this peer may be touched. Peer: {_json(peer.config)}")
+        what = (f"{operation} refused: peer {peer.id!r} on {self._where()} was not created by {self.owner!r} "
+                f"(owner mark: {peer.owner!r}); nothing was changed")
+        raise PeerNotOurs(f"{what}. Pass force=True only if you are sure this peer may be touched. "
+                          f"Peer: {_json(peer.config)}", what)
 
     def _confirm(self, operation: str, peer_id: str, want: Callable[[Peer | None], bool],
                  expected: str) -> Peer | None:

@@ -16,6 +16,15 @@ class PeerConflict(PeerAdminError):
     """The peer exists in a way that forbids the operation (someone else's, or another config)."""
 
 
+class PeerNotOurs(PeerConflict):
+    """A change to a peer without this toolkit's owner mark, refused; `force` would allow it. `what` is the
+    refusal without the advice, for callers that name their own way to force (the CLI's `--force`)."""
+
+    def __init__(self, message: str, what: str):
+        super().__init__(message)
+        self.what = what
+
+
 class PeerStateMismatch(PeerAdminError):
     """After a change, ZooKeeper does not show the expected peer; `found` is what it shows."""
 

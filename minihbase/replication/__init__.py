@@ -98,6 +98,14 @@ class PeerClusters:
             self.ids[cluster_key] = value
         return value
 
+    def close_disconnected(self) -> None:
+        """Stop the sessions whose quorum does not answer, failing the calls that wait on them (a source's
+        sink lookup). Without the lock: `_client` may hold it while it waits for such a quorum."""
+        for hosts, client in list(self.clients.items()):
+            if not client.connected:
+                log.warning("peer cluster ZooKeeper %s does not answer: closing its session", hosts)
+                client.stop()
+
     def close(self) -> None:
         with self.lock:
             for client in self.clients.values():

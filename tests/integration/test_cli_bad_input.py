@@ -93,10 +93,19 @@ def test_preflight_unknown_table_fails_with_the_check_named(conns, no_peer_creat
     assert rc == 1 and "source_tables" in out and "no_such_table" in out, out
 
 
-def test_preflight_same_cluster_fails(conns, no_peer_created):
+def test_preflight_same_cluster_is_a_usage_error(conns, no_peer_created):
     rc, out = cli(["preflight", "--source", "src", "--target", "src", "--tables", "t", "--peer-id", "p4",
                    "--sample-gap-s", "0"], conns)
-    assert rc == 1 and "distinct_clusters" in out, out
+    assert rc == 2 and "the same cluster" in out and "give --target the connection of the other cluster" in out, out
+
+
+def test_preflight_skips_the_checks_it_cannot_make_and_says_why(conns, no_peer_created):
+    rc, out = cli(["preflight", "--source", "src", "--target", "dst", "--tables", "no_such_table",
+                   "--peer-id", "p3", "--sample-gap-s", "0"], conns)
+    assert rc == 1 and "[FAIL] source_tables: not found on the source: no_such_table" in out, out
+    for check in ("target_tables", "replication_scope"):
+        assert f"[skip] {check}: not checked: no_such_table not found on the source" in out, out
+        assert f"[ok  ] {check}" not in out, out
 
 
 def test_preflight_names_a_family_missing_on_the_target(minihbase_pair, conns, no_peer_created):
@@ -147,3 +156,88 @@ def test_conflicting_peer_is_refused_and_left_untouched(minihbase_pair, conns, z
         zk.stop()
         zk.close()
         cli(["peer", "remove", "--source", "src", "--peer-id", "conflict"], conns)
+
+
+# ------------------------------------------------------------------------------------------------ peer add's checks
+
+def peer_ids(zookeeper, cluster):
+    zk = KazooClient(hosts=zookeeper.hosts)
+    zk.start(timeout=15)
+    try:
+        path = f"{cluster.znode_parent}/replication/peers"
+        return sorted(zk.get_children(path)) if zk.exists(path) else []
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_peer_add_towards_a_dead_cluster_is_refused_and_creates_nothing(minihbase_pair, conns, no_peer_created):
+    dc1, dc2 = minihbase_pair
+    for c in (dc1, dc2):
+        c.create_table("pa_ok", {"d": {"replication_scope": 1}})
+    dead = with_extra(conns["dst"], zookeeper_port=free_port(), timeout_s=1)
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dead", "--tables", "pa_ok", "--peer-id", "pz"],
+                  {**conns, "dead": dead})
+    assert rc == 2, out
+    assert "[FAIL] target_reachable: dead (" in out and "did not answer" in out, out
+    assert "error: peer add pz refused, nothing changed: target_reachable" in out and "--force" in out, out
+    assert "ran: add_peer" not in out and "Traceback" not in out
+
+
+def test_peer_add_of_tables_missing_or_unscoped_is_refused(minihbase_pair, conns, no_peer_created):
+    dc1, _ = minihbase_pair
+    dc1.create_table("pa_scope0", {"d": {"replication_scope": 0}, "e": {"replication_scope": 1}})
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "nosuch", "--peer-id", "pn",
+                   "--json"], conns)
+    assert rc == 2, out
+    report = json.loads(out[:out.rindex("}") + 1])
+    assert report["outcome"] == "refused"
+    assert [(c["name"], c["ok"], c["severity"]) for c in report["checks"]["checks"]] == [
+        ("source_reachable", True, "error"), ("target_reachable", True, "error"), ("distinct_clusters", True, "error"),
+        ("source_tables", False, "error"), ("replication_scope", False, "skipped")]
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "pa_scope0", "--peer-id",
+                   "pn"], conns)
+    assert rc == 2 and "REPLICATION_SCOPE is 0 on pa_scope0:d" in out, out
+    assert 'alter "pa_scope0", {NAME => "d", REPLICATION_SCOPE => "1"}' in out, out  # the fix, as preflight says
+
+
+def test_peer_add_with_force_skips_the_checks_and_says_so(minihbase_pair, zookeeper, conns):
+    dc1, _ = minihbase_pair
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "nosuch_forced",
+                   "--peer-id", "pf", "--force", "--json"], conns)
+    try:
+        assert rc == 0, out
+        assert "warning: --force: peer add skipped its checks (source_reachable, target_reachable," in out, out
+        doc = json.loads(out[out.index("{"):out.rindex("}") + 1])
+        assert doc["outcome"] == "created" and doc["checks"]["skipped"] is True and doc["checks"]["reason"] == "--force"
+        assert "pf" in peer_ids(zookeeper, dc1)
+    finally:
+        cli(["peer", "remove", "--source", "src", "--peer-id", "pf"], conns)
+    assert "pf" not in peer_ids(zookeeper, dc1)
+
+
+def test_a_peer_this_toolkit_did_not_create_needs_force(minihbase_pair, zookeeper, conns):
+    dc1, dc2 = minihbase_pair
+    shell = shlex.split(json.loads(conns["src"])["extra"]["shell_command"])
+    made = subprocess.run(shell, input=f'add_peer "foreign1", CLUSTER_KEY => "{dc2.cluster_key}", '
+                                       'STATE => "ENABLED"\n', capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    for action in ("remove", "disable"):
+        rc, out = cli(["peer", action, "--source", "src", "--peer-id", "foreign1"], conns)
+        assert rc == 2, out
+        [line] = [x for x in out.splitlines() if x.startswith("error: ")]
+        assert line.startswith(f"error: {action}_peer refused: peer 'foreign1' on cluster 'src'"), line
+        assert line.endswith("— pass --force only if you are sure this peer may be touched"), line
+        assert "force=True" not in out
+    assert "foreign1" in peer_ids(zookeeper, dc1)
+    rc, out = cli(["peer", "remove", "--source", "src", "--peer-id", "foreign1", "--force"], conns)
+    assert rc == 0 and "peer foreign1: removed" in out, out
+    assert "foreign1" not in peer_ids(zookeeper, dc1)
+
+
+def test_peer_commands_on_a_znode_parent_without_hbase_are_refused(conns, no_peer_created):
+    wrong = with_extra(conns["src"], znode_parent="/hbase-nowhere")
+    for argv in (["peer", "list", "--source", "wrong"], ["peer", "remove", "--source", "wrong", "--peer-id", "p1"]):
+        rc, out = cli(argv, {**conns, "wrong": wrong})
+        assert rc == 2 and "/hbase-nowhere/hbaseid does not exist" in out, out
+        assert "check the connection's znode_parent" in out, out

@@ -55,3 +55,35 @@ def test_usage_error_is_exit_2(minihbase_pair):
     dc1, dc2 = minihbase_pair
     rc, _, err = cli(["copy", "--source", "src", "--target", "dst", "--table", "no_such_table"], dc1, dc2)
     assert rc == 2 and "no_such_table" in err
+
+
+def test_onto_itself_is_refused_but_another_table_of_the_same_cluster_is_copied(minihbase_pair):
+    dc1, dc2 = minihbase_pair
+    table = "self_" + uuid.uuid4().hex[:6]
+    dc1.create_table(table, {"d": {"max_versions": 3}}, split_keys=[b"r5"])
+    dc1.create_table(table + "_new", {"d": {"max_versions": 3}}, split_keys=[b"r5"])
+    conn = dc1.connection()
+    for i in range(10):
+        for ts in (100, 200):
+            conn.table(table).put(b"r%d" % i, {b"d:v": b"%d@%d" % (i, ts)}, timestamp=ts)
+
+    def cells(name):
+        t = conn.table(name)
+        return {row: t.cells(row, b"d:v", versions=5, include_timestamp=True) for row, _ in t.scan()}
+
+    before = cells(table)
+    for kind in ("verify", "copy"):  # one wrong connection id: never "identical", never a rewrite of itself
+        rc, summary, err = cli([kind, "--source", "src", "--target", "src", "--table", table], dc1, dc2)
+        assert rc == 2 and summary == {}, err[-2000:]
+        assert err.strip().startswith("error: target: 'src' is the source cluster 'src'") and "onto itself" in err
+    assert cells(table) == before
+
+    # Within one cluster to another table (CopyTable's --new.name): copied with every version and timestamp.
+    rc, summary, err = cli(["copy", "--source", "src", "--target", "src", "--table", table, "--target-table",
+                            table + "_new"], dc1, dc2)
+    assert rc == 0 and summary["rows"] == 10 and summary["cells"] == 20, err[-3000:]
+    assert cells(table + "_new") == before
+    rc, summary, err = cli(["verify", "--source", "src", "--target", "src", "--table", table, "--target-table",
+                            table + "_new"], dc1, dc2)
+    assert rc == 0 and summary["identical"] is True, err[-3000:]
+    conn.close()

@@ -189,7 +189,7 @@ def cli(pair, *args: str) -> tuple[int, str]:
 
 def test_the_cli_takes_the_table_and_peer_options(pair):
     dc1, dc2 = pair
-    shell(dc1, f"create 'cli_t', {{NAME => 'cf', COMPRESSION => 'LZO'}}, "
+    shell(dc1, f"create 'cli_t', {{NAME => 'cf', COMPRESSION => 'LZO', REPLICATION_SCOPE => 1}}, "
                f"{{METADATA => {{'coprocessor$1' => '|{OBSERVER}|1|'}}}}")
     both = ("--source", "src", "--target", "dst", "--tables", "cli_t")
     rc, out = cli(pair, "create-tables", *both, "--codec-map", "LZO=ZIP")
