@@ -15,11 +15,15 @@
                             (KRB5_CONFIG points at the newest stack while it runs).
     kinit                   function: `kinit(principal, stack=None)` -> the environment (KRB5CCNAME, KRB5_CONFIG)
                             of a process holding a fresh ticket of `principal` (e.g. for `hbase shell`).
+    gss_credentials         `creds(principal, keytab=None, stack=None)`: python-gssapi initiator credentials from
+                            the principal's keytab (a MEMORY ccache of this test process), for test clients
+                            (requests-gssapi's HTTPSPNEGOAuth(creds=...), SASL clients).
 """
 from __future__ import annotations
 
 import uuid
 
+import gssapi
 import pytest
 
 from minihbase.security.stack import SecureStack
@@ -93,3 +97,13 @@ def kinit(secure_stack, tmp_path):
     def fill(principal: str, stack: SecureStack | None = None) -> dict[str, str]:
         return (stack or secure_stack).kinit(principal, tmp_path / f"cc-{uuid.uuid4().hex[:8]}")
     return fill
+
+
+@pytest.fixture(scope="session")
+def gss_credentials(secure_stack):
+    def creds(principal: str, keytab=None, stack: SecureStack | None = None) -> gssapi.Credentials:
+        stack = stack or secure_stack
+        keytab = keytab or stack.keytab_path(principal)
+        return gssapi.Credentials(name=gssapi.Name(principal, gssapi.NameType.kerberos_principal), usage="initiate",
+                                  store={"client_keytab": str(keytab), "ccache": f"MEMORY:test-{uuid.uuid4().hex}"})
+    return creds

@@ -122,13 +122,15 @@ class Negotiated:
 def accept_token(creds: gssapi.Credentials, token: bytes) -> Negotiated:
     """Accept one single-round-trip token (SPNEGO or raw Kerberos, as HTTP Negotiate carries them)."""
     ctx = accept(creds)
-    try:
+    try:  # python-gssapi may defer a step's error to the next use of the context
         out = ctx.step(token)
+        complete = ctx.complete
+        initiator = str(ctx.initiator_name) if complete else None
     except gssapi.exceptions.GSSError as e:
         raise KerberosError(gss_reason(e)) from None
-    if not ctx.complete:
+    if not complete:
         raise KerberosError("the token did not establish a security context in one round trip")
-    return Negotiated(str(ctx.initiator_name), out)
+    return Negotiated(initiator, out)
 
 
 def negotiate_header(creds: gssapi.Credentials, target: str) -> str:
