@@ -161,3 +161,11 @@ def stop_kdc(workdir: Path, timeout: float = 15.0) -> bool:
             break
     (Path(workdir) / "kdc" / "kdc.pid").unlink(missing_ok=True)
     return not process.pid_alive(pid)
+
+
+def down_kdc(workdir: Path) -> int:
+    """`down`'s last step: the KDC (after the clusters, which authenticate their shutdown with it)."""
+    if stop_kdc(workdir):
+        return 0
+    print(f"minihbase down: the KDC of {workdir} is still running after SIGKILL", file=sys.stderr)
+    return 1
