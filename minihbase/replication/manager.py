@@ -66,6 +66,7 @@ class ReplicationManager:
         self.peer_storage = PeerStorage(self.rs.zk, parent, ident)
         self.queue_storage = QueueStorage(self.rs.zk, parent, ident)
         self.rs.zk.ensure_path(self.queue_storage.paths.replicator(self.rs.servername))
+        self.rs.zk.ensure_path(self.peer_storage.paths.peers)  # as HBase's ReplicationPeers.init
         with self.lock:
             self.active = True
             self._reconcile_peers()
@@ -216,6 +217,15 @@ class ReplicationManager:
     # ------------------------------------------------------------------------------------------ peer cluster
     def peer_sinks(self, peer: PeerDescription) -> list[tuple[str, int]]:
         return self.service.peer_clusters.sinks(peer.config.cluster_key)
+
+    def sink_auth(self, peer: PeerDescription, host: str) -> dict[str, str]:
+        """Headers authenticating a shipment to a sink at `host` (none for an unsecured cluster)."""
+        security = self.cluster.security
+        return {} if security is None else security.replication_auth(peer.config.configuration, host)
+
+    def sink_auth_note(self, peer: PeerDescription, host: str) -> str:
+        security = self.cluster.security
+        return "" if security is None else security.replication_auth_note(peer.config.configuration, host)
 
     def peer_cluster_id(self, peer: PeerDescription) -> str | None:
         return self.service.peer_clusters.cluster_id(peer.config.cluster_key)
