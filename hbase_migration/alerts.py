@@ -60,6 +60,18 @@ def duration(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
+def size(value: float | None, unit: str | None = "bytes") -> str:
+    """A quota figure: bytes in binary units (2.0 GiB), names as a count."""
+    if value is None:
+        return "unknown"
+    if unit != "bytes":
+        return f"{value:,.0f} {unit or ''}".rstrip()
+    for factor, name in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:.1f} {name}"
+    return f"{value:.0f} B"
+
+
 def _cut(text: Any, limit: int = DETAIL_CHARS) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -221,6 +233,18 @@ def _verdict_text(verdict: Mapping[str, Any], run: Mapping[str, Any], now_ms: in
 
 def _action_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] | None, dag_id: str,
                  dag_run_id: str, source: ClusterRef) -> str:
+    conn = source.conn_id or "<source connection>"
+    peer, state = (verdict or {}).get("peer_id"), (verdict or {}).get("state")
+    failed = ", ".join((verdict or {}).get("failed_tasks") or []) or "failed"
+    clear = f"clear the {failed} task(s) of DAG run {dag_run_id} in {dag_id}"
+    if peer and state == "DISABLED":
+        return (f"{clear} to resume (finished copy partitions are skipped), or\n"
+                f"stop the oldWALs growth (the backlog ships): {CLI} peer enable --source {conn} --peer-id {peer}\n"
+                f"or roll back: {CLI} peer remove --source {conn} --peer-id {peer}")
+    if peer and state == "ENABLED":
+        return f"{clear} to resume (the peer keeps shipping meanwhile)"
+    if peer and state == "ABSENT":
+        return f"fix the cause (the failed task's log says it; preflight names the check) and trigger {dag_id} again"
     if verdict and verdict.get("advice"):
         return str(verdict["advice"])
     if summary is None:
@@ -228,7 +252,6 @@ def _action_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] |
     if summary["run"].get("plan") == "backfill":
         return (f"clear the failed task(s) of DAG run {dag_run_id} in {dag_id}: the copy resumes, finished "
                 "partitions are skipped")
-    conn = source.conn_id or "<source connection>"
     return (f"read the peer's state ({CLI} peer list --source {conn}), then clear the failed task(s) of DAG run "
             f"{dag_run_id} in {dag_id} to resume (README: 'When a run fails halfway')")
 
@@ -363,8 +386,8 @@ def _percent(fraction: float | None) -> str:
 def _run_of(runs: Mapping[str, Mapping[str, Any]], peer_id: str) -> str:
     run = runs.get(peer_id)
     if not run:
-        return f"no migration run in the ledger uses peer {peer_id}"
-    return f"migration run {run['run_id']} (DAG {run['dag_id']}, {run['status']}) uses peer {peer_id}"
+        return "no migration run in the ledger"
+    return f"migration run {run['run_id']} (DAG {run['dag_id']}, {run['status']})"
 
 
 def _peer_actions(conn: str, peer_id: str, runs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -382,9 +405,9 @@ def _quota_what(facts: Mapping[str, Any]) -> str:
     growth = facts.get("growth_bytes_per_s")
     proj = facts.get("projected_exhaustion_s")
     used = (f"{b.get('kind')} quota on {b.get('path')}: {_percent(b.get('fraction_used'))} used "
-            f"({b.get('used')} of {b.get('limit')} {b.get('unit')}; mark {_percent(facts.get('quota_mark'))})"
-            if b else "no quota over oldWALs")
-    grows = ("growth unknown" if growth is None else f"growing {growth:,.0f} B/s")
+            f"({size(b.get('used'), b.get('unit'))} of {size(b.get('limit'), b.get('unit'))}; "
+            f"mark {_percent(facts.get('quota_mark'))})" if b else "no quota over oldWALs")
+    grows = ("growth unknown" if growth is None else f"growing {size(growth)}/s")
     ends = ("no exhaustion projected" if proj is None
             else f"exhausted in {duration(proj)} ({proj:.0f}s; min_exhaustion_s {facts.get('min_exhaustion_s'):.0f}s)")
     return f"oldWALs {facts.get('path')}: {used}; {grows}: {ends}"
@@ -401,11 +424,10 @@ def watch_alert(event: str, kind: str, key: str, seq: int, *, cluster: ClusterRe
     by_id = {p.peer_id: p for p in peers}
     peer_id = facts.get("peer_id")
     disabled = [p.peer_id for p in peers if p.state == "DISABLED"]
-    run_line = f"watch DAG run {dag_run_id}" + (f"; {_run_of(runs, peer_id)}" if peer_id else "")
+    run_line = f"watch DAG run {dag_run_id}" + (f"; peer {peer_id}: {_run_of(runs, peer_id)}" if peer_id else "")
     migration_run = (runs.get(peer_id) or {}).get("run_id") if peer_id else None
     if kind == OLDWALS_QUOTA and disabled:
-        pinned = "; ".join(_run_of(runs, p) for p in disabled)
-        run_line += f"; disabled peers: {pinned}"
+        run_line += "; disabled peers: " + ", ".join(f"{p} ({_run_of(runs, p)})" for p in disabled)
     if event == RAISED:
         if kind == PEER_DISABLED:
             subject = (f"{PREFIX} peer {peer_id} DISABLED for {duration(facts['disabled_for_s'])} {where} "
@@ -461,7 +483,7 @@ def watch_alert(event: str, kind: str, key: str, seq: int, *, cluster: ClusterRe
         else:
             subject = f"{PREFIX} CLEARED: oldWALs quota back under its thresholds {where}"
             now = _quota_what(quota_now) if quota_now else "oldWALs back under its thresholds"
-        lines = [("Run", run_line), ("Cluster", cluster.text()), ("What", f"the breach is over: {now} ({lasted})"),
+        lines = [("Run", run_line), ("Cluster", cluster.text()), ("What", f"the breach is over ({lasted})"),
                  ("State", now), ("Action", "none")]
         occurrence = str(seq)
     return Alert(kind, event, key, occurrence, cluster, dag_run_id, migration_run, subject, tuple(lines),
