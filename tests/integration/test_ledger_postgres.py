@@ -129,6 +129,38 @@ def test_concurrent_writers_all_land(pg_url):
         (f"t{w}", 0) for w in range(4)]
 
 
+def test_alert_claims_and_leases_on_postgres(pg_url):
+    """One message per occurrence rests on INSERT ... ON CONFLICT DO NOTHING reporting 0 rows to every caller but
+    one, and a delivery's lease on a conditional UPDATE: both on PostgreSQL, with concurrent claimers."""
+    import threading
+
+    Ledger.open(pg_url).close()
+    rec = {"message_key": "peer_disabled|ck|p|raised|1", "alert_key": "peer_disabled|ck|p", "event": "raised",
+           "kind": "peer_disabled", "cluster_key": "ck", "conn_id": "hbase_source", "dag_run_id": "scheduled__1",
+           "run_id": None, "subject": "S", "body": "B", "facts": {"peer_id": "p"}}
+    results, start = [], threading.Barrier(4)
+
+    def claim():
+        with Ledger.open(pg_url) as led:
+            start.wait()
+            results.append(led.alert_message(rec, ["smtp:m", "webhook:w"], seq=1))
+
+    threads = [threading.Thread(target=claim) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [False, False, False, True]
+    with Ledger.open(pg_url) as led:
+        assert led.take_delivery(rec["message_key"], "smtp:m", lease_ms=1000, at_ms=10_000)
+        assert not led.take_delivery(rec["message_key"], "smtp:m", lease_ms=1000, at_ms=10_500)
+        led.delivery_failed(rec["message_key"], "smtp:m", "SMTPServerDisconnected: gone")
+        assert [p["channel"] for p in led.pending_deliveries(0, 1000, at_ms=10_600)] == ["smtp:m", "webhook:w"]
+        assert [h["event"] for h in led.alert_history("ck")] == ["raised"]
+    assert pg_rows(pg_url, "SELECT channel, attempts, sent_ms, last_error FROM alert_deliveries ORDER BY channel") == [
+        ("smtp:m", 1, None, "SMTPServerDisconnected: gone"), ("webhook:w", 0, None, None)]
+
+
 def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres, pg_url, monkeypatch):
     from operators.ledger import open_ledger
 

@@ -96,12 +96,16 @@ def test_named_statements_rejects_malformed_files(sql, message):
 def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
-    [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3)] = (
-        schema_migrations(SQL_DIR / "schema"))
-    assert (version, name, version2, name2, version3, name3) == (
-        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover")
+    [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
+     (version4, name4, statements4)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2, version3, name3, version4, name4) == (
+        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts")
     assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
     assert [s.split("(")[0] for s in statements3] == ["CREATE TABLE IF NOT EXISTS throttle_decisions "]
+    assert [s.split("(")[0] for s in statements4] == [
+        "CREATE TABLE IF NOT EXISTS alert_messages ",
+        "CREATE INDEX IF NOT EXISTS alert_messages_by_cluster ON alert_messages ",
+        "CREATE TABLE IF NOT EXISTS alert_deliveries "]
     assert [s.split("(")[0] for s in statements] == [
         "CREATE TABLE IF NOT EXISTS migration_runs ",
         "CREATE INDEX IF NOT EXISTS migration_runs_started ON migration_runs ",
