@@ -176,13 +176,27 @@ def verdict_of(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {**verdict, "recorded_ms": entry.get("ended_ms")} if isinstance(verdict, dict) else None
 
 
+def _detail_text(detail: str) -> str:
+    """A phase's recorded detail as a person reads it: the text of a one-field JSON object (a quota breach, an
+    error), else the detail as recorded, cut to DETAIL_CHARS."""
+    try:
+        parsed = json.loads(detail)
+    except (TypeError, ValueError):
+        return _cut(detail)
+    if isinstance(parsed, dict) and len(parsed) == 1 and isinstance(next(iter(parsed.values())), str):
+        key, value = next(iter(parsed.items()))
+        return _cut(f"{key.replace('_', ' ')}: {value}")
+    return _cut(detail)
+
+
 def _failed_phases(summary: Mapping[str, Any]) -> list[str]:
     out = []
     for table, phases in (summary.get("phases") or {}).items():
         for phase, entry in phases.items():
             if entry.get("status") == "failed" and not (table == "*" and phase == "report"):
                 where = "" if table == "*" else f" of {table}"
-                out.append(f"{phase}{where} failed" + (f": {_cut(entry['detail'])}" if entry.get("detail") else ""))
+                detail = f": {_detail_text(entry['detail'])}" if entry.get("detail") else ""
+                out.append(f"{phase}{where} failed{detail}")
     return out
 
 

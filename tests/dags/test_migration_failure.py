@@ -87,7 +87,9 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
     for fragment in (f"DAG run {run_id}; migration run {run_id} in the ledger",
                      f"source hbase_source (cluster key {dc1.cluster_key}) -> target hbase_target (cluster key "
                      f"{dc2.cluster_key})",
-                     f"copy of {table} failed: ", f"copy of {other} failed: ", f"peer: {peer_id}",
+                     f"copy of {table} failed: quota breach: oldWALs quota breach on hbase_source (namespace "
+                     "quota on /hbase: ",
+                     f"copy of {other} failed: quota breach: ", f"peer: {peer_id}",
                      f"State: peer {peer_id} DISABLED: it pins every WAL since T0 ",
                      f"python -m hbase_migration peer enable --source hbase_source --peer-id {peer_id}",
                      f"clear the copy_0, copy_1 task(s) of DAG run {run_id} in hbase_table_migration to resume"):

@@ -91,7 +91,7 @@ def test_failed_run_with_its_peer_left_disabled():
         "Cluster: source hbase_source (cluster key zk1.dc1,zk2.dc1:2181:/hbase) -> target hbase_target (cluster key "
         "zk1.dc2:2181:/hbase)\n"
         "What: the run failed at copy (last: copy[1] try 1; Airflow: task_failure)\n"
-        '  copy of users failed: {"quota_breach": "namespace quota 85.0% used"}\n'
+        "  copy of users failed: quota breach: namespace quota 85.0% used\n"
         "  copy: users 2/5 partitions (1,234 rows), orders 3/3 partitions (10 rows)\n"
         "  tables: users, orders; peer: mig1\n"
         "State: peer mig1 DISABLED: it pins every WAL since T0 2023-11-14T20:43:20Z (1h30m ago) in oldWALs until it "
