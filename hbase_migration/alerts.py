@@ -241,8 +241,31 @@ def _verdict_text(verdict: Mapping[str, Any], run: Mapping[str, Any], now_ms: in
         return f"peer {peer} {state}: no peer is left behind"
     if state == "NOT_STARTED":
         return "nothing was changed on either cluster"
+    switch = _switch_text(verdict)
+    if switch:
+        return switch
     shown = {k: v for k, v in verdict.items() if k not in ("failed_tasks", "advice", "recorded_ms")}
     return json.dumps(shown, sort_keys=True, default=str)
+
+
+def _switch_text(verdict: Mapping[str, Any]) -> str:
+    """A cut-over's or rollback's verdict: what was undone (tables unfrozen, the reverse peer removed), or the
+    state of both sides and both peers after the approval."""
+    parts = []
+    for side in ("source", "target"):
+        if isinstance(verdict.get(side), list):
+            parts.append(f"{side} tables " + ", ".join(f"{i.get('table')} {i.get('outcome')}" for i in verdict[side]))
+        if isinstance(verdict.get(f"{side}_readonly"), dict):
+            parts.append(f"{side} tables " + ", ".join(f"{t} {'READONLY' if ro else 'writable'}"
+                                                      for t, ro in verdict[f"{side}_readonly"].items()))
+    if isinstance(verdict.get("forward_peer"), str):
+        parts.append(f"forward peer {verdict['forward_peer']}")
+    reverse = verdict.get("reverse_peer")
+    if isinstance(reverse, Mapping):
+        parts.append(f"reverse peer {reverse.get('peer_id')} {reverse.get('outcome')}")
+    elif isinstance(reverse, str):
+        parts.append(f"reverse peer {reverse}")
+    return "; ".join(parts)
 
 
 def _action_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] | None, dag_id: str,

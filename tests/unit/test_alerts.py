@@ -178,7 +178,17 @@ def test_failed_cutover_names_the_migration_run_and_uses_its_advice():
     assert lines["Run"].endswith("in the ledger (cut-over of migration run manual__mig)")
     assert lines["Action"] == "the cutover was undone before the approval: ..."
     assert lines["State"] == ('{"reason": "failed at final_drain"} (read by state_left_behind at '
-                              '2023-11-14T22:12:20Z)')
+                              '2023-11-14T22:12:20Z)')  # a verdict it cannot read is shown as recorded
+
+
+def test_failed_cutover_after_the_approval_says_both_sides_and_both_peers():
+    verdict = {"failed_tasks": ["retire_forward_peer"], "advice": "clear ...", "forward_peer": "ENABLED",
+               "reverse_peer": "ENABLED", "source_readonly": {"users": True, "orders": False},
+               "target_readonly": {"users": False, "orders": False}}
+    lines = dict(failed(summary(verdict), dag_id="hbase_cutover", task_id="retire_forward_peer").lines)
+    assert lines["State"] == ("source tables users READONLY, orders writable; target tables users writable, orders "
+                              "writable; forward peer ENABLED; reverse peer ENABLED (read by state_left_behind at "
+                              "2023-11-14T22:12:20Z)")
 
 
 # ---------------------------------------------------------------------------------------------------------
