@@ -321,7 +321,8 @@ def failed_run_alert(*, dag_id: str, dag_run_id: str, reason: str | None, task_i
         if progress:
             what.append(progress)
         if run.get("tables"):
-            what.append(f"tables: {', '.join(run['tables'])}; peer: {run.get('peer_id')}")
+            peer = run.get("peer_id")
+            what.append(f"tables: {', '.join(run['tables'])}" + (f"; peer: {peer}" if peer and peer != "-" else ""))
     lines = [("Run", run_line),
              ("Cluster", f"source {source.text()} -> target {target.text()}"),
              ("What", "\n".join(what)),

@@ -160,6 +160,7 @@ def test_failed_run_whose_state_left_behind_did_not_record_names_the_last_note()
 def test_failed_backfill_touches_no_peer():
     s = summary(None, plan="backfill", copied={"users": {"partitions": 4, "rows": 40}},
                 phases={"users": {"copy": {"status": "failed", "detail": "x" * 400}}})
+    s["run"]["peer_id"] = "-"
     a = failed(s, dag_id="hbase_backfill", planned={"users": 9})
     lines = dict(a.lines)
     assert lines["State"] == "no peer was touched; finished copy partitions are recorded in the ledger"
@@ -167,6 +168,7 @@ def test_failed_backfill_touches_no_peer():
                                "hbase_backfill: the copy resumes, finished partitions are skipped")
     assert "\ncopy of users failed: " + "x" * 299 + "…\n" in lines["What"]  # a recorded detail is cut
     assert "copy: users 4/9 partitions (40 rows), orders 0 partitions (0 rows)" in lines["What"]
+    assert lines["What"].endswith("\ntables: users, orders")  # a backfill has no peer (the ledger's "-")
 
 
 def test_failed_cutover_names_the_migration_run_and_uses_its_advice():
