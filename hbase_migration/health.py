@@ -37,14 +37,21 @@ class PeerHealth:
     queues: tuple[dict[str, Any], ...] = ()  # PeerLagSnapshot.lag_rows(): one per region server queue
 
 
+# The breaches a person is alerted about (`hbase_migration.alerts`); other breaches fail the watch only.
+PEER_DISABLED, LAG_BREACH, OLDWALS_QUOTA = "peer_disabled", "lag_breach", "oldwals_quota"
+
+
 @dataclass(frozen=True)
 class Finding:
     level: str  # "breach" | "warn"
     subject: str
     message: str
+    kind: str = ""  # PEER_DISABLED, LAG_BREACH, OLDWALS_QUOTA for an alerted breach
+    facts: dict[str, Any] = field(default_factory=dict, compare=False)  # its figures, for the alert's text
 
-    def to_dict(self) -> dict[str, str]:
-        return {"level": self.level, "subject": self.subject, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "subject": self.subject, "message": self.message, "kind": self.kind,
+                "facts": self.facts}
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,18 @@ class HealthReport:
                 "quota_error": self.quota_error, "findings": [f.to_dict() for f in self.findings]}
 
 
+def quota_facts(quota_sample: Any, th: WatchThresholds) -> dict[str, Any]:
+    """The oldWALs figures an alert names: usage of the binding quota, growth, projection, thresholds."""
+    binding = quota_sample.usage.binding
+    return {"path": getattr(quota_sample.usage, "oldwals_path", None), "quota_mark": th.quota_mark,
+            "min_exhaustion_s": th.min_exhaustion_s, "growth_bytes_per_s": quota_sample.growth_bytes_per_s,
+            "projected_exhaustion_s": quota_sample.projected_exhaustion_s,
+            "binding": None if binding is None else {
+                "path": binding.path, "kind": binding.kind, "fraction_used": binding.fraction_used,
+                "used": getattr(binding, "used", None), "limit": getattr(binding, "limit", None),
+                "unit": getattr(binding, "unit", None)}}
+
+
 def evaluate(peers: tuple[PeerHealth, ...], quota_sample: Any, quota_error: str | None, th: WatchThresholds,
              now: float) -> tuple[Finding, ...]:
     out = []
@@ -76,11 +95,20 @@ def evaluate(peers: tuple[PeerHealth, ...], quota_sample: Any, quota_error: str 
             if disabled_for > th.max_disabled_s:
                 out.append(Finding("breach", subject,
                                    f"DISABLED for {disabled_for:.0f}s (> {th.max_disabled_s:.0f}s): it pins every "
-                                   "WAL in oldWALs; enable it or remove it"))
+                                   "WAL in oldWALs; enable it or remove it", PEER_DISABLED,
+                                   {"peer_id": p.peer_id, "disabled_for_s": round(disabled_for),
+                                    "since_ms": int(p.state_since * 1000), "max_disabled_s": th.max_disabled_s}))
         elif p.state == "ENABLED":
             age = p.lag.get("max_age_ms")
             if age is not None and age > th.alert_lag_ms:
-                out.append(Finding("breach", subject, f"ageOfLastShippedOp {age} ms > {th.alert_lag_ms} ms"))
+                worst = max((q for q in p.queues if not q.get("recovered")),
+                            key=lambda q: q.get("age_of_last_shipped_op_ms") or 0, default=None)
+                out.append(Finding("breach", subject, f"ageOfLastShippedOp {age} ms > {th.alert_lag_ms} ms",
+                                   LAG_BREACH, {"peer_id": p.peer_id, "max_age_ms": age,
+                                                "alert_lag_ms": th.alert_lag_ms,
+                                                "total_size_of_log_queue": p.lag.get("total_size_of_log_queue"),
+                                                "live_servers": p.lag.get("live_servers"),
+                                                "worst_server": worst["server"] if worst else None}))
             if p.lag.get("unreadable_servers"):
                 out.append(Finding("warn", subject, f"{p.lag['unreadable_servers']} region server(s) unreadable"))
             if p.lag.get("recovered_queues"):
@@ -91,15 +119,16 @@ def evaluate(peers: tuple[PeerHealth, ...], quota_sample: Any, quota_error: str 
         out.append(Finding("breach", "oldWALs", quota_error))
     elif quota_sample is not None:
         binding = quota_sample.usage.binding
+        proj = quota_sample.projected_exhaustion_s
+        facts = quota_facts(quota_sample, th)  # both oldWALs breaches are one alert: the quota runs out, or nearly
         if binding is not None and binding.fraction_used >= th.quota_mark:
             out.append(Finding("breach", "oldWALs",
                                f"{binding.kind} quota on {binding.path} {binding.fraction_used:.1%} used "
-                               f"(mark {th.quota_mark:.0%})"))
-        proj = quota_sample.projected_exhaustion_s
+                               f"(mark {th.quota_mark:.0%})", OLDWALS_QUOTA, facts))
         if proj is not None and proj < th.min_exhaustion_s:
             out.append(Finding("breach", "oldWALs",
                                f"at {quota_sample.growth_bytes_per_s:.0f} B/s the quota is exhausted in {proj:.0f}s "
-                               f"(< {th.min_exhaustion_s:.0f}s)"))
+                               f"(< {th.min_exhaustion_s:.0f}s)", OLDWALS_QUOTA, facts))
     return tuple(out)
 
 

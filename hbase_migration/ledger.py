@@ -600,6 +600,90 @@ class Ledger:
             row["load"] = json.loads(row.pop("load_json"))
         return rows
 
+    # -- alerts (hbase_migration/alerts.py): one message per occurrence, and its deliveries --------------
+
+    def alert_message(self, record: Mapping[str, Any], channels: Iterable[str], seq: int = 0,
+                      created_ms: int | None = None) -> bool:
+        """Claim a message (`Alert.record()`) and queue one delivery per channel, in one transaction. True when
+        this call made it; False when its `message_key` was already there (that occurrence was claimed: the
+        caller sends nothing)."""
+        values = {
+            "message_key": _text(record.get("message_key"), "message_key"),
+            "alert_key": _text(record.get("alert_key"), "alert_key"),
+            "event": _text(record.get("event"), "event"),
+            "seq": _count(seq, "seq"),
+            "kind": _text(record.get("kind"), "kind"),
+            "cluster_key": _text(record.get("cluster_key"), "cluster_key"),
+            "conn_id": _text(record.get("conn_id"), "conn_id"),
+            "dag_run_id": _text(record.get("dag_run_id"), "dag_run_id"),
+            "run_id": record.get("run_id"),
+            "created_ms": _instant(now_ms() if created_ms is None else created_ms, "created_ms"),
+            "subject": _text(record.get("subject"), "subject"),
+            "body": _text(record.get("body"), "body"),
+            "facts_json": _json(dict(record.get("facts") or {}), "facts"),
+        }
+        names = [_text(c, "channels[]") for c in channels]
+        with self._engine.begin() as conn:
+            made = self._run(conn, "alert_message", **values).rowcount == 1
+            if made:
+                for channel in names:
+                    self._run(conn, "alert_delivery", message_key=values["message_key"], channel=channel)
+        return made
+
+    def alert_history(self, cluster_key: str) -> list[dict[str, Any]]:
+        """A cluster's watch alert starts and ends (alert_key, event, seq, created_ms, dag_run_id, run_id,
+        facts), oldest first per alert: `alerts.open_alerts` and `alerts.next_seq` read them."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "alert_history", cluster_key=_text(cluster_key, "cluster_key"))
+        for row in rows:
+            row["facts"] = json.loads(row.pop("facts_json"))
+        return rows
+
+    def take_delivery(self, message_key: str, channel: str, lease_ms: int, at_ms: int | None = None) -> bool:
+        """Take one unsent delivery for `lease_ms` (True), unless it was sent or another sender holds it."""
+        now = _instant(now_ms() if at_ms is None else at_ms, "at_ms")
+        with self._engine.begin() as conn:
+            taken = self._run(conn, "take_delivery", message_key=message_key, channel=channel, now_ms=now,
+                              stale_ms=now - _positive(lease_ms, "lease_ms")).rowcount
+        return taken == 1
+
+    def delivery_sent(self, message_key: str, channel: str, at_ms: int | None = None) -> None:
+        with self._engine.begin() as conn:
+            self._run(conn, "delivery_sent", message_key=message_key, channel=channel,
+                      sent_ms=_instant(now_ms() if at_ms is None else at_ms, "at_ms"))
+
+    def delivery_failed(self, message_key: str, channel: str, error: str) -> None:
+        """Free a delivery that failed (the next watch run retries it); `error` must hold no URL or token."""
+        with self._engine.begin() as conn:
+            self._run(conn, "delivery_failed", message_key=message_key, channel=channel,
+                      error=_text(error, "error")[:1000])
+
+    def pending_deliveries(self, since_ms: int, lease_ms: int, at_ms: int | None = None) -> list[dict[str, Any]]:
+        """Unsent deliveries of messages made since `since_ms` that no live lease holds, oldest first."""
+        now = _instant(now_ms() if at_ms is None else at_ms, "at_ms")
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "pending_deliveries", since_ms=_instant(since_ms, "since_ms"),
+                              stale_ms=now - _positive(lease_ms, "lease_ms"))
+        for row in rows:
+            row["facts"] = json.loads(row.pop("facts_json"))
+        return rows
+
+    def alert_messages(self, since_ms: int = 0) -> list[dict[str, Any]]:
+        """Every message made since `since_ms`, oldest first, each with its deliveries."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "alert_messages", since_ms=_instant(since_ms, "since_ms"))
+            for row in rows:
+                row["facts"] = json.loads(row.pop("facts_json"))
+                row["deliveries"] = self._rows(conn, "alert_deliveries_of", message_key=row["message_key"])
+        return rows
+
+    def latest_run_of_peer(self, source_key: Any, peer_id: str) -> dict[str, Any] | None:
+        """The newest run (the watch's left out) that used `peer_id` on the cluster `source_key`, or None."""
+        with self._reader.begin() as conn:
+            row = self._run(conn, "latest_run_of_peer", source_key=_text(str(source_key), "source_key"),
+                            peer_id=_text(peer_id, "peer_id")).mappings().first()
+        return None if row is None else dict(row)
+
     # -- reading ----------------------------------------------------------------------------------------
 
     def run_summary(self, run_id: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, TriggerRule, task
 
 from hbase_migration.runspec import CUTOVER, ROLLBACK
+from operators.alerts import dag_callbacks
 from operators.cutover import (
     AddReversePeerOperator,
     CutoverCheckOperator,
@@ -77,7 +78,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
     with DAG(
         dag_id=dag_id, schedule=None, catchup=False, max_active_runs=1, params=form_params(kind),
         render_template_as_native_obj=True, tags=["hbase", "cutover" if cutover else "rollback"],
-        doc_md=CUTOVER_DOC if cutover else ROLLBACK_DOC, default_args={"retries": 0},
+        doc_md=CUTOVER_DOC if cutover else ROLLBACK_DOC, default_args={"retries": 0}, **dag_callbacks(),
     ) as dag:
         both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
         run = {"ledger_run_id": "{{ run_id }}"}

@@ -66,9 +66,11 @@ def open_rollback(params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[s
 
 def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     """Close the run as a success and say where things stand."""
+    from hbase_migration.ledger import ALL_TABLES
     from operators.ledger import open_ledger
 
     with open_ledger() as ledger:
+        ledger.set_phase(run_id, ALL_TABLES, "report", "success")  # replaces an earlier failure's verdict
         ledger.end_run(run_id, "success")
         summary = ledger.run_summary(run_id)
     tables = ", ".join(plan["tables"])
@@ -138,10 +140,17 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
         log.error("%s %s failed at %s before it was planned: nothing was changed on either cluster", kind, run_id,
                   where)
         return {"state": "NOT_STARTED", "failed_tasks": failed_tasks}
-    if not approved:
-        return {**abort(run_id, kind, plan_dict, source_conn_id, target_conn_id, f"failed at {where}"),
-                "failed_tasks": failed_tasks}
     plan = SwitchPlan.from_dict(plan_dict)
+    again = (f"trigger hbase_cutover again (migration_run_id={plan.from_run_id})" if kind == CUTOVER
+             else f"trigger hbase_rollback again (cutover_run_id={plan.from_run_id})")
+    if not approved:
+        verdict = {**abort(run_id, kind, plan_dict, source_conn_id, target_conn_id, f"failed at {where}"),
+                   "failed_tasks": failed_tasks,
+                   "advice": (f"the {kind} was undone before the approval: the clients stay on the "
+                              f"{'source' if kind == CUTOVER else 'target'}, which is writable again; fix the cause "
+                              f"(the failed task's log) and {again}")}
+        _record_verdict(run_id, verdict)
+        return verdict
     source = HBaseClusterHook(source_conn_id).get_cluster()
     target = HBaseClusterHook(target_conn_id).get_cluster()
     with peer_admin(source) as admin:
@@ -157,6 +166,17 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     }
     log.error("%s %s failed at %s after the approval (clients have switched): nothing is undone. State: %s. Clear "
               "the failed task to finish the %s", kind, run_id, where, state, kind)
+    state["advice"] = (f"the clients have switched (approved): nothing was undone; clear the failed task(s) "
+                       f"({where}) of this run to finish the {kind}")
+    _record_verdict(run_id, state)
     with open_ledger() as ledger:
         ledger.end_run(run_id, "failed")
     return state
+
+
+def _record_verdict(run_id: str, verdict: Mapping[str, Any]) -> None:
+    from operators.ledger import open_ledger
+    from operators.steps import record_verdict
+
+    with open_ledger() as ledger:
+        record_verdict(ledger, run_id, verdict)

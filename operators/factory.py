@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from airflow.sdk import DAG, Param, TriggerRule, task
 
 from hbase_migration.runspec import BACKFILL, BY_NAME, MIGRATION, form_schema
+from operators.alerts import dag_callbacks
 from operators.checks import CreateTargetTablesOperator, PreflightOperator
 from operators.replication import AddPeerOperator, EnablePeerOperator
 from operators.sensors import ReplicationDrainedSensor
@@ -43,7 +44,8 @@ MIGRATION_DOC = """
    (`hbase_cutover`, with this run's id).
 
 On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
-quota policy `enable_peer` enables a peer left disabled.
+quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert (mail and/or chat webhook,
+when configured: README "Alerts") naming the run, the clusters, the state left behind and the action.
 """
 
 
@@ -88,7 +90,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         dag_id=dag_id, schedule=schedule, catchup=False, max_active_runs=1, params=form_params(MIGRATION, defaults),
         render_template_as_native_obj=True, tags=["hbase", "migration", *(tags or [])],
         doc_md=doc_md or MIGRATION_DOC,
-        default_args={"retries": 0},
+        default_args={"retries": 0}, **dag_callbacks(),
     ) as dag:
         src = {"source_conn_id": spec("source_conn_id")}
         both = {**src, "target_conn_id": spec("target_conn_id")}
@@ -192,7 +194,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
     with DAG(
         dag_id=dag_id, schedule=schedule, catchup=False, max_active_runs=2, params=form_params(BACKFILL),
         start_date=start_date or pendulum.datetime(1970, 1, 1, tz="UTC"), render_template_as_native_obj=True,
-        tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0},
+        tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0}, **dag_callbacks(),
     ) as dag:
         both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
         window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms"),

@@ -73,9 +73,11 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
 
 def report(run_id: str) -> dict[str, Any]:
     """Close the run as a success and log its figures (they are also on the dashboard)."""
+    from hbase_migration.ledger import ALL_TABLES
     from operators.ledger import open_ledger
 
     with open_ledger() as ledger:
+        ledger.set_phase(run_id, ALL_TABLES, "report", "success")  # replaces an earlier failure's verdict
         ledger.end_run(run_id, "success")
         summary = ledger.run_summary(run_id)
     copy = summary.get("copy", {})
@@ -122,11 +124,23 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
     level, advice = peer_left(state, spec.source_conn_id, spec.peer_id)
     reason = f"run failed at {where}; peer {state}" + (f" (enabled by quota policy: {action})" if action else "")
     log.log(level, "peer %s left %s: %s", spec.peer_id, state, advice)
+    verdict = {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
     try:
         with open_ledger() as ledger:
             if state in ("ENABLED", "DISABLED"):
                 ledger.peer_note(run_id, spec.peer_id, state, reason)
+            record_verdict(ledger, run_id, verdict)
             ledger.end_run(run_id, "failed")
     except Exception as e:  # the ledger is bookkeeping: the peer's state is already logged above
         log.warning("ledger not updated for run %s: %s", run_id, e)
-    return {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
+    return verdict
+
+
+def record_verdict(ledger: Any, run_id: str, verdict: Mapping[str, Any]) -> None:
+    """What a failed run left behind, as its run-wide `report` phase (failed, the verdict as JSON): the failure
+    alert (`operators.alerts`) and the dashboard's failed phases read it there."""
+    import json
+
+    from hbase_migration.ledger import ALL_TABLES
+
+    ledger.set_phase(run_id, ALL_TABLES, "report", "failed", json.dumps(verdict, sort_keys=True, default=str))

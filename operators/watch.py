@@ -50,6 +50,9 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
             log.error("watch of %s failed: %s: %s", conn_id, type(e).__name__, e)
             raise
         ledger.end_run(watch_run, "success" if report.healthy else "failed")
+    from operators.alerts import on_watch_reading
+
+    on_watch_reading(conn_id, cluster, report, th, run_id)  # a breach's start or end reaches a person; never raises
     for f in report.findings:
         (log.error if f.level == "breach" else log.warning)("%s: %s", f.subject, f.message)
     if not report.healthy:

@@ -243,3 +243,58 @@ ON CONFLICT (copy_id, table_name, decided_ms) DO UPDATE SET
 SELECT copy_id, table_name, decided_ms, state, factor, reason, load_json
 FROM throttle_decisions WHERE copy_id = :copy_id
 ORDER BY decided_ms, table_name;
+
+-- name: latest_run_of_peer
+-- The newest run (not the watch's) that used a peer on a source cluster: the migration an alert names.
+SELECT run_id, dag_id, status, started_ms
+FROM migration_runs WHERE source_key = :source_key AND peer_id = :peer_id AND plan_name <> 'watch'
+ORDER BY started_ms DESC, run_id
+LIMIT 1;
+
+-- name: alert_message
+INSERT INTO alert_messages (message_key, alert_key, event, seq, kind, cluster_key, conn_id, dag_run_id, run_id,
+                            created_ms, subject, body, facts_json)
+VALUES (:message_key, :alert_key, :event, :seq, :kind, :cluster_key, :conn_id, :dag_run_id, :run_id,
+        :created_ms, :subject, :body, :facts_json)
+ON CONFLICT (message_key) DO NOTHING;
+
+-- name: alert_delivery
+INSERT INTO alert_deliveries (message_key, channel, attempts) VALUES (:message_key, :channel, 0)
+ON CONFLICT (message_key, channel) DO NOTHING;
+
+-- name: alert_history
+-- A cluster's watch alerts, every start and end: which are open, and the next occurrence number.
+SELECT alert_key, event, seq, created_ms, dag_run_id, run_id, facts_json
+FROM alert_messages WHERE cluster_key = :cluster_key AND event IN ('raised', 'cleared')
+ORDER BY alert_key, seq, created_ms;
+
+-- name: take_delivery
+-- A sender's lease on one delivery: taken only when unsent and not held by a live lease.
+UPDATE alert_deliveries SET claimed_ms = :now_ms, attempts = attempts + 1
+WHERE message_key = :message_key AND channel = :channel AND sent_ms IS NULL
+  AND (claimed_ms IS NULL OR claimed_ms < :stale_ms);
+
+-- name: delivery_sent
+UPDATE alert_deliveries SET sent_ms = :sent_ms, last_error = NULL
+WHERE message_key = :message_key AND channel = :channel;
+
+-- name: delivery_failed
+UPDATE alert_deliveries SET claimed_ms = NULL, last_error = :error
+WHERE message_key = :message_key AND channel = :channel AND sent_ms IS NULL;
+
+-- name: pending_deliveries
+SELECT d.message_key, d.channel, d.attempts, d.last_error, m.subject, m.body, m.facts_json, m.created_ms
+FROM alert_deliveries d JOIN alert_messages m ON m.message_key = d.message_key
+WHERE d.sent_ms IS NULL AND m.created_ms >= :since_ms AND (d.claimed_ms IS NULL OR d.claimed_ms < :stale_ms)
+ORDER BY m.created_ms, d.message_key, d.channel;
+
+-- name: alert_messages
+SELECT m.message_key, m.alert_key, m.event, m.seq, m.kind, m.cluster_key, m.conn_id, m.dag_run_id, m.run_id,
+       m.created_ms, m.subject, m.body, m.facts_json
+FROM alert_messages m WHERE m.created_ms >= :since_ms
+ORDER BY m.created_ms, m.message_key;
+
+-- name: alert_deliveries_of
+SELECT channel, attempts, claimed_ms, sent_ms, last_error
+FROM alert_deliveries WHERE message_key = :message_key
+ORDER BY channel;

@@ -1,5 +1,6 @@
 """A migration that fails halfway leaves the documented state: here the oldWALs watchdog stops the copy (quota
-policy `fail`), so the peer added at T0 is left DISABLED, and the log and the ledger say so and what to do."""
+policy `fail`), so the peer added at T0 is left DISABLED, and the log, the ledger and one alert (a mail and a
+chat webhook POST, though both mapped copies fail) say so and what to do."""
 import json
 import threading
 import uuid
@@ -8,6 +9,7 @@ import pytest
 import requests
 from kazoo.client import KazooClient
 
+from tests.alert_receivers import RECIPIENTS, SECRETS, alert_env, http_receiver, smtp_server
 from tests.dags.airflow_run import airflow_env, dags_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags]
@@ -41,11 +43,13 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
 
     dc1, dc2 = minihbase_pair
     table = "fail_" + uuid.uuid4().hex[:6]
-    dc1.create_table(table, {"d": {"replication_scope": 1}}, split_keys=[b"m"])
+    other = table + "_b"  # a second mapped copy, stopped too: still one alert for the run
     conn = dc1.connection()
-    with conn.table(table).batch(batch_size=500) as b:
-        for i in range(2000):
-            b.put(b"%05d" % i, {b"d:v": b"x"})
+    for name in (table, other):
+        dc1.create_table(name, {"d": {"replication_scope": 1}}, split_keys=[b"m"])
+        with conn.table(name).batch(batch_size=500) as b:
+            for i in range(2000):
+                b.put(b"%05d" % i, {b"d:v": b"x"})
     conn.close()
     peer_id = "fail_" + uuid.uuid4().hex[:6]
     ledger = tmp_path / "ledger.db"
@@ -56,17 +60,43 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
     filler = threading.Thread(target=fill_after_add_peer, args=(dc1, zookeeper.hosts, peer_id, quota, 0.85, stop),
                               daemon=True)
     filler.start()
-    conf = {"tables": [table], "peer_id": peer_id, "quota_policy": "fail", "quota_mark": 0.8}
+    conf = {"tables": [table, other], "peer_id": peer_id, "quota_policy": "fail", "quota_mark": 0.8}
     try:
-        rc = dags_test("hbase_table_migration", conf, airflow_env(dc1, dc2, ledger), tmp_path / "dag.log")
+        with smtp_server() as smtp, http_receiver() as http:
+            env = {**airflow_env(dc1, dc2, ledger), **alert_env(smtp, http)}
+            rc = dags_test("hbase_table_migration", conf, env, tmp_path / "dag.log")
     finally:
         stop.set()
         filler.join(30)
         dc1.set_quota("/hbase", ns=-1)
     log = (tmp_path / "dag.log").read_text()
     assert rc != 0
-    assert f"copy of {table} stopped: oldWALs quota breach" in log  # preflight passed; the copy's watchdog acted
+    for name in (table, other):  # preflight passed; each copy's watchdog acted
+        assert f"copy of {name} stopped: oldWALs quota breach" in log
     assert f"peer {peer_id} left DISABLED" in log and "pins every WAL since T0" in log
+
+    # One alert for the run (two mapped copies failed, then the run), by mail and by webhook, with the same text.
+    assert len(smtp.mails) == 1 and len(http.posts) == 1, (smtp.mails, http.posts, log[-3000:])
+    [mail], [post] = smtp.mails, http.posts
+    run_id = post.body["hbase_migration"]["dag_run_id"]
+    assert mail.rcpt_tos == RECIPIENTS
+    # Airflow names the failed mapped task instances copy_0, copy_1 (state_left_behind lists them).
+    assert mail.subject == f"[hbase-migration] FAILED: hbase_table_migration run {run_id} at copy_0 (hbase_source)"
+    assert post.body["text"].startswith(mail.subject + "\n\n")
+    text = post.body["text"]
+    for fragment in (f"DAG run {run_id}; migration run {run_id} in the ledger",
+                     f"source hbase_source (cluster key {dc1.cluster_key}) -> target hbase_target (cluster key "
+                     f"{dc2.cluster_key})",
+                     f"copy of {table} failed: quota breach: oldWALs quota breach on hbase_source (namespace "
+                     "quota on /hbase: ",
+                     f"copy of {other} failed: quota breach: ", f"peer: {peer_id}",
+                     f"State: peer {peer_id} DISABLED: it pins every WAL since T0 ",
+                     f"python -m hbase_migration peer enable --source hbase_source --peer-id {peer_id}",
+                     f"clear the copy_0, copy_1 task(s) of DAG run {run_id} in hbase_table_migration to resume"):
+        assert fragment in text, (fragment, text)
+    assert post.body["hbase_migration"]["state_left_behind"]["state"] == "DISABLED"
+    for secret in SECRETS:
+        assert secret not in text and secret not in mail.text and secret not in log
 
     zk = KazooClient(hosts=zookeeper.hosts)
     zk.start(timeout=15)
@@ -83,3 +113,4 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
     assert summary["peer"]["state"] == "DISABLED"
     assert any("copy" in n["reason"] for n in summary["peer"]["notes"]), json.dumps(summary["peer"])
     assert summary["phases"][table]["copy"]["status"] == "failed"
+    assert json.loads(summary["phases"]["*"]["report"]["detail"])["state"] == "DISABLED"  # the alert read it here

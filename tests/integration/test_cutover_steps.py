@@ -156,3 +156,36 @@ def test_bad_input_is_refused_and_changes_nothing(env):
         RollbackCheckOperator(task_id="check", plan=rollback["plan"], ledger_run_id="rb1").execute({})
     with pytest.raises(SwitchRefused, match="is not a cut-over run"):
         cutover_steps.open_rollback({"cutover_run_id": run_id}, "rb2", "hbase_rollback")
+
+
+def test_a_failed_cutover_records_what_it_left_for_its_alert(env):
+    """A cut-over that fails before the approval is undone by state_left_behind, which records its verdict in the
+    ledger; the failure alert reads it there and tells the person what to run."""
+    from hbase_migration.alerts import ClusterRef, failed_run_alert, verdict_of
+    from hbase_migration.runspec import CUTOVER
+
+    dc1, dc2, table, peer_id, url = env
+    EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})
+    run_id = migration_run(url, dc1, dc2, table, peer_id, run_id="manual__alerted")
+    opened = cutover_steps.open_cutover({"migration_run_id": run_id}, "cut_alert", "hbase_cutover")
+    SetReadOnlyOperator(task_id="freeze", conn_id="hbase_source", tables=[table], readonly=True).execute({})
+    left = cutover_steps.state_left_behind("cut_alert", CUTOVER, opened["plan"], "hbase_source", "hbase_target",
+                                           ["final_drain"], approved=False)
+    assert readonly_states(cluster_from_text("s", dc1.connection_json), [table]) == {table: False}  # undone
+    with Ledger.open(url) as ledger:
+        summary = ledger.run_summary("cut_alert")
+    verdict = verdict_of(summary)
+    assert verdict["advice"] == left["advice"] == (
+        "the cutover was undone before the approval: the clients stay on the source, which is writable again; fix "
+        f"the cause (the failed task's log) and trigger hbase_cutover again (migration_run_id={run_id})")
+    assert verdict["failed_tasks"] == ["final_drain"] and summary["run"]["status"] == "failed"
+    alert = failed_run_alert(dag_id="hbase_cutover", dag_run_id="cut_alert", reason="task_failure",
+                             task_id="final_drain", map_index=-1, try_number=1, summary=summary, planned={},
+                             source=ClusterRef("hbase_source", dc1.cluster_key),
+                             target=ClusterRef("hbase_target", dc2.cluster_key), url=None, now_ms=0)
+    lines = dict(alert.lines)
+    assert lines["Run"] == (f"DAG hbase_cutover, DAG run cut_alert; migration run cut_alert in the ledger (cut-over "
+                            f"of migration run {run_id})")
+    assert lines["Action"] == verdict["advice"]
+    assert lines["State"].startswith(f"source tables {table} unfrozen; reverse peer {peer_id}_rev absent (read by "
+                                     "state_left_behind at ")

@@ -104,17 +104,17 @@ def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_pat
     Ledger.open(pg_url).close()
     Ledger.open(pg_url).close()
     assert pg_rows(pg_url, "SELECT version, name FROM schema_version ORDER BY version") == [
-        (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover")]
+        (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover"), (4, "alerts")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
     for shipped in sorted((SQL_DIR / "schema").glob("*.sql")):
         (sql_dir / "schema" / shipped.name).write_text(shipped.read_text())
-    (sql_dir / "schema" / "004_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
-    with pytest.raises(LedgerError, match='004_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+    (sql_dir / "schema" / "005_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    with pytest.raises(LedgerError, match='005_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
         Ledger.open(pg_url, sql_dir=sql_dir)
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
-    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,), (3,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,), (3,), (4,)]
 
 
 def test_concurrent_writers_all_land(pg_url):
@@ -127,6 +127,38 @@ def test_concurrent_writers_all_land(pg_url):
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM schema_version") == [(len(schema_migrations(SQL_DIR / "schema")),)]
     assert pg_rows(pg_url, "SELECT table_name, started_ms FROM migration_phases ORDER BY table_name") == [
         (f"t{w}", 0) for w in range(4)]
+
+
+def test_alert_claims_and_leases_on_postgres(pg_url):
+    """One message per occurrence rests on INSERT ... ON CONFLICT DO NOTHING reporting 0 rows to every caller but
+    one, and a delivery's lease on a conditional UPDATE: both on PostgreSQL, with concurrent claimers."""
+    import threading
+
+    Ledger.open(pg_url).close()
+    rec = {"message_key": "peer_disabled|ck|p|raised|1", "alert_key": "peer_disabled|ck|p", "event": "raised",
+           "kind": "peer_disabled", "cluster_key": "ck", "conn_id": "hbase_source", "dag_run_id": "scheduled__1",
+           "run_id": None, "subject": "S", "body": "B", "facts": {"peer_id": "p"}}
+    results, start = [], threading.Barrier(4)
+
+    def claim():
+        with Ledger.open(pg_url) as led:
+            start.wait()
+            results.append(led.alert_message(rec, ["smtp:m", "webhook:w"], seq=1))
+
+    threads = [threading.Thread(target=claim) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [False, False, False, True]
+    with Ledger.open(pg_url) as led:
+        assert led.take_delivery(rec["message_key"], "smtp:m", lease_ms=1000, at_ms=10_000)
+        assert not led.take_delivery(rec["message_key"], "smtp:m", lease_ms=1000, at_ms=10_500)
+        led.delivery_failed(rec["message_key"], "smtp:m", "SMTPServerDisconnected: gone")
+        assert [p["channel"] for p in led.pending_deliveries(0, 1000, at_ms=10_600)] == ["smtp:m", "webhook:w"]
+        assert [h["event"] for h in led.alert_history("ck")] == ["raised"]
+    assert pg_rows(pg_url, "SELECT channel, attempts, sent_ms, last_error FROM alert_deliveries ORDER BY channel") == [
+        ("smtp:m", 1, None, "SMTPServerDisconnected: gone"), ("webhook:w", 0, None, None)]
 
 
 def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres, pg_url, monkeypatch):

@@ -27,8 +27,8 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = [
-    "copy_partitions", "copy_plans", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
-    "schema_version", "throttle_decisions", "verification_results",
+    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "lag_samples", "migration_phases",
+    "migration_runs", "peer_notes", "quota_samples", "schema_version", "throttle_decisions", "verification_results",
 ]
 
 
@@ -96,12 +96,16 @@ def test_named_statements_rejects_malformed_files(sql, message):
 def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
-    [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3)] = (
-        schema_migrations(SQL_DIR / "schema"))
-    assert (version, name, version2, name2, version3, name3) == (
-        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover")
+    [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
+     (version4, name4, statements4)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2, version3, name3, version4, name4) == (
+        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts")
     assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
     assert [s.split("(")[0] for s in statements3] == ["CREATE TABLE IF NOT EXISTS throttle_decisions "]
+    assert [s.split("(")[0] for s in statements4] == [
+        "CREATE TABLE IF NOT EXISTS alert_messages ",
+        "CREATE INDEX IF NOT EXISTS alert_messages_by_cluster ON alert_messages ",
+        "CREATE TABLE IF NOT EXISTS alert_deliveries "]
     assert [s.split("(")[0] for s in statements] == [
         "CREATE TABLE IF NOT EXISTS migration_runs ",
         "CREATE INDEX IF NOT EXISTS migration_runs_started ON migration_runs ",
@@ -147,12 +151,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 3
+        assert second.apply_schema() == 4
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 3
+    assert len(versions) == 4
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -184,7 +188,7 @@ def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(3\)"):
+    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(4\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
