@@ -19,6 +19,7 @@ from hbase_migration.copy import CopyOptions, PartitionResult, copy_partition_sa
 from hbase_migration.datapath import Region, open_data_path
 from hbase_migration.partitions import Partition, plan_partitions, sample_region
 from hbase_migration.progress import ProgressMeter, record_done, record_plan
+from hbase_migration.resume import FinishedRange, resume_plan
 from hbase_migration.scope import CopyConfigError, TableScope, versions_text
 from hbase_migration.verify import PartitionVerdict, VerifyOptions, exit_code, summarize_verify, verify_partition_safely
 
@@ -54,6 +55,20 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
     return src, regions
 
 
+def finished_ranges(store: Any, copy_id: str, table: str, planned: Sequence[Partition],
+                    fingerprint: str) -> list[FinishedRange]:
+    """What `store` recorded as finished, as key ranges. A store that keeps only ids (a custom one without
+    `finished_ranges`) is matched by id against the plan, as resumes did before ranges were kept."""
+    if store is None:
+        return []
+    ranges = getattr(store, "finished_ranges", None)
+    if callable(ranges):
+        return list(ranges(copy_id, table))
+    done = store.done_partitions(copy_id, table)
+    return [FinishedRange(p.partition_id, p.start_row, p.stop_row, fingerprint) for p in planned
+            if p.partition_id in done]
+
+
 def _sample(source: "Cluster", options: TableScope, region: Region) -> tuple[bytes, Any]:
     return region.name, sample_region(source, options, region)
 
@@ -81,13 +96,18 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                  options.table, options.rows_per_partition)
         samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
     partitions = plan_partitions(regions, options, samples, source.gateways)
-    record_plan(store, copy_id, options.table, partitions)  # the dashboard's "partitions done of total"
-    done = store.done_partitions(copy_id, options.table) if store is not None else set()
-    todo = [p for p in partitions if p.partition_id not in done]
-    skipped = len(partitions) - len(todo)
-    if skipped:
-        log.info("resuming copy %s: %d of %d partitions already copied, skipping them", copy_id, skipped,
-                 len(partitions))
+    fingerprint = options.fingerprint()
+    finished = finished_ranges(store, copy_id, options.table, partitions, fingerprint)
+    resumed = resume_plan(partitions, finished, options.table, fingerprint)
+    todo, skipped = list(resumed.todo), resumed.skipped
+    # The dashboard's "partitions done of total": the plan as is when its partitions are the finished ranges
+    # (a first run, or a resume on unchanged regions), else the finished ranges plus the pieces left.
+    unchanged = resumed.trimmed == 0 and resumed.finished == resumed.skipped
+    record_plan(store, copy_id, options.table, partitions if unchanged else [None] * resumed.finished + todo)
+    if resumed.finished:
+        log.info("resuming copy %s: %d finished key range(s) recorded; of %d planned partitions %d are finished "
+                 "(skipped), %d partly (only their unfinished pieces are copied), %d partition(s) to copy",
+                 copy_id, resumed.finished, len(partitions), skipped, resumed.trimmed, len(todo))
     est = [p.est_rows for p in todo]
     meter = ProgressMeter(total_partitions=len(todo),
                           total_rows=sum(est) if est and all(e is not None for e in est) else None)
@@ -100,7 +120,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         if store is not None and copied:
             record_done(store, copy_id, options.table, [
                 {"partition_id": r.partition_id, "start_row": r.start_row, "stop_row": r.stop_row,
-                 "rows": r.rows, "cells": r.cells, "bytes": r.bytes} for r in copied])
+                 "rows": r.rows, "cells": r.cells, "bytes": r.bytes, "fingerprint": fingerprint} for r in copied])
         for r in results:
             meter.add(rows=r.rows, cells=r.cells, nbytes=r.bytes, partitions=1)
             if r.status != "copied":
