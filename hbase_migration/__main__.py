@@ -12,6 +12,7 @@
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
+    python -m hbase_migration switches --source CONN [--release HOLDER]   (split/merge, normalizer held off)
     python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
 
 Clusters are Airflow connection ids, resolved as Airflow does (AIRFLOW_CONN_<ID> in JSON or URI form, else
@@ -175,6 +176,19 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_switches(args: argparse.Namespace) -> int:
+    from hbase_migration import switches
+    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger_location import cli_ledger_url
+
+    cluster = resolve_cluster(args.source)
+    with Ledger.open(args.ledger_url or cli_ledger_url()) as ledger:
+        released = switches.release(cluster, ledger, args.release) if args.release else None
+        data = switches.status(cluster, ledger)
+    _emit(args, {**data, "released": released}, switches.status_text(data))
+    return EXIT_OK
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
@@ -199,7 +213,7 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
             print("error: --workers needs a number", file=sys.stderr)
             return EXIT_USAGE
         del argv[i:i + 2]
-    return job_main(kind, argv, lambda _name, _ns: LocalExecutor(workers))
+    return job_main(kind, argv, lambda _name, _ns: LocalExecutor(workers), hold_switches=kind == "copy")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -293,6 +307,13 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, add_help=False, help=f"the {name} in this process, no Spark "
                                                        f"(arguments as jobs/{name}_table.py, plus --workers N)")
         sp.set_defaults(passthrough=True)
+
+    sp = sub.add_parser("switches", help="the source's split/merge and normalizer switches, the state the copies "
+                                         "found and who holds them off; --release HOLDER drops a stale hold")
+    common(sp)
+    sp.add_argument("--release", metavar="HOLDER", help="release this hold (the last one restores the state found)")
+    sp.add_argument("--ledger-url", help="the ledger the holds are counted in (default: as the CLI copy's)")
+    sp.set_defaults(func=cmd_switches)
 
     sp = sub.add_parser("cluster", help="a connection as the toolkit reads it (the cluster's wire form)")
     common(sp)

@@ -6,6 +6,7 @@ actions, the run, one JSON summary line on stdout (logs go to stderr), exit 0 / 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -205,10 +206,23 @@ def open_store(ns: Any) -> Any:
     return None
 
 
-def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any]) -> int:
+def switch_hold(ns: Any, source: "Cluster", copy_id: str, table: str) -> Any:
+    """The CLI copy's hold on the source's split/merge and normalizer switches (`hbase_migration.switches`),
+    counted in the ledger of --ledger-url, else the default one (HBASE_MIGRATION_LEDGER_URL, else
+    $AIRFLOW_HOME/.state/ledger.db): the ledger a DAG on this machine uses, so their holds count each other."""
+    from hbase_migration.ledger_location import cli_ledger_url
+    from hbase_migration.switches import SwitchHold, holder_name
+
+    return SwitchHold(source, ns.ledger_url or cli_ledger_url(), holder_name(copy_id, table))
+
+
+def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any], *,
+             hold_switches: bool = False) -> int:
     """Run `kind` ("copy" or "verify") from command-line arguments. `make_executor(app_name, ns)` gives the
     executor (its `close()`, if any, is called at the end). Exit 0: done and clean; 1: a partition failed or
-    verify found differences; 2: bad arguments or tables (nothing was written)."""
+    verify found differences; 2: bad arguments or tables (nothing was written). With `hold_switches` (the CLI;
+    the Spark job leaves that to its operator, as its driver may run where no HBase shell is) a copy holds the
+    source's split/merge and normalizer switches off while it runs, unless --no-hold-switches."""
     from hbase_migration import jobargs
     from hbase_migration.executors import configure_logging
 
@@ -231,19 +245,28 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     except (jobargs.UsageError, CopyConfigError, ConnectionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    hold = contextlib.nullcontext()
+    if kind == "copy" and hold_switches and not ns.no_hold_switches:
+        copy_id = ns.copy_id or default_copy_id(source, target, options)
+        hold = switch_hold(ns, source, copy_id, options.table)
     executor = make_executor(f"{kind} {options.table} -> {options.target_table}", ns)
     try:
-        if kind == "copy":
-            summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started,
-                               load_limits=load_limits)
-            status = 0 if summary["failed_partitions"] == 0 else 1
-        else:
-            summary = run_verify(source, target, options, executor, started=started)
-            status = exit_code(summary)
+        with hold:
+            if kind == "copy":
+                summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id,
+                                   started=started, load_limits=load_limits)
+                status = 0 if summary["failed_partitions"] == 0 else 1
+            else:
+                summary = run_verify(source, target, options, executor, started=started)
+                status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)
         if close is not None:
             close()
+    if getattr(hold, "held", None) is not None:
+        summary["switches"] = {"found": hold.held["found"], "set": hold.held["set"],
+                               "restored": (hold.released or {}).get("restored"),
+                               "held_by": (hold.released or {}).get("held_by")}
     text = json.dumps(summary, sort_keys=True)
     if ns.summary_file:
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")

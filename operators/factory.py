@@ -33,8 +33,11 @@ MIGRATION_DOC = """
 4. **add_peer**: the peer is added **DISABLED** (SERIAL and BANDWIDTH as asked), scoped by TABLE_CFS to the
    tables. From this instant (T0) every edit is kept in the source's WALs.
 5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
-   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach) and a
-   load-aware throttle (slower past `max_load`, paused past `critical_load`, given up after `max_pause_s`).
+   timestamp**, resumable by key ranges (splits and merges between attempts re-copy nothing finished), with the
+   source's split/merge switch and normalizer held off (restored to what was found), an oldWALs watchdog beside
+   it (quota policy on a breach) and a load-aware throttle (slower past `max_load`, paused past
+   `critical_load`, given up after `max_pause_s`). **release_switches** (once every copy ended, whatever its
+   state) releases the holds a killed copy left.
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
@@ -74,6 +77,19 @@ def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
     as its return value (Airflow maps only over a return value)."""
     context["ti"].xcom_push(key="spec", value=opened["spec"])
     return opened["copies"]
+
+
+def _release_switches_task() -> Any:
+    """Once every copy of the run has ended, in any state: the switch holds its copies left behind released (a
+    copy killed without a retry cannot release its own; the last hold of the source restores the state found)."""
+
+    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=timedelta(seconds=30))
+    def release_switches(**context) -> dict[str, Any]:
+        from operators.steps import release_switches as _release
+
+        return _release(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])
+
+    return release_switches()
 
 
 def form_params(dag_kind: str, defaults: Mapping[str, Any] | None = None) -> dict[str, Param]:
@@ -127,9 +143,10 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
-            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
-            retries=2, retry_delay=timedelta(minutes=1),
+            hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
+        release = _release_switches_task()
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
                                     ledger_run_id="{{ run_id }}", **safe_retry)
         drained = ReplicationDrainedSensor(
@@ -163,7 +180,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
         done = report()
         run >> preflight >> create_tables >> add_peer >> go >> copy >> enable >> drained >> verify >> done
-        [run, preflight, create_tables, add_peer, copy, enable, drained, verify] >> on_failure()
+        copy >> release
+        [run, preflight, create_tables, add_peer, copy, release, enable, drained, verify] >> on_failure()
     return dag
 
 
@@ -209,9 +227,11 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **window_args,
             rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
-            max_pause_s=spec("max_pause_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
-            map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
+            max_pause_s=spec("max_pause_s"), hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}",
+            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=2,
+            retry_delay=timedelta(minutes=1),
         ).expand_kwargs(window)
+        copy >> _release_switches_task()
 
         @task.short_circuit(task_id="verify_requested", ignore_downstream_trigger_rules=False)
         def verify_requested(**context) -> bool:
