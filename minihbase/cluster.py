@@ -104,7 +104,8 @@ class MiniHBaseCluster:
         self.rs_abort_listeners.append(lambda rs, reason: self.master.server_died(rs, reason))
         self.replication = install_replication(self)  # always on, as in HBase 2.x
         self._register_control()
-        install_webhdfs(self.webhdfs, self.fs)
+        self.hdfs_capacity_bytes = config.hdfs_capacity_bytes  # changed at runtime by /control/hdfs-capacity
+        install_webhdfs(self.webhdfs, self.fs, lambda: self.hdfs_capacity_bytes, config.host)
 
     # ------------------------------------------------------------------------------------------ ports
     def _saved_ports(self) -> dict:
@@ -463,6 +464,7 @@ class MiniHBaseCluster:
             **self.master.switches.state(), "split_requests_refused": self.master.split_requests_refused}))
         c.route("POST", "/control/switch", self._wrap(self._set_switch))
         c.route("POST", "/control/split", self._wrap(self._split_region))
+        c.route("POST", "/control/hdfs-capacity", self._wrap(self._set_hdfs_capacity))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
 
@@ -584,6 +586,13 @@ class MiniHBaseCluster:
         if not isinstance(enabled, bool):
             raise BadRequest(f"enabled must be true or false, got {enabled!r}")
         return {"previous": self.master.switches.set(_required(body, "switch"), enabled)}
+
+    def _set_hdfs_capacity(self, body: dict) -> dict:
+        value = body.get("bytes")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise BadRequest(f"bytes must be a positive integer, got {value!r}")
+        self.hdfs_capacity_bytes = value
+        return {"capacity_bytes": value}
 
     def _split_region(self, body: dict) -> dict:
         key = body.get("split_key_hex")

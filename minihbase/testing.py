@@ -254,6 +254,10 @@ class MiniCluster:
         body = {"table": table, **({"split_key_hex": split_key.hex()} if split_key else {})}
         return self._control("/control/split", body)["regions"]
 
+    def set_hdfs_capacity(self, capacity_bytes: int) -> None:
+        """The datanodes' raw capacity the namenode reports (FSNamesystem's CapacityTotal; not enforced)."""
+        self._control("/control/hdfs-capacity", {"bytes": capacity_bytes})
+
     def create_namespace(self, name: str, configuration: dict[str, str] | None = None) -> None:
         self._control("/control/create-namespace", {"namespace": name, "configuration": configuration or {}})
 

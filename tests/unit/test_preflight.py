@@ -42,7 +42,7 @@ def test_healthy_pair_passes_every_check():
     assert [r.name for r in report.results] == [
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
         "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
-        "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "bulk_load_replication",
+        "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "copy_projection", "bulk_load_replication",
         "keep_deleted_cells"]
 
 
