@@ -1,6 +1,7 @@
 """The operator's CLI: every migration step runnable outside Airflow.
 
     python -m hbase_migration preflight --source CONN --target CONN --tables T1,T2 --peer-id ID [table options]
+                                       [--copy-tasks N] [--rows-per-s N] [--quota-policy P] [--no-sizing]
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
                                        [--serial] [--bandwidth BYTES_PER_S]
@@ -60,6 +61,12 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from hbase_migration.preflight import run_preflight
     from hbase_migration.runspec import parse_codec_map
+    from hbase_migration.sizing_probe import request_from_args
+
+    try:
+        sizing = request_from_args(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
     report = run_preflight(resolve_cluster(args.source), resolve_cluster(args.target), _tables(args.tables),
                            args.peer_id, create_missing=not args.no_create, expected_copy_s=args.expected_copy_s,
@@ -68,7 +75,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                            codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
                            target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
                            allow_target_data=args.allow_target_data, serial=args.serial,
-                           bandwidth=_run_option("bandwidth", args.bandwidth))
+                           bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -253,6 +260,9 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--allow-target-data", action="store_true",
                     help="accept existing target tables that already hold rows")
     peer_options(sp)
+    from hbase_migration.sizing_probe import add_cli_arguments
+
+    add_cli_arguments(sp)
     sp.set_defaults(func=cmd_preflight)
 
     sp = sub.add_parser("peer", help="replication peer admin on the source")

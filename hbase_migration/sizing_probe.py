@@ -140,8 +140,10 @@ def sample_copy(source: "Cluster", target: "Cluster", schema: "TableSchema", reg
 
     table = schema.name
     scratch = scratch_name(peer_id, table)
+    # Few retries: a sample that cannot write says so at once (the copy itself retries as configured).
     options = CopyOptions(table=table, target_table=scratch, start_time_ms=request.start_time_ms,
-                          end_time_ms=request.end_time_ms, versions=request.versions, log_every_s=1.0)
+                          end_time_ms=request.end_time_ms, versions=request.versions, log_every_s=1.0, retries=2,
+                          retry_wait_max_s=2.0)
     name = encoded_name(region.name) or region.name.decode("utf-8", "backslashreplace")
     partition = Partition(table, 0, region.start_key, region.end_key, name,
                           partition_id(table, region.start_key, region.end_key, options.fingerprint()))
@@ -284,3 +286,32 @@ def size_migration(source: "Cluster", target: "Cluster", tables: Sequence[str],
     for line in report.text().splitlines():
         log.info("%s", line)
     return report
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The CLI's preflight options (kept here so the CLI's module stays small)
+
+
+def add_cli_arguments(parser: Any) -> None:
+    parser.add_argument("--no-sizing", action="store_true",
+                        help="skip the sizing (no sample copy): --expected-copy-s is trusted instead")
+    parser.add_argument("--copy-tasks", type=int, default=4, help="partitions the copies will run at once "
+                        "(Spark cores, or the copy's --workers): the projection divides the work by this")
+    parser.add_argument("--rows-per-s", type=float, default=0.0, help="the copy's per-task throttle, if any")
+    parser.add_argument("--sample-timeout-s", type=float, default=300.0, help="longest sample copy per table")
+    parser.add_argument("--quota-policy", default="fail", choices=("fail", "enable_peer"),
+                        help="the run's quota policy (enable_peer: a quota the projection overflows only warns)")
+
+
+def request_from_args(args: Any) -> SizingRequest | None:
+    """The sizing the CLI's preflight asks for (None with --no-sizing); a bad figure names its option."""
+    if args.no_sizing:
+        return None
+    for name in ("copy_tasks", "sample_timeout_s"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)!r}")
+    if args.rows_per_s < 0:
+        raise ValueError(f"--rows-per-s must be >= 0, got {args.rows_per_s!r}")
+    return SizingRequest(copy_tasks=args.copy_tasks, rows_per_s=args.rows_per_s,
+                         sample_timeout_s=args.sample_timeout_s, growth_window_s=max(args.sample_gap_s, 0.0),
+                         quota_policy=args.quota_policy)
