@@ -288,6 +288,17 @@ def size_migration(source: "Cluster", target: "Cluster", tables: Sequence[str],
     return report
 
 
+def record(ledger: Any, run_id: str, report: SizingReport, sized_ms: int | None = None) -> None:
+    """Keep the sizing in the run ledger: each table's figures under its name, the projection, verdict and
+    readings under `ALL_TABLES` (what the dashboard shows before the copy starts)."""
+    from hbase_migration.ledger import ALL_TABLES
+
+    figures = report.to_dict()
+    for table in figures["tables"]:
+        ledger.record_sizing(run_id, table["table"], table, sized_ms=sized_ms)
+    ledger.record_sizing(run_id, ALL_TABLES, {k: v for k, v in figures.items() if k != "tables"}, sized_ms=sized_ms)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The CLI's preflight options (kept here so the CLI's module stays small)
 

@@ -27,7 +27,10 @@ MIGRATION_DOC = """
    migration's own; coprocessors installed and codecs loadable for the tables to create); `REPLICATION_SCOPE`
    exactly 1 on every migrated family (other values refused); peer id free or ours (SERIAL, BANDWIDTH
    included); no other peer pinning WALs; oldWALs quota headroom; warnings for bulk loads that would not
-   replicate and deleted cells that are not copied. Changes nothing (a scratch table is created and dropped).
+   replicate and deleted cells that are not copied. With `sizing` (default) it sizes the run first: regions,
+   bytes and rows per table, a timed sample copy into a scratch table, the projected copy time and the oldWALs
+   it pins against the quota and HDFS free space (refused when it does not fit; the figures are on the
+   dashboard, also for a `dry_run`). Changes nothing (scratch tables are created and dropped).
 3. **create_target_tables**: absent target tables are created exactly like the source's (namespace, every
    family and table attribute, codecs mapped by `codec_map`, coprocessors, split keys).
 4. **add_peer**: the peer is added **DISABLED** (SERIAL and BANDWIDTH as asked), scoped by TABLE_CFS to the
@@ -122,7 +125,10 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             task_id="preflight", doc_md=_doc(PreflightOperator), **both, **peer, tables=spec("tables"),
             create_missing=spec("create_missing_tables"), expected_copy_s=spec("expected_copy_s"),
             quota_mark=spec("quota_mark"), codec_map=spec("codec_map"), target_coprocessors=spec("target_coprocessors"),
-            allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"))
+            allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"),
+            sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
+            rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
+            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}")
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
             tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
