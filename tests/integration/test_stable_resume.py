@@ -66,13 +66,31 @@ def test_a_source_whose_shell_cannot_read_the_switches_refuses_the_hold_and_reco
     broken = dataclasses.replace(cluster_of(dc1, "source"), shell_command=("false",))
     before = switches_of(dc1)
     with Ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
-        with pytest.raises(SwitchError, match=r"(?s)reading the split/merge and normalizer switches on 'source' failed: "
-                                              r".*set hold_switches off: form/plan \[copy\] hold_switches, CLI "
-                                              r"--no-hold-switches"):
+        with pytest.raises(SwitchError, match=r"(?s)reading the split/merge and normalizer switches on 'source' "
+                                              r"failed: .*set hold_switches off: form/plan \[copy\] hold_switches, "
+                                              r"CLI --no-hold-switches"):
             hold(broken, ledger, "copy run-3 t", "run-3")
         assert ledger.switch_holds(source_key(broken)) == []
         assert ledger.switch_guard(source_key(broken))["found"] is None
     assert switches_of(dc1) == before
+
+
+def test_a_restore_that_fails_keeps_the_hold_and_the_state_found_for_another_try(minihbase_pair, tmp_path):
+    dc1, _ = minihbase_pair
+    source = cluster_of(dc1, "source")
+    original = switches_of(dc1)
+    with Ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        hold(source, ledger, "copy run-4 t", "run-4")
+        broken = dataclasses.replace(source, shell_command=("false",))
+        with pytest.raises(SwitchError, match=r"(?s)setting the switches to .* may still be off; the state found .* "
+                                              r"stays in the ledger with the hold of 'copy run-4 t': release it again "
+                                              r"with `python -m hbase_migration switches --source <conn> --release "
+                                              r"'copy run-4 t'`"):
+            release(broken, ledger, "copy run-4 t")
+        assert [h["holder"] for h in ledger.switch_holds(source_key(source))] == ["copy run-4 t"]
+        assert switches_of(dc1) == SwitchState(False, False, False)
+        assert release(source, ledger, "copy run-4 t")["restored"] == original.to_dict()
+    assert switches_of(dc1) == original
 
 
 def _copy_cli(dc1, dc2, table, ledger_url, *extra):

@@ -191,3 +191,42 @@ def test_region_names_and_scratch_names():
     assert encoded_name(b"t,r1,1700000000000.0123456789abcdef0123456789abcdef.") == "0123456789abcdef0123456789abcdef"
     assert encoded_name(b"t,r1,0") is None
     assert scratch_name("mig1", "ns:orders") == "hbase_migration_size_mig1_ns_orders"
+
+
+def test_the_smallest_region_holding_data_is_sampled_and_without_names_the_middle_one_approximately():
+    from hbase_migration.datapath import Region
+    from hbase_migration.sizing_probe import _table_sizing
+
+    names = {b"": "a" * 32, b"g": "b" * 32, b"p": "c" * 32}
+    regions = [Region(k, e, b"t,%s,1.%s." % (k, names[k].encode())) for k, e in ((b"", b"g"), (b"g", b"p"),
+                                                                                  (b"p", b""))]
+    metrics = [RegionMetrics("t", "a" * 32, store_file_size=0), RegionMetrics("t", "b" * 32, store_file_size=700,
+                                                                              memstore_size=100),
+               RegionMetrics("t", "c" * 32, store_file_size=5_000, store_file_count=2),
+               RegionMetrics("other", "d" * 32, store_file_size=9)]
+    sizing, region, size, approximate = _table_sizing("t", regions, True, metrics)
+    assert (sizing.regions, sizing.regions_reported, sizing.store_file_bytes, sizing.memstore_bytes,
+            sizing.store_files, sizing.biggest_region_bytes) == (3, 3, 5_700, 100, 2, 5_000)
+    assert (region.start_key, size, approximate) == (b"g", 800, False)  # the empty region is not a sample
+    unnamed = [Region(r.start_key, r.end_key, b"t,%s,0" % r.start_key) for r in regions]
+    _, region, size, approximate = _table_sizing("t", unnamed, False, metrics)
+    assert (region.start_key, size, approximate) == (b"g", 5_800 // 3, True)
+    assert _table_sizing("t", regions, True, [])[1] is None  # no data: nothing to sample
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"copy_tasks": 0}, "--copy-tasks must be > 0, got 0"),
+    ({"sample_timeout_s": 0.0}, "--sample-timeout-s must be > 0, got 0.0"),
+    ({"rows_per_s": -1.0}, "--rows-per-s must be >= 0, got -1.0"),
+])
+def test_the_clis_sizing_options_are_checked(change, message):
+    from argparse import Namespace
+
+    from hbase_migration.sizing_probe import SizingRequest, request_from_args
+
+    args = dict(no_sizing=False, copy_tasks=4, sample_timeout_s=300.0, rows_per_s=0.0, quota_policy="fail",
+                sample_gap_s=2.0)
+    assert request_from_args(Namespace(**args)) == SizingRequest(growth_window_s=2.0)
+    assert request_from_args(Namespace(**{**args, "no_sizing": True})) is None
+    with pytest.raises(ValueError, match=message):
+        request_from_args(Namespace(**{**args, **change}))
