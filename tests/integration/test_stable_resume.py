@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -58,6 +59,46 @@ def test_holds_are_counted_and_the_last_restores_exactly_what_was_found(minihbas
         assert retry["found"] == original.to_dict() and switches_of(dc1) == SwitchState(False, False, False)
         assert release(source, ledger, "copy run-2 a")["restored"] == original.to_dict()
         assert switches_of(dc1) == original
+
+
+def test_copies_holding_at_the_same_time_share_one_recorded_state_and_the_last_restores_it(minihbase_pair,
+                                                                                             tmp_path):
+    """Four copies (threads, each with its own ledger connection) hold at once: the lease serialises them, one
+    state is recorded, the switches stay off until the last one ends, which restores it."""
+    dc1, _ = minihbase_pair
+    source = cluster_of(dc1, "source")
+    original = SwitchState(split=False, merge=True, normalizer=True)
+    set_all(dc1, original)
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    all_held = threading.Barrier(5)
+    released, errors = [], []
+
+    def copy(i):
+        try:
+            with Ledger.open(url) as ledger:
+                held = hold(source, ledger, f"copy run-5 t{i}", "run-5")
+                assert held["found"] == original.to_dict()
+                all_held.wait(60)  # the main thread looks now
+                all_held.wait(60)
+                released.append(release(source, ledger, f"copy run-5 t{i}"))
+        except Exception as e:
+            errors.append(e)
+            all_held.abort()
+
+    threads = [threading.Thread(target=copy, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    all_held.wait(120)
+    with Ledger.open(url) as ledger:
+        assert len(ledger.switch_holds(source_key(source))) == 4
+    assert switches_of(dc1) == SwitchState(False, False, False)
+    all_held.wait(60)
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert sorted(len(r["held_by"]) for r in released) == [0, 1, 2, 3]
+    assert [r["restored"] for r in released if not r["held_by"]] == [original.to_dict()]
+    assert switches_of(dc1) == original
 
 
 def test_a_source_whose_shell_cannot_read_the_switches_refuses_the_hold_and_records_nothing(minihbase_pair,
