@@ -6,7 +6,6 @@ actions, the run, one JSON summary line on stdout (logs go to stderr), exit 0 / 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -216,6 +215,17 @@ def switch_hold(ns: Any, source: "Cluster", copy_id: str, table: str) -> Any:
     return SwitchHold(source, ns.ledger_url or cli_ledger_url(), holder_name(copy_id, table))
 
 
+def _release(hold: Any) -> str | None:
+    """End the switch hold (None: none); the error text when the restore failed (the hold stays recorded)."""
+    if hold is None:
+        return None
+    try:
+        hold.__exit__(None, None, None)
+    except Exception as e:  # the copy's own outcome stands; the message says how to release it
+        return str(e)
+    return None
+
+
 def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any], *,
              hold_switches: bool = False) -> int:
     """Run `kind` ("copy" or "verify") from command-line arguments. `make_executor(app_name, ns)` gives the
@@ -245,28 +255,38 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     except (jobargs.UsageError, CopyConfigError, ConnectionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    hold = contextlib.nullcontext()
+    from hbase_migration.switches import SwitchError
+
+    hold = None
     if kind == "copy" and hold_switches and not ns.no_hold_switches:
-        copy_id = ns.copy_id or default_copy_id(source, target, options)
-        hold = switch_hold(ns, source, copy_id, options.table)
+        hold = switch_hold(ns, source, ns.copy_id or default_copy_id(source, target, options), options.table)
+        try:
+            hold.__enter__()
+        except SwitchError as e:  # nothing was copied, nothing is held
+            print(f"{prog}: error: {e}", file=sys.stderr)
+            return 1
     executor = make_executor(f"{kind} {options.table} -> {options.target_table}", ns)
     try:
-        with hold:
-            if kind == "copy":
-                summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id,
-                                   started=started, load_limits=load_limits)
-                status = 0 if summary["failed_partitions"] == 0 else 1
-            else:
-                summary = run_verify(source, target, options, executor, started=started)
-                status = exit_code(summary)
+        if kind == "copy":
+            summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started,
+                               load_limits=load_limits)
+            status = 0 if summary["failed_partitions"] == 0 else 1
+        else:
+            summary = run_verify(source, target, options, executor, started=started)
+            status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)
         if close is not None:
             close()
-    if getattr(hold, "held", None) is not None:
+        release_error = _release(hold)
+    if release_error is not None:
+        print(f"{prog}: error: {release_error}", file=sys.stderr)
+        status = 1
+    if hold is not None:
         summary["switches"] = {"found": hold.held["found"], "set": hold.held["set"],
                                "restored": (hold.released or {}).get("restored"),
-                               "held_by": (hold.released or {}).get("held_by")}
+                               "held_by": (hold.released or {}).get("held_by"),
+                               "release_error": release_error}
     text = json.dumps(summary, sort_keys=True)
     if ns.summary_file:
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")

@@ -70,6 +70,7 @@ def test_copies_holding_at_the_same_time_share_one_recorded_state_and_the_last_r
     original = SwitchState(split=False, merge=True, normalizer=True)
     set_all(dc1, original)
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    Ledger.open(url).close()  # the ledger exists before the copies start, as in a run
     all_held = threading.Barrier(5)
     released, errors = [], []
 
@@ -88,7 +89,12 @@ def test_copies_holding_at_the_same_time_share_one_recorded_state_and_the_last_r
     threads = [threading.Thread(target=copy, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
-    all_held.wait(120)
+    try:
+        all_held.wait(120)
+    except threading.BrokenBarrierError:
+        for t in threads:
+            t.join(120)
+        raise AssertionError(f"a copy failed to hold: {errors!r}") from None
     with Ledger.open(url) as ledger:
         assert len(ledger.switch_holds(source_key(source))) == 4
     assert switches_of(dc1) == SwitchState(False, False, False)
@@ -134,11 +140,36 @@ def test_a_restore_that_fails_keeps_the_hold_and_the_state_found_for_another_try
     assert switches_of(dc1) == original
 
 
+def test_a_cli_copy_whose_shell_cannot_hold_the_switches_copies_nothing_and_says_how_to_go_without(
+        minihbase_pair, tmp_path):
+    dc1, dc2 = minihbase_pair
+    table = "noshell_" + uuid.uuid4().hex[:6]
+    for c in (dc1, dc2):
+        c.create_table(table, {"d": {"max_versions": 1}})
+    conn = dc1.connection(timeout=60000)
+    conn.table(table).put(b"r1", {b"d:v": b"1"})
+    conn.close()
+    source = json.loads(connection_json(dc1))
+    source["extra"]["shell_command"] = "false"
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    refused = _copy_cli(json.dumps(source), dc2, table, ledger_url)
+    out, err = refused.communicate(timeout=300)
+    assert refused.returncode == 1, err[-3000:]
+    assert "copy_table: error: reading the split/merge and normalizer switches on 'source' failed" in err
+    assert "CLI --no-hold-switches" in err and not out.strip()
+    assert _cells(dc2, table) == {}  # nothing copied
+    without = _copy_cli(json.dumps(source), dc2, table, ledger_url, "--no-hold-switches")
+    out, err = without.communicate(timeout=300)
+    assert without.returncode == 0, err[-3000:]
+    assert "switches" not in json.loads(out.strip().splitlines()[-1]) and _cells(dc2, table) == _cells(dc1, table)
+
+
 def _copy_cli(dc1, dc2, table, ledger_url, *extra):
     env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
                                                           f"{os.environ.get('PATH', '')}"}
+    source = dc1 if isinstance(dc1, str) else connection_json(dc1)
     return subprocess.Popen(
-        [sys.executable, "-m", "hbase_migration", "copy", "--source", connection_json(dc1), "--target",
+        [sys.executable, "-m", "hbase_migration", "copy", "--source", source, "--target",
          connection_json(dc2), "--table", table, "--ledger-url", ledger_url, "--copy-id", "resume-1",
          "--scan-batch-rows", "50", *extra],
         env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -199,7 +230,7 @@ def test_a_region_split_between_two_attempts_re_copies_no_finished_range(minihba
     assert summary["failed_partitions"] == 0
     assert summary["switches"] == {"found": original.to_dict(), "set": {"split": False, "merge": False,
                                                                           "normalizer": False},
-                                   "restored": original.to_dict(), "held_by": []}
+                                   "restored": original.to_dict(), "held_by": [], "release_error": None}
     assert switches_of(dc1) == original
 
     with Ledger.open(ledger_url) as ledger:
