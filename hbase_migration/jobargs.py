@@ -145,6 +145,9 @@ def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--max-pause-s", type=_finite, help="load throttle: paused this long, the copy gives up "
                                                      "(default 600; finished partitions stay recorded)")
     p.add_argument("--load-sample-s", type=_finite, help="load throttle: seconds between two samples (default 5)")
+    p.add_argument("--no-hold-switches", action="store_true",
+                   help="leave the source's split/merge and normalizer switches as they are (the CLI copy turns "
+                        "them off while it runs and restores them; see hbase_migration/switches.py)")
     return p
 
 

@@ -133,21 +133,26 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     :param max_pause_s: load throttle: paused this long, the task fails saying why (finished partitions stay
         recorded; a retry resumes).
     :param load_sample_s: load throttle: seconds between two samples of the source (taken by the Spark driver).
-    :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).""" + _COMMON_PARAMS
+    :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).
+    :param hold_switches: turn the source's split/merge switch and normalizer off while the job runs and restore
+        what was found (`hbase_migration.switches`: counted in the ledger across concurrent copies of the source;
+        the last one restores). Done here, not in the job: its driver may run where no HBase shell
+        is.""" + _COMMON_PARAMS
 
     job_kind = "copy"
     application_path = COPY_JOB
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy",
                                       "quota_mark", "rows_per_s", "copy_id", "max_load", "critical_load",
-                                      "max_pause_s")
+                                      "max_pause_s", "hold_switches")
     ui_color = "#fce8b2"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
                  quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float | None = None,
                  rows_per_s: float | None = None, copy_id: str | None = None, max_load: str | None = None,
                  critical_load: str | None = None, max_pause_s: float | None = None,
-                 load_sample_s: float | None = None, **kwargs) -> None:
+                 load_sample_s: float | None = None, hold_switches: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.hold_switches = hold_switches
         self.max_load = max_load
         self.critical_load = critical_load
         self.max_pause_s = max_pause_s
@@ -181,21 +186,44 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         except ValueError as e:
             raise AirflowFailException(str(e)) from None
         self._ledger_phase("copy", "running")
+        hold = self._hold_switches(context)
         watchdog = None
-        if self.peer_id:
-            from airflow.sdk import conf
-
-            interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
-                                                                 fallback=30.0)
-            watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
-                                self.quota_policy, self.quota_mark, interval,
-                                ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                on_fail=self._on_quota_fail, logger=self.log).start()
         try:
+            if self.peer_id:
+                from airflow.sdk import conf
+
+                interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                     fallback=30.0)
+                watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
+                                    self.quota_policy, self.quota_mark, interval,
+                                    ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
+                                    on_fail=self._on_quota_fail, logger=self.log).start()
             return self._run(context)
         finally:
             if watchdog is not None:
                 watchdog.stop()
+            if hold is not None:
+                try:
+                    hold.__exit__(None, None, None)
+                except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
+                    self.log.error("the source's switches were not restored: %s", e)
+
+    def _hold_switches(self, context: Context) -> Any:
+        """The switch hold of this copy (None when off); a refusal fails the task without a retry."""
+        if not self.hold_switches:
+            self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
+            return None
+        from hbase_migration.switches import SwitchError, SwitchHold, holder_name
+        from operators.ledger import ledger_url
+
+        copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
+        hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
+                          holder_name(copy_id, self.table), self.ledger_run_id, logger=self.log)
+        try:
+            return hold.__enter__()
+        except SwitchError as e:
+            self._ledger_phase("copy", "failed", {"error": str(e)})
+            raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
 
     def _on_quota_fail(self, message: str) -> None:
         self._breach = message

@@ -229,6 +229,7 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
             quota_latest=[views.quota_row(q, now) for q in summary["quota"]["latest"]],
             quota_history=[views.quota_row(q, now) for q in recent["quota"]],
             verification=views.verification_rows(run, summary["verification"]),
+            sizing=views.sizing_view(summary["sizing"]),
             refresh=REFRESH_S if run["status"] == "running" else None,
         )
 
