@@ -228,7 +228,11 @@ class WebHdfs:
         params = {"op": op}
         if self.user:
             params["user.name"] = self.user
-        http = self._session or requests
+        if self._session is None:
+            from hbase_migration import channels
+
+            self._session = channels.http(None)
+        http = self._session
 
         def once() -> Any:
             response = http.get(url, params=params, timeout=self.timeout_s)

@@ -255,7 +255,7 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
 
 def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) -> dict[str, TableSchema | None]:
     """Schemas through the shell for the tables that exist; None for the others."""
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels
     from hbase_migration.schema import describe_statement, parse_describe
 
     out: dict[str, TableSchema | None] = {}
@@ -263,7 +263,7 @@ def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) 
         if t not in present:
             out[t] = None
             continue
-        output = run_shell([describe_statement(t)], cluster.shell_command, timeout_s=max(60.0, cluster.timeout_s))
+        output = channels.shell(cluster, [describe_statement(t)], timeout_s=max(60.0, cluster.timeout_s))
         out[t] = parse_describe(output.stdout, t)
     return out
 
@@ -298,9 +298,13 @@ def ensure_distinct(source: Cluster, target: Cluster) -> None:
                                  "a peer to itself would replicate every edit back into its own tables")
 
 
-def migration_peer_config(target: Cluster, tables: Sequence[str]) -> PeerConfig:
-    """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs)."""
-    return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables})
+def migration_peer_config(target: Cluster, tables: Sequence[str], source: Cluster | None = None) -> PeerConfig:
+    """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs); towards
+    a Kerberized target in another realm, with the target's region server principal in its CONFIG."""
+    from hbase_migration.security import peer_principal_config
+
+    configuration = peer_principal_config(source.security if source is not None else None, target.security)
+    return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables}, configuration=configuration)
 
 
 def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
@@ -308,7 +312,9 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
     if not cluster.webhdfs_url:
         return None, None
     try:
-        client = hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s)
+        from hbase_migration.quota import webhdfs
+
+        client = webhdfs(cluster)
         first = hdfs.quota_usage(client, cluster.rootdir)
         t0 = clock()
         rate = None
@@ -362,7 +368,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     if not src_facts.error:
         headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, quota_mark,
                                                    sample_gap_s, clock)
-    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables), peers,
+    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, source), peers,
                   peers_error, queued, recovered, headroom, headroom_error, create_missing, owner)
     report = evaluate(facts, same_key)
     for r in report.results:

@@ -25,8 +25,8 @@ def split_keys(cluster: Cluster, table: str) -> list[bytes]:
 def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str],
                           dry_run: bool = False) -> list[dict[str, Any]]:
     """For each table absent on the target, create it like the source's; returns what was (or would be) done."""
+    from hbase_migration import channels
     from hbase_migration.preflight import existing_tables
-    from hbase_migration.replication.shell import run_shell
 
     present = existing_tables(target, tables)
     done = []
@@ -34,7 +34,7 @@ def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str
         if table in present:
             done.append({"table": table, "outcome": "exists", "statement": None})
             continue
-        described = run_shell([describe_statement(table)], source.shell_command, timeout_s=120)
+        described = channels.shell(source, [describe_statement(table)], timeout_s=120)
         schema = parse_describe(described.stdout, table)
         keys = split_keys(source, table)
         statement = create_statement(schema, keys)
@@ -44,7 +44,7 @@ def create_missing_tables(source: Cluster, target: Cluster, tables: Sequence[str
             continue
         log.info("creating %s on %s with %d families and %d split keys: %s", table, target.name,
                  len(schema.families), len(keys), statement)
-        run_shell([statement], target.shell_command, timeout_s=300)
+        channels.shell(target, [statement], timeout_s=300)
         if not existing_tables(target, [table]):
             raise RuntimeError(f"`{statement}` ran on {target.name} but table {table!r} is not listed afterwards")
         done.append({"table": table, "outcome": "created", "statement": statement, "splits": len(keys)})
