@@ -208,6 +208,36 @@ def thrift2(cluster: "Cluster", gateway: str, timeout_s: float, service: Any) ->
     return TClient(service, protocol.get_protocol(trans))
 
 
+def thrift_handshake(cluster: "Cluster", gateway: str, timeout_s: float) -> Any:
+    """Open and close a SASL connection to a binary gateway (preflight): the SASL client, which says the QOP the
+    gateway offered and the one agreed. Raises as opening a session would."""
+    base = _thrift_base(cluster, gateway, timeout_s)
+    base.open()
+    try:
+        return base.sasl
+    finally:
+        base.close()
+
+
+def thrift_call_probe(cluster: "Cluster", gateway: str, kind: str) -> None:
+    """One cheap call on a gateway (preflight of HTTP mode, where authentication happens per request)."""
+    if kind == "thrift2":
+        from hbase_migration.datapath.thrift2 import hbase2
+
+        client = thrift2(cluster, gateway, cluster.timeout_s, hbase2().THBaseService)
+        try:
+            client.getThriftServerType()
+        finally:
+            client.close()
+        return
+    connection = thrift1(cluster, gateway, cluster.timeout_s)
+    connection.open()
+    try:
+        connection.client.getTableNames()
+    finally:
+        connection.close()
+
+
 # --------------------------------------------------------------------------------------------------
 # HTTP (/jmx, /conf, WebHDFS, Thrift's HTTP mode)
 

@@ -32,6 +32,7 @@ from hbase_migration.security import (
     Security,
     SecurityConfigError,
     explain,
+    gss_text,
     keytab_principals,
     local_file,
 )
@@ -62,7 +63,7 @@ class KerberosError(RuntimeError):
 def failure(what: str, error: BaseException | str, client: str | None, target: str | None = None) -> KerberosError:
     """A KerberosError for `what` (e.g. "SASL GSSAPI to the Thrift gateway localhost:9090") failing with `error`:
     cause and fix from `security.explain`."""
-    text = error.gen_message() if hasattr(error, "gen_message") else str(error)
+    text = gss_text(error.gen_message() if hasattr(error, "gen_message") else str(error))
     problem = explain(text, client, target)
     who = f" as {client}" if client else ""
     to = f" for {target}" if target else ""
@@ -93,6 +94,14 @@ def use_krb5_conf(path: str | None, cluster: str) -> None:
             f"cluster {cluster!r}: krb5_conf {resolved} differs from {_conf_chosen[0]} named by cluster "
             f"{_conf_chosen[1]!r}: one process has one Kerberos configuration; name the same krb5.conf (listing "
             "both realms and the trust between them) in both connections, or leave krb5_conf unset in both")
+
+
+def forget_krb5_conf() -> None:
+    """Let the next cluster name another krb5.conf (tests that start KDCs of their own one after the other; a
+    process serving one run never needs it)."""
+    global _conf_chosen
+    with _conf_lock:
+        _conf_chosen = None
 
 
 def krb5_conf_in_use() -> str | None:
@@ -179,11 +188,11 @@ class KeytabLogin:
         """A GSSAPI initiator context for the service principal `target` (full name with realm)."""
         import gssapi
 
-        flags = gssapi.RequirementFlag(0)
+        flags = []
         if mutual:
-            flags |= gssapi.RequirementFlag.mutual_authentication
+            flags.append(gssapi.RequirementFlag.mutual_authentication)
         if integrity:
-            flags |= gssapi.RequirementFlag.integrity | gssapi.RequirementFlag.confidentiality
+            flags += [gssapi.RequirementFlag.integrity, gssapi.RequirementFlag.confidentiality]
         return gssapi.SecurityContext(name=_principal_name(target), creds=self.credentials(), usage="initiate",
                                       flags=flags)
 

@@ -341,6 +341,9 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     if not tables:
         raise ValueError("tables: at least one table is required")
     same_key = source.cluster_key.normalized() == target.cluster_key.normalized()
+    from hbase_migration import preflight_security  # Kerberos, QOP, clock skew: first, they explain the rest
+
+    security = preflight_security.check(source, target)
 
     with contextlib.ExitStack() as stack:
 
@@ -370,7 +373,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                                                    sample_gap_s, clock)
     facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, source), peers,
                   peers_error, queued, recovered, headroom, headroom_error, create_missing, owner)
-    report = evaluate(facts, same_key)
+    report = PreflightReport(tuple(security) + evaluate(facts, same_key).results)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)
     return report

@@ -368,6 +368,15 @@ class KerberosProblem:
     fix: str
 
 
+_GSS_NOISE = re.compile(r"Major \(\d+\): (Unspecified GSS failure\.\s+Minor code may provide more information,?\s*)?"
+                        r"|Minor \(\d+\): ")
+
+
+def gss_text(text: str) -> str:
+    """A GSSAPI error's text without the status codes and the "Unspecified GSS failure" boilerplate."""
+    return _GSS_NOISE.sub("", text or "").strip(" ,")
+
+
 def explain(error: str, client: str | None, target: str | None = None) -> KerberosProblem:
     """What a GSSAPI/Kerberos error text means, for `client` asking a ticket for `target` (pure).
 
@@ -388,8 +397,8 @@ def explain(error: str, client: str | None, target: str | None = None) -> Kerber
             "no_trust", f"no cross-realm trust from {client_realm} to {target_realm}: the KDC of {client_realm} "
                         f"has no krbtgt/{target_realm}@{client_realm}",
             f"create krbtgt/{target_realm}@{client_realm} with the same key and kvno in both KDCs (kadmin addprinc "
-            f"on each), and in krb5.conf map the servers' hosts to {target_realm} ([domain_realm]) or add "
-            "[capaths] when there is no direct trust")
+            f"on each), list {target_realm}'s KDCs in krb5.conf's [realms], and add [capaths] when the path "
+            "between the realms goes through a third one")
     if "server not found in kerberos database" in low or ("not found in kerberos database" in low and target
                                                           and target.split("@")[0].lower() in low):
         return KerberosProblem(
