@@ -25,6 +25,7 @@ from pathlib import Path
 from minihbase import process
 from minihbase.config import CLUSTERS_TOML, ConfigError, load_clusters
 from minihbase.process import DEFAULT_WORKDIR, MiniHBaseError
+from minihbase.security.client import cluster_auth
 
 
 def _instance(workdir: Path) -> dict:
@@ -47,7 +48,8 @@ def _endpoints(workdir: Path, name: str) -> dict | None:
         return None
     try:
         data = json.loads(path.read_text())
-        return process.control(data["control_url"], "/control/endpoints", timeout=5)
+        return process.control(data["control_url"], "/control/endpoints", timeout=5,
+                               auth=cluster_auth(workdir, name))
     except (MiniHBaseError, ValueError, KeyError):
         return None
 
@@ -213,7 +215,7 @@ def _control_cmd(args, path: str, body: dict) -> int:
         print(f"minihbase: cluster {args.cluster} is not running under {args.workdir}", file=sys.stderr)
         return 1
     try:
-        result = process.control(ep["control_url"], path, body)
+        result = process.control(ep["control_url"], path, body, auth=cluster_auth(args.workdir, args.cluster))
     except MiniHBaseError as e:
         print(f"minihbase: {e}", file=sys.stderr)
         return 1

@@ -42,6 +42,7 @@ from minihbase.master import Master
 from minihbase.regionserver import RegionServer, compact_store, region_dir
 from minihbase.replication import install as install_replication
 from minihbase.schema import FamilyDescriptor, TableDescriptor
+from minihbase.security import cluster_security
 from minihbase.thrift2_server import Thrift2Gateway
 from minihbase.thrift_gateway import GatewayServer
 from minihbase.thrift_server import ThriftGateway
@@ -91,6 +92,7 @@ class MiniHBaseCluster:
         self.control = self._bind_http(config.master_info_port, saved.get("master_info_port", 0), "master-info")
         self.webhdfs = self._bind_http(config.webhdfs_port, saved.get("webhdfs_port", 0), "webhdfs")
         self._saved = saved
+        self.security = cluster_security(config)  # None: unsecured
         self.master = Master(self)
         self.client = ClusterClient(self)
         self.thrift_gateways: list[ThriftGateway] = []
@@ -100,6 +102,16 @@ class MiniHBaseCluster:
         self.replication = install_replication(self)  # always on, as in HBase 2.x
         self._register_control()
         install_webhdfs(self.webhdfs, self.fs)
+        if self.security is not None:
+            self.security.install(self)
+
+    def new_zk_client(self, timeout: float, hosts: str | None = None):
+        """A ZooKeeper session of this cluster's servers (SASL GSSAPI as the hbase principal when secured)."""
+        from kazoo.client import KazooClient
+
+        if self.security is None:
+            return KazooClient(hosts=hosts or self.zk_hosts, timeout=timeout)
+        return self.security.zk_client(hosts or self.zk_hosts, timeout)
 
     # ------------------------------------------------------------------------------------------ ports
     def _saved_ports(self) -> dict:
@@ -268,10 +280,12 @@ class MiniHBaseCluster:
             extra["thrift2_servers"] = _servers(self.thrift2_gateways)
         if len(self.thrift_gateways) > 1:
             extra["thrift_servers"] = _servers(self.thrift_gateways)
+        if self.security is not None:
+            extra.update(self.security.connection_extras())  # principal, keytab, krb5_conf, thrift_qop, ...
         thrift2 = self.thrift2_gateways[0] if self.thrift2_gateways else None
         connection = {"conn_type": "hbase", "host": cfg.host, "port": self.thrift.port if self.thrift else None,
                       "extra": extra}
-        return {
+        out = {
             "name": cfg.name,
             "thrift": {"host": cfg.host, "port": self.thrift.port if self.thrift else None},
             "thrift2": {"host": thrift2.host, "port": thrift2.port} if thrift2 else None,
@@ -296,6 +310,9 @@ class MiniHBaseCluster:
             "connection_uri": f"hbase://{cfg.host}:{connection['port']}/?__extra__="
                               + quote(json.dumps(extra, sort_keys=True), safe=""),
         }
+        if self.security is not None:
+            out["security"] = self.security.describe()
+        return out
 
     def status(self) -> dict:
         return {

@@ -74,6 +74,8 @@ class ClusterConfig:
     rs_info_ports: list[int] = field(default_factory=list)
     # "module:function" called with the cluster before it starts (part 2's replication plugs in here)
     extensions: list[str] = field(default_factory=list)
+    # Kerberos on every channel (`minihbase.security.settings`); empty: an unsecured cluster
+    security: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -135,6 +137,13 @@ class ClusterConfig:
                     raise ConfigError(f"{self.name}: quota {k} for {path} must be a positive integer, got {v!r}")
         if not all(isinstance(e, str) and ":" in e for e in self.extensions):
             raise ConfigError(f"{self.name}: extensions must be 'module:function' strings, got {self.extensions!r}")
+        if self.security:
+            from minihbase.security.settings import SecurityConfigError, SecuritySettings
+
+            try:
+                SecuritySettings.from_dict(self.name, self.security)
+            except (SecurityConfigError, TypeError) as e:
+                raise ConfigError(str(e)) from None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)

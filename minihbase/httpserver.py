@@ -2,6 +2,10 @@
 
 Handlers take a `Request` and return a `Response`; routes are exact paths or prefixes. Part 2 registers e.g.
 `POST /replicateWALEntry` on a region server's RPC server.
+
+`authenticator` (secured clusters, `minihbase.security.spnego`) sees every request before any route is looked
+up, so a route added later is covered too: it answers a refusal (401/403) or lets the request through with its
+client principal in `request.user` and headers for the response (the SPNEGO mutual-authentication token).
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes = b""
+    user: str | None = None        # the authenticated client principal (secured servers)
+    short_user: str | None = None  # its short name (auth_to_local), what authorization checks
 
     def json(self) -> Any:
         if not self.body:
@@ -62,6 +68,7 @@ class HttpServer:
         self.routes: dict[tuple[str, str], Handler] = {}
         self.prefixes: list[tuple[str, str, Handler]] = []
         self.before = before
+        self.authenticator: Callable[[Request], Response | dict[str, str]] | None = None
         self.open_connections = 0  # client connections open now (numOpenConnections of a region server)
         self._connections_lock = threading.Lock()
         server = self
@@ -122,6 +129,20 @@ class HttpServer:
         self.prefixes.append((method.upper(), prefix, handler))
 
     def dispatch(self, request: Request) -> Response:
+        if self.authenticator is None:
+            return self._dispatch(request)
+        try:
+            outcome = self.authenticator(request)
+        except Exception as e:  # an authentication bug refuses, never lets through
+            log.exception("%s: authenticating %s %s failed", self.name, request.method, request.path)
+            return Response(500, {"error": f"{type(e).__name__}: {e}"})
+        if isinstance(outcome, Response):
+            return outcome
+        response = self._dispatch(request)
+        response.headers = {**outcome, **response.headers}
+        return response
+
+    def _dispatch(self, request: Request) -> Response:
         try:
             if self.before is not None:
                 self.before(request)

@@ -1,10 +1,13 @@
 """A real MIT KDC (Debian's `krb5kdc`) on loopback, as HBase's own tests run MiniKdc.
 
 One `krb5kdc` process serves every realm (one database each, created with `kdb5_util`), on a free port over
-TCP (and UDP; the generated krb5.conf makes clients use TCP). With `cross_realm`, every pair of realms trusts each
-other both ways: `krbtgt/B@A` and `krbtgt/A@B` exist in both databases with the same keys, as two datacenters'
-KDCs joined by a cross-realm trust hold them. Principals are created with random keys and reach their users as
-keytabs (`kadmin.local ktadd -norandkey`, so exporting a keytab twice gives the same keys).
+TCP (and UDP; the generated krb5.conf makes clients use TCP). With `cross_realm=True`, every pair of realms
+trusts each other both ways: `krbtgt/B@A` and `krbtgt/A@B` exist in both databases with the same keys, as two
+datacenters' KDCs joined by a cross-realm trust hold them. `cross_realm` may instead list one-way trusts as
+`(client realm, service realm)` pairs: `("DC2.TEST", "DC1.TEST")` creates only `krbtgt/DC1.TEST@DC2.TEST`, so
+DC2's principals reach DC1's services and DC1's principals get nothing in DC2.
+Principals are created with random keys and reach their users as keytabs (`kadmin.local ktadd -norandkey`, so
+exporting a keytab twice gives the same keys).
 
     kdc = Kdc(workdir, realms=("DC1.TEST", "DC2.TEST"), ticket_lifetime_s=600).start()
     kdc.add_principal("hbase/localhost@DC1.TEST")
@@ -23,7 +26,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, Union
 
 KRB5KDC = "/usr/sbin/krb5kdc"
 KDB5_UTIL = "/usr/sbin/kdb5_util"
@@ -103,11 +106,28 @@ def kdc_conf_text(workdir: Path, realms: Sequence[str], port: int, ticket_lifeti
     )
 
 
+Trusts = Union[bool, Iterable[tuple[str, str]]]
+
+
+def trust_pairs(realms: Sequence[str], cross_realm: Trusts) -> set[tuple[str, str]]:
+    """`(client realm, service realm)` pairs: every ordered pair for True, none for False."""
+    if cross_realm is True:
+        return {(a, b) for a in realms for b in realms if a != b}
+    if cross_realm is False or cross_realm is None:
+        return set()
+    pairs = {tuple(p) for p in cross_realm}
+    for pair in pairs:
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(realms):
+            raise KdcError(f"cross-realm trust {pair!r} must be (client realm, service realm), two different "
+                           f"realms among {tuple(realms)}")
+    return pairs
+
+
 class Kdc:
     """One MIT KDC for `realms` on 127.0.0.1, its files in `workdir` (`krb5.conf`, `kdc.conf`, databases,
     `kdc.log`, `kdc.pid`)."""
 
-    def __init__(self, workdir: Path, realms: Sequence[str] = DEFAULT_REALMS, cross_realm: bool = True,
+    def __init__(self, workdir: Path, realms: Sequence[str] = DEFAULT_REALMS, cross_realm: Trusts = True,
                  ticket_lifetime_s: int = 3600, renew_lifetime_s: int = 86400, port: int | None = None):
         if not realms:
             raise KdcError("a KDC needs at least one realm")
@@ -118,7 +138,8 @@ class Kdc:
             raise KdcError(f"ticket_lifetime_s must be at least 10, got {ticket_lifetime_s}")
         self.workdir = Path(workdir)
         self.realms = tuple(realms)
-        self.cross_realm = cross_realm
+        self.trusts = trust_pairs(self.realms, cross_realm)
+        self.cross_realm = bool(self.trusts)
         self.ticket_lifetime_s = int(ticket_lifetime_s)
         self.renew_lifetime_s = int(max(renew_lifetime_s, ticket_lifetime_s))
         self.port = port
@@ -168,27 +189,24 @@ class Kdc:
             (self.workdir / realm).mkdir(parents=True, exist_ok=True)
             self._run([KDB5_UTIL, "create", "-s", "-r", realm, "-P", secrets.token_urlsafe(24)],
                       f"kdb5_util create -r {realm}")
-            if self.cross_realm:
-                self._add_trusts(realm)
+            self._add_trusts(realm)
 
     def _add_trusts(self, created: str) -> None:
-        """krbtgt/B@A and krbtgt/A@B for every other realm B, with the same keys in both databases (one password
-        per pair, generated once and kept in the workdir so a realm created later joins with the same keys)."""
-        for other in self.realms:
-            if other == created:
+        """For each trust (A, B) involving the realm just created: krbtgt/B@A in both databases with the same
+        keys (one password per pair of realms, generated once and kept in the workdir so a realm created later
+        joins with the same keys)."""
+        for client, service in sorted(self.trusts):
+            if created not in (client, service):
                 continue
-            pair = "-".join(sorted((created, other)))
-            pw_file = self.workdir / f"trust-{pair}.secret"
+            pw_file = self.workdir / f"trust-{'-'.join(sorted((client, service)))}.secret"
             if not pw_file.exists():
                 pw_file.write_text(secrets.token_urlsafe(24))
                 pw_file.chmod(0o600)
             password = pw_file.read_text()
-            for realm in (created, other):
-                if not (self.workdir / realm / "principal").exists():
-                    continue
-                for principal in (f"krbtgt/{other}@{created}", f"krbtgt/{created}@{other}"):
-                    if not self.has_principal(principal, realm=realm):
-                        self.kadmin(realm, f"addprinc -pw {password} {principal}")
+            principal = f"krbtgt/{service}@{client}"
+            for realm in (client, service):
+                if (self.workdir / realm / "principal").exists() and not self.has_principal(principal, realm=realm):
+                    self.kadmin(realm, f"addprinc -pw {password} {principal}")
 
     def has_principal(self, principal: str, realm: str | None = None) -> bool:
         out = self._run([KADMIN_LOCAL, "-r", realm or realm_of(principal), "-q", f"getprinc {principal}"],

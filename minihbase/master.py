@@ -137,10 +137,8 @@ class Master:
         return f"minihbase:{self.cluster.dir}"
 
     def start_zookeeper(self) -> None:
-        from kazoo.client import KazooClient
-
         parent = self.config.znode_parent
-        self.zk = KazooClient(hosts=self.cluster.zk_hosts, timeout=self.config.zk_session_timeout_s)
+        self.zk = self.cluster.new_zk_client(self.config.zk_session_timeout_s)
         self.zk.start(timeout=30)
         master_path = f"{parent}/master"
         current = self.zk.exists(master_path)

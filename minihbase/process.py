@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from minihbase.config import ClusterConfig
+from minihbase.security.client import cluster_auth
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKDIR = PACKAGE_ROOT / ".state" / "minihbase"
@@ -107,11 +108,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def control(url: str, path: str, body: dict | None = None, timeout: float = 60.0) -> dict:
-    """GET (body None) or POST a control request; a refusal raises MiniHBaseError with the server's reason."""
+def control(url: str, path: str, body: dict | None = None, timeout: float = 60.0, auth=None) -> dict:
+    """GET (body None) or POST a control request; a refusal raises MiniHBaseError with the server's reason.
+    `auth(url)`: headers authenticating the request (a secured cluster: `minihbase.security.client`)."""
     data = None if body is None else json.dumps(body).encode()
+    try:
+        headers = {"Content-Type": "application/json", **(auth(url) if auth else {})}
+    except Exception as e:  # no ticket to be had (KDC down, keytab gone): the request cannot be made
+        raise MiniHBaseError(f"{path}: cannot authenticate to {url}: {e}") from None
     req = urllib.request.Request(url.rstrip("/") + path, data=data, method="GET" if body is None else "POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read() or b"{}")
@@ -134,7 +140,8 @@ def stop(workdir: Path, name: str, proc: subprocess.Popen | None = None, timeout
     endpoints = d / "endpoints.json"
     if endpoints.exists():
         try:
-            control(json.loads(endpoints.read_text())["control_url"], "/control/shutdown", {}, timeout=10)
+            control(json.loads(endpoints.read_text())["control_url"], "/control/shutdown", {}, timeout=10,
+                    auth=cluster_auth(workdir, name))
         except (MiniHBaseError, ValueError, KeyError):
             os.kill(pid, signal.SIGTERM)
     else:

@@ -112,14 +112,12 @@ class RegionServer:
         return f"{self.config.znode_parent}/rs/{self.servername}"
 
     def start(self) -> "RegionServer":
-        from kazoo.client import KazooClient
-
         for hook in list(self.cluster.rs_init_hooks):
             hook(self)
         self.wal.open()
         self.rpc.start()
         self.info.start()
-        self.zk = KazooClient(hosts=self.cluster.zk_hosts, timeout=self.config.zk_session_timeout_s)
+        self.zk = self.cluster.new_zk_client(self.config.zk_session_timeout_s)
         self.zk.start(timeout=30)
         self.zk.add_listener(self._zk_state)
         self.zk.create(self.znode, znodes.with_metadata(znodes.region_server_info(self.info_port),

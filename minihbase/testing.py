@@ -10,6 +10,14 @@
 Each cluster runs as its own `python -m minihbase serve` process (its own GIL), on the given ZooKeeper, with
 its files under `<workdir>/<name>/`. Settings come from `clusters.toml`'s `[defaults]` (and the section of the
 same name, if any) plus keyword overrides (see `minihbase.config.ClusterConfig`).
+
+Secured clusters run on a `minihbase.security.stack.SecureStack` (KDC, keytabs, SASL ZooKeeper):
+
+    stack = SecureStack(tmp_path / "secure").start()
+    dc1 = MiniCluster.start_secure(stack, tmp_path, "dc1", "DC1.TEST", thrift_qop="auth-conf")
+    dc2 = MiniCluster.start_secure(stack, tmp_path, "dc2", "DC2.TEST", thrift_http=True, thrift_ssl=True)
+
+Their control calls (every knob below) authenticate with SPNEGO as the cluster's hbase service principal.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ from typing import Any
 from minihbase import process
 from minihbase.config import ClusterConfig, cluster_from_defaults
 from minihbase.process import MiniHBaseError
+from minihbase.security.client import service_auth
 
 __all__ = ["MiniCluster", "MiniHBaseError"]
 
@@ -44,6 +53,19 @@ class MiniCluster:
             settings["znode_parent"] = znode_parent
         config = cluster_from_defaults(name, settings)
         return cls._launch(config, Path(workdir), zk_hosts, timeout)
+
+    @classmethod
+    def start_secure(cls, stack, workdir: Path, name: str, realm: str, thrift_qop: str | None = None,
+                     thrift_http: bool = False, thrift_ssl: bool = False, region_servers: int = 3,
+                     znode_parent: str | None = None, timeout: float = 90.0, security: dict | None = None,
+                     **overrides: Any) -> "MiniCluster":
+        """A secured cluster of `realm` on `stack`'s ZooKeeper and KDC: Thrift gateways in binary SASL with
+        `thrift_qop` (default auth-conf) or `thrift_http` (SPNEGO, TLS with `thrift_ssl`); `security` entries
+        override the stack's settings (e.g. `superusers`)."""
+        settings = stack.cluster_security(realm, thrift_qop=thrift_qop, thrift_http=thrift_http,
+                                          thrift_ssl=thrift_ssl, **(security or {}))
+        return cls.start(stack.zookeeper.hosts, workdir, name=name, znode_parent=znode_parent,
+                         region_servers=region_servers, timeout=timeout, security=settings, **overrides)
 
     @classmethod
     def _launch(cls, config: ClusterConfig, workdir: Path, zk_hosts: str, timeout: float) -> "MiniCluster":
@@ -76,6 +98,11 @@ class MiniCluster:
         return self
 
     @property
+    def security(self) -> dict:
+        """The cluster's security settings (`ClusterConfig.security`; empty when unsecured)."""
+        return self.config.security
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -87,7 +114,8 @@ class MiniCluster:
 
     # ------------------------------------------------------------------------------------------ addresses
     def _control(self, path: str, body: dict | None = None, timeout: float = 60.0) -> dict:
-        return process.control(self._endpoints["control_url"], path, body, timeout)
+        return process.control(self._endpoints["control_url"], path, body, timeout,
+                               auth=service_auth(self.config.security, self.config.host))
 
     @property
     def endpoints(self) -> dict:

@@ -3,6 +3,13 @@
 Used by the test harness, the benchmarks and `python -m minihbase up` when no
 `--zookeeper` is given. The server runs standalone on a loopback port with its
 data in a directory the caller owns; `stop()` ends the JVM and waits for it.
+
+With `sasl=ZooKeeperSasl(...)` it runs as secure HBase deployments run it: SASL/Kerberos through a JAAS
+`Server` section (Krb5LoginModule, its keytab), `SASLAuthenticationProvider`, and client ids with host and realm
+removed (`kerberos.removeHostFromPrincipal`, `kerberos.removeRealmFromPrincipal`: `hbase/localhost@DC2.TEST` is
+`hbase`); `zookeeper.security.auth_to_local` maps the trusted realms' principals (ZooKeeper's DEFAULT rule maps
+the default realm only). Once up, the root znode is locked (world READ, `sasl:` ALL for `root_writers`), so an
+unauthenticated client can read but create nothing anywhere.
 """
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
@@ -36,6 +44,17 @@ def _answers_ruok(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+@dataclass
+class ZooKeeperSasl:
+    """The server's Kerberos identity: `principal` (zookeeper/localhost@DC1.TEST) in `keytab`, `krb5_conf`,
+    `auth_to_local` (ZooKeeper's rule syntax, as Hadoop's) and the SASL ids given ALL on the root znode."""
+    principal: str
+    keytab: Path
+    krb5_conf: Path
+    auth_to_local: str = "DEFAULT"
+    root_writers: list[str] = field(default_factory=list)
+
+
 class ZooKeeperServer:
     """One standalone ZooKeeper JVM on 127.0.0.1.
 
@@ -43,10 +62,12 @@ class ZooKeeperServer:
     '127.0.0.1:41234'
     """
 
-    def __init__(self, workdir: Path, port: int | None = None, host: str = "127.0.0.1"):
+    def __init__(self, workdir: Path, port: int | None = None, host: str = "127.0.0.1",
+                 sasl: ZooKeeperSasl | None = None):
         self.workdir = Path(workdir)
         self.host = host
         self.port = port or free_port(host)
+        self.sasl = sasl
         self.process: subprocess.Popen | None = None
 
     @property
@@ -67,8 +88,47 @@ class ZooKeeperServer:
             # Short sessions let tests expire a session or a region server quickly.
             "minSessionTimeout=1000\n"
             "maxSessionTimeout=60000\n"
+            + ("kerberos.removeHostFromPrincipal=true\nkerberos.removeRealmFromPrincipal=true\n"
+               if self.sasl else "")
         )
         return cfg
+
+    def _jvm_options(self) -> list[str]:
+        if self.sasl is None:
+            return []
+        jaas = self.workdir / "jaas.conf"
+        jaas.write_text(
+            "Server {\n"
+            "  com.sun.security.auth.module.Krb5LoginModule required\n"
+            "  useKeyTab=true\n"
+            f'  keyTab="{self.sasl.keytab}"\n'
+            "  storeKey=true\n"
+            "  useTicketCache=false\n"
+            f'  principal="{self.sasl.principal}";\n'
+            "};\n")
+        return [f"-Djava.security.auth.login.config={jaas}", f"-Djava.security.krb5.conf={self.sasl.krb5_conf}",
+                "-Dzookeeper.authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+                f"-Dzookeeper.security.auth_to_local={self.sasl.auth_to_local}"]
+
+    def _lock_root(self, timeout: float) -> None:
+        """world READ and `sasl:<writer>` ALL on `/`, set by the server's own principal (which keeps ALL)."""
+        from kazoo.security import ACL, Id, Permissions
+
+        from minihbase.security import zk as secure_zk
+
+        os.environ["KRB5_CONFIG"] = str(self.sasl.krb5_conf)  # this process's Kerberos library reads it
+        acl = [ACL(Permissions.READ, Id("world", "anyone"))]
+        admin = self.sasl.principal.split("/")[0].split("@")[0]
+        for writer in dict.fromkeys([admin, *self.sasl.root_writers]):
+            acl.append(ACL(Permissions.ALL, Id("sasl", writer)))
+        client = secure_zk.AclKazooClient(lambda path: acl, hosts=self.hosts, timeout=10, sasl_options=secure_zk
+                                          .sasl_options(self.sasl.principal, self.sasl.principal, self.sasl.keytab, []))
+        client.start(timeout=timeout)
+        try:
+            client.set_acls("/", acl)
+        finally:
+            client.stop()
+            client.close()
 
     def start(self, timeout: float = 30.0) -> "ZooKeeperServer":
         if not zookeeper_installed():
@@ -81,7 +141,7 @@ class ZooKeeperServer:
         cfg = self._write_config()
         log = open(self.workdir / "zookeeper.log", "ab")
         self.process = subprocess.Popen(
-            ["java", "-Xmx256m", "-cp", ":".join(ZOOKEEPER_JARS),
+            ["java", "-Xmx256m", *self._jvm_options(), "-cp", ":".join(ZOOKEEPER_JARS),
              "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
@@ -95,6 +155,13 @@ class ZooKeeperServer:
                     f"ZooKeeper exited with {self.process.returncode}; see {self.workdir / 'zookeeper.log'}"
                 )
             if _answers_ruok(self.host, self.port):
+                if self.sasl is not None:
+                    try:
+                        self._lock_root(max(5.0, deadline - time.monotonic()))
+                    except Exception as e:
+                        self.stop()
+                        raise RuntimeError(f"secure ZooKeeper on {self.hosts}: setting the root ACL as "
+                                           f"{self.sasl.principal} failed: {e}; see {self.workdir / 'zookeeper.log'}")
                 return self
             time.sleep(0.1)
         self.stop()

@@ -17,6 +17,7 @@ import pytest
 from minihbase.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
+pytest_plugins = ["tests.secure_fixtures"]  # secured minihbase: KDC, SASL ZooKeeper, secured cluster pairs
 os.environ.setdefault("AIRFLOW_HOME", str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 

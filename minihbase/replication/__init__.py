@@ -41,7 +41,8 @@ class PeerClusters:
     """One ZooKeeper session per peer quorum for this cluster process; sink lists cached briefly and refreshed
     when a sink fails (HBase's ReplicationPeer + ReplicationSinkManager)."""
 
-    def __init__(self):
+    def __init__(self, new_client=None):
+        self.new_client = new_client  # (hosts, timeout) -> a KazooClient: the cluster's own (SASL when secured)
         self.lock = threading.Lock()
         self.clients: dict[str, object] = {}
         self.sink_cache: dict[str, tuple[float, list[tuple[str, int]]]] = {}
@@ -53,7 +54,7 @@ class PeerClusters:
         with self.lock:
             client = self.clients.get(hosts)
             if client is None:
-                client = KazooClient(hosts=hosts, timeout=30)
+                client = self.new_client(30, hosts) if self.new_client else KazooClient(hosts=hosts, timeout=30)
                 client.start(timeout=15)
                 self.clients[hosts] = client
             return client
@@ -112,7 +113,7 @@ class PeerClusters:
 class ReplicationService:
     def __init__(self, cluster: "MiniHBaseCluster"):
         self.cluster = cluster
-        self.peer_clusters = PeerClusters()
+        self.peer_clusters = PeerClusters(cluster.new_zk_client)
         self.managers: dict[str, object] = {}
 
     def on_rs_init(self, rs) -> None:

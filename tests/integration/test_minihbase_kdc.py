@@ -71,3 +71,22 @@ def test_bad_realms_and_principals_are_refused_before_anything_starts(tmp_path):
             kdc.add_principal("x")
     finally:
         kdc.stop()
+
+
+def test_a_one_way_trust_lets_one_realm_in_and_not_the_other(tmp_path):
+    """(DC2.TEST, DC1.TEST): DC2's principals reach DC1's services; DC1's get nothing in DC2."""
+    with Kdc(tmp_path / "kdc", cross_realm=[("DC2.TEST", "DC1.TEST")]) as kdc:
+        dc1 = kdc.keytab(["migration@DC1.TEST"], tmp_path / "dc1.keytab")
+        dc2 = kdc.keytab(["hbase/localhost@DC2.TEST"], tmp_path / "dc2.keytab")
+        kdc.add_principal("zookeeper/localhost@DC1.TEST")
+        assert _krb(kdc, tmp_path / "cc2", "kinit", "-kt", str(dc2), "hbase/localhost@DC2.TEST").returncode == 0
+        assert _krb(kdc, tmp_path / "cc2", "kvno", "zookeeper/localhost@DC1.TEST").returncode == 0
+        assert _krb(kdc, tmp_path / "cc1", "kinit", "-kt", str(dc1), "migration@DC1.TEST").returncode == 0
+        kvno = _krb(kdc, tmp_path / "cc1", "kvno", "hbase/localhost@DC2.TEST")
+        assert kvno.returncode != 0
+        assert "krbtgt/DC2.TEST@DC1.TEST not found" in kvno.stderr
+
+
+def test_a_trust_naming_an_unknown_realm_is_refused(tmp_path):
+    with pytest.raises(KdcError, match="two different realms"):
+        Kdc(tmp_path, cross_realm=[("DC1.TEST", "DC9.TEST")])
