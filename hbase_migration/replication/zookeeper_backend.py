@@ -55,9 +55,10 @@ class ZooKeeperPeerAdmin(PeerAdmin):
         return zk.add_metadata(payload, self.metadata_id)
 
     def _acl(self, path: str) -> Any:
-        """On a secured ZooKeeper, the ACL HBase set on the nearest existing ancestor of `path` (secure HBase:
-        `sasl:hbase` and each hbase.superuser ALL, no world access on replication znodes), so the region
-        servers can read and change what the toolkit creates; None (kazoo's default, open) otherwise."""
+        """On a secured ZooKeeper, the ACL secure HBase gives replication znodes: the SASL entries (`sasl:hbase`
+        and each hbase.superuser, ALL) of the nearest existing ancestor of `path`, without its world READ (the
+        base znode has one; replication znodes have none). So the region servers can read and change what the
+        toolkit creates, and nobody else. None (kazoo's default, open) on an open cluster."""
         security = self.cluster.security
         if security is None or not security.zookeeper_sasl:
             return None
@@ -65,7 +66,7 @@ class ZooKeeperPeerAdmin(PeerAdmin):
         while parent not in ("", "/"):
             parent = parent.rsplit("/", 1)[0] or "/"
             if self.zk.exists(parent) is not None:
-                return self.zk.get_acls(parent)[0]
+                return [a for a in self.zk.get_acls(parent)[0] if a.id.scheme != "world"] or None
         return None
 
     def _legacy_table_cfs(self, config: PeerConfig) -> str:
