@@ -192,9 +192,13 @@ class GatewayServer:
                              name=f"{self.kind}{self.index}-conn", daemon=True).start()
 
     def _serve(self, client: socket.socket, processor: TProcessor, generation: int) -> None:
-        trans = self._tfactory.get_transport(TSocket(sock=client))
-        prot = self._pfactory.get_protocol(trans)
+        security = getattr(self.cluster, "security", None)
         try:
+            # A secured cluster's gateway authenticates first (SASL), or serves HTTP mode itself (None then).
+            raw = TSocket(sock=client) if security is None else security.thrift_transport(self, client, processor)
+            if raw is None:
+                return
+            prot = self._pfactory.get_protocol(self._tfactory.get_transport(raw))
             while self._generation == generation and self._running:
                 processor.process(prot, prot)
         except (TTransportException, OSError, EOFError):

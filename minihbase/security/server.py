@@ -74,7 +74,25 @@ class ClusterSecurity:
         return SpnegoAuthenticator(self.hbase_principal, self.settings.hbase_keytab, self.short_name, policy,
                                    json_errors=True)
 
+    # ------------------------------------------------------------------------------------------ Thrift
+    def thrift_transport(self, gateway, client, processor):
+        """The transport of a new gateway connection once the client authenticated (binary SASL with the QOP),
+        or None when the connection is done: refused, or served whole in HTTP mode."""
+        from minihbase.security.thrift_sasl import SaslRefused, TSaslServerTransport
+
+        transport = TSaslServerTransport(client, self.settings.thrift_qop)
+        try:
+            principal = transport.negotiate(self._thrift_creds)
+        except SaslRefused as e:
+            log.info("%s gateway %d refused a client: %s", gateway.kind, gateway.index, e)
+            return None
+        log.debug("%s gateway %d: %s authenticated (QOP %s)", gateway.kind, gateway.index, principal,
+                  self.settings.thrift_qop)
+        return transport
+
     def install(self, cluster: "MiniHBaseCluster") -> None:
+        # The gateways' principal is the hbase one (hbase.thrift.kerberos.principal), its keytab theirs.
+        self._thrift_creds = gss.acceptor_credentials(self.hbase_principal, self.settings.hbase_keytab)
         cluster.control.authenticator = self.spnego(self.authorizer.control_policy, json_errors=True)
         cluster.webhdfs.authenticator = self.spnego()
         cluster.master.rpc.authenticator = self.rpc()
