@@ -84,3 +84,62 @@ def test_peers_written_to_zookeeper_carry_secure_hbases_acl_and_the_cross_realm_
                 "hbase/_HOST@DC2.TEST"
         finally:
             admin.remove_peer("aclprobe", force=True)
+
+
+# ------------------------------------------------------------------------------------------ Thrift, binary SASL
+
+
+def _round_trip(cluster, table):
+    """A put at a chosen timestamp and a read of every version through the toolkit's Thrift2 data path; the
+    table listed through its Thrift1 session."""
+    from hbase_migration.datapath import open_data_path
+    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.thrift import ThriftSession
+
+    T = hbase2()
+    with Thrift2Session(cluster) as session:
+        session.call("putMultiple", table.encode(), [T.TPut(row=b"r1", columnValues=[
+            T.TColumnValue(family=b"cf", qualifier=b"q", value=b"v1", timestamp=1000),
+            T.TColumnValue(family=b"cf", qualifier=b"q", value=b"v2", timestamp=2000)])])
+        result = session.call("get", table.encode(), T.TGet(row=b"r1", maxVersions=10))
+        assert [(c.timestamp, c.value) for c in result.columnValues] == [(2000, b"v2"), (1000, b"v1")]
+    for gateway in (*cluster.thrift_servers, *cluster.thrift2_servers):
+        assert channels.thrift_handshake(cluster, gateway, 10).qop == cluster.security.thrift_qop
+    with ThriftSession(cluster) as session:
+        assert table.encode() in session.call("getTableNames")
+    with open_data_path(cluster) as path:
+        assert path.families(table) == {b"cf": 10}
+
+
+def test_both_gateways_through_the_toolkits_sasl_transport_with_auth_conf(secure_pair, clusters):
+    dc1 = clusters[0]
+    assert dc1.security.thrift_qop == "auth-conf"
+    secure_pair[0].create_table("sasl_conf", {"cf": {"max_versions": 10}})
+    _round_trip(dc1, "sasl_conf")
+
+
+@pytest.mark.parametrize("qop", ["auth", "auth-int"])
+def test_the_other_qops(secure_cluster_factory, qop):
+    mini = secure_cluster_factory("dcq", "DC1.TEST", thrift_qop=qop)
+    mini.create_table("sasl_qop", {"cf": {"max_versions": 10}})
+    _round_trip(cluster_from_text(mini.name, mini.connection_json), "sasl_qop")
+
+
+def test_a_qop_mismatch_is_refused_before_any_data_naming_both(clusters):
+    from hbase_migration.datapath.thrift2 import Thrift2Session
+    from hbase_migration.sasl import QopMismatch
+
+    dc1 = clusters[0]
+    asks_int = dataclasses.replace(dc1, security=dataclasses.replace(dc1.security, thrift_qop="auth-int"))
+    with pytest.raises(QopMismatch, match=r"offers SASL QOP auth-conf but the connection asks for auth-int"):
+        Thrift2Session(asks_int)
+    sasl = channels.thrift_handshake(dc1, dc1.thrift2_servers[0], 10)
+    assert (sasl.offered, sasl.qop) == (("auth-conf",), "auth-conf")
+
+
+def test_a_plain_client_on_a_sasl_gateway_fails_and_does_not_hang(clusters):
+    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
+
+    with pytest.raises(Exception):
+        with Thrift2Session(open_copy(clusters[0]), timeout_s=5) as session:
+            session.call("tableExists", hbase2().TTableName(qualifier=b"t"), retries=1)
