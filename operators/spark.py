@@ -87,6 +87,10 @@ class _HBaseJobOperator(SparkSubmitOperator):
         """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
         hosts without them find them where Spark put them (hbase_migration.security.local_file: the container's
         working directory on YARN, SparkFiles' directory elsewhere) and log in from the keytab themselves."""
+        from airflow.sdk import conf
+
+        if not conf.getboolean("hbase_migration", "ship_credentials", fallback=True):
+            return
         wanted = []
         for conn_id in (self.source_conn_id, self.target_conn_id):
             security = HBaseClusterHook(conn_id).get_cluster().security
