@@ -80,6 +80,12 @@ class ClusterSecurity:
         or None when the connection is done: refused, or served whole in HTTP mode."""
         from minihbase.security.thrift_sasl import SaslRefused, TSaslServerTransport
 
+        if self.settings.thrift_http:
+            from minihbase.security.thrift_http import serve_connection
+
+            serve_connection(gateway, client, processor, self._thrift_http_creds, self._tls)
+            return None
+
         transport = TSaslServerTransport(client, self.settings.thrift_qop)
         try:
             principal = transport.negotiate(self._thrift_creds)
@@ -91,8 +97,15 @@ class ClusterSecurity:
         return transport
 
     def install(self, cluster: "MiniHBaseCluster") -> None:
-        # The gateways' principal is the hbase one (hbase.thrift.kerberos.principal), its keytab theirs.
+        # Binary mode: the gateways' principal is the hbase one (hbase.thrift.kerberos.principal); HTTP mode: the
+        # SPNEGO one (hbase.thrift.spnego.principal), with TLS from the certificate and key when configured.
         self._thrift_creds = gss.acceptor_credentials(self.hbase_principal, self.settings.hbase_keytab)
+        self._thrift_http_creds = gss.acceptor_credentials(self.spnego_principal, self.settings.spnego_keytab)
+        self._tls = None
+        if self.settings.thrift_ssl:
+            from minihbase.security.thrift_http import tls_context
+
+            self._tls = tls_context(self.settings.ssl_cert, self.settings.ssl_key)
         cluster.control.authenticator = self.spnego(self.authorizer.control_policy, json_errors=True)
         cluster.webhdfs.authenticator = self.spnego()
         cluster.master.rpc.authenticator = self.rpc()

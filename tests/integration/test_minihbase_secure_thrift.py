@@ -13,7 +13,7 @@ import pytest
 import thriftpy2
 
 from minihbase.security.stack import INTRUDER, TOOLKIT
-from tests.thrift_sasl_client import BAD, ERROR, SaslClientTransport, SaslFailed, thrift_client
+from tests.secure_thrift_clients import BAD, ERROR, SaslClientTransport, SaslFailed, thrift_client
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -1,7 +1,9 @@
-"""A Thrift SASL GSSAPI client for tests, written from Apache Thrift's `TSaslClientTransport` and RFC 4752
-independently of minihbase's server side (minihbase/security/thrift_sasl.py): each side checks the other.
+"""Thrift clients of secured gateways for tests, written from Apache Thrift's `TSaslClientTransport`, RFC 4752
+and HBase's THttpClient use independently of minihbase's server side (minihbase/security/thrift_sasl.py,
+thrift_http.py): each side checks the other.
 
     transport = SaslClientTransport(host, port, creds, "hbase/localhost@DC1.TEST", qop="auth-conf").open()
+    transport = HttpSpnegoTransport("https://localhost:port/", creds, "HTTP/localhost@DC2.TEST", ca="ca.pem")
     client = thrift_client(T2.THBaseService, transport)
 """
 from __future__ import annotations
@@ -10,6 +12,8 @@ import socket
 import struct
 
 import gssapi
+import requests
+from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TClient
 
@@ -114,6 +118,50 @@ class SaslClientTransport:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+class HttpRefused(Exception):
+    def __init__(self, status: int, text: str, headers):
+        super().__init__(f"HTTP {status}: {text[:200]}")
+        self.status, self.text, self.headers = status, text, headers
+
+
+class HttpSpnegoTransport:
+    """Thrift over HTTP(S): each flush POSTs the message with a fresh SPNEGO token (mutual authentication
+    required), `ca` the CA bundle that verifies the gateway's certificate."""
+
+    def __init__(self, url: str, creds: gssapi.Credentials | None, service_principal: str, ca: str | None = None):
+        self.url = url
+        self.session = requests.Session()
+        self.verify = ca if ca else True  # per request: a session's own would yield to REQUESTS_CA_BUNDLE
+        self.auth = None if creds is None else HTTPSPNEGOAuth(
+            creds=creds, target_name=gssapi.Name(service_principal, gssapi.NameType.kerberos_principal),
+            mutual_authentication=REQUIRED, opportunistic_auth=True)
+        self._wbuf = b""
+        self._rbuf = b""
+
+    def is_open(self) -> bool:
+        return True
+
+    def write(self, buf: bytes) -> None:
+        self._wbuf += buf
+
+    def flush(self) -> None:
+        data, self._wbuf = self._wbuf, b""
+        response = self.session.post(self.url, data=data, auth=self.auth, timeout=10, verify=self.verify,
+                                     headers={"Content-Type": "application/x-thrift"})
+        if response.status_code != 200:
+            raise HttpRefused(response.status_code, response.text, response.headers)
+        self._rbuf += response.content
+
+    def read(self, sz: int) -> bytes:
+        out, self._rbuf = self._rbuf[:sz], self._rbuf[sz:]
+        if len(out) < sz:
+            raise EOFError(f"the reply ended after {len(out)} of {sz} bytes")
+        return out
+
+    def close(self) -> None:
+        self.session.close()
 
 
 def thrift_client(service, transport) -> TClient:
