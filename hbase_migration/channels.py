@@ -250,10 +250,19 @@ def _session(cluster: "Cluster") -> Any:
     from hbase_migration.spnego import SpnegoAuth
 
     security = cluster.security
-    session = requests.Session()
+    verify = security.ssl_ca if (security.ssl_verify and security.ssl_ca) else security.ssl_verify
+
+    class ClusterSession(requests.Session):
+        """`verify` passed with every request: a Session's own `verify` loses to REQUESTS_CA_BUNDLE and
+        CURL_CA_BUNDLE in the environment (requests merges those first), which would drop the cluster's CA."""
+
+        def request(self, method: str, url: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("verify", verify)
+            return super().request(method, url, **kwargs)
+
+    session = ClusterSession()
     if security.http_spnego:
         session.auth = SpnegoAuth(_login(cluster), security.spnego_principal)
-    session.verify = security.ssl_ca if (security.ssl_verify and security.ssl_ca) else security.ssl_verify
     return session
 
 

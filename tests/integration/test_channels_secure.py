@@ -143,3 +143,37 @@ def test_a_plain_client_on_a_sasl_gateway_fails_and_does_not_hang(clusters):
     with pytest.raises(Exception):
         with Thrift2Session(open_copy(clusters[0]), timeout_s=5) as session:
             session.call("tableExists", hbase2().TTableName(qualifier=b"t"), retries=1)
+
+
+# ------------------------------------------------------------------------------------------ Thrift, HTTP mode
+
+
+def test_thrift_over_https_with_spnego_across_the_trust(secure_pair, clusters):
+    """dc2 (DC2.TEST) runs its gateways in HTTP mode with TLS: the toolkit (DC1.TEST) posts each call with a
+    SPNEGO token for HTTP/localhost@DC2.TEST, checking the gateway's certificate against minihbase's CA."""
+    dc2 = clusters[1]
+    assert dc2.security.thrift_http and dc2.security.thrift_ssl and dc2.security.ssl_ca
+    secure_pair[1].create_table("http_mode", {"cf": {"max_versions": 10}})
+    _round_trip_http(dc2, "http_mode")
+    untrusted = dataclasses.replace(dc2, security=dataclasses.replace(dc2.security, ssl_ca=None))
+    with pytest.raises(KerberosError, match="certificate verify failed"):
+        channels.thrift_call_probe(untrusted, dc2.thrift2_servers[0], "thrift2")
+    anonymous = dataclasses.replace(dc2, security=dataclasses.replace(dc2.security, principal=None, keytab=None,
+                                                                     hbase_principal=None, spnego_principal=None,
+                                                                     zookeeper_principal=None))
+    with pytest.raises(KerberosError, match="HTTP 401"):
+        channels.thrift_call_probe(anonymous, dc2.thrift2_servers[0], "thrift2")
+
+
+def _round_trip_http(cluster, table):
+    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.thrift import ThriftSession
+
+    T = hbase2()
+    with Thrift2Session(cluster) as session:
+        session.call("putMultiple", table.encode(), [T.TPut(row=b"r1", columnValues=[
+            T.TColumnValue(family=b"cf", qualifier=b"q", value=b"v1", timestamp=1000)])])
+        result = session.call("get", table.encode(), T.TGet(row=b"r1", maxVersions=10))
+        assert [(c.timestamp, c.value) for c in result.columnValues] == [(1000, b"v1")]
+    with ThriftSession(cluster) as session:
+        assert table.encode() in session.call("getTableNames")

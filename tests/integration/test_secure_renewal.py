@@ -16,7 +16,7 @@ import pytest
 import thriftpy2
 
 from hbase_migration import kerberos
-from tests.thrift_sasl_client import SaslClientTransport, thrift_client
+from tests.secure_thrift_clients import SaslClientTransport, thrift_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
