@@ -189,7 +189,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     """Run `kind` ("copy" or "verify") from command-line arguments. `make_executor(app_name, ns)` gives the
     executor (its `close()`, if any, is called at the end). Exit 0: done and clean; 1: a partition failed or
     verify found differences; 2: bad arguments or tables (nothing was written)."""
-    from hbase_migration import jobargs
+    from hbase_migration import channels, jobargs
     from hbase_migration.executors import configure_logging
 
     parser = jobargs.copy_parser() if kind == "copy" else jobargs.verify_parser()
@@ -208,8 +208,8 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
         else:
             options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
         check_tables(source, target, options)  # checks before actions: a bad table changes nothing
-    except (jobargs.UsageError, CopyConfigError, ConnectionError) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+    except (jobargs.UsageError, CopyConfigError, ConnectionError, *channels.auth_errors()) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)  # an authentication failure too: one line, nothing written
         return 2
     executor = make_executor(f"{kind} {options.table} -> {options.target_table}", ns)
     try:
