@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from minihbase.client import ClusterClient
 from minihbase.config import ClusterConfig, ConfigError
+from minihbase.data_api import install as install_data_api
 from minihbase.errors import HBaseError, JavaIllegalArgument
 from minihbase.hdfs import HDFSError, MiniHDFS
 from minihbase.httpserver import BadRequest, HttpServer, Request, Response
@@ -101,6 +102,7 @@ class MiniHBaseCluster:
         self.rs_abort_listeners.append(lambda rs, reason: self.master.server_died(rs, reason))
         self.replication = install_replication(self)  # always on, as in HBase 2.x
         self._register_control()
+        install_data_api(self)  # the shell's put/get/scan/deleteall
         install_webhdfs(self.webhdfs, self.fs)
         if self.security is not None:
             self.security.install(self)

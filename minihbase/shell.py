@@ -697,6 +697,9 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "get_peer_config": cmd_get_peer_config, "list_peer_configs": cmd_list_peer_configs,
     "exit": cmd_exit, "quit": cmd_exit,
 }
+from minihbase.shell_data import DATA_COMMANDS  # noqa: E402  (put, get, scan, deleteall; imports this module)
+
+COMMANDS.update(DATA_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -708,7 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=lambda s: Path(s).resolve(), default=process.DEFAULT_WORKDIR)
     parser.add_argument("script", nargs="?", help="a script file evaluated before stdin")
     args = parser.parse_args(argv)
-    shell = Shell(args.workdir, args.cluster)
+    from minihbase.shell_secure import open_shell  # a secured cluster: the ticket cache's principal
+
+    shell = open_shell(args.workdir, args.cluster)
     texts = []
     if args.script:
         try:

@@ -66,6 +66,7 @@ class ReplicationManager:
         self.peer_storage = PeerStorage(self.rs.zk, parent, ident)
         self.queue_storage = QueueStorage(self.rs.zk, parent, ident)
         self.rs.zk.ensure_path(self.queue_storage.paths.replicator(self.rs.servername))
+        self.rs.zk.ensure_path(self.peer_storage.paths.peers)  # as HBase's ReplicationPeers.init
         with self.lock:
             self.active = True
             self._reconcile_peers()
