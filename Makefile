@@ -14,13 +14,14 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster deploy-up deploy-down bench lock clean
+.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster demo-secure deploy-up deploy-down bench lock clean
 
 help:
 	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
 	@echo "make demo   run the demo migration on the embedded default (ZooKeeper + minihbase dc1/dc2)"
 	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
 	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
+	@echo "make demo-secure   the same demo on secured clusters (Kerberos in two realms, SASL, SPNEGO, TLS)"
 	@echo "make deploy-up / deploy-down  start / stop that deployment in .state/deploy (python -m deploy)"
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
@@ -120,6 +121,12 @@ demo: bootstrap
 # triggerer and Celery workers (Redis, PostgreSQL), a Spark standalone cluster; same JSON summary, last line.
 demo-cluster: bootstrap
 	$(PY) -m demo.run --cluster $(DEMO_ARGS)
+
+# The same demo on minihbase's secured clusters (`up --secure`): a KDC with two realms and a trust, SASL ZooKeeper,
+# SASL auth-conf gateways on dc1, HTTP mode with SPNEGO over TLS on dc2; the summary's `security` section says how
+# each channel authenticated.
+demo-secure: bootstrap
+	$(PY) -m demo.run --secure $(DEMO_ARGS)
 
 # Only the tests on the production-shaped deployment (they are part of `make test` too).
 test-deploy: bootstrap
