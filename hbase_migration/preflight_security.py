@@ -113,13 +113,18 @@ def evaluate(facts: SecurityFacts) -> list[CheckResult]:
                                        f"{probes[0].cluster}: accepted by all {len(probes)} endpoint(s) "
                                        f"({', '.join(channels)})"))
         qop = [p for p in probes if p.kind == "qop"]
-        for p in qop:
+        if qop:
+            offers: dict[tuple[str, ...], list[str]] = {}
+            for p in qop:
+                offers.setdefault(p.offered_qop, []).append(f"{p.channel} gateway {p.endpoint}")
+            said = "; ".join(f"{', '.join(where)} offer{'s' if len(where) == 1 else ''} SASL QOP "
+                             f"{', '.join(offered) or 'none'}" for offered, where in offers.items())
+            offered = "/".join(sorted({q for p in qop for q in p.offered_qop}))
             results.append(CheckResult(
-                f"{which}_thrift_qop", False,
-                f"{p.cluster}: {p.channel} gateway {p.endpoint} offers SASL QOP {', '.join(p.offered_qop) or 'none'}"
-                f", the connection's thrift_qop is {p.wanted_qop}",
-                fix=f"set thrift_qop to {'/'.join(p.offered_qop)} (the gateways' hbase.thrift.security.qop), or "
-                    f"configure the gateways with {p.wanted_qop}"))
+                f"{which}_thrift_qop", False, f"{qop[0].cluster}: {said}, the connection's thrift_qop is "
+                                              f"{qop[0].wanted_qop}",
+                fix=f"set thrift_qop to {offered} (the gateways' hbase.thrift.security.qop), or configure the "
+                    f"gateways with {qop[0].wanted_qop}"))
         sasl = [p for p in probes if p.wanted_qop and p.ok]
         if sasl and not qop:
             results.append(CheckResult(f"{which}_thrift_qop", True,

@@ -58,14 +58,18 @@ def test_endpoints_failing_for_one_reason_are_one_error_naming_each_endpoint_and
                                    "trust; jmx localhost:16030 (HTTP/localhost@DC2.TEST): no cross-realm trust")
 
 
-def test_a_gateway_offering_another_qop_is_named_with_both_qops():
+def test_gateways_offering_another_qop_are_one_error_naming_each_and_both_qops():
     facts = SecurityFacts((OK_LOGIN,), (
         probe("source", "thrift1", "localhost:9090", wanted_qop="auth-conf", offered_qop=("auth-int",),
+              error="QopMismatch", kind="qop"),
+        probe("source", "thrift2", "localhost:9091", wanted_qop="auth-conf", offered_qop=("auth-int",),
               error="QopMismatch", kind="qop"),))
-    result = by_name(evaluate(facts))["source_thrift_qop"]
+    results = [r for r in evaluate(facts) if r.name == "source_thrift_qop"]
+    assert len(results) == 1
+    result = results[0]
     assert not result.ok
-    assert result.reason == ("hbase_source: thrift1 gateway localhost:9090 offers SASL QOP auth-int, the "
-                             "connection's thrift_qop is auth-conf")
+    assert result.reason == ("hbase_source: thrift1 gateway localhost:9090, thrift2 gateway localhost:9091 offer "
+                             "SASL QOP auth-int, the connection's thrift_qop is auth-conf")
     assert result.fix.startswith("set thrift_qop to auth-int")
     assert by_name(evaluate(facts))["source_authentication"].ok  # authenticated; only the QOP disagrees
 
