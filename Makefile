@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 REDIS_SERVER := /usr/bin/redis-server
 KRB5KDC := /usr/sbin/krb5kdc
+FAKETIME := /usr/bin/faketime
 CHROMEDRIVER := /usr/bin/chromedriver
 
 export AIRFLOW_HOME := $(CURDIR)
@@ -26,7 +27,7 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
+bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) $(FAKETIME) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
 	.airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
@@ -44,6 +45,13 @@ $(KRB5KDC):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev >/dev/null
 	@{ service krb5-kdc stop >/dev/null 2>&1 || true; service krb5-admin-server stop >/dev/null 2>&1 || true; }
+	@test -x $@
+
+# Debian's faketime (libfaketime): the security preflight's test runs a secured cluster with its clock 6 minutes ahead.
+$(FAKETIME):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's faketime by hand"; exit 1; }
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null; }
 	@test -x $@
 
 # Debian's Chromium and its ChromeDriver, for the dashboard's browser test (selenium drives them headless).

@@ -77,6 +77,20 @@ def _skewed(probe: Probe) -> bool:
     return probe.kind == "skew" or (probe.skew_s is not None and abs(probe.skew_s) > MAX_SKEW_S)
 
 
+def _host(endpoint: str) -> str:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(endpoint).hostname if "://" in endpoint else endpoint.rpartition(":")[0]) or endpoint
+
+
+def _explained_by_skew(facts: "SecurityFacts") -> list[Probe]:
+    """Refusals on a host whose clock is measured past the skew (a Thrift gateway says only "GSS initiate failed";
+    its info server's `Date` on the same host says why), as skew failures."""
+    hosts = {_host(p.endpoint) for p in facts.probes if _skewed(p)}
+    return [p for p in facts.probes if not p.ok and not _skewed(p) and p.kind in ("refused", "other", "unreachable")
+            and _host(p.endpoint) in hosts]
+
+
 def _skew_words(seconds: float) -> str:
     return f"{abs(seconds):.0f}s {'ahead of' if seconds > 0 else 'behind'}"
 
@@ -95,11 +109,12 @@ def evaluate(facts: SecurityFacts) -> list[CheckResult]:
         else:
             results.append(CheckResult(name, True, f"{login.cluster}: {login.principal} has a ticket from keytab "
                                                    f"{login.keytab}"))
+    by_skew = _explained_by_skew(facts)
     for which in ("source", "target"):
         probes = [p for p in facts.probes if p.which == which]
         if which in failed_logins or not probes:
             continue
-        auth = [p for p in probes if not p.ok and p.kind not in ("qop",) and not _skewed(p)]
+        auth = [p for p in probes if not p.ok and p.kind not in ("qop",) and not _skewed(p) and p not in by_skew]
         by_kind: dict[tuple[str | None, str | None], list[Probe]] = {}
         for p in auth:
             by_kind.setdefault((p.kind, p.fix), []).append(p)
@@ -134,6 +149,8 @@ def evaluate(facts: SecurityFacts) -> list[CheckResult]:
         where = "; ".join(f"{p.cluster} {p.channel} {p.endpoint}: "
                           + (f"its clock is {_skew_words(p.skew_s)} this host's" if p.skew_s is not None
                              else f"{p.error}") for p in skewed)
+        if by_skew:
+            where += "; refused on those hosts: " + ", ".join(f"{p.cluster} {p.channel} {p.endpoint}" for p in by_skew)
         results.append(CheckResult("clock_skew", False, f"{where} (Kerberos allows {MAX_SKEW_S:.0f}s: "
                                                         "KRB_AP_ERR_SKEW)",
                                    fix="synchronize the clocks (chrony/ntpd) of this host, the KDCs and the "

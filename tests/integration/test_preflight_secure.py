@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,28 @@ def test_a_missing_cross_realm_trust_is_refused_naming_each_endpoint_and_the_krb
     with zk.connect(source, timeout=15) as client:
         assert zk_peers.read_peers(client, source.znode_parent) == []
     kerberos.forget_krb5_conf()
+
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not os.path.exists(FAKETIME_LIB), reason="needs Debian's faketime package")
+def test_a_server_clock_six_minutes_ahead_is_named_as_skew(pair, secure_stack, secure_cluster_factory, monkeypatch):
+    """A target cluster whose processes run under libfaketime 6 minutes ahead (past the 5 allowed, within its
+    10-minute tickets): its acceptors refuse the toolkit's authenticators (KRB_AP_ERR_SKEW) and its HTTP servers'
+    Date says by how much; the refusals are reported as the skew, not as authentication problems."""
+    dc1, _ = pair
+    with monkeypatch.context() as skewed_env:
+        skewed_env.setenv("LD_PRELOAD", FAKETIME_LIB)
+        skewed_env.setenv("FAKETIME", "+6m")
+        skewed_env.setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        skewed = secure_cluster_factory("skewed", "DC2.TEST", thrift_qop="auth-conf")
+    rc, out = preflight(dc1.connection_json, skewed.connection_json, secure_stack.krb5_conf)
+    assert rc == 1, out
+    failed = line(out, "clock_skew")
+    assert failed.startswith("[FAIL]")
+    assert re.search(r"its clock is 3(59|60|61)s ahead of this host's", failed)
+    assert "KRB_AP_ERR_SKEW" in failed
+    assert "synchronize the clocks" in fix(out, "clock_skew")
+    assert "refused on those hosts: dst thrift1" in failed
+    assert not line(out, "target_authentication").startswith("[FAIL]")

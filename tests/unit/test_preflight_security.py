@@ -88,6 +88,20 @@ def test_skew_beyond_kerberos_limit_is_an_error_and_explains_the_refusals_it_cau
     assert not [r for r in results if r.name == "target_authentication" and not r.ok]  # the skew explains them
 
 
+def test_a_gateway_refusing_on_a_host_whose_clock_is_skewed_is_put_down_to_the_skew():
+    facts = SecurityFacts((OK_LOGIN, OK_TARGET), (
+        probe(channel="jmx", endpoint="10.0.0.2:16030", skew_s=-400.0),
+        probe(channel="thrift1", endpoint="10.0.0.2:9090", error="GSS initiate failed", kind="refused"),
+        probe(channel="thrift2", endpoint="10.0.0.3:9091", error="GSS initiate failed", kind="refused"),
+    ))
+    results = evaluate(facts)
+    skew = by_name(results)["clock_skew"]
+    assert skew.reason.startswith("hbase_target jmx 10.0.0.2:16030: its clock is 400s behind this host's; refused "
+                                  "on those hosts: hbase_target thrift1 10.0.0.2:9090")
+    auth = [r for r in results if r.name == "target_authentication"]
+    assert len(auth) == 1 and "10.0.0.3:9091" in auth[0].reason and "10.0.0.2" not in auth[0].reason
+
+
 def test_a_small_skew_warns_and_no_skew_measured_says_nothing():
     warn = by_name(evaluate(SecurityFacts((OK_LOGIN,), (probe("source", "jmx", skew_s=-90.0),))))["clock_skew"]
     assert (warn.ok, warn.severity) == (False, WARNING)
