@@ -1,7 +1,8 @@
 """`python -m minihbase`: run the local HBase stand-ins.
 
     up        start ZooKeeper (unless --zookeeper) and every cluster of clusters.toml (dc1, dc2); returns when
-              all are ready; exit 1 with the log's path on failure
+              all are ready; exit 1 with the log's path on failure. --secure: Kerberos on every channel (a KDC,
+              keytabs, TLS, a SASL ZooKeeper; clusters-secure.toml; see minihbase/security/cli.py)
     down      stop the clusters (flushing them) and the ZooKeeper `up` started
     status    liveness of every role; exit 0 when everything runs
     endpoints addresses (--json: {"clusters": {name: {...}}}, the truth about ports)
@@ -57,6 +58,10 @@ def _endpoints(workdir: Path, name: str) -> dict | None:
 def cmd_up(args) -> int:
     from minihbase.zookeeper import ZooKeeperServer
 
+    if args.secure:
+        from minihbase.security.cli import cmd_up_secure
+
+        return cmd_up_secure(args)
     workdir = args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -200,7 +205,11 @@ def cmd_endpoints(args) -> int:
         print(f"minihbase endpoints: no running cluster under {workdir}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"clusters": clusters}, indent=1, sort_keys=True))
+        from minihbase.security.cli import security_summary
+
+        security = security_summary(workdir)  # krb5.conf, realms, KDC, every principal's keytab (secured)
+        print(json.dumps({"clusters": clusters, **({"security": security} if security else {})}, indent=1,
+                         sort_keys=True))
     else:
         for name, ep in clusters.items():
             thrift2 = f"{ep['thrift2']['host']}:{ep['thrift2']['port']}" if ep.get("thrift2") else "-"
@@ -250,7 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
     p.add_argument("--config", type=Path, default=CLUSTERS_TOML, help="clusters file (default: the checked-in one)")
     p.add_argument("--timeout", type=float, default=120.0)
-    add("down", "stop the clusters and the ZooKeeper `up` started")
+    p.add_argument("--secure", action="store_true", help="Kerberos on every channel: KDC, keytabs, SASL "
+                   "ZooKeeper, secured clusters (clusters-secure.toml)")
+    p.add_argument("--ticket-lifetime-s", type=int, default=3600, help="--secure: the KDC's ticket lifetime")
+    p.add_argument("--no-cross-realm-trust", action="store_true",
+                   help="--secure: DC1's principals get no tickets in DC2 (DC2 -> DC1 stays, for ZooKeeper)")
+    p.add_argument("--security-config", type=Path, default=Path(__file__).with_name("clusters-secure.toml"),
+                   help="--secure: each cluster's security settings (default: the checked-in one)")
+    add("down", "stop the clusters, the ZooKeeper (and the KDC) `up` started")
     p = add("status", "liveness of every role")
     p.add_argument("--json", action="store_true")
     p = add("endpoints", "addresses of every running cluster")
@@ -288,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "up":
         return cmd_up(args)
     if args.command == "down":
-        return cmd_down(args)
+        from minihbase.security.cli import down_kdc
+
+        return max(cmd_down(args), down_kdc(args.workdir))  # a secured instance's KDC last (none otherwise)
     if args.command == "status":
         return cmd_status(args)
     if args.command == "endpoints":

@@ -55,6 +55,19 @@ class ZooKeeperSasl:
     root_writers: list[str] = field(default_factory=list)
 
 
+def _serving(host: str, port: int, timeout: float = 1.0) -> bool:
+    """`stat` answers once the server takes sessions (`ruok` says imok before: its Kerberos login may still run)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"stat")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+    except OSError:
+        return False
+    return bool(data) and b"not currently serving" not in data
+
+
 class ZooKeeperServer:
     """One standalone ZooKeeper JVM on 127.0.0.1.
 
@@ -156,6 +169,9 @@ class ZooKeeperServer:
                 )
             if _answers_ruok(self.host, self.port):
                 if self.sasl is not None:
+                    if not _serving(self.host, self.port):
+                        time.sleep(0.05)
+                        continue
                     try:
                         self._lock_root(max(5.0, deadline - time.monotonic()))
                     except Exception as e:

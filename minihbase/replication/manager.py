@@ -218,6 +218,15 @@ class ReplicationManager:
     def peer_sinks(self, peer: PeerDescription) -> list[tuple[str, int]]:
         return self.service.peer_clusters.sinks(peer.config.cluster_key)
 
+    def sink_auth(self, peer: PeerDescription, host: str) -> dict[str, str]:
+        """Headers authenticating a shipment to a sink at `host` (none for an unsecured cluster)."""
+        security = self.cluster.security
+        return {} if security is None else security.replication_auth(peer.config.configuration, host)
+
+    def sink_auth_note(self, peer: PeerDescription, host: str) -> str:
+        security = self.cluster.security
+        return "" if security is None else security.replication_auth_note(peer.config.configuration, host)
+
     def peer_cluster_id(self, peer: PeerDescription) -> str | None:
         return self.service.peer_clusters.cluster_id(peer.config.cluster_key)
 

@@ -325,10 +325,15 @@ class ReplicationSource:
             self._sink = random.choice(sinks)
             self._close_conn()
         host, port = self._sink
+        try:  # a secured cluster presents its hbase principal's ticket for the sink's principal
+            headers = {"Content-Type": "application/octet-stream", **self.manager.sink_auth(peer, host)}
+        except Exception as e:
+            self._sink = None
+            raise ShipFailed(f"sink {host}:{port}: {e}") from None
         try:
             if self._conn is None:
                 self._conn = http.client.HTTPConnection(host, port, timeout=self.config.replication_rpc_timeout_s)
-            self._conn.request("POST", sink_wire.PATH, body, {"Content-Type": "application/octet-stream"})
+            self._conn.request("POST", sink_wire.PATH, body, headers)
             response = self._conn.getresponse()
             payload = response.read()
         except (OSError, http.client.HTTPException) as e:
@@ -341,6 +346,8 @@ class ReplicationSource:
                 reason = payload[:200]
             if response.status in (404, 503):
                 self._sink = None
+            if response.status in (401, 403):  # a secured sink refused us: say which ticket it was shown
+                reason = f"{reason}; {self.manager.sink_auth_note(peer, host)}"
             raise ShipFailed(f"sink {host}:{port} answered {response.status}: {reason}")
 
     def _close_conn(self) -> None:

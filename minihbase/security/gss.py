@@ -133,10 +133,12 @@ def accept_token(creds: gssapi.Credentials, token: bytes) -> Negotiated:
     return Negotiated(initiator, out)
 
 
-def negotiate_header(creds: gssapi.Credentials, target: str) -> str:
-    """`Negotiate <base64 SPNEGO token>` for a request to a service whose principal is `target`."""
+def negotiate_header(creds: gssapi.Credentials, target: str, mech=SPNEGO) -> str:
+    """`Negotiate <base64 token>` for a request to a service whose principal is `target` (a SPNEGO token, as
+    browsers and Hadoop clients send; `mech=KRB5` a raw Kerberos one, which acceptors take too and whose
+    refusals say more)."""
     try:
-        token = initiate(creds, target, mech=SPNEGO).step()
+        token = initiate(creds, target, mech=mech).step()
     except gssapi.exceptions.GSSError as e:
         raise KerberosError(f"cannot get a ticket for {target}: {gss_reason(e)}") from None
     return "Negotiate " + base64.b64encode(token).decode("ascii")

@@ -63,6 +63,33 @@ class ClusterSecurity:
                                        self.settings.zookeeper_principal, self.hbase_principal,
                                        self.settings.hbase_keytab)
 
+    SINK_PRINCIPAL_KEY = "hbase.regionserver.kerberos.principal"
+
+    def replication_auth(self, peer_configuration: dict[str, str], host: str) -> dict[str, str]:
+        """`Authorization` of a shipment to a peer's region server at `host`: this region server's own ticket
+        (hbase/<host>@<this realm>, from its keytab) for the sink's principal, which is the peer CONFIG's
+        `hbase.regionserver.kerberos.principal` when set (HBASE-15294), else this cluster's own pattern (as HBase
+        assumes the peer's servers share it: across realms that ticket is refused by the sink)."""
+        target = self._sink_principal(peer_configuration, host)
+        try:
+            return {"Authorization": gss.negotiate_header(self.client_credentials(), target, mech=gss.KRB5)}
+        except gss.KerberosError as e:
+            raise gss.KerberosError(f"{e}; {self.replication_auth_note(peer_configuration, host)}") from None
+
+    def _sink_principal(self, peer_configuration: dict[str, str], host: str) -> str:
+        pattern = peer_configuration.get(self.SINK_PRINCIPAL_KEY) or self.settings.hbase_principal
+        return gss.expand_host(pattern, host)
+
+    def replication_auth_note(self, peer_configuration: dict[str, str], host: str) -> str:
+        """Which ticket a shipment presents and why, for the source's log (an operator's next step)."""
+        target = self._sink_principal(peer_configuration, host)
+        if peer_configuration.get(self.SINK_PRINCIPAL_KEY):
+            origin = f"the peer's CONFIG {self.SINK_PRINCIPAL_KEY}"
+        else:
+            origin = (f"this cluster's own pattern: the peer's CONFIG has no {self.SINK_PRINCIPAL_KEY}; set it to "
+                      "the peer cluster's region server principal (add_peer ... CONFIG => {...})")
+        return f"shipped as {self.hbase_principal} to the sink principal {target} ({origin})"
+
     # ------------------------------------------------------------------------------------------ HTTP
     def spnego(self, policy=None, json_errors: bool = False) -> SpnegoAuthenticator:
         """Hadoop's web authentication filter: tickets for the HTTP principal."""
