@@ -91,7 +91,7 @@ def admin_login(endpoints: dict, name: str) -> tuple[str, str] | None:
 
 
 SECURITY_CHECKS = re.compile(r"\[(ok  |FAIL|warn)\] ((?:source|target)_(?:kerberos_login|authentication|thrift_qop)"
-                             r"|clock_skew|krb5_conf): (.*)")
+                             r"|clock_skew|krb5_conf): (.*?)(?:\s+\[[\w.]+\]\s+loc=\S+)?$")
 
 
 def security_summary(endpoints: dict, conns: dict[str, str], logins: dict, dag_log: Path | None) -> dict[str, Any]:
@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if secured:
             from demo.secure import kinit_env
 
+            os.environ["KRB5_CONFIG"] = described["security"]["krb5_conf"]  # the demo's own Kerberos clients
             shell_env = kinit_env(*logins["dc1"], described["security"].get("krb5_conf"), workdir / "tickets")
         tables = sample_tables(args.rows)
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
