@@ -162,7 +162,9 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
-    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    channels = cluster.describe()["security"]  # how each channel authenticates (never a secret)
+    shown = [f"  {k}: {v}" for k, v in channels.items()] if isinstance(channels, dict) else [f"  {channels}"]
+    _emit(args, data, "\n".join([*(f"{k}: {v}" for k, v in data.items()), "authentication:", *shown]))
     return EXIT_OK
 
 
