@@ -177,3 +177,26 @@ def _round_trip_http(cluster, table):
         assert [(c.timestamp, c.value) for c in result.columnValues] == [(1000, b"v1")]
     with ThriftSession(cluster) as session:
         assert table.encode() in session.call("getTableNames")
+
+
+def test_the_shell_backend_adds_the_cross_realm_peer_with_the_principal_in_its_config(clusters):
+    """Through the secured shell (a ticket cache of the toolkit's own): add_peer carries CONFIG =>
+    {"hbase.regionserver.kerberos.principal" => "hbase/_HOST@DC2.TEST"}, read back from ZooKeeper; an existing
+    peer of another CONFIG under the id is refused."""
+    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.replication import PeerConflict, peer_admin
+
+    dc1, dc2 = clusters
+    config = migration_peer_config(dc2, ["shell_probe"], dc1)
+    with peer_admin(dc1) as admin:
+        assert admin.backend == "shell"
+        try:
+            admin.add_peer("shellprobe", config)
+            found = admin.get_peer("shellprobe")
+            assert found.config.configuration["hbase.regionserver.kerberos.principal"] == "hbase/_HOST@DC2.TEST"
+            assert found.enabled is False
+            without = migration_peer_config(dataclasses.replace(dc2, security=None), ["shell_probe"], dc1)
+            with pytest.raises(PeerConflict, match="another config"):
+                admin.add_peer("shellprobe", without.replace(configuration={}))
+        finally:
+            admin.remove_peer("shellprobe", force=True)
