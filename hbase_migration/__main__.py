@@ -78,7 +78,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
                 raise UsageError("peer add needs --target and --tables")
             target = resolve_cluster(args.target)
             ensure_distinct(source, target)
-            config = migration_peer_config(target, _tables(args.tables), source)
+            config = migration_peer_config(target, _tables(args.tables), source=source)
             result = admin.add_peer(args.peer_id, config, enabled=args.state == "enabled", dry_run=args.dry_run)
         elif args.action == "enable":
             result = admin.enable_peer(args.peer_id, dry_run=args.dry_run)

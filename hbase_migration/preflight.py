@@ -298,7 +298,7 @@ def ensure_distinct(source: Cluster, target: Cluster) -> None:
                                  "a peer to itself would replicate every edit back into its own tables")
 
 
-def migration_peer_config(target: Cluster, tables: Sequence[str], source: Cluster | None = None) -> PeerConfig:
+def migration_peer_config(target: Cluster, tables: Sequence[str], *, source: Cluster | None = None) -> PeerConfig:
     """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs); towards
     a Kerberized target in another realm, with the target's region server principal in its CONFIG."""
     from hbase_migration.security import peer_principal_config
@@ -371,8 +371,9 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     if not src_facts.error:
         headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, quota_mark,
                                                    sample_gap_s, clock)
-    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, source), peers,
-                  peers_error, queued, recovered, headroom, headroom_error, create_missing, owner)
+    wanted = migration_peer_config(target, tables, source=source)
+    facts = Facts(src_facts, tgt_facts, tables, peer_id, wanted, peers, peers_error, queued, recovered, headroom,
+                  headroom_error, create_missing, owner)
     report = PreflightReport(tuple(security) + evaluate(facts, same_key).results)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)

@@ -70,7 +70,7 @@ def test_peers_written_to_zookeeper_carry_secure_hbases_acl_and_the_cross_realm_
     from hbase_migration.replication.zookeeper_backend import ZooKeeperPeerAdmin
 
     dc1, dc2 = clusters
-    config = migration_peer_config(dc2, ["acl_probe"], dc1)
+    config = migration_peer_config(dc2, ["acl_probe"], source=dc1)
     assert config.configuration == {"hbase.regionserver.kerberos.principal": "hbase/_HOST@DC2.TEST"}
     with zk.connect(dc1, timeout=15) as client:
         admin = ZooKeeperPeerAdmin(dc1, client)
@@ -187,7 +187,7 @@ def test_the_shell_backend_adds_the_cross_realm_peer_with_the_principal_in_its_c
     from hbase_migration.replication import PeerConflict, peer_admin
 
     dc1, dc2 = clusters
-    config = migration_peer_config(dc2, ["shell_probe"], dc1)
+    config = migration_peer_config(dc2, ["shell_probe"], source=dc1)
     with peer_admin(dc1) as admin:
         assert admin.backend == "shell"
         try:
@@ -195,7 +195,7 @@ def test_the_shell_backend_adds_the_cross_realm_peer_with_the_principal_in_its_c
             found = admin.get_peer("shellprobe")
             assert found.config.configuration["hbase.regionserver.kerberos.principal"] == "hbase/_HOST@DC2.TEST"
             assert found.enabled is False
-            without = migration_peer_config(dataclasses.replace(dc2, security=None), ["shell_probe"], dc1)
+            without = migration_peer_config(dataclasses.replace(dc2, security=None), ["shell_probe"], source=dc1)
             with pytest.raises(PeerConflict, match="another config"):
                 admin.add_peer("shellprobe", without.replace(configuration={}))
         finally:

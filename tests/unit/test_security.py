@@ -253,11 +253,11 @@ def test_migration_peer_config_puts_it_in_config(keytab):
 
     src = Cluster("src", "h", ("zk1",), security=secured(keytab, hbase_principal="hbase/_HOST@DC1.TEST"))
     dst = Cluster("dst", "h", ("zk2",), security=secured(keytab, hbase_principal="hbase/_HOST@DC2.TEST"))
-    config = migration_peer_config(dst, ["t"], src)
+    config = migration_peer_config(dst, ["t"], source=src)
     assert config.configuration == {"hbase.regionserver.kerberos.principal": "hbase/_HOST@DC2.TEST"}
-    assert config != migration_peer_config(dst, ["t"], dst)  # "another config" for a peer without it
+    assert config != migration_peer_config(dst, ["t"], source=dst)  # "another config" for a peer without it
     plain = Cluster("p", "h", ("zk3",))
-    assert migration_peer_config(plain, ["t"], src).configuration == {}
+    assert migration_peer_config(plain, ["t"], source=src).configuration == {}
 
 
 # ------------------------------------------------------------------------------------------ SASL
