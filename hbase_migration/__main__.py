@@ -218,7 +218,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
         target = resolve_cluster(args.target)
         _distinct(source, target)
         config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
-                                       bandwidth=_run_option("bandwidth", args.bandwidth))
+                                       bandwidth=_run_option("bandwidth", args.bandwidth), source=source)
         checks = _peer_add_checks(args, source, target)
     with peer_admin(source) as admin:
         # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
@@ -349,7 +349,9 @@ def cmd_switches(args: argparse.Namespace) -> int:
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
-    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    channels = cluster.describe()["security"]  # how each channel authenticates (never a secret)
+    shown = [f"  {k}: {v}" for k, v in channels.items()] if isinstance(channels, dict) else [f"  {channels}"]
+    _emit(args, data, "\n".join([*(f"{k}: {v}" for k, v in data.items()), "authentication:", *shown]))
     return EXIT_OK
 
 

@@ -237,7 +237,11 @@ class WebHdfs:
         import requests
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-        http = self._session or requests
+        if self._session is None:
+            from hbase_migration import channels
+
+            self._session = channels.http(None)
+        http = self._session
 
         def once() -> Any:
             response = http.get(url, params=params, timeout=self.timeout_s)

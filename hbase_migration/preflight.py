@@ -527,11 +527,15 @@ def ensure_distinct(source: Cluster, target: Cluster) -> None:
 
 
 def migration_peer_config(target: Cluster, tables: Sequence[str], serial: bool = False,
-                          bandwidth: int = 0) -> PeerConfig:
+                          bandwidth: int = 0, *, source: Cluster | None = None) -> PeerConfig:
     """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs),
-    SERIAL and BANDWIDTH as the run asks (an existing peer with other values is another config)."""
+    SERIAL and BANDWIDTH as the run asks (an existing peer with other values is another config); towards a
+    Kerberized target in another realm, with the target's region server principal in its CONFIG (HBASE-15294)."""
+    from hbase_migration.security import peer_principal_config
+
+    configuration = peer_principal_config(source.security if source is not None else None, target.security)
     return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables}, serial=serial,
-                      bandwidth=bandwidth)
+                      bandwidth=bandwidth, configuration=configuration)
 
 
 def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
@@ -539,7 +543,9 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
     if not cluster.webhdfs_url:
         return None, None
     try:
-        client = hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s)
+        from hbase_migration.quota import webhdfs
+
+        client = webhdfs(cluster)
         first = hdfs.quota_usage(client, cluster.rootdir)
         t0 = clock()
         rate = None
@@ -596,6 +602,17 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     if not tables:
         raise ValueError("tables: at least one table is required")
     same_key = source.cluster_key.normalized() == target.cluster_key.normalized()
+    from hbase_migration import preflight_security  # Kerberos, QOP, clock skew: first, they explain the rest
+
+    security = preflight_security.check(source, target)
+    if not PreflightReport(tuple(security)).ok:
+        # Nothing else runs: every other check would fail for the same reason, and the create check and the
+        # sizing write scratch tables, which an unauthenticated or mismatched channel must not attempt.
+        report = PreflightReport((*security, CheckResult(
+            "other_checks", False, "not run: the security checks above failed (fix them first)", severity=SKIPPED)))
+        for r in report.failures:
+            log.error("preflight %s: %s", r.name, r.reason)
+        return report
 
     with contextlib.ExitStack() as stack:
         src_facts, src_zk = gather_facts(source, tables, stack)
@@ -637,14 +654,16 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
         # Sized: the marks as they are now (copy_projection judges the copy); else expected_copy_s's projection.
         headroom, headroom_error = _headroom_facts(source, 0.0 if projected else expected_copy_s, safety_factor,
                                                    quota_mark, 0.0 if projected else sample_gap_s, clock)
-    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, serial, bandwidth),
-                  peers, peers_error, queued, recovered, headroom, headroom_error, create_missing, owner,
-                  codec_map=dict(codec_map or {}), target_coprocessors=tuple(target_coprocessors),
+    wanted = migration_peer_config(target, tables, serial, bandwidth, source=source)
+    facts = Facts(src_facts, tgt_facts, tables, peer_id, wanted, peers, peers_error, queued, recovered, headroom,
+                  headroom_error, create_missing, owner, codec_map=dict(codec_map or {}),
+                  target_coprocessors=tuple(target_coprocessors),
                   allow_target_data=allow_target_data, target_first_rows=rows, target_rows_error=rows_error,
                   create_checks=checks,
                   source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin,
                   sizing=report, sizing_error=sizing_error)
-    report = evaluate(facts, same_key)
+    evaluated = evaluate(facts, same_key)
+    report = PreflightReport(tuple(security) + evaluated.results, evaluated.sizing)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)
     return report

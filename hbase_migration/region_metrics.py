@@ -85,7 +85,7 @@ def parse_regions_bean(payload: Mapping[str, Any], tables: Sequence[str], server
 def fetch_region_metrics(cluster: "Cluster", tables: Sequence[str], zk_client: Any = None,
                          max_workers: int = 8) -> tuple[list[RegionMetrics], dict[str, str]]:
     """Every live region server's regions of `tables`, and the servers that could not be read (name -> why)."""
-    from hbase_migration import zk
+    from hbase_migration import channels, zk
     from hbase_migration.metrics import JmxFormatError, JmxUnavailable, fetch_jmx
 
     if zk_client is None:
@@ -99,7 +99,8 @@ def fetch_region_metrics(cluster: "Cluster", tables: Sequence[str], zk_client: A
         if port is None:
             return server.servername, None, "info port unknown"
         try:
-            body = fetch_jmx(server.host, port, cluster.timeout_s, 2, bean=REGIONS_BEAN)
+            body = fetch_jmx(server.host, port, cluster.timeout_s, 2, bean=REGIONS_BEAN,
+                             session=channels.http(cluster))  # per thread; SPNEGO when Kerberized
             return server.servername, parse_regions_bean(body, tables, server.servername), None
         except (JmxUnavailable, JmxFormatError, ValueError) as e:
             return server.servername, None, str(e)

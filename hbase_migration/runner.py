@@ -344,7 +344,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     """Run `kind` ("copy" or "verify") from command-line arguments (the Spark jobs). Exit 0: done and clean;
     1: a partition failed, verify found differences, or a cluster does not answer; 2: bad arguments or tables
     (nothing was written), said in one line."""
-    from hbase_migration import jobargs
+    from hbase_migration import channels, jobargs
 
     prog = f"{kind}_table"
     try:
@@ -352,7 +352,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     except (jobargs.UsageError, CopyConfigError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    except ConnectionError as e:
+    except (ConnectionError, *channels.auth_errors()) as e:  # a cluster that does not answer or authenticate
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     return run_job(job, make_executor)

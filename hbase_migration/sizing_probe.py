@@ -103,9 +103,9 @@ def _regions(cluster: "Cluster", table: str) -> tuple[list[Any], bool]:
 
 
 def _shell(cluster: "Cluster", statements: list[str]) -> None:
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels
 
-    run_shell(statements, cluster.shell_command, timeout_s=max(cluster.shell_timeout_s, 120.0))
+    channels.shell(cluster, statements, timeout_s=max(cluster.shell_timeout_s, 120.0))
 
 
 def _create_scratch(target: "Cluster", schema: "TableSchema", name: str, codec_map: Mapping[str, str] | None) -> None:
@@ -218,7 +218,9 @@ def size_migration(source: "Cluster", target: "Cluster", tables: Sequence[str],
     what is missing and the projection leaves it out."""
     started = clock()
     errors: list[str] = []
-    client = hdfs.WebHdfs(source.webhdfs_url, timeout_s=source.timeout_s) if source.webhdfs_url else None
+    from hbase_migration.quota import webhdfs
+
+    client = webhdfs(source) if source.webhdfs_url else None
     first = None
     if client is None:
         errors.append(f"source {source.name!r} has no webhdfs_url: oldWALs growth and HDFS free space not read")

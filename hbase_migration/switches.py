@@ -100,11 +100,11 @@ def holder_name(copy_id: str, table: str) -> str:
 
 
 def _shell(cluster: "Cluster", statements: list[str], what: str) -> str:
+    from hbase_migration import channels
     from hbase_migration.replication.errors import ShellCommandError
-    from hbase_migration.replication.shell import run_shell
 
     try:
-        return run_shell(statements, cluster.shell_command, timeout_s=max(cluster.shell_timeout_s, 60.0)).stdout
+        return channels.shell(cluster, statements, timeout_s=max(cluster.shell_timeout_s, 60.0)).stdout
     except ShellCommandError as e:
         raise SwitchError(f"{what} on {cluster.name!r} failed: {e} (splitormerge_switch needs HBase 1.3+, "
                           "normalizer_switch 1.2+; to copy without holding them, set hold_switches off: form/plan "

@@ -1,9 +1,10 @@
 """The copy and verify Spark jobs, submitted with SparkSubmitOperator.
 
 The operators add what the migration needs around a plain spark-submit: the clusters in their wire form
-passed to the job (addresses only; no secret lives in an HBase connection), the ledger for resume and
-results, the job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that
-samples the source's quota while the job runs and applies the quota policy on a breach.
+passed to the job (addresses, principals and file paths; no secret lives in an HBase connection), for Kerberized
+clusters their keytab and krb5.conf shipped with the job (`--files`), the ledger for resume and results, the
+job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that samples the source's
+quota while the job runs and applies the quota policy on a breach.
 """
 from __future__ import annotations
 
@@ -82,11 +83,29 @@ class _HBaseJobOperator(SparkSubmitOperator):
         env.setdefault("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         self.env_vars = env
 
+    def _ship_credentials(self) -> None:
+        """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
+        hosts without them find them where Spark put them (hbase_migration.security.local_file: the container's
+        working directory on YARN, SparkFiles' directory elsewhere) and log in from the keytab themselves."""
+        from airflow.sdk import conf
+
+        if not conf.getboolean("hbase_migration", "ship_credentials", fallback=True):
+            return
+        wanted = []
+        for conn_id in (self.source_conn_id, self.target_conn_id):
+            security = HBaseClusterHook(conn_id).get_cluster().security
+            if security is not None and security.kerberos:
+                wanted += [security.keytab, security.krb5_conf]
+        files = [f for f in (self.files or "").split(",") if f]
+        files += [f for f in dict.fromkeys(w for w in wanted if w) if f not in files]
+        self.files = ",".join(files) or None
+
     def _run(self, context: Context) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             summary_file = os.path.join(tmp, "summary.json")
             self.application_args = self._prepare(summary_file)
             self._python_env()
+            self._ship_credentials()
             error: Exception | None = None
             try:
                 super().execute(context)

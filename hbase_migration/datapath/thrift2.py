@@ -73,15 +73,15 @@ class Thrift2Session:
         connect_any(self, self.cluster.thrift2_servers, self._connect)
 
     def _connect(self, gateway: str) -> None:
-        from thriftpy2.rpc import make_client
+        from hbase_migration import channels
 
         T = hbase2()
-        host, _, port = gateway.rpartition(":")
-        transport, protocol = _factories(self.cluster)
         try:
-            self.client = make_client(T.THBaseService, host, int(port), timeout=int(self.timeout_s * 1000),
-                                      trans_factory=transport, proto_factory=protocol)
+            self.client = channels.thrift2(self.cluster, gateway, self.timeout_s, T.THBaseService)
             kind = self.client.getThriftServerType()
+        except channels.auth_errors():
+            self.close()
+            raise  # not a ConnectionError: another gateway or a retry would be refused the same way
         except Exception as e:
             self.close()
             raise ConnectionError(f"cluster {self.cluster.name!r}: cannot reach the Thrift2 server at "
@@ -117,15 +117,6 @@ class Thrift2Session:
 
     def pipelined(self, api: str, calls: Sequence[dict[str, Any]]) -> list[Any]:
         return pipelined(self.client, api, calls)
-
-
-def _factories(cluster: "Cluster") -> tuple[Any, Any]:
-    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
-    from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
-
-    transport = TFramedTransportFactory() if cluster.thrift_transport == "framed" else TBufferedTransportFactory()
-    protocol = TCompactProtocolFactory() if cluster.thrift_protocol == "compact" else TBinaryProtocolFactory()
-    return transport, protocol
 
 
 def _is_missing_table(exc: BaseException) -> bool:
