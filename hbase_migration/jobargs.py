@@ -174,11 +174,11 @@ def load_limits(ns: argparse.Namespace) -> Any:
         raise UsageError(f"--max-load/--critical-load: {e}") from None
 
 
-def verify_options(ns: argparse.Namespace, now_ms: int) -> VerifyOptions:
-    """VerifyOptions from the arguments; without --end-time-ms the cutoff is the job's start (`now_ms`)."""
+def verify_options(ns: argparse.Namespace) -> VerifyOptions:
+    """VerifyOptions from the arguments. Without --end-time-ms every cell is compared, timestamps in the future
+    included (a cutoff at the job's start would never compare them); edits in flight then differ at first and
+    the re-compare (--recompare-sleep-s) sees them again."""
     kwargs = _scope_kwargs(ns)
-    if kwargs["end_time_ms"] is None:
-        kwargs["end_time_ms"] = now_ms
     kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
                   repair=ns.repair)
     try:

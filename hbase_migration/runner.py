@@ -67,14 +67,16 @@ def _verify(source: "Cluster", target: "Cluster", options: VerifyOptions, partit
 
 
 def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executor: Any, *, store: Any = None,
-             copy_id: str | None = None, started: float | None = None, load_limits: Any = None) -> dict[str, Any]:
+             copy_id: str | None = None, started: float | None = None, load_limits: Any = None,
+             checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
     """Copy one table on `executor`; `store` (savepoint file or ledger) records finished partitions as they end
     and a re-run skips them. With `load_limits` (`hbase_migration.load.LoadLimits`) this driver samples the
     source's region servers while the partitions run and the tasks follow its decision (slow down, pause, give
-    up). Returns the JSON summary (`failed_partitions` > 0 when a partition failed)."""
+    up). `checked`: what `check_tables` returned just before (not asked again). Returns the JSON summary
+    (`failed_partitions` > 0 when a partition failed)."""
     started = time.monotonic() if started is None else started
     copy_id = copy_id or default_copy_id(source, target, options)
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     samples = None
     if options.rows_per_partition:
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
@@ -138,11 +140,12 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
 
 
 def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, executor: Any, *,
-               started: float | None = None) -> dict[str, Any]:
-    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers). Returns
-    the JSON result (`identical`)."""
+               started: float | None = None,
+               checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
+    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers); `checked`:
+    what `check_tables` returned just before. Returns the JSON result (`identical`)."""
     started = time.monotonic() if started is None else started
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     partitions = plan_partitions(regions, options, gateways=source.gateways)
     log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
@@ -206,8 +209,8 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
             load_limits = jobargs.load_limits(ns)
             store = open_store(ns)
         else:
-            options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
-        check_tables(source, target, options)  # checks before actions: a bad table changes nothing
+            options = jobargs.verify_options(ns)
+        checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
     except (jobargs.UsageError, CopyConfigError, ConnectionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
@@ -215,10 +218,10 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     try:
         if kind == "copy":
             summary = run_copy(source, target, options, executor, store=store, copy_id=ns.copy_id, started=started,
-                               load_limits=load_limits)
+                               load_limits=load_limits, checked=checked)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
-            summary = run_verify(source, target, options, executor, started=started)
+            summary = run_verify(source, target, options, executor, started=started, checked=checked)
             status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)
