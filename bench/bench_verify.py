@@ -25,7 +25,6 @@ import contextlib
 import io
 import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
@@ -36,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from bench.bench_copy import TABLES, key, load, row_ts  # noqa: E402
+from bench.bench_copy import key, load, row_ts  # noqa: E402
 from bench.harness import clusters_and_spark, set_latency, thrift2  # noqa: E402
 
 DIFFS = 20
