@@ -1,9 +1,10 @@
 """Where verify's time goes: one partition verified in this process, split into phases, against both sides scanned
 at once, on minihbase dc1/dc2 (no Spark: the job's fixed cost is measured by bench_verify.py).
 
-Phases (seconds, each on its own, same table): both sides scanned at once (the limit); each side scanned through
-the toolkit's data path (Thrift2 decoding into cells); the hash pass alone over rows already in memory; the whole
-`verify_partition`, clean and with differing rows. Run under py-spy for the stacks:
+Phases (seconds, each on its own, same table): both sides scanned at once (the limit); one side scanned through the
+toolkit's data path (Thrift2 decoding into cells); the comparison alone over rows already in memory (the
+merge-join of `rowdiff.compare_sides`); the whole `verify_partition`, clean and with differing rows. Run under
+py-spy for the stacks:
 
     .venv/bin/py-spy record --format raw -o /tmp/verify.txt --threads -- .venv/bin/python bench/profile_verify.py
     .venv/bin/python bench/profile_verify.py [--rows 30000] [--kind v1|v3] [--latency-ms 0]
@@ -55,7 +56,8 @@ def main(argv=None) -> int:
     from hbase_migration.datapath import open_data_path
     from hbase_migration.jobargs import cluster_from_text
     from hbase_migration.partitions import Partition
-    from hbase_migration.verify import VerifyOptions, hash_batches, verify_partition
+    from hbase_migration.rowdiff import compare_sides
+    from hbase_migration.verify import VerifyOptions, verify_partition
     from minihbase.testing import MiniCluster
     from minihbase.zookeeper import ZooKeeperServer
 
@@ -89,8 +91,9 @@ def main(argv=None) -> int:
             seconds, batches = timed(path_scan)
             figures.setdefault("one_side_data_path_scan_s", []).append(round(seconds, 3))
             rows = [r for b in batches for r in b]
-            figures.setdefault("hash_pass_in_memory_s", []).append(
-                round(timed(lambda: list(hash_batches(rows, b"", options.batch_rows)))[0], 3))
+            twin = [(row, list(cells)) for row, cells in rows]
+            figures.setdefault("compare_pass_in_memory_s", []).append(
+                round(timed(lambda: list(compare_sides(rows, twin, matching=False)))[0], 3))
             seconds, verdict = timed(lambda: verify_partition(source, target, part, options))
             assert verdict.counts["matching"] == args.rows, verdict
             figures.setdefault("verify_partition_clean_s", []).append(round(seconds, 3))
@@ -103,7 +106,6 @@ def main(argv=None) -> int:
             seconds, verdict = timed(lambda: verify_partition(source, target, part, options))
             assert verdict.counts["content_different"] == 20, verdict
             figures.setdefault("verify_partition_20_diffs_s", []).append(round(seconds, 3))
-            figures["bisections"], figures["leaf_diffs"] = verdict.bisections, verdict.leaf_diffs
     finally:
         dc1.stop()
         dc2.stop()
