@@ -4,7 +4,9 @@ On minihbase dc1 -> dc2 (Thrift2 data path, default options): table `wide` holds
 family, one version, 10-byte values); table `narrow` holds the same number of cells as rows of 10 cells each.
 Each task runs in a process of its own (as a Spark executor's Python worker would): `copy_partition` of the whole
 table, then `verify_partition` of it (every cell compared, clean). The figure is each task's peak RSS (VmHWM) on
-the wide table as a ratio to the same task on the narrow one (the goal: <= 1.2); also its seconds.
+the wide table as a ratio to the same task on the narrow one (the goal: <= 1.2); also its seconds. For reference,
+the same tasks on the wide table without slicing (`scan_batch_cells` larger than the row: the row whole in one
+result, as every scan was before TScan.batchSize was set).
 
 Printed, never asserted; the last line is one JSON object.
 
@@ -38,14 +40,14 @@ from hbase_migration.jobargs import cluster_from_text
 from hbase_migration.partitions import Partition
 from hbase_migration.verify import VerifyOptions, verify_partition
 source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
-task, table = sys.argv[4], sys.argv[5]
+task, table, extra = sys.argv[4], sys.argv[5], json.loads(sys.argv[6])
 partition = Partition(table, 0, b"", b"", "whole table", "p0")
 started = time.perf_counter()
 if task == "copy":
-    result = copy_partition(source, target, partition, CopyOptions(table))
+    result = copy_partition(source, target, partition, CopyOptions(table, **extra))
     figures = {"rows": result.rows, "cells": result.cells}
 else:
-    verdict = verify_partition(source, target, partition, VerifyOptions(table))
+    verdict = verify_partition(source, target, partition, VerifyOptions(table, **extra))
     assert verdict.source_rows == verdict.counts["matching"], verdict
     figures = {"rows": verdict.source_rows, "cells": verdict.source_cells, "wide_rows": verdict.wide_rows}
 hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
@@ -54,9 +56,9 @@ print(json.dumps(figures))
 """
 
 
-def task(source: MiniCluster, target: MiniCluster, kind: str, table: str) -> dict:
+def task(source: MiniCluster, target: MiniCluster, kind: str, table: str, options: dict | None = None) -> dict:
     out = subprocess.run([sys.executable, "-c", WORKER, str(REPO), source.connection_json, target.connection_json,
-                          kind, table], capture_output=True, text=True, check=True)
+                          kind, table, json.dumps(options or {})], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -99,6 +101,9 @@ def main(argv=None) -> int:
                     figures[f"{table}_load_s"] = round(time.perf_counter() - started, 1)
                     figures[f"{table}_copy"] = task(dc1, dc2, "copy", table)
                     figures[f"{table}_verify"] = task(dc1, dc2, "verify", table)
+                whole = {"scan_batch_cells": args.cells + 1}
+                figures["unsliced_wide_copy"] = task(dc1, dc2, "copy", "wide", whole)
+                figures["unsliced_wide_verify"] = task(dc1, dc2, "verify", "wide", whole)
             finally:
                 dc2.stop()
                 dc1.stop()
@@ -109,7 +114,8 @@ def main(argv=None) -> int:
         figures[f"{kind}_rss_wide_vs_narrow"] = round(wide["peak_rss_mib"] / narrow["peak_rss_mib"], 2)
         print(f"{kind}: one row of {wide['cells']} cells: peak RSS {wide['peak_rss_mib']} MiB in {wide['seconds']} s; "
               f"{narrow['rows']} rows of {NARROW_CELLS} cells: {narrow['peak_rss_mib']} MiB in {narrow['seconds']} s "
-              f"= x{figures[f'{kind}_rss_wide_vs_narrow']}")
+              f"= x{figures[f'{kind}_rss_wide_vs_narrow']}; the wide row unsliced: "
+              f"{figures[f'unsliced_wide_{kind}']['peak_rss_mib']} MiB")
     print(json.dumps(figures, sort_keys=True))
     return 0
 

@@ -69,7 +69,7 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-row", help="first row (inclusive), \\xNN escapes as CopyTable's --startrow")
     p.add_argument("--stop-row", help="last row (exclusive), \\xNN escapes")
     p.add_argument("--start-time-ms", type=int, help="copy cells with timestamp >= this (ms, inclusive)")
-    p.add_argument("--end-time-ms", type=int, help="copy cells with timestamp < this (ms, exclusive)")
+    p.add_argument("--end-time-ms", type=int, help="only cells with timestamp < this (ms, exclusive); none: all")
     p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
     p.add_argument("--versions", default="all",
                    help="versions per column: 'all' (default: every version each family keeps) or N, the newest N "
@@ -112,9 +112,10 @@ def copy_parser() -> argparse.ArgumentParser:
 def verify_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verify_table.py",
-        description="Compare a table on two clusters: row counts, range hashes, a row diff of the differing "
-                    "ranges, a re-compare, optionally a repair. Prints one JSON result line; exit 0 when "
-                    "identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
+        description="Compare a table on two clusters: row counts, or every version of every cell of both "
+                    "sides merge-joined by row key, a re-compare, optionally a repair. Without --end-time-ms "
+                    "every cell is compared, future timestamps included. Prints one JSON result line; exit 0 "
+                    "when identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
     )
     _add_scope(p)
     p.add_argument("--level", choices=("rows", "content"), default="content",
