@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_PARTITION_RESULTS = 1000
+VERIFY_TASKS_PER_SLOT = 2
 
 
 def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> tuple[dict[bytes, int], list[Region]]:
@@ -160,7 +161,10 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
                 log.error("partition %d could not be verified: %s", v.index, v.error)
         log.info("verified %d/%d partitions", done, len(partitions))
 
-    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done)
+    # Two tasks per slot, each verifying its share of the partitions in turn: a verification is read-only and
+    # resumes nothing, so coarser tasks lose nothing, and small partitions stop paying a Spark task each.
+    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
+                            tasks_per_slot=VERIFY_TASKS_PER_SLOT)
     result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
     return result

@@ -442,7 +442,7 @@ class Side:
         rows, last = 0, None
         for batch in self.path.scan(self.table, lo, hi, columns=self.columns, start_ms=o.start_time_ms,
                                     end_ms=o.end_time_ms, batch_rows=max(o.scan_batch_rows, 2000),
-                                    first_key_only=True):
+                                    batch_cells=o.scan_batch_cells, first_key_only=True):
             n, last = rows_in(batch, last)
             rows += n
         return rows
@@ -606,9 +606,9 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
                 if plan.deletes:
                     tgt.path.delete(tgt.table, row, plan.deletes)
                 if plan.puts:
-                    writer.put([(row, plan.puts)])
                     put_cells[row] = plan.puts
                 _count_plan(row, plan, report, conflict_rows, options)
+            writer.put(list(put_cells.items()))  # narrow rows' puts together: few putMultiple calls
         for row in wide:
             _repair_wide_row(src, tgt, row, writer, windowed, exact, report, conflict_rows, options)
     finally:
