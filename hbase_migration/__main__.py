@@ -511,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_in_process(command, argv[1:])
         args = parser().parse_args(argv)
         level = getattr(logging, args.log_level)
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # force: the CLI owns its process's logging (in-process callers, such as tests, may have set it up before)
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
         # kazoo warns at every reconnect attempt to a quorum that does not answer; the error says it once.
         logging.getLogger("kazoo").setLevel(level if level <= logging.INFO else logging.ERROR)
         return args.func(args)

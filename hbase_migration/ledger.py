@@ -39,6 +39,7 @@ RUN_END_STATUSES = ("success", "failed")
 PEER_STATES = ("ENABLED", "DISABLED", "REMOVED")
 COPY_FIGURES = ("partitions", "rows", "cells", "bytes")
 NO_PEER = "-"  # peer id of a run that touches no peer (backfill, watch): never a valid peer id
+OPEN_END_MS = (1 << 63) - 1  # a verification window without an end (HBase's LATEST_TIMESTAMP)
 ALL_TABLES = "*"  # table name of a phase that covers every table of the run (add_peer, catch_up)
 
 
@@ -537,18 +538,19 @@ class Ledger:
 
     # -- verification and peer --------------------------------------------------------------------------
 
-    def verification(self, run_id: str, table: str, *, window_start_ms: int | None, window_end_ms: int,
+    def verification(self, run_id: str, table: str, *, window_start_ms: int | None, window_end_ms: int | None,
                      source_rows: int, target_rows: int, matching: int, content_different: int,
                      only_in_source: int, only_in_target: int, sample_keys: Iterable[bytes] = (),
                      verified_ms: int | None = None) -> None:
-        """Record a table's verification over `[window_start_ms, window_end_ms)` (start None = 0).
+        """Record a table's verification over `[window_start_ms, window_end_ms)` (start None = 0; end None = no
+        end, every timestamp: stored as HBase's LATEST_TIMESTAMP, Long.MAX_VALUE).
 
         `sample_keys` are row keys as bytes (stored as hex). Verifying the same window again overwrites it.
         """
         if isinstance(sample_keys, (str, bytes)):
             raise LedgerError(f"sample_keys must be a list of row keys (bytes), got {sample_keys!r}")
         start = _instant(0 if window_start_ms is None else window_start_ms, "window_start_ms")
-        end = _instant(window_end_ms, "window_end_ms")
+        end = _instant(OPEN_END_MS if window_end_ms is None else window_end_ms, "window_end_ms")
         if end <= start:
             raise LedgerError(f"window_end_ms ({end}) must be after window_start_ms ({start})")
         values = {

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_PARTITION_RESULTS = 1000
+VERIFY_TASKS_PER_SLOT = 2
 
 
 def onto_itself(source: "Cluster", target: "Cluster", options: TableScope) -> bool:
@@ -104,14 +105,16 @@ def _verify(source: "Cluster", target: "Cluster", options: VerifyOptions, partit
 
 
 def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executor: Any, *, store: Any = None,
-             copy_id: str | None = None, started: float | None = None, load_limits: Any = None) -> dict[str, Any]:
+             copy_id: str | None = None, started: float | None = None, load_limits: Any = None,
+             checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
     """Copy one table on `executor`; `store` (savepoint file or ledger) records finished partitions as they end
     and a re-run skips them. With `load_limits` (`hbase_migration.load.LoadLimits`) this driver samples the
     source's region servers while the partitions run and the tasks follow its decision (slow down, pause, give
-    up). Returns the JSON summary (`failed_partitions` > 0 when a partition failed)."""
+    up). `checked`: what `check_tables` returned just before (not asked again). Returns the JSON summary
+    (`failed_partitions` > 0 when a partition failed)."""
     started = time.monotonic() if started is None else started
     copy_id = copy_id or default_copy_id(source, target, options)
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     samples = None
     if options.rows_per_partition:
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
@@ -180,11 +183,12 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
 
 
 def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, executor: Any, *,
-               started: float | None = None) -> dict[str, Any]:
-    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers). Returns
-    the JSON result (`identical`)."""
+               started: float | None = None,
+               checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
+    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers); `checked`:
+    what `check_tables` returned just before. Returns the JSON result (`identical`)."""
     started = time.monotonic() if started is None else started
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     partitions = plan_partitions(regions, options, gateways=source.gateways)
     log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
@@ -199,7 +203,10 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
                 log.error("partition %d could not be verified: %s", v.index, v.error)
         log.info("verified %d/%d partitions", done, len(partitions))
 
-    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done)
+    # Two tasks per slot, each verifying its share of the partitions in turn: a verification is read-only and
+    # resumes nothing, so coarser tasks lose nothing, and small partitions stop paying a Spark task each.
+    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
+                            tasks_per_slot=VERIFY_TASKS_PER_SLOT)
     result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
     return result
@@ -265,6 +272,7 @@ class Job:
     started: float
     load_limits: Any = None
     store: Any = None
+    checked: Any = None  # what check_tables found (the run reuses it rather than asking the clusters again)
 
 
 def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
@@ -287,9 +295,9 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
         load_limits = jobargs.load_limits(ns)
         store = open_store(ns)
     else:
-        options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
-    check_tables(source, target, options)  # checks before actions: a bad table changes nothing
-    return Job(kind, ns, source, target, options, started, load_limits, store)
+        options = jobargs.verify_options(ns)
+    checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
+    return Job(kind, ns, source, target, options, started, load_limits, store, checked)
 
 
 def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False) -> int:
@@ -315,10 +323,11 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
     try:
         if job.kind == "copy":
             summary = run_copy(job.source, job.target, options, executor, store=job.store, copy_id=ns.copy_id,
-                               started=job.started, load_limits=job.load_limits)
+                               started=job.started, load_limits=job.load_limits, checked=job.checked)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
-            summary = run_verify(job.source, job.target, options, executor, started=job.started)
+            summary = run_verify(job.source, job.target, options, executor, started=job.started,
+                                 checked=job.checked)
             status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)

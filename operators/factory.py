@@ -45,7 +45,8 @@ MIGRATION_DOC = """
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
-8. **verify** (mapped): content hashes per key range, bisected to differing rows; fails on any difference.
+8. **verify** (mapped): both sides read once and merge-joined by row key, every version of every cell compared
+   (without an end time, future timestamps too); differing rows re-compared after a pause; fails on any difference.
 9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over
    (`hbase_cutover`, with this run's id).
 

@@ -32,7 +32,8 @@ _COMMON_PARAMS = """
     :param target_conn_id: the target cluster's Airflow connection.
     :param target_table: the table on the target (default: the source table's name).
     :param start_time_ms: only cells with timestamp >= this (ms since the epoch); None: from the first.
-    :param end_time_ms: only cells with timestamp < this; None: everything (verify: the job's start).
+    :param end_time_ms: only cells with timestamp < this; None: everything (verify too: future timestamps
+        included).
     :param families: families to cover, CopyTable style (`cf1`, `src:dst` renames); None: every family.
     :param versions: versions per column: None (every version each family keeps), or the newest N.
     :param ledger_run_id: the run whose ledger records the phase, the partitions and the results (None: none).
@@ -273,9 +274,10 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
 
 class HBaseVerifyTableOperator(_HBaseJobOperator):
-    __doc__ = """Verifies one table (jobs/verify_table.py): per-range content hashes over (row, family, qualifier,
-    timestamp, value) on both sides, bisected down to the differing rows, bounded to cells older than
-    `end_time_ms` (default: the job's start), re-compared after `recompare_sleep_s` for edits in flight.
+    __doc__ = """Verifies one table (jobs/verify_table.py): both sides read at once and merge-joined by row key,
+    every version of every cell compared (row, family, qualifier, timestamp, value), bounded to cells older than
+    `end_time_ms` (default: none, every timestamp, future ones included), differing rows re-compared after
+    `recompare_sleep_s` for edits in flight.
     Fails when any row differs; the result (counts and a sample of differing keys) goes to the ledger.
 
     :param recompare_sleep_s: pause before differing rows are compared again (edits in flight).

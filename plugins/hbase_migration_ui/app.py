@@ -97,7 +97,7 @@ class LedgerSource:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
-    for name in ("instant", "duration", "count", "size", "rate", "percent", "relative", "row_key",
+    for name in ("instant", "window_end", "duration", "count", "size", "rate", "percent", "relative", "row_key",
                  "per_second"):
         env.filters[name] = getattr(formatting, name)
     env.globals["MISSING"] = formatting.MISSING

@@ -514,6 +514,12 @@ def test_verification_round_trips_and_a_repeat_overwrites(ledger, db_path):
         (100, "[]", 9_900)]
 
 
+def test_a_verification_without_an_end_time_is_kept_as_open_ended(ledger, db_path):
+    start(ledger)
+    verify(ledger, window_end_ms=None)  # every timestamp compared, future ones included
+    assert raw(db_path, "SELECT window_start_ms, window_end_ms FROM verification_results") == [(0, (1 << 63) - 1)]
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
