@@ -355,6 +355,19 @@ def repaired_clean(result: dict[str, Any]) -> bool:
         repair["still_different"] == repair["conflicts"] == repair["not_repaired"] == 0
 
 
+
+def ledger_counts(result: dict[str, Any], repaired: bool) -> dict[str, int]:
+    """The counts a verification records: as found, or, when `repaired` (every difference repaired and read back
+    equal: `repaired_clean`), the tables as the task leaves them: every source row matching, nothing different.
+    The repair itself is kept with the verify phase's summary; a cut-over's check reads these counts."""
+    counts = {k: int(result[k]) for k in ("source_rows", "target_rows", "matching", "content_different",
+                                          "only_in_source", "only_in_target")}
+    if repaired:
+        counts.update(target_rows=counts["source_rows"], matching=counts["source_rows"], content_different=0,
+                      only_in_source=0, only_in_target=0)
+    return counts
+
+
 # --------------------------------------------------------------------------------------------------
 # I/O
 

@@ -312,26 +312,25 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         return self._run(context)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
+        from hbase_migration.verify import ledger_counts, repaired_clean
+
+        repaired = bool(summary) and self.repair and repaired_clean(summary)
         if summary and self.ledger_run_id and summary.get("level") == "content":
             from operators.ledger import open_ledger
 
-            samples = [k.encode("latin-1") for keys in (summary.get("differing_rows_sample") or {}).values()
-                       for k in keys]
-            with open_ledger() as ledger:
+            samples = [] if repaired else [k.encode("latin-1") for keys in
+                                           (summary.get("differing_rows_sample") or {}).values() for k in keys]
+            with open_ledger() as ledger:  # repaired: recorded as left (clean), the repair is in the phase's summary
                 ledger.verification(
                     self.ledger_run_id, self.table, window_start_ms=summary.get("start_time_ms") or 0,
-                    window_end_ms=summary.get("end_time_ms"), source_rows=summary["source_rows"],
-                    target_rows=summary["target_rows"], matching=summary["matching"],
-                    content_different=summary["content_different"], only_in_source=summary["only_in_source"],
-                    only_in_target=summary["only_in_target"], sample_keys=samples)
+                    window_end_ms=summary.get("end_time_ms"), sample_keys=samples,
+                    **ledger_counts(summary, repaired))
         if summary:
             self.log.info("verify summary: %s", json.dumps(summary, sort_keys=True))
         if summary and summary.get("identical"):
             self._ledger_phase("verify", "success", summary)
             return summary
-        from hbase_migration.verify import repaired_clean
-
-        if summary and self.repair and repaired_clean(summary):
+        if repaired:
             self.log.warning("verify of %s found differences and repaired them (read back equal): %s; versions: %s",
                              self.table, json.dumps(summary["repair"]),
                              json.dumps(summary.get("differing_versions_sample")))
