@@ -52,6 +52,7 @@ class AirflowServices:
         self.env = {**env, "AIRFLOW_HOME": str(self.home), "AIRFLOW_CONFIG": str(self.home / "airflow.cfg")}
         self.procs: dict[str, subprocess.Popen] = {}
         self.worker_envs: dict[str, dict[str, str]] = {}
+        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}  # how each service was started
 
     @property
     def api_url(self) -> str:
@@ -133,6 +134,7 @@ class AirflowServices:
 
     # -------------------------------------------------------------------------------------------- processes
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen:
+        self.commands[name] = (list(args), None if env is None else dict(env))
         proc = spawn(self.workdir, f"airflow-{name}", [str(Path(sys.executable).parent / "airflow"), *args],
                      env or self.env, self.log_path(name), cwd=self.home)
         self.procs[name] = proc
@@ -198,6 +200,36 @@ class AirflowServices:
         kill_session(proc.pid)
         proc.wait(10)
         return pids
+
+    SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+    def kill_service(self, name: str) -> list[int]:
+        """SIGKILL one service ("scheduler", "triggerer", "dag-processor", "api-server" or a Celery worker's
+        name) and every process of its session, as a lost machine would; returns the pids killed."""
+        from deploy.processes import kill_session, session_members
+
+        if name not in self.procs:
+            raise KeyError(f"no Airflow service {name!r}; running: {', '.join(sorted(self.procs))}")
+        proc = self.procs[name]
+        pids = session_members(proc.pid)
+        kill_session(proc.pid)
+        proc.wait(10)
+        return pids
+
+    def start_service(self, name: str) -> subprocess.Popen:
+        """Start a service again as it was started (a Celery worker through `start_worker`, without waiting)."""
+        if name.startswith("celery-worker-"):
+            return self.start_worker(int(name.rsplit("-", 1)[1]), wait=False)
+        if name not in self.commands:
+            raise KeyError(f"no Airflow service {name!r} was started")
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            raise RuntimeError(f"airflow {name} still runs (pid {proc.pid})")
+        log = self.log_path(name)
+        if log.exists():  # keep the old log beside the new one
+            log.rename(log.with_suffix(f".{len(list(log.parent.glob(name + '*')))}.log"))
+        args, env = self.commands[name]
+        return self._start(name, args, env)
 
     def stop(self) -> None:
         errors = []

@@ -1,0 +1,141 @@
+"""The nemesis's schedule is a pure function of (seed, duration, kinds), exactly; the phase is read from the
+run's task states; ZooKeeper's `cons`, /proc/net/tcp and the session password are decoded exactly."""
+from __future__ import annotations
+
+import pytest
+
+from chaos.schedule import (
+    KINDS,
+    MIN_WINDOW_S,
+    PHASES,
+    ScheduleError,
+    fault_count,
+    make_schedule,
+    parse_kinds,
+    phase_of,
+    phase_window_s,
+)
+from chaos.zksessions import parse_cons, parse_proc_net_tcp, session_password
+
+
+def test_a_seed_gives_exactly_this_schedule():
+    faults = [f.as_dict() for f in make_schedule(7, 150, ["rs_kill", "gateway_latency", "worker_kill", "zk_expire"])]
+    assert faults == [
+        {"index": 1, "phase": "peer_add", "offset_s": 11.4, "kind": "worker_kill", "target": "celery-worker-1",
+         "hold_s": 11.5, "settings": {}},
+        {"index": 2, "phase": "copy", "offset_s": 4.2, "kind": "zk_expire", "target": "toolkit-session",
+         "hold_s": 0.0, "settings": {}},
+        {"index": 3, "phase": "copy", "offset_s": 58.6, "kind": "zk_expire", "target": "toolkit-session",
+         "hold_s": 0.0, "settings": {}},
+        {"index": 4, "phase": "catch_up", "offset_s": 24.8, "kind": "gateway_latency", "target": "dc1:thrift2:0",
+         "hold_s": 16.7, "settings": {"latency_ms": 1016}},
+        {"index": 5, "phase": "verify", "offset_s": 35.5, "kind": "rs_kill", "target": "dc2:rs:0", "hold_s": 11.0,
+         "settings": {}},
+    ]
+    assert [f.as_dict() for f in make_schedule(3, 120, ["gateway_reset", "postgres_restart"])] == [
+        {"index": 1, "phase": "peer_add", "offset_s": 6.7, "kind": "postgres_restart", "target": "postgres",
+         "hold_s": 7.0, "settings": {}},
+        {"index": 2, "phase": "copy", "offset_s": 3.1, "kind": "gateway_reset", "target": "dc1:thrift2:0",
+         "hold_s": 35.1, "settings": {"reset_probability": 0.11}},
+        {"index": 3, "phase": "catch_up", "offset_s": 5.6, "kind": "gateway_reset", "target": "dc2:thrift2:1",
+         "hold_s": 24.1, "settings": {"reset_probability": 0.26}},
+        {"index": 4, "phase": "verify", "offset_s": 14.3, "kind": "postgres_restart", "target": "postgres",
+         "hold_s": 3.2, "settings": {}},
+    ]
+
+
+def test_the_same_inputs_give_the_same_schedule_and_others_another():
+    kinds = tuple(KINDS)
+    assert make_schedule(11, 600, kinds) == make_schedule(11, 600, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(12, 600, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(11, 630, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(11, 600, kinds[:-1])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_phase_and_every_kind_is_hit_within_its_bounds(seed):
+    kinds = tuple(KINDS)
+    duration = 600
+    faults = make_schedule(seed, duration, kinds)
+    assert len(faults) == fault_count(duration) == 20
+    assert [f.index for f in faults] == list(range(1, 21))
+    assert {f.phase for f in faults} == set(PHASES)
+    assert {f.kind for f in faults} == set(kinds)  # 20 faults >= 10 kinds: each dealt at least once
+    assert [(PHASES.index(f.phase), f.offset_s) for f in faults] == sorted(
+        (PHASES.index(f.phase), f.offset_s) for f in faults)
+    for f in faults:
+        spec = KINDS[f.kind]
+        assert 0 <= f.offset_s <= phase_window_s(f.phase, duration), f
+        assert f.target in spec.targets, f
+        assert spec.hold_s[0] <= f.hold_s <= spec.hold_s[1], f
+        assert set(f.settings) == set(spec.settings), f
+        for name, value in f.settings.items():
+            assert spec.settings[name][0] <= value <= spec.settings[name][1], f
+
+
+def test_a_short_duration_still_puts_one_fault_in_each_phase():
+    faults = make_schedule(5, 30, ["gateway_kill"])
+    assert [f.phase for f in faults] == list(PHASES)
+    assert [phase_window_s(p, 30) for p in PHASES] == [MIN_WINDOW_S, 12.0, 6.0, 7.5]
+    assert all(f.offset_s <= phase_window_s(f.phase, 30) for f in faults)
+
+
+@pytest.mark.parametrize("seed, duration, kinds, message", [
+    (-1, 60, "rs_kill", "--seed must be an integer >= 0, got -1"),
+    (True, 60, "rs_kill", "--seed must be an integer >= 0, got True"),
+    (1, 0, "rs_kill", "--duration must be a number of seconds > 0, got 0"),
+    (1, 60, "", "--faults is empty"),
+    (1, 60, "rs_kill,disk_full", "unknown fault kind(s) disk_full; known: rs_kill, gateway_kill"),
+    (1, 60, "rs_kill,rs_kill", "--faults names rs_kill more than once"),
+])
+def test_bad_inputs_are_refused_naming_the_input(seed, duration, kinds, message):
+    with pytest.raises(ScheduleError) as e:
+        make_schedule(seed, duration, kinds)
+    assert message in str(e.value)
+
+
+def test_all_means_every_kind():
+    assert parse_kinds("all") == tuple(KINDS)
+    assert parse_kinds(" rs_kill , zk_expire ") == ("rs_kill", "zk_expire")
+
+
+@pytest.mark.parametrize("states, phase", [
+    ({}, "peer_add"),
+    ({"open_run": ["running"]}, "peer_add"),
+    ({"open_run": ["success"], "preflight": ["success"], "add_peer": ["up_for_retry"]}, "peer_add"),
+    ({"add_peer": ["success"], "copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
+    ({"add_peer": ["success"], "copy": ["queued", None]}, "copy"),
+    ({"copy": ["success", "running"], "enable_peer": [None]}, "copy"),
+    ({"copy": ["success", "success"], "enable_peer": ["queued"]}, "catch_up"),
+    ({"enable_peer": ["success"], "wait_drained": ["deferred"]}, "catch_up"),
+    ({"wait_drained": ["success"], "verify": ["running", None]}, "verify"),
+    ({"verify": ["success"], "report": ["success"]}, "verify"),
+    ({"copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
+])
+def test_the_phase_is_the_last_one_whose_tasks_have_started(states, phase):
+    assert phase_of(states) == phase
+
+
+def test_cons_lines_give_each_connection_and_its_session():
+    text = (" /127.0.0.1:43470[1](queued=0,recved=12,sent=12,sid=0x100005f436a0000,lop=PING,est=1764050000000,"
+            "to=10000,lcxid=0x3,lzxid=0x1f,lresp=1,llat=0,minlat=0,avglat=0.5,maxlat=2)\n"
+            " /127.0.0.1:43480[0](queued=0,recved=1,sent=0)\n\n")
+    conns = parse_cons(text)
+    assert [(c.client_ip, c.client_port, c.session_id) for c in conns] == [
+        ("127.0.0.1", 43470, 0x100005f436a0000), ("127.0.0.1", 43480, None)]
+
+
+def test_proc_net_tcp_gives_the_established_connections_to_a_port():
+    text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+            "   0: 0100007F:A9CE 0100007F:0A8C 01 00000000:00000000 00:00000000 00000000     0        0 51234 1\n"
+            "   1: 0100007F:A9CF 0100007F:0A8C 06 00000000:00000000 00:00000000 00000000     0        0 0 1\n"
+            "   2: 0100007F:0A8C 0100007F:A9CE 01 00000000:00000000 00:00000000 00000000     0        0 51235 1\n")
+    assert parse_proc_net_tcp(text, 0x0A8C) == {0xA9CE: 51234}
+
+
+def test_the_session_password_is_zookeepers_generatepasswd():
+    """Expected bytes from Java 17 itself: `byte[] p = new byte[16]; new Random(id ^ 0xB3415C00L).nextBytes(p)`
+    (a real ZooKeeper 3.8's session is expired with it in tests/integration/test_chaos_zk_sessions.py)."""
+    assert session_password(0x100005F436A0000).hex() == "04bf5824411eac9182136493f2629df8"
+    assert session_password(1).hex() == "054cc74a37327db215e702e20c73f005"
+    assert session_password(0xFFFFFFFFFFFFFFFF).hex() == "20f62cb5648dc2d771471c8a2486a9ee"  # Java's -1L
