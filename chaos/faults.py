@@ -255,15 +255,18 @@ class CeleryWorkerKill(Fault):
         self.lost = []
         if self.world.run_id:
             try:
-                self.lost = [(t["task_id"], t["map_index"], t["try_number"])
+                # Running on it, or queued (taken by some worker, which one the API does not say).
+                self.lost = [(t["task_id"], t["map_index"], t["try_number"], t["state"])
                              for t in client.task_instances(self.world.dag_id, self.world.run_id)
-                             if t.get("hostname") == self.target and t["state"] in ("running", "queued")]
+                             if (t.get("hostname") == self.target and t["state"] == "running")
+                             or (not t.get("hostname") and t["state"] == "queued")]
             except Exception as e:  # the API may be down (a PostgreSQL restart at the same time)
                 self.world.log(f"worker_kill: task instances not read before the kill: {e}")
         with self.world.lock:
             self.world.held_down.add(self.target)
         pids = self.world.dep.airflow.kill_service(self.target)
-        return {"killed_pids": len(pids), "task_instances_lost": [f"{t}[{m}] try {n}" for t, m, n in self.lost]}
+        return {"killed_pids": len(pids),
+                "task_instances_at_risk": [f"{t}[{m}] try {n} {state}" for t, m, n, state in self.lost]}
 
     def heal(self) -> dict[str, Any]:
         self.world.dep.airflow.start_service(self.target)
@@ -281,12 +284,13 @@ class CeleryWorkerKill(Fault):
         if client.dag_run(self.world.dag_id, self.world.run_id)["state"] in ("success", "failed"):
             return True
         now = {(t["task_id"], t["map_index"]): t for t in client.task_instances(self.world.dag_id, self.world.run_id)}
-        for task_id, map_index, try_number in self.lost:
+        for task_id, map_index, try_number, state in self.lost:
             ti = now.get((task_id, map_index))
             if ti is None:
                 continue
-            moved_on = ti["try_number"] > try_number and ti["state"] in ("running", "deferred", "success", "failed")
-            if not (moved_on or ti["state"] in ("success", "failed", "upstream_failed")):
+            retried = ti["try_number"] > try_number and ti["state"] in ("running", "deferred", "success", "failed")
+            taken = state == "queued" and ti["state"] in ("running", "deferred")  # a live worker took it
+            if not (retried or taken or ti["state"] in ("success", "failed", "upstream_failed")):
                 return False
         return True
 

@@ -28,11 +28,11 @@ class PhaseTracker(threading.Thread):
         self.started: dict[str, float] = {"peer_add": t0}
         self.run_state = "queued"
         self.errors = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         client = self.world.client()
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             try:
                 tis = client.task_instances(self.world.dag_id, self.run_id)
                 states: dict[str, list[str | None]] = {}
@@ -46,10 +46,10 @@ class PhaseTracker(threading.Thread):
                 self.run_state = client.dag_run(self.world.dag_id, self.run_id)["state"]
             except Exception:  # the API or its database may be down (a fault): keep the last phase
                 self.errors += 1
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(10)
 
 
@@ -60,7 +60,7 @@ class Supervisor(threading.Thread):
         super().__init__(name="chaos-supervisor", daemon=True)
         self.world, self.t0, self.interval = world, t0, interval
         self.restarts: list[dict[str, Any]] = []
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def check_once(self) -> None:
         dep = self.world.dep
@@ -86,14 +86,14 @@ class Supervisor(threading.Thread):
             self.world.log(f"supervisor: {name} had exited ({code}); restarted it")
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._halt.wait(self.interval):
             try:
                 self.check_once()
             except Exception as e:
                 self.world.log(f"supervisor: {e}")
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(30)
 
 
@@ -105,7 +105,7 @@ class Nemesis:
         self._target_locks: dict[str, threading.Lock] = {}
         self.tracker: PhaseTracker | None = None
         self._dispatcher: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     # ---------------------------------------------------------------------------------------- dispatch
     def start(self, run_id: str, t0: float) -> "Nemesis":
@@ -120,7 +120,7 @@ class Nemesis:
 
     def _dispatch(self) -> None:
         pending = list(range(len(self.schedule)))
-        while pending and not self._stop.is_set():
+        while pending and not self._halt.is_set():
             tracker = self.tracker
             now = time.monotonic()
             for i in list(pending):
@@ -148,7 +148,7 @@ class Nemesis:
                                      daemon=True)
                 self._threads.append(t)
                 t.start()
-            self._stop.wait(0.2)
+            self._halt.wait(0.2)
 
     # ---------------------------------------------------------------------------------------- one fault
     def _execute(self, planned: PlannedFault, record: dict[str, Any]) -> None:
@@ -208,7 +208,7 @@ class Nemesis:
     def stop(self, timeout: float = RECOVERY_TIMEOUT_S + 120) -> None:
         """Stop dispatching (faults not fired yet are recorded as missed), wait until every fired fault is lifted
         and its recovery judged."""
-        self._stop.set()
+        self._halt.set()
         if self._dispatcher is not None:
             self._dispatcher.join(10)
         for record in self.records:

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log)
         conf = {"tables": [t.name for t in tables], "peer_id": PEER_ID, "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
-                "repair": True, "rows_per_s": args.rows_per_s}
+                "repair": True, **({"rows_per_s": args.rows_per_s} if args.rows_per_s else {})}
 
         def start_writer() -> Any:
             w = LiveWriter(lambda: Thrift2(dc1), tables, ops_per_second=args.write_rate, seed=args.seed).start()
@@ -227,7 +227,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             attempts.append(entry)
             if final["state"] == "success":
                 break
-            entry["left_behind"] = left_behind(dep, rest, run_id, dc1, mailbox)
+            try:
+                entry["left_behind"] = left_behind(dep, rest, run_id, dc1, mailbox)
+            except Exception as e:  # the account is incomplete: the run cannot be judged exact
+                entry["left_behind"] = {"error": f"{type(e).__name__}: {e}", "state_exact": False}
             log(f"attempt {attempt} left: {json.dumps(entry['left_behind'], default=str)[:1500]}")
 
         log("waiting for the last edits to ship, then comparing every row of both sides")
@@ -246,22 +249,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary = verification(dep.ledger_url, attempts[-1]["run_id"], per_table)
         return result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, differences, summary,
                       writers, started)
-    finally:
-        for w in writers:
-            w.stop()
-        if nemesis is not None:
-            nemesis.stop(timeout=60)
-        if supervisor is not None:
-            supervisor.stop()
-        if dep is not None:
-            log("stopping the deployment")
+    finally:  # every step on its own: one that fails must not leave the others' processes running
+        steps = [("writer", w.stop) for w in writers]
+        steps += [("nemesis", lambda: nemesis and nemesis.stop(timeout=60)),
+                  ("supervisor", lambda: supervisor and supervisor.stop()),
+                  ("deployment", lambda: dep and (log("stopping the deployment"), dep.stop())),
+                  ("mailbox", mailbox.stop),
+                  ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"),
+                                         minihbase("down", workdir=mh, check=False)))]
+        for name, step in steps:
             try:
-                dep.stop()
+                step()
             except Exception as e:
-                log(f"deployment stop: {e}")
-        mailbox.stop()
-        log("stopping minihbase and ZooKeeper")
-        minihbase("down", workdir=mh, check=False)
+                log(f"stopping {name}: {type(e).__name__}: {e}")
 
 
 def check(dc1: dict, dc2: dict, tables: list, compare, Thrift2) -> tuple[dict[str, Any], int]:

@@ -36,7 +36,8 @@ def _cmd(path: Path) -> str:
 class AirflowServices:
     def __init__(self, workdir: Path, env: Mapping[str, str], *, sql_alchemy_conn: str, broker_url: str,
                  result_backend: str, ledger_url: str, celery_workers: int = 2, worker_concurrency: int = 1,
-                 heartbeat_timeout_s: int = 30, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 heartbeat_timeout_s: int = 30, queued_timeout_s: int = 90,
+                 overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.workdir = Path(workdir)
         self.home = self.workdir / "airflow"
         self.secrets = self.home / "secrets"
@@ -48,6 +49,7 @@ class AirflowServices:
         self.result_backend = result_backend
         self.ledger_url = ledger_url
         self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.queued_timeout_s = queued_timeout_s
         self.overrides = overrides or {}
         self.env = {**env, "AIRFLOW_HOME": str(self.home), "AIRFLOW_CONFIG": str(self.home / "airflow.cfg")}
         self.procs: dict[str, subprocess.Popen] = {}
@@ -91,6 +93,9 @@ class AirflowServices:
                 "simple_auth_manager_users": f"{ADMIN}:admin",
                 "simple_auth_manager_passwords_file": self.secrets / "passwords.json",
                 "parallelism": max(4, 2 * self.celery_workers * self.worker_concurrency),
+                # As many pool slots as the workers have: a task is queued (sent to Celery) only when a worker
+                # can take it, so "queued" for long means the worker that took it was lost (below).
+                "default_pool_task_slot_count": self.celery_workers * self.worker_concurrency,
             },
             "database": {"sql_alchemy_conn": self.sql_alchemy_conn,
                          # psycopg 3 has an asyncio driver; Airflow's default async URL would need asyncpg.
@@ -104,7 +109,11 @@ class AirflowServices:
                        "worker_concurrency": self.worker_concurrency, "worker_prefetch_multiplier": 1},
             # A worker that dies (the resume test kills one) is noticed after this many seconds without a
             # heartbeat, and its task instance fails (and retries) instead of waiting for the default 300 s.
-            "scheduler": {"task_instance_heartbeat_timeout": self.heartbeat_timeout_s},
+            # A task whose worker was lost after it took the task's message but before it ran it stays queued
+            # (Redis redelivers an unacknowledged message only after its visibility timeout, 24 h): the
+            # scheduler requeues it after task_queued_timeout (default 600 s), checked every 15 s here.
+            "scheduler": {"task_instance_heartbeat_timeout": self.heartbeat_timeout_s,
+                          "task_queued_timeout": self.queued_timeout_s, "task_queued_timeout_check_interval": 15},
             "hbase_migration": {"ledger_url": self.ledger_url, "ledger_conn_id": ""},
         }
         for section, values in self.overrides.items():
