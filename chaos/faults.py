@@ -346,33 +346,46 @@ class SparkWorkerKill(Fault):
 
 
 class ZkExpire(Fault):
-    """Waits (up to `search_s`) for a toolkit process to hold a ZooKeeper session, and expires it."""
+    """Waits (up to `search_s`) for a toolkit process to open a ZooKeeper session, and expires it at once.
+
+    The toolkit holds a session only for the length of a call (tens of milliseconds for a poll), so the search
+    watches /proc/net/tcp every 20 ms for a new connection to ZooKeeper, looks up its owner only then, and asks
+    ZooKeeper (`cons`) for its session id only when a toolkit process owns it."""
 
     search_s = 90.0
 
-    def inject(self) -> dict[str, Any]:
+    def _sessions(self, seconds: float, pids: Callable[[], list[int]]):
+        """Yield each session the processes `pids()` open within `seconds` (watched every 20 ms)."""
         host, port = self.world.zk
-        deadline = time.monotonic() + self.search_s
-        tried = 0
+        deadline = time.monotonic() + seconds
+        others: set[int] = set()  # sockets to ZooKeeper none of them owns (minihbase's, the harness's)
         while time.monotonic() < deadline:
-            held = zksessions.sessions_of(host, port, self.world.toolkit_pids())
-            for s in held:
-                holder = describe_process(s.pid)
-                tried += 1
-                if zksessions.expire(self.world.zk_hosts, s.session_id):
-                    self.victim = s
-                    self.injected_at = time.time()  # the expiry itself, after the search
-                    return {"session": hex(s.session_id), "holder": holder, "searched_s": round(
-                        self.search_s - (deadline - time.monotonic()), 1)}
-            time.sleep(0.2)
+            fresh = {i for i in zksessions.zk_sockets(port).values() if i not in others}
+            if fresh:
+                owners = zksessions.socket_owners(fresh, pids())
+                others |= fresh - set(owners)
+                yield from zksessions.sessions_of(host, port, set(owners.values()))
+            time.sleep(0.02)
+
+    def inject(self) -> dict[str, Any]:
+        started = time.monotonic()
+        closed_first = 0
+        for s in self._sessions(self.search_s, self.world.toolkit_pids):
+            holder = describe_process(s.pid)
+            if zksessions.expire(self.world.zk_hosts, s.session_id):
+                self.victim = s
+                self.injected_at = time.time()  # the expiry itself, after the search
+                return {"session": hex(s.session_id), "holder": holder,
+                        "searched_s": round(time.monotonic() - started, 1)}
+            closed_first += 1
         raise NoTarget(f"no toolkit process held a ZooKeeper session in {self.search_s:.0f}s "
-                       f"({tried} found already closed)")
+                       f"({closed_first} closed before they could be expired)")
 
     def recovered(self) -> bool:
-        host, port = self.world.zk
-        alive = _alive(self.victim.pid)
-        pids = [self.victim.pid] if alive else self.world.toolkit_pids()
-        return any(s.session_id != self.victim.session_id for s in zksessions.sessions_of(host, port, pids))
+        def pids() -> list[int]:
+            return [self.victim.pid] if _alive(self.victim.pid) else self.world.toolkit_pids()
+
+        return any(s.session_id != self.victim.session_id for s in self._sessions(1.0, pids))
 
 
 def _alive(pid: int) -> bool:

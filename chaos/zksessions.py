@@ -100,6 +100,18 @@ def socket_owners(inodes: set[int], pids: Iterable[int]) -> dict[int, int]:
     return found
 
 
+def zk_sockets(zk_port: int) -> dict[int, int]:
+    """{local port: inode} of every established connection to `zk_port` on this machine."""
+    ports: dict[int, int] = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                ports.update(parse_proc_net_tcp(f.read(), zk_port))
+        except OSError:
+            pass
+    return ports
+
+
 @dataclass(frozen=True)
 class HeldSession:
     session_id: int
@@ -109,16 +121,13 @@ class HeldSession:
 
 def sessions_of(zk_host: str, zk_port: int, pids: Iterable[int]) -> list[HeldSession]:
     """The established ZooKeeper sessions that the processes `pids` hold now."""
+    pids = list(pids)
+    if not pids:
+        return []
     conns = [c for c in parse_cons(four_letter_word(zk_host, zk_port, "cons")) if c.session_id is not None]
     if not conns:
         return []
-    ports = {}
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(path) as f:
-                ports.update(parse_proc_net_tcp(f.read(), zk_port))
-        except OSError:
-            pass
+    ports = zk_sockets(zk_port)
     by_inode = {ports[c.client_port]: c for c in conns if c.client_port in ports}
     owners = socket_owners(set(by_inode), pids)
     return [HeldSession(by_inode[inode].session_id, pid, by_inode[inode].client_port)
