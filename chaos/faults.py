@@ -30,6 +30,7 @@ class World:
     dag_id: str
     log: Callable[[str], None] = print
     run_id: str | None = None
+    zk_proxy: Any = None  # chaos.zkproxy.ZkProxy in front of the source's ZooKeeper (the toolkit's connection)
     # Services the nemesis holds down: the supervisor leaves them alone.
     held_down: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -346,46 +347,37 @@ class SparkWorkerKill(Fault):
 
 
 class ZkExpire(Fault):
-    """Waits (up to `search_s`) for a toolkit process to open a ZooKeeper session, and expires it at once.
-
-    The toolkit holds a session only for the length of a call (tens of milliseconds for a poll), so the search
-    watches /proc/net/tcp every 20 ms for a new connection to ZooKeeper, looks up its owner only then, and asks
-    ZooKeeper (`cons`) for its session id only when a toolkit process owns it."""
+    """Arms the ZooKeeper proxy in front of the source (chaos/zkproxy.py): the next toolkit session that sends a
+    request through it is expired on the server before the request goes on. Waits up to `search_s` for one."""
 
     search_s = 90.0
 
-    def _sessions(self, seconds: float, pids: Callable[[], list[int]]):
-        """Yield each session the processes `pids()` open within `seconds` (watched every 20 ms)."""
-        host, port = self.world.zk
-        deadline = time.monotonic() + seconds
-        others: set[int] = set()  # sockets to ZooKeeper none of them owns (minihbase's, the harness's)
-        while time.monotonic() < deadline:
-            fresh = {i for i in zksessions.zk_sockets(port).values() if i not in others}
-            if fresh:
-                owners = zksessions.socket_owners(fresh, pids())
-                others |= fresh - set(owners)
-                yield from zksessions.sessions_of(host, port, set(owners.values()))
-            time.sleep(0.02)
+    def _owner(self, session: Any) -> str:
+        session.pid = zksessions.client_pid(self.world.zk_proxy.port, session.client_port, self.world.toolkit_pids())
+        return describe_process(session.pid) if session.pid else f"an unknown process (port {session.client_port})"
 
     def inject(self) -> dict[str, Any]:
+        proxy = self.world.zk_proxy
         started = time.monotonic()
-        closed_first = 0
-        for s in self._sessions(self.search_s, self.world.toolkit_pids):
-            holder = describe_process(s.pid)
-            if zksessions.expire(self.world.zk_hosts, s.session_id):
-                self.victim = s
-                self.injected_at = time.time()  # the expiry itself, after the search
-                return {"session": hex(s.session_id), "holder": holder,
-                        "searched_s": round(time.monotonic() - started, 1)}
-            closed_first += 1
-        raise NoTarget(f"no toolkit process held a ZooKeeper session in {self.search_s:.0f}s "
-                       f"({closed_first} closed before they could be expired)")
+        armed = proxy.arm(lambda s: zksessions.expire(self.world.zk_hosts, s.session_id, s.password), self._owner)
+        if not armed.done.wait(self.search_s):
+            proxy.disarm()
+            raise NoTarget(f"no toolkit process used a ZooKeeper session in {self.search_s:.0f}s")
+        strike = armed.strike
+        self.victim = strike.session
+        self.injected_at = strike.expired_at  # the expiry itself, after the wait
+        proxy.on_session = lambda s: self._owner(s)  # who opens the next sessions: the recovery's evidence
+        return {"session": hex(strike.session.session_id), "holder": strike.holder,
+                "waited_s": round(time.monotonic() - started, 1)}
 
     def recovered(self) -> bool:
-        def pids() -> list[int]:
-            return [self.victim.pid] if _alive(self.victim.pid) else self.world.toolkit_pids()
-
-        return any(s.session_id != self.victim.session_id for s in self._sessions(1.0, pids))
+        later = [s for s in self.world.zk_proxy.sessions_since(self.injected_at)
+                 if s.session_id != self.victim.session_id]
+        if self.victim.pid and _alive(self.victim.pid):
+            later = [s for s in later if s.pid == self.victim.pid]
+        if later:
+            self.world.zk_proxy.on_session = None
+        return bool(later)
 
 
 def _alive(pid: int) -> bool:

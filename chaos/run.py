@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from chaos.faults import World
     from chaos.mailbox import Mailbox
     from chaos.nemesis import Nemesis, Supervisor
+    from chaos.zkproxy import ZkProxy
     from demo.cluster import clusters_toml, gateway_settings
     from demo.run import create_source_tables, minihbase, toolkit_connection
     from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     log(f"starting minihbase dc1/dc2 in {mh}")
     minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []),
               *(["--config", str(config)] if config else []), workdir=mh)
-    dep = writer = nemesis = supervisor = None
+    dep = writer = nemesis = supervisor = zk_proxy = None
     mailbox = Mailbox()
     writers: list[Any] = []
     attempts: list[dict[str, Any]] = []
@@ -186,10 +187,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             from chaos.mailbox import SMTP_CONN_ID
 
             rest.set_connection(SMTP_CONN_ID, mailbox.connection())
+        # The toolkit reaches the source's ZooKeeper through the nemesis's proxy (zk_expire strikes there).
+        zk_proxy = ZkProxy(dc1["zookeeper"]["quorum"].split(",")[0], int(dc1["zookeeper"]["port"])).start()
         source_conn = json.loads(toolkit_connection(dc1, "thrift2"))
+        source_conn["extra"]["zookeeper_port"] = zk_proxy.port
         rest.set_connection("hbase_source", source_conn)
         rest.set_connection("hbase_target", json.loads(toolkit_connection(dc2, "thrift2")))
-        world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log)
+        world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log,
+                      zk_proxy=zk_proxy)
         conf = {"tables": [t.name for t in tables], "peer_id": PEER_ID, "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 "repair": True, **({"rows_per_s": args.rows_per_s} if args.rows_per_s else {})}
@@ -255,6 +260,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   ("supervisor", lambda: supervisor and supervisor.stop()),
                   ("deployment", lambda: dep and (log("stopping the deployment"), dep.stop())),
                   ("mailbox", mailbox.stop),
+                  ("zookeeper proxy", lambda: zk_proxy and zk_proxy.stop()),
                   ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"),
                                          minihbase("down", workdir=mh, check=False)))]
         for name, step in steps:

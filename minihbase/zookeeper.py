@@ -97,9 +97,7 @@ class ZooKeeperServer:
             f"clientPort={self.port}\n"
             f"clientPortAddress={self.host}\n"
             "admin.enableServer=false\n"
-            # `cons` lists every connection with its session id: the chaos harness finds a client's session there
-            # to expire it server-side, as an operator diagnosing one would.
-            "4lw.commands.whitelist=ruok,stat,mntr,cons\n"
+            "4lw.commands.whitelist=ruok,stat,mntr\n"
             # Short sessions let tests expire a session or a region server quickly.
             "minSessionTimeout=1000\n"
             "maxSessionTimeout=60000\n"

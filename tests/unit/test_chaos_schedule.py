@@ -1,5 +1,5 @@
 """The nemesis's schedule is a pure function of (seed, duration, kinds), exactly; the phase is read from the
-run's task states; ZooKeeper's `cons`, /proc/net/tcp and the session password are decoded exactly."""
+run's task states; ZooKeeper's ConnectResponse, a request's type and /proc/net/tcp are decoded exactly."""
 from __future__ import annotations
 
 import pytest
@@ -15,7 +15,8 @@ from chaos.schedule import (
     phase_of,
     phase_window_s,
 )
-from chaos.zksessions import parse_cons, parse_proc_net_tcp, session_password
+from chaos.zkproxy import parse_connect_response, request_type
+from chaos.zksessions import parse_proc_net_tcp
 
 
 def test_a_seed_gives_exactly_this_schedule():
@@ -116,15 +117,6 @@ def test_the_phase_is_the_last_one_whose_tasks_have_started(states, phase):
     assert phase_of(states) == phase
 
 
-def test_cons_lines_give_each_connection_and_its_session():
-    text = (" /127.0.0.1:43470[1](queued=0,recved=12,sent=12,sid=0x100005f436a0000,lop=PING,est=1764050000000,"
-            "to=10000,lcxid=0x3,lzxid=0x1f,lresp=1,llat=0,minlat=0,avglat=0.5,maxlat=2)\n"
-            " /127.0.0.1:43480[0](queued=0,recved=1,sent=0)\n\n")
-    conns = parse_cons(text)
-    assert [(c.client_ip, c.client_port, c.session_id) for c in conns] == [
-        ("127.0.0.1", 43470, 0x100005f436a0000), ("127.0.0.1", 43480, None)]
-
-
 def test_proc_net_tcp_gives_the_established_connections_to_a_port():
     text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
             "   0: 0100007F:A9CE 0100007F:0A8C 01 00000000:00000000 00:00000000 00000000     0        0 51234 1\n"
@@ -133,9 +125,20 @@ def test_proc_net_tcp_gives_the_established_connections_to_a_port():
     assert parse_proc_net_tcp(text, 0x0A8C) == {0xA9CE: 51234}
 
 
-def test_the_session_password_is_zookeepers_generatepasswd():
-    """Expected bytes from Java 17 itself: `byte[] p = new byte[16]; new Random(id ^ 0xB3415C00L).nextBytes(p)`
-    (a real ZooKeeper 3.8's session is expired with it in tests/integration/test_chaos_zk_sessions.py)."""
-    assert session_password(0x100005F436A0000).hex() == "04bf5824411eac9182136493f2629df8"
-    assert session_password(1).hex() == "054cc74a37327db215e702e20c73f005"
-    assert session_password(0xFFFFFFFFFFFFFFFF).hex() == "20f62cb5648dc2d771471c8a2486a9ee"  # Java's -1L
+def test_a_connect_response_gives_the_session_id_and_password_and_a_request_its_type():
+    import struct
+
+    password = bytes(range(16))
+    payload = struct.pack(">iiqi", 0, 10000, 0x100005F436A0000, 16) + password + b"\x00"
+    assert parse_connect_response(payload) == (0x100005F436A0000, password)
+    negative = struct.pack(">iiqi", 0, 10000, -1, 16) + password  # Java's long, shown unsigned
+    assert parse_connect_response(negative) == (0xFFFFFFFFFFFFFFFF, password)
+    expired = struct.pack(">iiqi", 0, 0, 0, 16) + bytes(16)  # an expired session's answer: id 0
+    assert parse_connect_response(expired)[0] == 0
+    with pytest.raises(ValueError, match="too short"):
+        parse_connect_response(b"\x00" * 10)
+    with pytest.raises(ValueError, match="password of 16 bytes does not fit"):
+        parse_connect_response(struct.pack(">iiqi", 0, 1, 5, 16) + b"x")
+    assert request_type(struct.pack(">ii", 7, -11)) == -11  # closeSession
+    assert request_type(struct.pack(">ii", -2, 11)) == 11  # ping
+    assert request_type(b"\x00\x01") is None
