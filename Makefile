@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 REDIS_SERVER := /usr/bin/redis-server
 KRB5KDC := /usr/sbin/krb5kdc
+FAKETIME := /usr/bin/faketime
 CHROMEDRIVER := /usr/bin/chromedriver
 
 export AIRFLOW_HOME := $(CURDIR)
@@ -14,20 +15,21 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster chaos deploy-up deploy-down bench lock clean
+.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster demo-secure chaos deploy-up deploy-down bench lock clean
 
 help:
 	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
 	@echo "make demo   run the demo migration on the embedded default (ZooKeeper + minihbase dc1/dc2)"
 	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
 	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
+	@echo "make demo-secure   the same demo on secured clusters (Kerberos in two realms, SASL, SPNEGO, TLS)"
 	@echo "make chaos  the cluster demo under a seeded nemesis (CHAOS_ARGS=\"--seed 7 --duration 600 --faults rs_kill,...\"),"
 	@echo "            checked independently; JSON summary (every fault, its phase and time to recover) last"
 	@echo "make deploy-up / deploy-down  start / stop that deployment in .state/deploy (python -m deploy)"
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
+bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) $(FAKETIME) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
 	.airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
@@ -45,6 +47,13 @@ $(KRB5KDC):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev >/dev/null
 	@{ service krb5-kdc stop >/dev/null 2>&1 || true; service krb5-admin-server stop >/dev/null 2>&1 || true; }
+	@test -x $@
+
+# Debian's faketime (libfaketime): the security preflight's test runs a secured cluster with its clock 6 minutes ahead.
+$(FAKETIME):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's faketime by hand"; exit 1; }
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null; }
 	@test -x $@
 
 # Debian's Chromium and its ChromeDriver, for the dashboard's browser test (selenium drives them headless).
@@ -122,6 +131,12 @@ demo: bootstrap
 # triggerer and Celery workers (Redis, PostgreSQL), a Spark standalone cluster; same JSON summary, last line.
 demo-cluster: bootstrap
 	$(PY) -m demo.run --cluster $(DEMO_ARGS)
+
+# The same demo on minihbase's secured clusters (`up --secure`): a KDC with two realms and a trust, SASL ZooKeeper,
+# SASL auth-conf gateways on dc1, HTTP mode with SPNEGO over TLS on dc2; the summary's `security` section says how
+# each channel authenticated.
+demo-secure: bootstrap
+	$(PY) -m demo.run --secure $(DEMO_ARGS)
 
 # The cluster demo under a seeded nemesis (chaos/): faults at random moments of every phase, an independent
 # comparison of every version afterwards; its last stdout line is the JSON summary. Leaves nothing running.

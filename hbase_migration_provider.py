@@ -56,10 +56,33 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                                                   "comma-separated. The lossless data path: every version."),
     "data_path": _field("Data path", "How cells are read and written. auto: thrift2 when Thrift2 gateways are "
                                      "set, else thrift1.", default="auto", enum=["auto", "thrift1", "thrift2"]),
+    # Secured clusters (README "Secured clusters"): names and paths only; the keytab is read where the task runs.
+    "principal": _field("Kerberos principal", "The toolkit's own principal on this cluster, with its realm "
+                                              "(hbase-migration@DC1.EXAMPLE.COM). Empty: an open cluster."),
+    "keytab": _field("Keytab", "Path of the principal's keytab on the Airflow workers (and shipped to Spark "
+                               "executors). Read by the toolkit, never logged."),
+    "krb5_conf": _field("krb5.conf", "krb5.conf to use (both connections of a run name the same file). Empty: the "
+                                     "system's."),
+    "hbase_principal": _field("HBase server principal", "hbase.regionserver.kerberos.principal, e.g. "
+                                                        "hbase/_HOST@DC2.EXAMPLE.COM (_HOST: the host connected to)."),
+    "thrift_principal": _field("Thrift server principal", "hbase.thrift.kerberos.principal, when it differs from "
+                                                          "the HBase server principal."),
+    "spnego_principal": _field("SPNEGO principal", "HTTP/_HOST@REALM: /jmx, /conf, WebHDFS and Thrift's HTTP mode "
+                                                   "(hbase.security.authentication.spnego.kerberos.principal)."),
+    "zookeeper_principal": _field("ZooKeeper principal", "zookeeper/_HOST@REALM of the quorum's servers. Empty: "
+                                                         "ZooKeeper without SASL."),
+    "thrift_qop": _field("Thrift SASL QOP", "hbase.thrift.security.qop of the binary gateways (SASL GSSAPI). Empty: "
+                                            "plain Thrift.", enum=["auth", "auth-int", "auth-conf"]),
+    "thrift_http": _field("Thrift HTTP mode", "hbase.regionserver.thrift.http: Thrift over HTTP, SPNEGO per "
+                                              "request.", "boolean", default=False),
+    "thrift_ssl": _field("Thrift TLS", "hbase.thrift.ssl.enabled (HTTP mode).", "boolean", default=False),
+    "ssl_ca": _field("CA bundle", "PEM file of the CA that signed the servers' certificates. Empty: the system's."),
+    "ssl_verify": _field("Verify certificates", "Check the servers' TLS certificates (leave on).", "boolean",
+                         default=True),
 }
 
 UI_FIELD_BEHAVIOUR: dict[str, Any] = {
-    "hidden-fields": ["schema", "login", "password"],  # no secret: Kerberos is not supported yet
+    "hidden-fields": ["schema", "login", "password"],  # no password: Kerberos authenticates with the keytab
     "relabeling": {"host": "Thrift host", "port": "Thrift port"},
     "placeholders": {"host": "thrift.dc1.example", "port": "9090",
                      "extra": '{"zookeeper_quorum": "zk1,zk2,zk3", "webhdfs_url": "http://namenode:9870"}'},

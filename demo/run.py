@@ -9,6 +9,13 @@ independently (a plain Thrift2 client of HBase's IDL, no toolkit code), prints a
 and stops everything it started. `--data-path thrift1` gives the toolkit Thrift1-only connections (the
 fallback for clusters without `hbase thrift2`).
 
+With `--secure` (`make demo-secure`) the clusters are minihbase's secured ones (`up --secure`): a real KDC with two
+realms and a trust, a SASL ZooKeeper, dc1's gateways with SASL GSSAPI and QOP auth-conf, dc2's in HTTP mode with
+SPNEGO over TLS, SPNEGO on every /jmx and WebHDFS, a shell that needs a ticket. The toolkit authenticates with
+the connections' security extras; the demo's own writer and comparison authenticate as each realm's hbase admin
+without toolkit code (demo/secure.py). The summary's `security` section says how each channel authenticated:
+the toolkit's connections, what its preflight found at every endpoint, and the comparison client.
+
 With `--cluster` (`make demo-cluster`) the same migration runs as production runs it (`deploy/`): Airflow's
 API server, scheduler, DAG processor, triggerer and Celery workers (Redis broker, PostgreSQL metadata database
 and ledger), a Spark standalone cluster (a master, two workers), the run triggered through the REST API. The
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,15 +51,15 @@ def minihbase(*args: str, workdir: Path, check: bool = True) -> str:
     return proc.stdout
 
 
-def shell(endpoint: dict, statements: list[str]) -> str:
+def shell(endpoint: dict, statements: list[str], env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(endpoint["shell_command"], input="\n".join(statements) + "\n", capture_output=True,
-                          text=True, cwd=REPO)
+                          text=True, cwd=REPO, env=None if env is None else {**os.environ, **env})
     if proc.returncode != 0:
         raise RuntimeError(f"shell on {endpoint['name']} failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
     return proc.stdout
 
 
-def create_source_tables(endpoint: dict, tables) -> None:
+def create_source_tables(endpoint: dict, tables, env: dict[str, str] | None = None) -> None:
     from hbase_migration.schema import ruby_string  # the demo's set-up may use the toolkit; the check does not
 
     statements = []
@@ -60,7 +68,7 @@ def create_source_tables(endpoint: dict, tables) -> None:
                          for f, o in t.families.items())
         splits = ", ".join(ruby_string(k) for k in t.split_keys)
         statements.append(f"create '{t.name}', {fams}, SPLITS => [{splits}]")
-    shell(endpoint, statements)
+    shell(endpoint, statements, env)
 
 
 def toolkit_connection(endpoint: dict, data_path: str) -> str:
@@ -69,6 +77,45 @@ def toolkit_connection(endpoint: dict, data_path: str) -> str:
     if data_path == "thrift1":
         conn["extra"].pop("thrift2_servers", None)
     return json.dumps(conn)
+
+
+def admin_login(endpoints: dict, name: str) -> tuple[str, str] | None:
+    """(principal, keytab) of the cluster's hbase admin on a secured cluster (`endpoints --json` names every
+    principal's keytab); None on an open one."""
+    cluster = endpoints["clusters"][name]
+    realm = (cluster.get("security") or {}).get("realm")
+    if not realm:
+        return None
+    principal = f"hbase@{realm}"
+    return principal, endpoints["security"]["keytabs"][principal]
+
+
+SECURITY_CHECKS = re.compile(r"\[(ok  |FAIL|warn)\] ((?:source|target)_(?:kerberos_login|authentication|thrift_qop)"
+                             r"|clock_skew|krb5_conf): (.*?)(?:\s+\[[\w.]+\]\s+loc=\S+)?$")
+
+
+def security_summary(endpoints: dict, conns: dict[str, str], logins: dict, dag_log: Path | None) -> dict[str, Any]:
+    """How each channel authenticated: the toolkit's connections (as it reads them), what its preflight found at
+    every endpoint (from the run's log), and the demo's own comparison client."""
+    from demo import secure
+    from hbase_migration.cluster import Cluster
+
+    toolkit = {}
+    for conn_id, text in conns.items():
+        conn = json.loads(text)
+        toolkit[conn_id] = Cluster.from_connection(conn_id, conn["host"], conn["port"], conn["extra"]).describe()[
+            "security"]
+    checks = {}
+    if dag_log is not None and dag_log.exists():
+        for line in dag_log.read_text(errors="replace").splitlines():
+            m = SECURITY_CHECKS.search(line)
+            if m:
+                checks[m.group(2)] = ("ok: " if m.group(1) == "ok  " else f"{m.group(1).strip()}: ") + m.group(3)
+    client = {name: secure.describe(endpoints["clusters"][name]["connection"]["extra"], login[0])
+              for name, login in logins.items() if login}
+    return {"toolkit": toolkit, "preflight": checks, "comparison_client": client,
+            "kdc": {k: endpoints["security"].get(k) for k in ("realms", "kdc", "cross_realm_trust",
+                                                               "ticket_lifetime_s")}}
 
 
 def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
@@ -114,17 +161,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # run left would otherwise be found by this one's add_peer.
     config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper))
     config_args = ["--config", str(config)] if config else []
-    log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}")
-    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []), *config_args, workdir=mh)
+    secured = bool(getattr(args, "secure", False))
+    log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}" + (" (secured: KDC, SASL, SPNEGO, TLS)" if secured else ""))
+    minihbase("up", *(["--secure"] if secured else []), *(["--zookeeper", args.zookeeper] if args.zookeeper else []),
+              *config_args, workdir=mh)
     writer = None
     own_deployment = None
     try:
-        endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
+        described = json.loads(minihbase("endpoints", "--json", workdir=mh))
+        endpoints = described["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
+        logins = {name: admin_login(described, name) for name in ("dc1", "dc2")} if secured else {}
+        shell_env = None
+        if secured:
+            from demo.secure import kinit_env
+
+            os.environ["KRB5_CONFIG"] = described["security"]["krb5_conf"]  # the demo's own Kerberos clients
+            shell_env = kinit_env(*logins["dc1"], described["security"].get("krb5_conf"), workdir / "tickets")
         tables = sample_tables(args.rows)
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
-        create_source_tables(dc1, tables)
-        client = Thrift2(dc1)
+        create_source_tables(dc1, tables, shell_env)
+        client = Thrift2(dc1, login=logins.get("dc1"))
         for t in tables:
             load(client, t)
         client.close()
@@ -136,7 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "AIRFLOW_CONN_HBASE_TARGET": toolkit_connection(dc2, args.data_path),
                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
                "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url}
-        writer = LiveWriter(lambda: Thrift2(dc1), tables, ops_per_second=args.write_rate).start()
+        writer = LiveWriter(lambda: Thrift2(dc1, login=logins.get("dc1")), tables,
+                            ops_per_second=args.write_rate).start()
         log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "
             "column and single-version deletes)")
         conf = {"tables": [t.name for t in tables], "peer_id": "demo", "expected_copy_s": 600,
@@ -190,7 +248,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
                             "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env,
                            cwd=REPO, capture_output=True)
-        src, dst = Thrift2(dc1), Thrift2(dc2)
+        src, dst = Thrift2(dc1, login=logins.get("dc1")), Thrift2(dc2, login=logins.get("dc2"))
         from hbase_migration.ledger import Ledger
 
         with Ledger.open(ledger_url) as ledger:
@@ -228,6 +286,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                              "max_size_of_log_queue": summary["lag"]["max_size_of_log_queue"]},
                 "wall_time_s": round(time.monotonic() - started, 1), "tables": per_table,
                 "differences": sum(v["independent_comparison"]["differences"] for v in per_table.values()),
+                **({"security": security_summary(
+                    described, {"hbase_source": env["AIRFLOW_CONN_HBASE_SOURCE"],
+                                "hbase_target": env["AIRFLOW_CONN_HBASE_TARGET"]}, logins,
+                    None if cluster_mode else workdir / "dags-test.log")} if secured else {}),
                 **extra}
     finally:
         if writer is not None:
@@ -251,12 +313,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="let the migration's verify repair what still differs after its re-compare (default on)")
     p.add_argument("--data-path", choices=("thrift2", "thrift1"), default="thrift2",
                    help="how the toolkit reaches the clusters: their Thrift2 gateways (default), or Thrift1 only")
+    p.add_argument("--secure", action="store_true",
+                   help="secured clusters (minihbase up --secure): Kerberos in two realms, SASL, SPNEGO, TLS")
     p.add_argument("--cluster", action="store_true",
                    help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
-    args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else "demo"))
+    args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else
+                                                          "demo-secure" if args.secure else "demo"))
     result = run(args)
     print(json.dumps(result, sort_keys=True), flush=True)
     ok = result["dag_exit_code"] == 0 and result["run_status"] == "success" and result["differences"] == 0

@@ -31,11 +31,23 @@ def idl() -> Any:
 class Thrift2:
     """One connection to a cluster's Thrift2 gateway (`endpoint` as `minihbase endpoints --json` gives it)."""
 
-    def __init__(self, endpoint: dict, timeout_ms: int = 60_000):
-        from thriftpy2.rpc import make_client
+    def __init__(self, endpoint: dict, timeout_ms: int = 60_000, login: tuple[str, str] | None = None):
+        """`login`: (principal, keytab) on a secured cluster, whose connection extras say how its gateways
+        authenticate (demo/secure.py, no toolkit code)."""
+        host, port = endpoint["thrift2"]["host"], endpoint["thrift2"]["port"]
+        extra = (endpoint.get("connection") or {}).get("extra") or {}
+        if login is None or not (extra.get("thrift_qop") or extra.get("thrift_http")):
+            from thriftpy2.rpc import make_client
 
-        self.client = make_client(idl().THBaseService, endpoint["thrift2"]["host"], endpoint["thrift2"]["port"],
-                                  timeout=timeout_ms)
+            self.client = make_client(idl().THBaseService, host, port, timeout=timeout_ms)
+            return
+        from thriftpy2.protocol.binary import TBinaryProtocol
+        from thriftpy2.thrift import TClient
+
+        from demo import secure
+
+        transport = secure.thrift_transport(host, port, extra, secure.credentials(*login), login[0], timeout_ms)
+        self.client = TClient(idl().THBaseService, TBinaryProtocol(transport))
 
     def close(self) -> None:
         self.client.close()

@@ -1,6 +1,7 @@
 """The operator's CLI: every migration step runnable outside Airflow.
 
     python -m hbase_migration preflight --source CONN --target CONN --tables T1,T2 --peer-id ID [table options]
+                                       [--copy-tasks N] [--rows-per-s N] [--quota-policy P] [--no-sizing]
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
                                        [--serial] [--bandwidth BYTES_PER_S]
@@ -12,6 +13,7 @@
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
+    python -m hbase_migration switches --source CONN [--release HOLDER]   (split/merge, normalizer held off)
     python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
 
 Clusters are Airflow connection ids, resolved as Airflow does (AIRFLOW_CONN_<ID> in JSON or URI form, else
@@ -159,6 +161,12 @@ def _distinct(source: Any, target: Any) -> None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     from hbase_migration.preflight import run_preflight
     from hbase_migration.runspec import parse_codec_map
+    from hbase_migration.sizing_probe import request_from_args
+
+    try:
+        sizing = request_from_args(args)
+    except ValueError as e:
+        raise UsageError(str(e), "see `python -m hbase_migration preflight --help` for the sizing options") from None
 
     source, target = resolve_cluster(args.source), resolve_cluster(args.target)
     _distinct(source, target)
@@ -169,7 +177,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                            codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
                            target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
                            allow_target_data=args.allow_target_data, serial=args.serial,
-                           bandwidth=_run_option("bandwidth", args.bandwidth))
+                           bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -210,7 +218,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
         target = resolve_cluster(args.target)
         _distinct(source, target)
         config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
-                                       bandwidth=_run_option("bandwidth", args.bandwidth))
+                                       bandwidth=_run_option("bandwidth", args.bandwidth), source=source)
         checks = _peer_add_checks(args, source, target)
     with peer_admin(source) as admin:
         # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
@@ -325,10 +333,25 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_switches(args: argparse.Namespace) -> int:
+    from hbase_migration import switches
+    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger_location import cli_ledger_url
+
+    cluster = resolve_cluster(args.source)
+    with Ledger.open(args.ledger_url or cli_ledger_url()) as ledger:
+        released = switches.release(cluster, ledger, args.release) if args.release else None
+        data = switches.status(cluster, ledger)
+    _emit(args, {**data, "released": released}, switches.status_text(data))
+    return EXIT_OK
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
-    _emit(args, data, "\n".join(f"{k}: {v}" for k, v in data.items()))
+    channels = cluster.describe()["security"]  # how each channel authenticates (never a secret)
+    shown = [f"  {k}: {v}" for k, v in channels.items()] if isinstance(channels, dict) else [f"  {channels}"]
+    _emit(args, data, "\n".join([*(f"{k}: {v}" for k, v in data.items()), "authentication:", *shown]))
     return EXIT_OK
 
 
@@ -349,7 +372,7 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
         job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
     except (jobargs.UsageError, CopyConfigError) as e:
         raise UsageError(*_split(e, kind)) from None
-    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers))
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy")
 
 
 def _split(error: BaseException, command: str) -> tuple[str, str]:
@@ -397,6 +420,9 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--allow-target-data", action="store_true",
                     help="accept existing target tables that already hold rows")
     peer_options(sp)
+    from hbase_migration.sizing_probe import add_cli_arguments
+
+    add_cli_arguments(sp)
     sp.set_defaults(func=cmd_preflight)
 
     sp = sub.add_parser("peer", help="replication peer admin on the source")
@@ -456,6 +482,13 @@ def parser() -> argparse.ArgumentParser:
                                                        f"(arguments as jobs/{name}_table.py, plus --workers N)")
         sp.set_defaults(passthrough=True)
 
+    sp = sub.add_parser("switches", help="the source's split/merge and normalizer switches, the state the copies "
+                                         "found and who holds them off; --release HOLDER drops a stale hold")
+    common(sp)
+    sp.add_argument("--release", metavar="HOLDER", help="release this hold (the last one restores the state found)")
+    sp.add_argument("--ledger-url", help="the ledger the holds are counted in (default: as the CLI copy's)")
+    sp.set_defaults(func=cmd_switches)
+
     sp = sub.add_parser("cluster", help="a connection as the toolkit reads it (the cluster's wire form)")
     common(sp)
     sp.set_defaults(func=cmd_cluster)
@@ -478,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_in_process(command, argv[1:])
         args = parser().parse_args(argv)
         level = getattr(logging, args.log_level)
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # force: the CLI owns its process's logging (in-process callers, such as tests, may have set it up before)
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
         # kazoo warns at every reconnect attempt to a quorum that does not answer; the error says it once.
         logging.getLogger("kazoo").setLevel(level if level <= logging.INFO else logging.ERROR)
         return args.func(args)

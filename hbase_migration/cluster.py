@@ -11,6 +11,8 @@ import shlex
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from hbase_migration.security import SECURITY_EXTRAS, Security, SecurityConfigError
+
 PEER_ADMIN_BACKENDS = ("shell", "zookeeper")
 DATA_PATHS = ("auto", "thrift1", "thrift2")
 DEFAULT_SHELL_COMMAND = ("hbase", "shell", "-n")
@@ -100,6 +102,7 @@ EXTRAS = {
     "thrift_transport": "thrift_transport", "thrift_protocol": "thrift_protocol",
     "zk_legacy_table_cfs": "zk_legacy_table_cfs",
     "thrift_servers": "thrift_servers", "thrift2_servers": "thrift2_servers", "data_path": "data_path",
+    **{name: f"security.{name}" for name in SECURITY_EXTRAS},  # hbase_migration/security.py
 }
 
 
@@ -165,6 +168,7 @@ class Cluster:
     thrift_servers: tuple[str, ...] = ()  # every Thrift1 gateway as host:port (default: thrift_host:thrift_port)
     thrift2_servers: tuple[str, ...] = ()  # Thrift2 gateways (`hbase thrift2`) as host:port
     data_path: str = "auto"  # how cells are read and written: thrift2 when there is a Thrift2 gateway
+    security: Security | None = None  # Kerberos, QOP, HTTP mode, TLS (security.py); None: an open cluster
 
     def __post_init__(self) -> None:
         if not self.thrift_host:
@@ -220,6 +224,20 @@ class Cluster:
         if self.data_path == "thrift2" and not self.thrift2_servers:
             raise ClusterConfigError(f"cluster {self.name!r}: data_path thrift2 needs thrift2_servers "
                                      "(the host:port of `hbase thrift2` gateways)")
+        if isinstance(self.security, Mapping):
+            try:
+                object.__setattr__(self, "security", Security.from_dict(self.security) if self.security else None)
+            except SecurityConfigError as e:
+                raise ClusterConfigError(f"cluster {self.name!r}: {e}") from None
+        elif self.security is not None and not isinstance(self.security, Security):
+            raise ClusterConfigError(f"cluster {self.name!r}: security must be a Security or a mapping, "
+                                     f"got {self.security!r}")
+        if self.security == Security():  # the form's defaults (no principal, no TLS): an open cluster
+            object.__setattr__(self, "security", None)
+        if self.security is not None and self.webhdfs_url and self.webhdfs_url.startswith("http://") \
+                and self.security.ssl_ca and not self.security.thrift_ssl:
+            raise ClusterConfigError(f"cluster {self.name!r}: ssl_ca is set but no channel uses TLS (thrift_ssl is "
+                                     "off and webhdfs_url is http://): remove it, or name the https endpoints")
 
     @property
     def gateways(self) -> tuple[str, ...]:
@@ -253,14 +271,17 @@ class Cluster:
                                      f"(known: {', '.join(sorted(EXTRAS))})")
         if not extra.get("zookeeper_quorum"):
             raise ClusterConfigError(f"cluster {name!r}: extra 'zookeeper_quorum' is required")
-        values = {EXTRAS[k]: v for k, v in extra.items() if v not in (None, "")}
-        return cls(name=name, thrift_host=host or "", thrift_port=port if port else 9090, **values)
+        values = {EXTRAS[k]: v for k, v in extra.items() if v not in (None, "") and k not in SECURITY_EXTRAS}
+        secured = {k: v for k, v in extra.items() if v not in (None, "") and k in SECURITY_EXTRAS}
+        return cls(name=name, thrift_host=host or "", thrift_port=port if port else 9090,
+                   security=secured or None, **values)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: JSON-ready, every field."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("zk_quorum", "shell_command", "thrift_servers", "thrift2_servers"):
             d[name] = list(d[name])
+        d["security"] = self.security.to_dict() if self.security is not None else None
         return d
 
     @classmethod
@@ -276,7 +297,8 @@ class Cluster:
         return cls(**dict(data))
 
     def describe(self) -> dict[str, Any]:
-        """What logs show: addresses, never credentials."""
+        """What logs show: addresses and how each channel authenticates; never a secret (a keytab's path, not
+        its contents)."""
         return {
             "name": self.name,
             "thrift": f"{self.thrift_host}:{self.thrift_port}",
@@ -286,4 +308,5 @@ class Cluster:
             "webhdfs_url": self.webhdfs_url,
             "rootdir": self.rootdir,
             "peer_admin": self.peer_admin,
+            "security": self.security.channels() if self.security is not None else "none (open cluster)",
         }

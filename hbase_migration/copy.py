@@ -8,7 +8,9 @@ idempotent: it writes the same cells with the same timestamps. Deletes are not c
 them): the replication backlog carries every delete made after T0.
 
 `copy_partition` streams one partition through the data path (`hbase_migration.datapath`): memory stays flat,
-at most a few scan batches and the writer's queue are held, never the partition.
+at most a few scan batches and the writer's queue are held, never the partition, and never a whole wide row
+either: the scan brings it in slices (`scan_batch_cells`) and each slice is written as its own put (a row
+need not arrive in one put: every cell carries its own timestamp).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from hbase_migration.datapath import open_data_path, prefetch
+from hbase_migration.datapath import open_data_path, prefetch, rows_in
 from hbase_migration.load import LoadGate
 from hbase_migration.partitions import Partition
 from hbase_migration.progress import ProgressMeter, Throttle, human_bytes
@@ -166,27 +168,30 @@ def copy_partition(
         pending_cells = pending_bytes = 0
         scan = reader.scan(options.table, partition.start_row, partition.stop_row, columns=options.source_columns,
                            start_ms=options.start_time_ms, end_ms=options.end_time_ms, versions=options.versions,
-                           batch_rows=options.scan_batch_rows, stats=stats)
+                           batch_rows=options.scan_batch_rows, batch_cells=options.scan_batch_cells,
+                           call_cells=options.scan_call_cells, stats=stats)
         renames = options.renames
+        last_row = None  # a wide row comes in pieces: it counts as one row
         for batch in prefetch(scan, depth=2):
-            result.scanned_rows += len(batch)
-            batch_rows = batch_bytes = 0
+            batch_rows, last_row = rows_in(batch, last_row)
+            result.scanned_rows += batch_rows
+            batch_bytes = 0
             for row, cells in batch:  # the data path returns only cells inside the window
                 kept = [(rename_column(c, renames), ts, v) for c, ts, v in cells] if renames else cells
                 size = sum(len(c) + len(v) for c, _, v in kept) + (len(row) + 8) * len(kept)
                 pending.append((row, kept))
                 pending_cells += len(kept)
                 pending_bytes += size
-                batch_rows += 1
                 batch_bytes += size
-                result.rows += 1
                 result.cells += len(kept)
                 result.bytes += size
                 if pending_cells >= options.write_batch_cells or pending_bytes >= options.write_batch_bytes:
                     writer.put(pending)
                     pending, pending_cells, pending_bytes = [], 0, 0
+            result.rows += batch_rows
             meter.add(rows=batch_rows, nbytes=batch_bytes)
             if throttle.enabled:
+                # pieces, not rows, pace the copy: each slice of a wide row is as much work as a narrow row
                 result.throttled_s += throttle.acquire(len(batch), batch_bytes)
             if gate is not None:
                 result.throttled_s += gate.after_batch(len(batch))

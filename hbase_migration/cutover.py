@@ -194,9 +194,24 @@ def _scope_reasons(side: str, scopes: Mapping[str, Mapping[str, int | None]], ta
     return reasons
 
 
-def expected_reverse_config(source_key: str, tables: Sequence[str]) -> PeerConfig:
-    """The reverse peer (on the target): to the source's cluster key, scoped to the cut-over tables."""
-    return PeerConfig(cluster_key=source_key, table_cfs={t: [] for t in tables})
+def expected_reverse_config(source_key: str, tables: Sequence[str],
+                            configuration: Mapping[str, str] | None = None) -> PeerConfig:
+    """The reverse peer (on the target): to the source's cluster key, scoped to the cut-over tables; towards a
+    Kerberized source in another realm, with the source's region server principal in its CONFIG."""
+    return PeerConfig(cluster_key=source_key, table_cfs={t: [] for t in tables},
+                      configuration=dict(configuration or {}))
+
+
+def same_reverse_peer(found: PeerConfig, wanted: PeerConfig) -> bool:
+    """Whether `found` is the reverse peer `wanted` describes, the cross-realm principal setting aside: it follows
+    from the clusters' security (security.peer_principal_config), which a check that knows only the plan cannot
+    derive; what the peer replicates, and where to, must be equal."""
+    from hbase_migration.security import PEER_PRINCIPAL_KEY
+
+    def bare(config: PeerConfig) -> PeerConfig:
+        return config.replace(configuration={k: v for k, v in config.configuration.items() if k != PEER_PRINCIPAL_KEY})
+
+    return bare(found) == bare(wanted)
 
 
 def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_OWNER) -> list[str]:
@@ -247,7 +262,7 @@ def _reverse_reasons(plan: SwitchPlan, rev: "Peer | None", owner: str) -> list[s
         return [f"reverse peer id {plan.reverse_peer_id} is already taken on the target by a peer this toolkit "
                 f"did not create (owner mark {rev.owner!r}, ships to {rev.config.cluster_key}): choose another "
                 "reverse_peer_id"]
-    if rev.config != wanted:
+    if not same_reverse_peer(rev.config, wanted):
         return [f"reverse peer id {plan.reverse_peer_id} is already taken on the target by another config ("
                 + "; ".join(rev.config.differences(wanted)) + "): choose another reverse_peer_id, or remove that "
                 "peer if it is a leftover"]
@@ -333,8 +348,10 @@ def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan) -> 
     peer is found and left (enabled if it was disabled)."""
     from hbase_migration.freeze import roll_wals
     from hbase_migration.replication import peer_admin
+    from hbase_migration.security import peer_principal_config
 
-    config = expected_reverse_config(str(source.cluster_key), plan.tables)
+    config = expected_reverse_config(str(source.cluster_key), plan.tables,
+                                     peer_principal_config(target.security, source.security))
     with peer_admin(target) as admin:
         existing = admin.get_peer(plan.reverse_peer_id)
         rolled: list[str] = []
@@ -381,7 +398,7 @@ def remove_reverse_peer(target: "Cluster", plan: SwitchPlan) -> dict[str, Any]:
         if found is None:
             return {"operation": "remove_peer", "peer_id": plan.reverse_peer_id, "outcome": "absent",
                     "changed": False, "message": f"peer {plan.reverse_peer_id} is not on the target"}
-        if not is_ours(found, admin.owner) or found.config != wanted:
+        if not is_ours(found, admin.owner) or not same_reverse_peer(found.config, wanted):
             return {"operation": "remove_peer", "peer_id": plan.reverse_peer_id, "outcome": "not_ours",
                     "changed": False, "message": f"peer {plan.reverse_peer_id} on the target is not this cut-over's "
                     "reverse peer: left alone"}

@@ -89,25 +89,43 @@ SHIPPED_PACKAGES = ("hbase_migration",)
 
 
 def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None = None) -> str:
-    """Zip the toolkit's packages that tasks import (the library)."""
+    """Zip the toolkit's packages that tasks import (the library), each module with its compiled form beside it
+    (`name.pyc`, which zipimport prefers): an executor's Python worker then imports without compiling the
+    library from source, which cost every worker process of every job a few hundred ms of CPU. The .pyc is
+    hash-based and unchecked (the zip is made from the same sources at once); an interpreter of another version
+    finds a magic number it does not know and compiles the .py instead."""
     import importlib
+    import py_compile
 
     fd, path = tempfile.mkstemp(prefix="hbase_migration-", suffix=".zip", dir=dest_dir)
     os.close(fd)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+    with tempfile.TemporaryDirectory(prefix="hbase_migration-pyc-") as tmp, \
+            zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in packages:
             pkg = Path(importlib.import_module(name).__file__).resolve().parent
             for file in sorted([*pkg.rglob("*.py"), *pkg.rglob("*.thrift")]):  # the Thrift2 IDL goes along
-                zf.write(file, str(Path(name) / file.relative_to(pkg)))
+                arcname = str(Path(name) / file.relative_to(pkg))
+                zf.write(file, arcname)
+                if file.suffix == ".py":
+                    compiled = py_compile.compile(str(file), cfile=str(Path(tmp) / "module.pyc"), dfile=arcname,
+                                                  doraise=True,
+                                                  invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                    zf.write(compiled, arcname + "c")
     return path
 
 
+_shipped: dict[str, str] = {}  # Spark application id -> the zip shipped to it
+
+
 def ship_package(sc: Any) -> None:
-    """Make the toolkit importable in every executor, unless spark-submit --py-files shipped it already."""
+    """Make the toolkit importable in every executor, unless spark-submit --py-files shipped it already, or this
+    process shipped it to this application before (a session borrowed by several jobs: every added zip would go
+    on each Python worker's sys.path, and every task re-reads the directory of each one)."""
     py_files = sc.getConf().get("spark.submit.pyFiles", "") or ""
-    if "hbase_migration" in py_files:
+    if "hbase_migration" in py_files or sc.applicationId in _shipped:
         return
-    sc.addPyFile(package_zip())
+    _shipped[sc.applicationId] = package_zip()
+    sc.addPyFile(_shipped[sc.applicationId])
 
 
 def _result_param() -> Any:
@@ -135,23 +153,31 @@ def run_partitions(
     log_level: str = "INFO",
     on_heartbeat: Callable[[], None] | None = None,
     heartbeat_s: float = 30.0,
+    slices: int | None = None,
 ) -> list[Any]:
-    """Run `task(item)` in one Spark task per item; `on_done(new_results)` on the driver as tasks end,
-    `on_heartbeat()` every `heartbeat_s` (a progress line even while no partition finishes).
+    """Run `task(item)` in one Spark task per item (or in `slices` tasks, each running its share of the items
+    one after the other, dealt round-robin so neighbouring items go to different tasks); `on_done(new_results)`
+    on the driver as tasks end, `on_heartbeat()` every `heartbeat_s` (a progress line even while no partition
+    finishes).
 
     `task` must not raise for an expected failure (return a failed result instead) so that one bad
     partition does not cancel the others. Returns every result, in item order.
     """
     if not items:
         return []
+    slices = len(items) if not slices else max(1, min(slices, len(items)))
+    # task s gets items s, s + slices, ... (one group per Spark partition: parallelize gives n items to n slices
+    # one each)
+    groups = [[(position, items[position]) for position in range(s, len(items), slices)] for s in range(slices)]
     acc = sc.accumulator((), _result_param())
 
     def run(iterator: Any) -> Any:
         configure_logging(log_level)
-        for item in iterator:
-            result = task(item)
-            acc.add((result,))
-            yield result
+        for group in iterator:
+            for position, item in group:
+                result = task(item)
+                acc.add((result,))
+                yield position, result
 
     seen = 0
     lock = threading.Lock()
@@ -182,7 +208,8 @@ def run_partitions(
     poller.start()
     sc.setJobGroup(job_group, f"{len(items)} partitions", interruptOnCancel=True)
     try:
-        results = sc.parallelize(list(items), len(items)).mapPartitions(run).collect()
+        numbered = sc.parallelize(groups, slices).mapPartitions(run).collect()
+        results = [result for _position, result in sorted(numbered, key=lambda pr: pr[0])]
     finally:
         stop.set()
         poller.join()
@@ -207,8 +234,9 @@ class LocalExecutor:
 
     def run(self, items: Sequence[Any], task: Callable[[Any], Any],
             on_done: Callable[[list[Any]], None] | None = None,
-            on_heartbeat: Callable[[], None] | None = None) -> list[Any]:
-        """`task(item)` per item on the pool; `on_done([result])` here as each ends. Results in item order."""
+            on_heartbeat: Callable[[], None] | None = None, tasks_per_slot: int | None = None) -> list[Any]:
+        """`task(item)` per item on the pool; `on_done([result])` here as each ends. Results in item order.
+        (`tasks_per_slot` is Spark's; the pool takes the items one at a time anyway.)"""
         if not items:
             return []
         from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -252,9 +280,15 @@ class SparkExecutor:
 
     def run(self, items: Sequence[Any], task: Callable[[Any], Any],
             on_done: Callable[[list[Any]], None] | None = None,
-            on_heartbeat: Callable[[], None] | None = None, job_group: str = "hbase-migration") -> list[Any]:
+            on_heartbeat: Callable[[], None] | None = None, job_group: str = "hbase-migration",
+            tasks_per_slot: int | None = None) -> list[Any]:
+        """One Spark task per item, or with `tasks_per_slot` at most that many tasks per task slot of the
+        application (`defaultParallelism`), each running its items in turn: a PySpark task costs some 30-40 ms
+        of scheduling and worker hand-off, which small partitions feel; results then reach `on_done` as each
+        task (not each item) ends."""
+        slices = tasks_per_slot * self.sc.defaultParallelism if tasks_per_slot else None
         return run_partitions(self.sc, items, task, on_done, job_group=job_group, log_level=self.log_level,
-                              on_heartbeat=on_heartbeat, heartbeat_s=self.heartbeat_s)
+                              on_heartbeat=on_heartbeat, heartbeat_s=self.heartbeat_s, slices=slices)
 
     def close(self) -> None:
         if self.own_session:

@@ -90,13 +90,12 @@ def parse_readonly(describe_output: str, table: str) -> bool:
 def readonly_states(cluster: "Cluster", tables: Sequence[str]) -> dict[str, bool]:
     """Each table's READONLY attribute, from one `describe` session (a missing table fails it: ShellCommandError
     with the shell's `ERROR: Unknown table t!`)."""
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels
 
     tables = list(tables)
     if not tables:
         return {}
-    out = run_shell([describe_statement(t) for t in tables], cluster.shell_command,
-                    timeout_s=max(cluster.shell_timeout_s, 60.0))
+    out = channels.shell(cluster, [describe_statement(t) for t in tables], timeout_s=max(cluster.shell_timeout_s, 60.0))
     sections = split_describes(out.stdout)
     states = {}
     for table in tables:
@@ -115,8 +114,8 @@ def set_readonly(cluster: "Cluster", tables: Sequence[str], readonly: bool, *,
     error says which tables are READONLY afterwards. Returns one dict per table: table, readonly (now),
     outcome (frozen | unfrozen | unchanged | would_freeze | would_unfreeze), statement (None when unchanged).
     """
+    from hbase_migration import channels
     from hbase_migration.replication.errors import ShellCommandError
-    from hbase_migration.replication.shell import run_shell
 
     tables = list(dict.fromkeys(tables))
     if not tables:
@@ -130,7 +129,7 @@ def set_readonly(cluster: "Cluster", tables: Sequence[str], readonly: bool, *,
                  "outcome": (f"would_{verb}" if t in todo else "unchanged")} for t in tables]
     log.info("%s on %s: %s", verb, cluster.name, "; ".join(statements))
     try:
-        run_shell(statements, cluster.shell_command, timeout_s=max(cluster.shell_timeout_s, 300.0))
+        channels.shell(cluster, statements, timeout_s=max(cluster.shell_timeout_s, 300.0))
     except ShellCommandError as exc:
         try:
             shown = ", ".join(f"{t}: {'READONLY' if ro else 'writable'}"
@@ -156,8 +155,7 @@ def roll_wals(cluster: "Cluster", zk_client: Any = None) -> list[str]:
     Why the cut-over needs it: a new peer's queue starts at the beginning of each server's current WAL (HBase
     enqueues the current WAL and reads it from offset 0), so every edit already in it would ship through the new
     peer. After a roll only the edits made from then on are in the new peer's queues."""
-    from hbase_migration import zk
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels, zk
 
     if zk_client is None:
         with zk.connect(cluster, timeout=cluster.timeout_s) as client:
@@ -165,6 +163,5 @@ def roll_wals(cluster: "Cluster", zk_client: Any = None) -> list[str]:
     else:
         servers = [s.servername for s in zk.live_region_servers(zk_client, cluster.znode_parent)]
     if servers:
-        run_shell([wal_roll_statement(s) for s in servers], cluster.shell_command,
-                  timeout_s=max(cluster.shell_timeout_s, 60.0))
+        channels.shell(cluster, [wal_roll_statement(s) for s in servers], timeout_s=max(cluster.shell_timeout_s, 60.0))
     return servers

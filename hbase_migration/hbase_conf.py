@@ -57,7 +57,11 @@ def fetch_conf(host: str, port: int, timeout_s: float = 10.0, session: Any = Non
     """One server's configuration (JSON form; the XML form when JSON is not understood)."""
     import requests
 
-    http = session or requests
+    if session is None:
+        from hbase_migration import channels
+
+        session = channels.http(None)
+    http = session
     url = f"http://{host}:{port}/conf"
     try:
         response = http.get(url, params={"format": "json"}, timeout=timeout_s)
@@ -88,7 +92,7 @@ class ServerConf:
 
 def read_region_server_confs(cluster: "Cluster", zk_client: Any, max_workers: int = 8) -> tuple[ServerConf, ...]:
     """`/conf` of every live region server of `cluster`."""
-    from hbase_migration import zk
+    from hbase_migration import channels, zk
 
     servers = zk.live_region_servers(zk_client, cluster.znode_parent)
 
@@ -98,7 +102,8 @@ def read_region_server_confs(cluster: "Cluster", zk_client: Any, max_workers: in
             return ServerConf(server.servername, error="info port unknown (no RegionServerInfo in its rs/ znode "
                                                        "and no info_port on the connection)")
         try:
-            return ServerConf(server.servername, fetch_conf(server.host, port, cluster.timeout_s))
+            return ServerConf(server.servername, fetch_conf(server.host, port, cluster.timeout_s,
+                                                                 session=channels.http(cluster)))
         except ConfUnreadable as e:
             log.warning("/conf of %s: %s", server.servername, e)
             return ServerConf(server.servername, error=str(e))

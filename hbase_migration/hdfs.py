@@ -220,15 +220,28 @@ class WebHdfs:
         return f"WebHdfs({self.url!r})"
 
     def _get(self, path: str, op: str) -> Any:
-        import requests
-        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
         path = _absolute(path)
         url = f"{self.url}/webhdfs/v1{quote(path, safe='/')}"
         params = {"op": op}
         if self.user:
             params["user.name"] = self.user
-        http = self._session or requests
+        return self._request(url, params, op, path)
+
+    def capacity(self) -> "HdfsCapacity":
+        """The datanodes' capacity from the namenode's `/jmx` (same HTTP port as WebHDFS): WebHDFS itself has
+        no free-space operation before Hadoop 3.4 (GETSTATUS); FSNamesystem's bean has it on every version."""
+        body = self._request(f"{self.url}/jmx", {"qry": NAMENODE_BEAN}, "jmx", NAMENODE_BEAN)
+        return parse_fsnamesystem(body, self.url)
+
+    def _request(self, url: str, params: Mapping[str, str], op: str, path: str) -> Any:
+        import requests
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+        if self._session is None:
+            from hbase_migration import channels
+
+            self._session = channels.http(None)
+        http = self._session
 
         def once() -> Any:
             response = http.get(url, params=params, timeout=self.timeout_s)
@@ -275,6 +288,36 @@ class WebHdfs:
 
     def file_status(self, path: str) -> FileStatus:
         return parse_file_status(self._get(path, "GETFILESTATUS"))
+
+
+NAMENODE_BEAN = "Hadoop:service=NameNode,name=FSNamesystem"
+
+
+@dataclass(frozen=True)
+class HdfsCapacity:
+    """The namenode's FSNamesystem figures, raw bytes over every datanode (a file's length x replication, as a
+    space quota and oldWALs' spaceConsumed count them)."""
+
+    total: int
+    used: int
+    remaining: int
+    ha_state: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "used": self.used, "remaining": self.remaining, "ha_state": self.ha_state}
+
+
+def parse_fsnamesystem(body: Any, where: str = "namenode") -> HdfsCapacity:
+    """`/jmx?qry=Hadoop:service=NameNode,name=FSNamesystem` -> CapacityTotal, CapacityUsed, CapacityRemaining."""
+    beans = body.get("beans") if isinstance(body, Mapping) else None
+    bean = next((b for b in beans or () if isinstance(b, Mapping) and b.get("name") == NAMENODE_BEAN), None)
+    if bean is None:
+        raise WebHdfsError(f"{where}/jmx has no {NAMENODE_BEAN} bean (is webhdfs_url the namenode's HTTP "
+                           f"address?): {str(body)[:200]!r}")
+    what = f"{where}/jmx {NAMENODE_BEAN}"
+    return HdfsCapacity(_int(bean, "CapacityTotal", what), _int(bean, "CapacityUsed", what),
+                        _int(bean, "CapacityRemaining", what),
+                        str(bean["tag.HAState"]) if bean.get("tag.HAState") is not None else None)
 
 
 def _json_or_none(response: Any) -> Any:

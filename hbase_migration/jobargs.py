@@ -108,7 +108,7 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-time-ms", type=_instant,
                    help="copy cells with timestamp >= this (ms, inclusive; or ISO 8601 with an offset)")
     p.add_argument("--end-time-ms", type=_instant,
-                   help="copy cells with timestamp < this (ms, exclusive; or ISO 8601 with an offset)")
+                   help="only cells with timestamp < this (ms, exclusive; or ISO 8601 with an offset); none: all")
     p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
     p.add_argument("--versions", default="all",
                    help="versions per column: 'all' (default: every version each family keeps) or N, the newest N "
@@ -145,15 +145,19 @@ def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--max-pause-s", type=_finite, help="load throttle: paused this long, the copy gives up "
                                                      "(default 600; finished partitions stay recorded)")
     p.add_argument("--load-sample-s", type=_finite, help="load throttle: seconds between two samples (default 5)")
+    p.add_argument("--no-hold-switches", action="store_true",
+                   help="leave the source's split/merge and normalizer switches as they are (the CLI copy turns "
+                        "them off while it runs and restores them; see hbase_migration/switches.py)")
     return p
 
 
 def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog=prog or "verify_table.py",
-        description="Compare a table on two clusters: row counts, range hashes, a row diff of the differing "
-                    "ranges, a re-compare, optionally a repair. Prints one JSON result line; exit 0 when "
-                    "identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
+        description="Compare a table on two clusters: row counts, or every version of every cell of both "
+                    "sides merge-joined by row key, a re-compare, optionally a repair. Without --end-time-ms "
+                    "every cell is compared, future timestamps included. Prints one JSON result line; exit 0 "
+                    "when identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
     )
     _add_scope(p)
     p.add_argument("--level", choices=("rows", "content"), default="content",
@@ -213,11 +217,11 @@ def load_limits(ns: argparse.Namespace) -> Any:
         raise UsageError(f"--max-load/--critical-load: {e}") from None
 
 
-def verify_options(ns: argparse.Namespace, now_ms: int) -> VerifyOptions:
-    """VerifyOptions from the arguments; without --end-time-ms the cutoff is the job's start (`now_ms`)."""
+def verify_options(ns: argparse.Namespace) -> VerifyOptions:
+    """VerifyOptions from the arguments. Without --end-time-ms every cell is compared, timestamps in the future
+    included (a cutoff at the job's start would never compare them); edits in flight then differ at first and
+    the re-compare (--recompare-sleep-s) sees them again."""
     kwargs = _scope_kwargs(ns)
-    if kwargs["end_time_ms"] is None:
-        kwargs["end_time_ms"] = now_ms
     kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
                   repair=ns.repair)
     try:

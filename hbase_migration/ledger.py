@@ -39,6 +39,7 @@ RUN_END_STATUSES = ("success", "failed")
 PEER_STATES = ("ENABLED", "DISABLED", "REMOVED")
 COPY_FIGURES = ("partitions", "rows", "cells", "bytes")
 NO_PEER = "-"  # peer id of a run that touches no peer (backfill, watch): never a valid peer id
+OPEN_END_MS = (1 << 63) - 1  # a verification window without an end (HBase's LATEST_TIMESTAMP)
 ALL_TABLES = "*"  # table name of a phase that covers every table of the run (add_peer, catch_up)
 
 
@@ -427,8 +428,9 @@ class Ledger:
 
     def partition_done(self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
                        rows: int, cells: int, bytes: int, *, started_ms: int | None = None,
-                       finished_ms: int | None = None, attempt: int = 1) -> None:
-        """Record a finished copy partition (rows as bytes, b'' = open end); re-recording overwrites it."""
+                       finished_ms: int | None = None, attempt: int = 1, fingerprint: str | None = None) -> None:
+        """Record a finished copy partition (rows as bytes, b'' = open end); re-recording overwrites it.
+        `fingerprint`: the scope it was copied under (`TableScope.fingerprint`), what a resume matches."""
         values = {
             "copy_id": _text(copy_id, "copy_id"),
             "table_name": _text(table, "table"),
@@ -441,6 +443,7 @@ class Ledger:
             "started_ms": _optional_instant(started_ms, "started_ms"),
             "finished_ms": _instant(now_ms() if finished_ms is None else finished_ms, "finished_ms"),
             "attempt": _positive(attempt, "attempt"),
+            "scope_fingerprint": None if fingerprint is None else _text(fingerprint, "fingerprint"),
         }
         with self._engine.begin() as conn:
             self._run(conn, "partition_done", **values)
@@ -451,6 +454,16 @@ class Ledger:
             rows = self._run(conn, "done_partitions", copy_id=_text(copy_id, "copy_id"),
                              table_name=_text(table, "table"))
             return {r[0] for r in rows}
+
+    def finished_ranges(self, copy_id: str, table: str) -> list[dict[str, Any]]:
+        """Every finished partition of `table` in `copy_id` as a key range (`start_row`/`stop_row` bytes, b'' =
+        open end) with the scope fingerprint it was copied under (None: recorded before schema 5)."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "finished_ranges", copy_id=_text(copy_id, "copy_id"),
+                              table_name=_text(table, "table"))
+        return [{"partition_id": r["partition_id"], "start_row": bytes.fromhex(r["start_row_hex"]),
+                 "stop_row": bytes.fromhex(r["stop_row_hex"]), "fingerprint": r["scope_fingerprint"],
+                 "rows": r["row_count"], "finished_ms": r["finished_ms"]} for r in rows]
 
     def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None,
                   planned_ms: int | None = None) -> None:
@@ -525,18 +538,19 @@ class Ledger:
 
     # -- verification and peer --------------------------------------------------------------------------
 
-    def verification(self, run_id: str, table: str, *, window_start_ms: int | None, window_end_ms: int,
+    def verification(self, run_id: str, table: str, *, window_start_ms: int | None, window_end_ms: int | None,
                      source_rows: int, target_rows: int, matching: int, content_different: int,
                      only_in_source: int, only_in_target: int, sample_keys: Iterable[bytes] = (),
                      verified_ms: int | None = None) -> None:
-        """Record a table's verification over `[window_start_ms, window_end_ms)` (start None = 0).
+        """Record a table's verification over `[window_start_ms, window_end_ms)` (start None = 0; end None = no
+        end, every timestamp: stored as HBase's LATEST_TIMESTAMP, Long.MAX_VALUE).
 
         `sample_keys` are row keys as bytes (stored as hex). Verifying the same window again overwrites it.
         """
         if isinstance(sample_keys, (str, bytes)):
             raise LedgerError(f"sample_keys must be a list of row keys (bytes), got {sample_keys!r}")
         start = _instant(0 if window_start_ms is None else window_start_ms, "window_start_ms")
-        end = _instant(window_end_ms, "window_end_ms")
+        end = _instant(OPEN_END_MS if window_end_ms is None else window_end_ms, "window_end_ms")
         if end <= start:
             raise LedgerError(f"window_end_ms ({end}) must be after window_start_ms ({start})")
         values = {
@@ -684,6 +698,89 @@ class Ledger:
                             peer_id=_text(peer_id, "peer_id")).mappings().first()
         return None if row is None else dict(row)
 
+    # -- the source's split/merge and normalizer switches (hbase_migration/switches.py) ----------------
+
+    def switch_lock(self, source_key: str, owner: str, lease_s: float, now: int | None = None) -> bool:
+        """Take the lease on `source_key`'s switches (free, ours already, or expired); False when another
+        holds it."""
+        at = _instant(now_ms() if now is None else now, "now_ms")
+        with self._engine.begin() as conn:
+            self._run(conn, "switch_guard_ensure", source_key=_text(source_key, "source_key"), now_ms=at)
+            taken = self._run(conn, "switch_lock", source_key=source_key, owner=_text(owner, "owner"),
+                              expires_ms=at + int(lease_s * 1000), now_ms=at).rowcount
+        return taken == 1
+
+    def switch_unlock(self, source_key: str, owner: str) -> None:
+        with self._engine.begin() as conn:
+            self._run(conn, "switch_unlock", source_key=_text(source_key, "source_key"), owner=_text(owner, "owner"),
+                      now_ms=now_ms())
+
+    def switch_guard(self, source_key: str) -> dict[str, Any] | None:
+        """The guard row: `found` ({split, merge, normalizer} as found before the holds, None: nothing held),
+        `found_ms`, and the lease."""
+        with self._reader.begin() as conn:
+            row = self._run(conn, "switch_guard", source_key=_text(source_key, "source_key")).mappings().first()
+        if row is None:
+            return None
+        found = None if row["split_found"] is None else {
+            "split": bool(row["split_found"]), "merge": bool(row["merge_found"]),
+            "normalizer": bool(row["normalizer_found"])}
+        return {"source_key": row["source_key"], "found": found, "found_ms": row["found_ms"],
+                "lock_owner": row["lock_owner"], "lock_expires_ms": row["lock_expires_ms"]}
+
+    def switch_found(self, source_key: str, owner: str, found: Mapping[str, bool] | None,
+                     found_ms: int | None = None) -> None:
+        """Record (or clear, with None) the state found; only under the lease `owner` holds."""
+        values = {"split_found": None, "merge_found": None, "normalizer_found": None, "found_ms": None}
+        if found is not None:
+            values = {f"{k}_found": int(bool(found[k])) for k in ("split", "merge", "normalizer")}
+            values["found_ms"] = _instant(now_ms() if found_ms is None else found_ms, "found_ms")
+        with self._engine.begin() as conn:
+            changed = self._run(conn, "switch_found", source_key=_text(source_key, "source_key"),
+                                owner=_text(owner, "owner"), now_ms=now_ms(), **values).rowcount
+        if changed != 1:
+            raise LedgerError(f"switch state of {source_key!r} not written: the lease is not {owner!r}'s")
+
+    def switch_hold(self, source_key: str, holder: str, run_id: str | None = None,
+                    held_ms: int | None = None) -> None:
+        with self._engine.begin() as conn:
+            self._run(conn, "switch_hold", source_key=_text(source_key, "source_key"),
+                      holder=_text(holder, "holder"), run_id=run_id,
+                      held_ms=_instant(now_ms() if held_ms is None else held_ms, "held_ms"))
+
+    def switch_release(self, source_key: str, holder: str) -> list[dict[str, Any]]:
+        """Drop `holder`'s hold; returns the holds still there (in one transaction)."""
+        with self._engine.begin() as conn:
+            self._run(conn, "switch_release", source_key=_text(source_key, "source_key"),
+                      holder=_text(holder, "holder"))
+            return self._rows(conn, "switch_holds", source_key=source_key)
+
+    def switch_holds(self, source_key: str) -> list[dict[str, Any]]:
+        with self._reader.begin() as conn:
+            return self._rows(conn, "switch_holds", source_key=_text(source_key, "source_key"))
+
+    def run_switch_holds(self, run_id: str) -> list[dict[str, Any]]:
+        """The holds a run's copies still have (a killed copy leaves its own)."""
+        with self._reader.begin() as conn:
+            return self._rows(conn, "run_switch_holds", run_id=_text(run_id, "run_id"))
+
+    # -- the dry run's sizing ---------------------------------------------------------------------------
+
+    def record_sizing(self, run_id: str, table: str, figures: Mapping[str, Any],
+                      sized_ms: int | None = None) -> None:
+        """Keep a table's sizing (`ALL_TABLES` for the run's projection); sizing again overwrites it."""
+        values = {"table_name": _text(table, "table"), "sizing_json": _json(dict(figures), "figures"),
+                  "sized_ms": _instant(now_ms() if sized_ms is None else sized_ms, "sized_ms")}
+        with self._engine.begin() as conn:
+            self._require_run(conn, run_id)
+            self._run(conn, "sizing", run_id=run_id, **values)
+
+    def run_sizings(self, run_id: str) -> dict[str, Any]:
+        """{table (or '*'): {sized_ms, figures}} of a run, empty when it was not sized."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "run_sizings", run_id=_text(run_id, "run_id"))
+        return {r["table_name"]: {"sized_ms": r["sized_ms"], "figures": json.loads(r["sizing_json"])} for r in rows}
+
     # -- reading ----------------------------------------------------------------------------------------
 
     def run_summary(self, run_id: str) -> dict[str, Any]:
@@ -715,6 +812,8 @@ class Ledger:
             quota_latest = self._rows(conn, "quota_latest_per_path", run_id=run_id)
             quota_samples = self._run(conn, "quota_count", run_id=run_id).scalar_one()
             notes = self._rows(conn, "run_peer_notes", run_id=run_id)
+            sizings = {r["table_name"]: {"sized_ms": r["sized_ms"], "figures": json.loads(r["sizing_json"])}
+                       for r in self._rows(conn, "run_sizings", run_id=run_id)}
         return {
             "run": run,
             "phases": phases,
@@ -735,6 +834,7 @@ class Ledger:
             },
             "quota": {"samples": quota_samples, "latest": quota_latest},
             "peer": {"state": notes[-1]["state"] if notes else None, "notes": notes},
+            "sizing": sizings,
         }
 
     def find_run(self, run_id: str) -> dict[str, Any] | None:

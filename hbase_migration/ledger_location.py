@@ -110,3 +110,13 @@ def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflo
 
 def _render(url: URL, *, hide_password: bool) -> str:
     return url.render_as_string(hide_password=hide_password)
+
+
+def cli_ledger_url() -> str:
+    """The ledger a command outside Airflow uses when none is named: HBASE_MIGRATION_LEDGER_URL, else the default
+    (relative to AIRFLOW_HOME, else the working directory), its folder created."""
+    home = os.environ.get("AIRFLOW_HOME") or os.getcwd()
+    location = resolve_ledger_url(None, os.environ.get(ENV_VAR), home)
+    if location.sqlite_file is not None:
+        location.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    return location.url

@@ -346,7 +346,7 @@ def sample_load(cluster: "Cluster", taken_at: float | None = None, *, timeout_s:
     """One sample of every live region server of `cluster` (ZooKeeper's `rs/`): its IPC and Server beans."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from hbase_migration import zk
+    from hbase_migration import channels, zk
     from hbase_migration.metrics import JmxFormatError, JmxUnavailable, fetch_jmx
 
     timeout = cluster.timeout_s if timeout_s is None else timeout_s
@@ -362,8 +362,9 @@ def sample_load(cluster: "Cluster", taken_at: float | None = None, *, timeout_s:
         if port is None:
             return ServerLoad(server.servername, error="info port unknown")
         try:
-            ipc = fetch_jmx(server.host, port, timeout, 1, bean=IPC_BEAN)
-            srv = fetch_jmx(server.host, port, timeout, 1, bean=SERVER_BEAN)
+            http = channels.http(cluster)
+            ipc = fetch_jmx(server.host, port, timeout, 1, bean=IPC_BEAN, session=http)
+            srv = fetch_jmx(server.host, port, timeout, 1, bean=SERVER_BEAN, session=http)
         except (JmxUnavailable, JmxFormatError) as exc:
             return ServerLoad(server.servername, error=str(exc))
         return ServerLoad(server.servername, parse_server_load(ipc, srv))
@@ -524,6 +525,7 @@ def abort_message(state: LoadState) -> str:
 
 
 def fetch_decision(url: str, timeout_s: float = 5.0) -> LoadState:
+    """The Spark driver's decision (its own endpoint, not a cluster: no channel of `channels.py`)."""
     import requests
 
     response = requests.get(url, timeout=timeout_s)

@@ -242,7 +242,11 @@ def fetch_jmx(host: str, info_port: int, timeout_s: float = 10.0, attempts: int 
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise ValueError(f"fetch_jmx: attempts must be an integer >= 1, got {attempts!r}")
     url = f"http://{host}:{info_port}/jmx"
-    http = session or requests
+    if session is None:
+        from hbase_migration import channels
+
+        session = channels.http(None)
+    http = session
 
     def once() -> dict[str, Any]:
         response = http.get(url, params={"qry": bean}, timeout=timeout_s)
@@ -387,6 +391,8 @@ def peer_status(cluster: "Cluster", peer_id: str, zk_client: Any, taken_at: floa
     """
     if not peer_id or "-" in peer_id:
         raise ValueError(f"peer_id must be a non-empty HBase peer id without '-', got {peer_id!r}")
+    from hbase_migration import channels
+
     timeout = cluster.timeout_s if timeout_s is None else timeout_s
     parent = cluster.znode_parent
     servers = zk.live_region_servers(zk_client, parent)
@@ -400,7 +406,7 @@ def peer_status(cluster: "Cluster", peer_id: str, zk_client: Any, taken_at: floa
                 "info port unknown: its rs/ znode carries no RegionServerInfo.infoPort and the cluster "
                 "sets no info_port"))
         try:
-            payload = fetch_jmx(server.host, port, timeout, attempts)
+            payload = fetch_jmx(server.host, port, timeout, attempts, session=channels.http(cluster))
             bean = parse_replication_bean(payload)
         except (JmxUnavailable, JmxFormatError) as exc:
             log.warning("peer %s: %s", peer_id, exc)
@@ -701,6 +707,17 @@ def _thrift_address(endpoint: Any, what: str) -> tuple[str, int]:
     raise ValueError(f"{what} must be a Cluster, a (host, port) pair or 'host:port', got {endpoint!r}")
 
 
+def _canary_connection(endpoint: Any, host: str, port: int, timeout_s: float) -> Any:
+    """An open happybase connection to the canary's gateway, through `channels` (the cluster's security when
+    `endpoint` is a Cluster; a plain one for a bare host/port)."""
+    from hbase_migration import channels
+
+    connection = channels.thrift1(endpoint if hasattr(endpoint, "thrift_host") else None, f"{host}:{port}",
+                                  timeout_s)
+    connection.open()
+    return connection
+
+
 def canary(source_thrift: Any, target_thrift: Any, table: str, family: str | None, timeout_s: float = 60.0, *,
            poll_s: float = 0.05, max_poll_s: float = 0.5, connect_timeout_s: float = 10.0) -> float:
     """Write a marker cell on the source, wait until the target reads it back, delete it on both.
@@ -712,8 +729,6 @@ def canary(source_thrift: Any, target_thrift: Any, table: str, family: str | Non
     is not seen within `timeout_s`. The row is deleted on both sides, so a later verification sees nothing
     of it; its delete markers stay until a major compaction.
     """
-    import happybase
-
     if not table or (family is not None and (not family or ":" in family)):
         raise ValueError(f"canary: a table and a family name without ':' are required, "
                          f"got {table!r}, {family!r}")
@@ -724,12 +739,11 @@ def canary(source_thrift: Any, target_thrift: Any, table: str, family: str | Non
     marker = uuid.uuid4().hex
     row = CANARY_ROW_PREFIX + marker.encode()
     value = marker.encode()
-    ms = int(connect_timeout_s * 1000)
     connections: list[tuple[Any, str]] = []
     try:
-        source = happybase.Connection(src_host, src_port, timeout=ms, autoconnect=True)
+        source = _canary_connection(source_thrift, src_host, src_port, connect_timeout_s)
         connections.append((source, "source"))
-        target = happybase.Connection(dst_host, dst_port, timeout=ms, autoconnect=True)
+        target = _canary_connection(target_thrift, dst_host, dst_port, connect_timeout_s)
         connections.append((target, "target"))
         src_table, dst_table = source.table(table), target.table(table)
         family = family or sorted(src_table.families())[0].decode()

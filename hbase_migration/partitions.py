@@ -171,8 +171,10 @@ def sample_region(cluster: "Cluster", options: TableScope, region: Region, max_k
     stride = 1
     rows = 0
     with open_data_path(cluster) as path:
+        # first_key_only: one piece per row (over Thrift1 with a start time, a wide row's keys come in slices)
         for batch in path.scan(options.table, lo, hi, columns=options.source_columns, start_ms=options.start_time_ms,
-                               end_ms=options.end_time_ms, batch_rows=2000, first_key_only=True):
+                               end_ms=options.end_time_ms, batch_rows=2000, batch_cells=options.scan_batch_cells,
+                               first_key_only=True):
             for row, _cells in batch:
                 if rows % stride == 0:
                     keys.append(row)

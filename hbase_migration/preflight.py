@@ -45,6 +45,7 @@ class CheckResult:
 @dataclass(frozen=True)
 class PreflightReport:
     results: tuple[CheckResult, ...]
+    sizing: Any = None  # sizing_probe.SizingReport when the run was sized
 
     @property
     def ok(self) -> bool:
@@ -55,10 +56,13 @@ class PreflightReport:
         return [r for r in self.results if not r.ok and r.severity == ERROR]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checks": [r.to_dict() for r in self.results]}
+        out = {"ok": self.ok, "checks": [r.to_dict() for r in self.results]}
+        if self.sizing is not None:
+            out["sizing"] = self.sizing.to_dict()
+        return out
 
     def text(self) -> str:
-        lines = []
+        lines = [self.sizing.text()] if self.sizing is not None else []
         for r in self.results:
             mark = "ok  " if r.ok else {ERROR: "FAIL", SKIPPED: "skip"}.get(r.severity, "warn")
             lines.append(f"[{mark}] {r.name}: {r.reason}")
@@ -103,6 +107,8 @@ class Facts:
     source_confs: tuple[ServerConf, ...] | None = None  # None: not read
     source_conf_error: str | None = None
     peer_backend: str = "shell"
+    sizing: Any = None  # sizing_probe.SizingReport, None when not sized
+    sizing_error: str | None = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -394,6 +400,13 @@ def _pinning_peers(facts: Facts) -> CheckResult:
                        f"no other peer pins WALs ({len(others)} other peer(s), all enabled and caught up)")
 
 
+def _projected(facts: Facts) -> bool:
+    """The sizing projected the copy and measured oldWALs' growth: the copy_projection check judges the quota
+    over the copy; oldwals_headroom keeps to the marks as they are now."""
+    p = facts.sizing.projection if facts.sizing is not None else None
+    return p is not None and p.copy_s is not None and p.pinned_bytes is not None
+
+
 def _headroom(facts: Facts) -> CheckResult:
     if facts.headroom_error:
         return CheckResult("oldwals_headroom", False, facts.headroom_error)
@@ -403,10 +416,30 @@ def _headroom(facts: Facts) -> CheckResult:
     d = facts.headroom
     if not d.ok:
         return CheckResult("oldwals_headroom", False, "; ".join(d.reasons))
+    if _projected(facts):
+        return CheckResult("oldwals_headroom", True, "no quota at or above its mark now; over the copy: see "
+                                                     "copy_projection")
     extra = f"; {'; '.join(d.notes)}" if d.notes else ""
     proj = "no exhaustion projected" if d.projected_exhaustion_s is None \
         else f"exhaustion projected in {d.projected_exhaustion_s:.0f}s"
     return CheckResult("oldwals_headroom", True, f"{proj}, need {d.needed_s:.0f}s{extra}")
+
+
+def _copy_projection(facts: Facts) -> CheckResult:
+    """The sizing's projection: the copy's duration and the oldWALs it pins, against quotas and free space."""
+    if facts.sizing_error:
+        return CheckResult("copy_projection", False, f"the run could not be sized: {facts.sizing_error}",
+                           severity=WARNING, fix="check the error; expected_copy_s is used by oldwals_headroom")
+    if facts.sizing is None:
+        return CheckResult("copy_projection", True, "not sized (sizing off): oldwals_headroom trusts expected_copy_s")
+    v = facts.sizing.verdict
+    errors = [f"{e}" for e in facts.sizing.errors]
+    reason = v.reason + (f"; not read: {'; '.join(errors)}" if errors else "")
+    if not v.ok:
+        return CheckResult("copy_projection", False, reason, fix=v.fix)
+    if v.severity == "warning" or errors:
+        return CheckResult("copy_projection", False, reason, severity=WARNING, fix=v.fix)
+    return CheckResult("copy_projection", True, reason)
 
 
 def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
@@ -419,8 +452,8 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
                     _codecs(facts)]
     if not facts.source.error:
         results += [_replication_scope(facts), _peer_id(facts), _peer_options(facts), _pinning_peers(facts),
-                    _headroom(facts), _bulk_load(facts), _deleted_cells(facts)]
-    return PreflightReport(tuple(results))
+                    _headroom(facts), _copy_projection(facts), _bulk_load(facts), _deleted_cells(facts)]
+    return PreflightReport(tuple(results), facts.sizing)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -494,11 +527,15 @@ def ensure_distinct(source: Cluster, target: Cluster) -> None:
 
 
 def migration_peer_config(target: Cluster, tables: Sequence[str], serial: bool = False,
-                          bandwidth: int = 0) -> PeerConfig:
+                          bandwidth: int = 0, *, source: Cluster | None = None) -> PeerConfig:
     """The peer a migration adds: to the target's cluster key, scoped by TABLE_CFS to the tables (all CFs),
-    SERIAL and BANDWIDTH as the run asks (an existing peer with other values is another config)."""
+    SERIAL and BANDWIDTH as the run asks (an existing peer with other values is another config); towards a
+    Kerberized target in another realm, with the target's region server principal in its CONFIG (HBASE-15294)."""
+    from hbase_migration.security import peer_principal_config
+
+    configuration = peer_principal_config(source.security if source is not None else None, target.security)
     return PeerConfig(cluster_key=target.cluster_key, table_cfs={t: [] for t in tables}, serial=serial,
-                      bandwidth=bandwidth)
+                      bandwidth=bandwidth, configuration=configuration)
 
 
 def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
@@ -506,7 +543,9 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
     if not cluster.webhdfs_url:
         return None, None
     try:
-        client = hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s)
+        from hbase_migration.quota import webhdfs
+
+        client = webhdfs(cluster)
         first = hdfs.quota_usage(client, cluster.rootdir)
         t0 = clock()
         rate = None
@@ -552,9 +591,10 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   quota_mark: float = hdfs.DEFAULT_QUOTA_MARK, sample_gap_s: float = 2.0, owner: str | None = None,
                   clock: Callable[[], float] = time.time, codec_map: Mapping[str, str] | None = None,
                   target_coprocessors: Sequence[str] = (), allow_target_data: bool = False, serial: bool = False,
-                  bandwidth: int = 0) -> PreflightReport:
-    """Every check, against both clusters; changes nothing (but the scratch-table create check, undone at
-    once)."""
+                  bandwidth: int = 0, sizing: Any = None) -> PreflightReport:
+    """Every check, against both clusters; changes nothing (but the scratch tables of the create check and of
+    the sizing, dropped at once). `sizing` (a `sizing_probe.SizingRequest`) sizes the run and projects the copy;
+    None: not sized, `expected_copy_s` is trusted."""
     from hbase_migration import zk
     from hbase_migration.replication import peer_admin
 
@@ -562,6 +602,17 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
     if not tables:
         raise ValueError("tables: at least one table is required")
     same_key = source.cluster_key.normalized() == target.cluster_key.normalized()
+    from hbase_migration import preflight_security  # Kerberos, QOP, clock skew: first, they explain the rest
+
+    security = preflight_security.check(source, target)
+    if not PreflightReport(tuple(security)).ok:
+        # Nothing else runs: every other check would fail for the same reason, and the create check and the
+        # sizing write scratch tables, which an unauthenticated or mismatched channel must not attempt.
+        report = PreflightReport((*security, CheckResult(
+            "other_checks", False, "not run: the security checks above failed (fix them first)", severity=SKIPPED)))
+        for r in report.failures:
+            log.error("preflight %s: %s", r.name, r.reason)
+        return report
 
     with contextlib.ExitStack() as stack:
         src_facts, src_zk = gather_facts(source, tables, stack)
@@ -585,19 +636,34 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                 source_confs = read_region_server_confs(source, src_zk)
             except Exception as e:
                 source_conf_error = f"{type(e).__name__}: {e}"
-    headroom, headroom_error = (None, None)
-    if not src_facts.error:
-        headroom, headroom_error = _headroom_facts(source, expected_copy_s, safety_factor, quota_mark,
-                                                   sample_gap_s, clock)
     rows, rows_error, checks = _target_facts(source, target, src_facts, tgt_facts, peer_id, create_missing,
                                              codec_map or {}, target_coprocessors)
-    facts = Facts(src_facts, tgt_facts, tables, peer_id, migration_peer_config(target, tables, serial, bandwidth),
-                  peers, peers_error, queued, recovered, headroom, headroom_error, create_missing, owner,
-                  codec_map=dict(codec_map or {}), target_coprocessors=tuple(target_coprocessors),
+    report, sizing_error = None, None
+    if sizing is not None and not src_facts.error and not tgt_facts.error:
+        from hbase_migration.sizing_probe import size_migration
+
+        try:
+            report = size_migration(source, target, tables, src_facts.tables, peer_id, sizing,
+                                    codec_map=codec_map, quota_mark=quota_mark, safety_factor=safety_factor)
+        except Exception as e:  # reported by the copy_projection check
+            sizing_error = f"{type(e).__name__}: {e}"
+    headroom, headroom_error = (None, None)
+    if not src_facts.error:
+        projected = report is not None and report.projection.copy_s is not None \
+            and report.projection.pinned_bytes is not None
+        # Sized: the marks as they are now (copy_projection judges the copy); else expected_copy_s's projection.
+        headroom, headroom_error = _headroom_facts(source, 0.0 if projected else expected_copy_s, safety_factor,
+                                                   quota_mark, 0.0 if projected else sample_gap_s, clock)
+    wanted = migration_peer_config(target, tables, serial, bandwidth, source=source)
+    facts = Facts(src_facts, tgt_facts, tables, peer_id, wanted, peers, peers_error, queued, recovered, headroom,
+                  headroom_error, create_missing, owner, codec_map=dict(codec_map or {}),
+                  target_coprocessors=tuple(target_coprocessors),
                   allow_target_data=allow_target_data, target_first_rows=rows, target_rows_error=rows_error,
                   create_checks=checks,
-                  source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin)
-    report = evaluate(facts, same_key)
+                  source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin,
+                  sizing=report, sizing_error=sizing_error)
+    evaluated = evaluate(facts, same_key)
+    report = PreflightReport(tuple(security) + evaluated.results, evaluated.sizing)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)
     return report

@@ -219,6 +219,11 @@ class ProgressStore(Protocol):
 
     def done_partitions(self, copy_id: str, table: str) -> set[str]: ...
 
+    def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
+        """The finished partitions as key ranges (`hbase_migration.resume.FinishedRange`), what a resume takes
+        out of its new plan whatever the regions are now."""
+        ...
+
     def partition_done(
         self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
         rows: int, cells: int, bytes: int,
@@ -290,6 +295,12 @@ class SavepointFile:
     def done_partitions(self, copy_id: str, table: str) -> set[str]:
         return set(self._read()["copies"].get(copy_id, {}).get(table, {}))
 
+    def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
+        """The finished partitions as key ranges (`hbase_migration.resume.FinishedRange`)."""
+        from hbase_migration.resume import finished_from_records
+
+        return finished_from_records(self._read()["copies"].get(copy_id, {}).get(table, {}))
+
     def partition_done(
         self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
         rows: int, cells: int, bytes: int,  # noqa: A002 - the ledger's argument name
@@ -315,6 +326,8 @@ class SavepointFile:
                     "bytes": int(r["bytes"]),
                     "finished_at": round(time.time(), 3),
                 }
+                if r.get("fingerprint"):  # the scope it was copied under (a resume matches it; see resume.py)
+                    done[r["partition_id"]]["fingerprint"] = r["fingerprint"]
             self._write(data)
 
 
@@ -330,17 +343,25 @@ class LedgerStore:
     def done_partitions(self, copy_id: str, table: str) -> set[str]:
         return set(self.ledger.done_partitions(copy_id, table))
 
+    def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
+        from hbase_migration.resume import FinishedRange
+
+        return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"])
+                for r in self.ledger.finished_ranges(copy_id, table)]
+
     def partition_done(
         self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
         rows: int, cells: int, bytes: int,  # noqa: A002
+        fingerprint: str | None = None,
     ) -> None:
-        self.ledger.partition_done(copy_id, table, partition_id, start_row, stop_row, rows, cells, bytes)
+        self.ledger.partition_done(copy_id, table, partition_id, start_row, stop_row, rows, cells, bytes,
+                                   fingerprint=fingerprint)
 
     def partitions_done(self, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:
         for r in records:
             self.partition_done(
                 copy_id, table, r["partition_id"], r["start_row"], r["stop_row"],
-                r["rows"], r["cells"], r["bytes"],
+                r["rows"], r["cells"], r["bytes"], fingerprint=r.get("fingerprint"),
             )
 
     def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None) -> None:

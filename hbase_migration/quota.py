@@ -58,7 +58,9 @@ class QuotaSample:
 def webhdfs(cluster: Cluster) -> hdfs.WebHdfs:
     if not cluster.webhdfs_url:
         raise QuotaUnavailable(f"cluster {cluster.name!r} has no webhdfs_url: oldWALs cannot be watched")
-    return hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s)
+    from hbase_migration import channels
+
+    return hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s, session=channels.http(cluster))
 
 
 def sample(cluster: Cluster, quota_mark: float, taken_at: float,

@@ -19,6 +19,7 @@ from hbase_migration.copy import CopyOptions, PartitionResult, copy_partition_sa
 from hbase_migration.datapath import Region, open_data_path
 from hbase_migration.partitions import Partition, plan_partitions, sample_region
 from hbase_migration.progress import ProgressMeter, record_done, record_plan
+from hbase_migration.resume import FinishedRange, resume_plan
 from hbase_migration.scope import CopyConfigError, TableScope, versions_text
 from hbase_migration.verify import PartitionVerdict, VerifyOptions, exit_code, summarize_verify, verify_partition_safely
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_PARTITION_RESULTS = 1000
+VERIFY_TASKS_PER_SLOT = 2
 
 
 def onto_itself(source: "Cluster", target: "Cluster", options: TableScope) -> bool:
@@ -76,6 +78,20 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
     return src, regions
 
 
+def finished_ranges(store: Any, copy_id: str, table: str, planned: Sequence[Partition],
+                    fingerprint: str) -> list[FinishedRange]:
+    """What `store` recorded as finished, as key ranges. A store that keeps only ids (a custom one without
+    `finished_ranges`) is matched by id against the plan, as resumes did before ranges were kept."""
+    if store is None:
+        return []
+    ranges = getattr(store, "finished_ranges", None)
+    if callable(ranges):
+        return list(ranges(copy_id, table))
+    done = store.done_partitions(copy_id, table)
+    return [FinishedRange(p.partition_id, p.start_row, p.stop_row, fingerprint) for p in planned
+            if p.partition_id in done]
+
+
 def _sample(source: "Cluster", options: TableScope, region: Region) -> tuple[bytes, Any]:
     return region.name, sample_region(source, options, region)
 
@@ -89,27 +105,34 @@ def _verify(source: "Cluster", target: "Cluster", options: VerifyOptions, partit
 
 
 def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executor: Any, *, store: Any = None,
-             copy_id: str | None = None, started: float | None = None, load_limits: Any = None) -> dict[str, Any]:
+             copy_id: str | None = None, started: float | None = None, load_limits: Any = None,
+             checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
     """Copy one table on `executor`; `store` (savepoint file or ledger) records finished partitions as they end
     and a re-run skips them. With `load_limits` (`hbase_migration.load.LoadLimits`) this driver samples the
     source's region servers while the partitions run and the tasks follow its decision (slow down, pause, give
-    up). Returns the JSON summary (`failed_partitions` > 0 when a partition failed)."""
+    up). `checked`: what `check_tables` returned just before (not asked again). Returns the JSON summary
+    (`failed_partitions` > 0 when a partition failed)."""
     started = time.monotonic() if started is None else started
     copy_id = copy_id or default_copy_id(source, target, options)
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     samples = None
     if options.rows_per_partition:
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
                  options.table, options.rows_per_partition)
         samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
     partitions = plan_partitions(regions, options, samples, source.gateways)
-    record_plan(store, copy_id, options.table, partitions)  # the dashboard's "partitions done of total"
-    done = store.done_partitions(copy_id, options.table) if store is not None else set()
-    todo = [p for p in partitions if p.partition_id not in done]
-    skipped = len(partitions) - len(todo)
-    if skipped:
-        log.info("resuming copy %s: %d of %d partitions already copied, skipping them", copy_id, skipped,
-                 len(partitions))
+    fingerprint = options.fingerprint()
+    finished = finished_ranges(store, copy_id, options.table, partitions, fingerprint)
+    resumed = resume_plan(partitions, finished, options.table, fingerprint)
+    todo, skipped = list(resumed.todo), resumed.skipped
+    # The dashboard's "partitions done of total": the plan as is when its partitions are the finished ranges
+    # (a first run, or a resume on unchanged regions), else the finished ranges plus the pieces left.
+    unchanged = resumed.trimmed == 0 and resumed.finished == resumed.skipped
+    record_plan(store, copy_id, options.table, partitions if unchanged else [None] * resumed.finished + todo)
+    if resumed.finished:
+        log.info("resuming copy %s: %d finished key range(s) recorded; of %d planned partitions %d are finished "
+                 "(skipped), %d partly (only their unfinished pieces are copied), %d partition(s) to copy",
+                 copy_id, resumed.finished, len(partitions), skipped, resumed.trimmed, len(todo))
     est = [p.est_rows for p in todo]
     meter = ProgressMeter(total_partitions=len(todo),
                           total_rows=sum(est) if est and all(e is not None for e in est) else None)
@@ -122,7 +145,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         if store is not None and copied:
             record_done(store, copy_id, options.table, [
                 {"partition_id": r.partition_id, "start_row": r.start_row, "stop_row": r.stop_row,
-                 "rows": r.rows, "cells": r.cells, "bytes": r.bytes} for r in copied])
+                 "rows": r.rows, "cells": r.cells, "bytes": r.bytes, "fingerprint": fingerprint} for r in copied])
         for r in results:
             meter.add(rows=r.rows, cells=r.cells, nbytes=r.bytes, partitions=1)
             if r.status != "copied":
@@ -160,11 +183,12 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
 
 
 def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, executor: Any, *,
-               started: float | None = None) -> dict[str, Any]:
-    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers). Returns
-    the JSON result (`identical`)."""
+               started: float | None = None,
+               checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
+    """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers); `checked`:
+    what `check_tables` returned just before. Returns the JSON result (`identical`)."""
     started = time.monotonic() if started is None else started
-    _families, regions = check_tables(source, target, options)
+    _families, regions = checked or check_tables(source, target, options)
     partitions = plan_partitions(regions, options, gateways=source.gateways)
     log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
@@ -179,7 +203,10 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
                 log.error("partition %d could not be verified: %s", v.index, v.error)
         log.info("verified %d/%d partitions", done, len(partitions))
 
-    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done)
+    # Two tasks per slot, each verifying its share of the partitions in turn: a verification is read-only and
+    # resumes nothing, so coarser tasks lose nothing, and small partitions stop paying a Spark task each.
+    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
+                            tasks_per_slot=VERIFY_TASKS_PER_SLOT)
     result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
     return result
@@ -212,6 +239,27 @@ def open_store(ns: Any) -> Any:
     return None
 
 
+def switch_hold(ns: Any, source: "Cluster", copy_id: str, table: str) -> Any:
+    """The CLI copy's hold on the source's split/merge and normalizer switches (`hbase_migration.switches`),
+    counted in the ledger of --ledger-url, else the default one (HBASE_MIGRATION_LEDGER_URL, else
+    $AIRFLOW_HOME/.state/ledger.db): the ledger a DAG on this machine uses, so their holds count each other."""
+    from hbase_migration.ledger_location import cli_ledger_url
+    from hbase_migration.switches import SwitchHold, holder_name
+
+    return SwitchHold(source, ns.ledger_url or cli_ledger_url(), holder_name(copy_id, table))
+
+
+def _release(hold: Any) -> str | None:
+    """End the switch hold (None: none); the error text when the restore failed (the hold stays recorded)."""
+    if hold is None:
+        return None
+    try:
+        hold.__exit__(None, None, None)
+    except Exception as e:  # the copy's own outcome stands; the message says how to release it
+        return str(e)
+    return None
+
+
 @dataclasses.dataclass
 class Job:
     """A copy or verification whose command line passed every check: what `run_job` runs."""
@@ -224,6 +272,7 @@ class Job:
     started: float
     load_limits: Any = None
     store: Any = None
+    checked: Any = None  # what check_tables found (the run reuses it rather than asking the clusters again)
 
 
 def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
@@ -246,29 +295,53 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
         load_limits = jobargs.load_limits(ns)
         store = open_store(ns)
     else:
-        options = jobargs.verify_options(ns, now_ms=int(time.time() * 1000))
-    check_tables(source, target, options)  # checks before actions: a bad table changes nothing
-    return Job(kind, ns, source, target, options, started, load_limits, store)
+        options = jobargs.verify_options(ns)
+    checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
+    return Job(kind, ns, source, target, options, started, load_limits, store, checked)
 
 
-def run_job(job: Job, make_executor: Callable[[str, Any], Any]) -> int:
+def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False) -> int:
     """Run a prepared job on `make_executor(app_name, ns)`'s executor (its `close()`, if any, is called at the
-    end); print the JSON summary line. Exit 0: done and clean; 1: a partition failed or verify found
-    differences."""
+    end); print the JSON summary line. Exit 0: done and clean; 1: a partition failed, verify found differences or
+    the switches could not be held. With `hold_switches` (the CLI; the Spark job leaves that to its operator, as
+    its driver may run where no HBase shell is) a copy holds the source's split/merge and normalizer switches off
+    while it runs, unless --no-hold-switches."""
+    from hbase_migration.switches import SwitchError
+
     ns, options = job.ns, job.options
+    prog = f"{job.kind}_table"
+    hold = None
+    if job.kind == "copy" and hold_switches and not ns.no_hold_switches:
+        hold = switch_hold(ns, job.source, ns.copy_id or default_copy_id(job.source, job.target, options),
+                           options.table)
+        try:
+            hold.__enter__()
+        except SwitchError as e:  # nothing was copied, nothing is held
+            print(f"{prog}: error: {e}", file=sys.stderr)
+            return 1
     executor = make_executor(f"{job.kind} {options.table} -> {options.target_table}", ns)
     try:
         if job.kind == "copy":
             summary = run_copy(job.source, job.target, options, executor, store=job.store, copy_id=ns.copy_id,
-                               started=job.started, load_limits=job.load_limits)
+                               started=job.started, load_limits=job.load_limits, checked=job.checked)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
-            summary = run_verify(job.source, job.target, options, executor, started=job.started)
+            summary = run_verify(job.source, job.target, options, executor, started=job.started,
+                                 checked=job.checked)
             status = exit_code(summary)
     finally:
         close = getattr(executor, "close", None)
         if close is not None:
             close()
+        release_error = _release(hold)
+    if release_error is not None:
+        print(f"{prog}: error: {release_error}", file=sys.stderr)
+        status = 1
+    if hold is not None:
+        summary["switches"] = {"found": hold.held["found"], "set": hold.held["set"],
+                               "restored": (hold.released or {}).get("restored"),
+                               "held_by": (hold.released or {}).get("held_by"),
+                               "release_error": release_error}
     text = json.dumps(summary, sort_keys=True)
     if ns.summary_file:
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
@@ -280,7 +353,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     """Run `kind` ("copy" or "verify") from command-line arguments (the Spark jobs). Exit 0: done and clean;
     1: a partition failed, verify found differences, or a cluster does not answer; 2: bad arguments or tables
     (nothing was written), said in one line."""
-    from hbase_migration import jobargs
+    from hbase_migration import channels, jobargs
 
     prog = f"{kind}_table"
     try:
@@ -288,7 +361,7 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     except (jobargs.UsageError, CopyConfigError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    except ConnectionError as e:
+    except (ConnectionError, *channels.auth_errors()) as e:  # a cluster that does not answer or authenticate
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     return run_job(job, make_executor)

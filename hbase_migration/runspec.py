@@ -291,6 +291,11 @@ FIELDS: tuple[Field, ...] = (
           "paused this long, the copy task fails with the reason; finished partitions are recorded and a retry "
           "resumes", _number, "copy.max_pause_s", BOTH, bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
           wanted="a number of seconds > 0"),
+    Field("hold_switches", "boolean", True, "Hold splits, merges and the normalizer off while copying",
+          "the source's split/merge switch and normalizer are turned off while the copies run and restored to "
+          "exactly what they were (the state found is kept in the ledger, the copies of one source are counted, "
+          "so the last one restores it, also after a failure or a killed and retried copy)", _boolean,
+          "copy.hold_switches", BOTH),
     Field("create_missing_tables", "boolean", True, "Create absent target tables",
           "create a target table that does not exist with the source's families and split keys", _boolean,
           "copy.create_missing_tables"),
@@ -345,6 +350,18 @@ FIELDS: tuple[Field, ...] = (
     Field("expected_copy_s", "integer", 3600, "Expected copy duration (s)",
           "preflight checks that oldWALs' quota holds what a disabled peer pins for this long (x2)", _integer,
           "quota.expected_copy_s", **at_least(1, "an integer")),
+    Field("sizing", "boolean", True, "Size the migration in preflight",
+          "per table: regions, store file bytes and a row estimate from the region servers' metrics, and a timed "
+          "copy of one region into a scratch table on the target (dropped afterwards); then the projected copy "
+          "time and the oldWALs the disabled peer pins meanwhile, against the quota and HDFS free space: preflight "
+          "refuses a run that would not fit. Off: expected_copy_s is trusted instead", _boolean, "quota.sizing"),
+    Field("copy_tasks", "integer", 4, "Sizing: partitions copied at once",
+          "how many partitions the copies run at the same time across the run (Spark executor cores given to the "
+          "copy jobs, or the CLI's --workers); the projection divides the work by this", _integer,
+          "quota.copy_tasks", **at_least(1, "an integer")),
+    Field("sample_timeout_s", "integer", 300, "Sizing: longest sample copy (s)",
+          "the sample copy of one region per table stops after this long; a table whose sample did not finish "
+          "is not projected (a warning says so)", _integer, "quota.sample_timeout_s", **at_least(1, "an integer")),
     Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
           "rows that differ are compared again after this pause (edits in flight)", _number,
           "verify.recompare_sleep_s", BOTH | SWITCHES, **at_least(0, "a number")),
@@ -432,6 +449,7 @@ class RunSpec:
     max_load: str | None = DEFAULT_MAX_LOAD
     critical_load: str | None = DEFAULT_CRITICAL_LOAD
     max_pause_s: float = DEFAULT_MAX_PAUSE_S
+    hold_switches: bool = True
     create_missing_tables: bool = True
     codec_map: str | None = None
     target_coprocessors: tuple[str, ...] = ()
@@ -446,6 +464,9 @@ class RunSpec:
     quota_policy: str = "fail"
     quota_mark: float = DEFAULT_QUOTA_MARK
     expected_copy_s: int = 3600
+    sizing: bool = True
+    copy_tasks: int = 4
+    sample_timeout_s: int = 300
     recompare_sleep_s: float = 5.0
     repair: bool = False
     verify: bool = True

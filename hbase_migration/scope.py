@@ -18,7 +18,14 @@ from typing import Any, Iterable, Mapping
 LATEST_TIMESTAMP = (1 << 63) - 1  # HConstants.LATEST_TIMESTAMP (Long.MAX_VALUE)
 
 Cell = tuple  # (column b"family:qualifier", timestamp ms, value)
-Row = tuple  # (row key, list[Cell])
+Row = tuple  # (row key, list[Cell]); a scan may give a wide row as consecutive pieces with the same key
+
+
+def cell_order(cell: Cell) -> tuple:
+    """A cell's place in its row, in HBase's order (`CellComparator`): family, qualifier, newest version first.
+    (Not the order of the `family:qualifier` bytes: family `a` sorts before `a0` although b"a0:" < b"a:".)"""
+    family, _, qualifier = cell[0].partition(b":")
+    return family, qualifier, -cell[1]
 
 
 class CopyConfigError(ValueError):
@@ -180,9 +187,15 @@ class TableScope:
     versions: int | None = None
     rows_per_partition: int | None = None
     # How its reads run: rows per scanner call (bigger amortises the round trip, smaller bounds a task's
-    # memory), attempts of one call on a transient error (safe: every write is idempotent), the longest wait
-    # between attempts and the per-call timeout.
+    # memory); the most cells of one row in one scan result (Thrift's TScan.batchSize, HBase's Scan.setBatch:
+    # a wider row comes in slices, so a row of millions of cells never sits whole in the gateway or the task);
+    # the cells one scanner call should carry (a call asks for fewer results once the rows turn out wide, so
+    # memory stays at about this many cells per call whatever the rows' width); attempts of one call on a
+    # transient error (safe: every write is idempotent), the longest wait between attempts and the per-call
+    # timeout.
     scan_batch_rows: int = 500
+    scan_batch_cells: int = 100
+    scan_call_cells: int = 10_000
     retries: int = 8
     retry_wait_max_s: float = 20.0
     timeout_s: float = 60.0
@@ -217,7 +230,7 @@ class TableScope:
         object.__setattr__(self, "versions", versions_option(self.versions))
         rpp = positive_option(self.rows_per_partition, "rows_per_partition", allow_none=True)
         object.__setattr__(self, "rows_per_partition", rpp)
-        for name in ("scan_batch_rows", "retries"):
+        for name in ("scan_batch_rows", "scan_batch_cells", "scan_call_cells", "retries"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
         for name in ("retry_wait_max_s", "timeout_s"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name, integer=False))

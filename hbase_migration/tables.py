@@ -174,15 +174,15 @@ def split_keys(cluster: "Cluster", table: str) -> list[bytes]:
 
 def describe_tables(cluster: "Cluster", tables: Sequence[str]) -> dict[str, TableSchema]:
     """Each table's schema from one `describe` session (every table must exist)."""
+    from hbase_migration import channels
     from hbase_migration.freeze import split_describes
-    from hbase_migration.replication.shell import run_shell
     from hbase_migration.schema import SchemaError
 
     tables = list(dict.fromkeys(tables))
     if not tables:
         return {}
-    out = run_shell([describe_statement(t) for t in tables], cluster.shell_command,
-                    timeout_s=max(cluster.shell_timeout_s, 60.0 + 5 * len(tables)))
+    out = channels.shell(cluster, [describe_statement(t) for t in tables],
+                         timeout_s=max(cluster.shell_timeout_s, 60.0 + 5 * len(tables)))
     sections = split_describes(out.stdout)
     found = {}
     for table in tables:
@@ -193,17 +193,17 @@ def describe_tables(cluster: "Cluster", tables: Sequence[str]) -> dict[str, Tabl
 
 
 def namespaces(cluster: "Cluster") -> list[str]:
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels
 
-    return parse_namespaces(run_shell(["list_namespace"], cluster.shell_command,
-                                      timeout_s=max(cluster.shell_timeout_s, 60.0)).stdout)
+    out = channels.shell(cluster, ["list_namespace"], timeout_s=max(cluster.shell_timeout_s, 60.0))
+    return parse_namespaces(out.stdout)
 
 
 def namespace_configuration(cluster: "Cluster", namespace: str) -> dict[str, str]:
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration import channels
 
-    out = run_shell([f"describe_namespace {ruby_string(namespace)}"], cluster.shell_command,
-                    timeout_s=max(cluster.shell_timeout_s, 60.0))
+    out = channels.shell(cluster, [f"describe_namespace {ruby_string(namespace)}"],
+                         timeout_s=max(cluster.shell_timeout_s, 60.0))
     return parse_namespace(out.stdout, namespace)
 
 
@@ -211,21 +211,21 @@ def check_create(target: "Cluster", schema: TableSchema, peer_id: str,
                  codec_map: Mapping[str, str] | None = None) -> str | None:
     """Create the table's scratch twin on the target and drop it at once; None when the target took it, else
     HBase's refusal. A scratch table left by an earlier check is dropped first."""
+    from hbase_migration import channels
     from hbase_migration.replication.errors import ShellCommandError
-    from hbase_migration.replication.shell import run_shell
 
     scratch = ruby_string(scratch_name(peer_id, schema.name))
     statement = create_statement(schema, [], name=scratch_name(peer_id, schema.name), codec_map=codec_map)
     timeout = max(target.shell_timeout_s, 120.0)
     for attempt in (1, 2):
         try:
-            run_shell([statement, f"disable {scratch}", f"drop {scratch}"], target.shell_command, timeout_s=timeout)
+            channels.shell(target, [statement, f"disable {scratch}", f"drop {scratch}"], timeout_s=timeout)
             return None
         except ShellCommandError as e:
             text = str(e)
             if attempt == 1 and "already exists" in text:
                 log.warning("a scratch table %s from an earlier check is on %s: dropping it", scratch, target.name)
-                run_shell([f"disable {scratch}", f"drop {scratch}"], target.shell_command, timeout_s=timeout)
+                channels.shell(target, [f"disable {scratch}", f"drop {scratch}"], timeout_s=timeout)
                 continue
             if "Created table" in (e.output or ""):
                 raise  # created but not dropped: the caller must say so (a scratch table is left)
@@ -249,9 +249,9 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
     """For each table absent on the target, create it like the source's (namespace first when missing);
     returns what was (or would be) done per table. Every check comes first: a refused coprocessor stops the
     whole call before anything is created."""
+    from hbase_migration import channels
     from hbase_migration.preflight import existing_tables
     from hbase_migration.replication.errors import ShellCommandError
-    from hbase_migration.replication.shell import run_shell
 
     tables = list(dict.fromkeys(tables))
     present = existing_tables(target, tables)
@@ -283,11 +283,11 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
         try:
             if ns_statement:
                 log.info("creating namespace %s on %s: %s", namespace, target.name, ns_statement)
-                run_shell([ns_statement], target.shell_command, timeout_s=max(target.shell_timeout_s, 60.0))
+                channels.shell(target, [ns_statement], timeout_s=max(target.shell_timeout_s, 60.0))
                 have_ns.add(namespace)
             log.info("creating %s on %s with %d families, %d split keys: %s", table, target.name,
                      len(schemas[table].families), len(keys), statement)
-            run_shell([statement], target.shell_command, timeout_s=max(target.shell_timeout_s, 300.0))
+            channels.shell(target, [statement], timeout_s=max(target.shell_timeout_s, 300.0))
         except ShellCommandError as e:
             state = f"created before it: {', '.join(created)}" if created else "no table was created by this call"
             raise TableRefused(f"creating {table} on {target.name} failed ({state}): {e}") from e

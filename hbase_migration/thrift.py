@@ -101,19 +101,13 @@ class ThriftSession:
         connect_any(self, self.cluster.thrift_servers, self._connect)
 
     def _connect(self, gateway: str) -> None:
-        import happybase
+        from hbase_migration import channels
 
-        host, _, port = gateway.rpartition(":")
-        self.connection = happybase.Connection(
-            host=host,
-            port=int(port),
-            timeout=int(self.timeout_s * 1000),
-            transport=self.cluster.thrift_transport,
-            protocol=self.cluster.thrift_protocol,
-            autoconnect=False,
-        )
+        self.connection = channels.thrift1(self.cluster, gateway, self.timeout_s)
         try:
             self.connection.open()
+        except channels.auth_errors():
+            raise  # not a ConnectionError: another gateway or a retry would be refused the same way
         except Exception as e:
             raise ConnectionError(
                 f"cluster {self.cluster.name!r}: cannot reach the Thrift server at {gateway}: {e}"

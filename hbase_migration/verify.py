@@ -1,33 +1,27 @@
-"""Prove a copy: row counts, range hashes with bisection, a row diff, re-compare, optional repair.
+"""Prove a copy: row counts, or every version of every cell compared on both sides, a re-compare, optional repair.
 
 After HBase's tools in `org.apache.hadoop.hbase.mapreduce`: RowCounter (`FirstKeyOnlyFilter AND
-KeyOnlyFilter`, one cell per row), HashTable/SyncTable (MD5 over row, family,
-qualifier, timestamp and value, in batches aligned to row boundaries) and
-`replication.VerifyReplication` (a merge-join by row key into GOODROWS, CONTENT_DIFFERENT,
-ONLY_IN_SOURCE, ONLY_IN_PEER, timestamps compared, a re-compare after a sleep).
+KeyOnlyFilter`, one cell per row) for level "rows", and `replication.VerifyReplication` for level "content"
+(a merge-join by row key into GOODROWS, CONTENT_DIFFERENT, ONLY_IN_SOURCE, ONLY_IN_PEER, every cell's
+timestamp compared, a re-compare after a sleep).
 
 How one partition is verified (`verify_partition`):
-1. Each side is scanned once and cut into hash batches. A batch starts at a row
-   whose key hashes to 0 modulo `batch_rows` (content-defined cuts), so the two
-   sides cut at the same keys without talking to each other: a side's pass needs
-   only its own data and yields a few bytes per batch. (HashTable cuts by size
-   and makes the target follow the source's cuts; content-defined cuts let both
-   passes run at once, independently.)
-2. `compare_batches` merges the two batch streams. Where both sides cut at the
-   same key the ranges line up and the digests are compared; a cut key present
-   on one side only is itself a differing row, and the range up to the next
-   common cut is marked different.
-3. A differing range is bisected: re-hashed on both sides with 16x finer batches,
-   recursing into the sub-ranges that still differ, until a range holds at most
-   `leaf_rows` rows or bisection stops narrowing (most of the range differs);
-   then both sides of that range are merge-joined row by row (`diff_rows`).
-4. Differing rows (up to `max_diff_rows` per partition) are fetched again after
-   `recompare_sleep_s` and re-classified (edits in flight), then optionally
-   repaired: puts with the source's timestamps, deletes of target-only cells.
+1. Both sides are scanned once, at the same time (each in its own thread and connection, a few scan batches
+   ahead), and merge-joined by row key as they stream (`rowdiff.compare_sides`): every version of every cell
+   (row, family, qualifier, timestamp, value; all are Puts) is compared, piece by piece, so a row wider than a
+   scan batch is compared in slices and never held whole. Nothing is read twice: a differing row is known, with
+   its differing versions, the moment both sides have passed it.
+2. Differing rows (up to `max_diff_rows` per partition; counts stay exact) are fetched again after
+   `recompare_sleep_s` and re-classified (edits in flight): by key (`getMultiple`) when they were narrow, by a
+   one-row scan in slices when they were wide.
+3. Optionally repaired: puts with the source's timestamps, deletes of target-only versions, column by column.
 
-Everything compared is bounded by the window: cells with `start_time <= ts <
-end_time` (the cutoff excludes edits still in flight) in the families asked,
-source families renamed to their target names.
+(This replaced range hashes with bisection: hashing every cell in Python cost more than comparing it, and each
+bisection step re-read the differing ranges on both sides one after the other.)
+
+Everything compared is bounded by the window: cells with `start_time <= ts < end_time` in the families asked,
+source families renamed to their target names. Without an end time every cell is compared, future timestamps
+included; edits in flight then show as differences that the re-compare clears.
 
 Thrift1 has no exact-version delete: a delete through `mutateRowTs` removes
 *every* version of the column at or below its timestamp, and masks any later
@@ -41,22 +35,37 @@ marker; the repair counts such rows (`masked_by_delete`) and says so.
 """
 from __future__ import annotations
 
-import hashlib
+import heapq
 import logging
-import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from hbase_migration.datapath import DataPath, open_data_path, prefetch
+from hbase_migration.datapath import DataPath, open_data_path, prefetch, rows_in
 from hbase_migration.partitions import Partition
+from hbase_migration.rowdiff import (
+    CONTENT_DIFFERENT,
+    DIFFERENT,
+    MATCHING,
+    MISSING_ON_TARGET,
+    ONLY_IN_SOURCE,
+    ONLY_IN_TARGET,
+    ONLY_ON_TARGET,
+    VALUE_DIFFERS,
+    column_pairs,
+    compare_sides,
+    diff_rows,
+    row_status,
+    version_differences,
+)
 from hbase_migration.scope import (
     Cell,
     CopyConfigError,
     Row,
     TableScope,
+    cell_order,
     positive_option,
     rename_column,
     to_string_binary,
@@ -66,13 +75,14 @@ from hbase_migration.scope import (
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
 
+__all__ = ["CONTENT_DIFFERENT", "DIFFERENT", "LEVELS", "MATCHING", "MISSING_ON_TARGET", "ONLY_IN_SOURCE",
+           "ONLY_IN_TARGET", "ONLY_ON_TARGET", "VALUE_DIFFERS", "PartitionVerdict", "RepairPlan", "Side", "Tally",
+           "VerifyOptions", "diff_rows", "exit_code", "find_differences", "normalize_cells", "plan_repair",
+           "repaired_clean", "row_status", "summarize_verify", "verify_partition", "verify_partition_safely",
+           "version_differences"]
+
 log = logging.getLogger(__name__)
 
-MATCHING = "matching"
-CONTENT_DIFFERENT = "content_different"
-ONLY_IN_SOURCE = "only_in_source"
-ONLY_IN_TARGET = "only_in_target"
-DIFFERENT = (CONTENT_DIFFERENT, ONLY_IN_SOURCE, ONLY_IN_TARGET)
 LEVELS = ("rows", "content")
 
 
@@ -81,10 +91,7 @@ class VerifyOptions(TableScope):
     """What to compare and how.
 
     - level: "rows" compares row counts only (RowCounter's key-only scan, cheap);
-      "content" (default) compares every cell through hashes and a row diff.
-    - batch_rows: average rows per hash batch (a power of two; 256 ~ HashTable's 8 KB
-      batches for 30-byte cells). Smaller batches: more digests, shorter re-scans.
-    - leaf_rows: a differing range this small is diffed row by row.
+      "content" (default) compares every cell of every version.
     - recompare_sleep_s: pause before differing rows are fetched again (0 = no re-compare).
     - max_diff_rows: differing rows kept per partition for re-compare/repair (counts stay exact).
     - sample_limit: differing row keys listed per category in the result.
@@ -92,8 +99,6 @@ class VerifyOptions(TableScope):
     """
 
     level: str = "content"
-    batch_rows: int = 256
-    leaf_rows: int = 64
     recompare_sleep_s: float = 0.0
     max_diff_rows: int = 10_000
     sample_limit: int = 20
@@ -104,10 +109,8 @@ class VerifyOptions(TableScope):
         super().__post_init__()
         if self.level not in LEVELS:
             raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
-        for name in ("batch_rows", "leaf_rows", "max_diff_rows", "sample_limit"):
+        for name in ("max_diff_rows", "sample_limit"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
-        if self.batch_rows & (self.batch_rows - 1):
-            raise CopyConfigError(f"batch_rows must be a power of two, got {self.batch_rows}")
         try:
             sleep_s = float(self.recompare_sleep_s)
         except (TypeError, ValueError):
@@ -121,179 +124,9 @@ class VerifyOptions(TableScope):
             raise CopyConfigError("repair needs level 'content' (row counts alone do not say what to repair)")
 
 
-
-# --------------------------------------------------------------------------------------------------
-# Hashing (pure)
-
-_LEN = struct.Struct(">I").pack
-_TS = struct.Struct(">q").pack
-
-
 def normalize_cells(cells: Iterable[Cell]) -> tuple[Cell, ...]:
-    """Cells in HBase's order within a row: by column, newest version first."""
-    return tuple(sorted(cells, key=lambda c: (c[0], -c[1])))
-
-
-PUT_TYPE = b"\x04"  # KeyValue.Type.Put: the only type a (non-raw) scan returns
-
-
-def update_digest(digest: Any, row: bytes, cells: Sequence[Cell]) -> int:
-    """Feed one row into an MD5: row, family, qualifier, timestamp, type and value of every cell (every version
-    compared, not only the newest).
-
-    Every part is length-prefixed, so no two different rows feed the same bytes
-    (HashTable concatenates them bare). Returns the bytes fed, for batch sizes.
-    """
-    parts: list[bytes] = []
-    row_len = _LEN(len(row))
-    for column, ts, value in cells:
-        family, _, qualifier = column.partition(b":")
-        parts += (row_len, row, _LEN(len(family)), family, _LEN(len(qualifier)), qualifier, _TS(ts), PUT_TYPE,
-                  _LEN(len(value)), value)
-    chunk = b"".join(parts)  # one update per row: the same bytes as one per cell, fewer calls
-    digest.update(chunk)
-    return len(chunk)
-
-
-def is_cut(row: bytes, batch_rows: int) -> bool:
-    """True when `row` starts a new hash batch: its key hashes to 0 modulo batch_rows.
-
-    Depends on the key alone, so both sides cut at the same rows; with batch_rows
-    a power of two, every cut at one level is also a cut at every finer level.
-    """
-    if batch_rows <= 1:
-        return True
-    h = int.from_bytes(hashlib.blake2b(row, digest_size=8).digest(), "big")
-    return h & (batch_rows - 1) == 0
-
-
-@dataclass(frozen=True)
-class HashBatch:
-    """One batch of one side: rows from `start` up to the next batch's start."""
-
-    start: bytes
-    rows: int
-    cells: int
-    digest: bytes
-
-
-def hash_batches(rows: Iterable[Row], start: bytes, batch_rows: int) -> Iterator[HashBatch]:
-    """Cut a side's rows (sorted, within [start, ...)) into content-defined batches.
-
-    The first batch starts at `start` (the range start, even when its first row
-    comes later) and is always produced, empty or not, so both sides begin alike.
-    """
-    digest = hashlib.md5()
-    batch_start, nrows, ncells = start, 0, 0
-    for row, cells in rows:
-        if row != batch_start and is_cut(row, batch_rows):
-            yield HashBatch(batch_start, nrows, ncells, digest.digest())
-            digest = hashlib.md5()
-            batch_start, nrows, ncells = row, 0, 0
-        update_digest(digest, row, cells)
-        nrows += 1
-        ncells += len(cells)
-    yield HashBatch(batch_start, nrows, ncells, digest.digest())
-
-
-@dataclass(frozen=True)
-class RangeVerdict:
-    """A key range `[lo, hi)` (b"" hi = open end) and whether both sides' batches agree in it."""
-
-    lo: bytes
-    hi: bytes
-    equal: bool
-    source_rows: int
-    target_rows: int
-    source_cells: int = 0
-    target_cells: int = 0
-
-
-def compare_batches(source: Iterable[HashBatch], target: Iterable[HashBatch], hi: bytes) -> Iterator[RangeVerdict]:
-    """Merge two sides' batch streams (both starting at the same key) into range verdicts.
-
-    Ranges close where both sides cut at the same key; a range is equal when both
-    sides hold the same batches (same cuts, same digests) in it. Streams: holds
-    only the batches since the last common cut.
-    """
-    s_it, t_it = iter(source), iter(target)
-    s, t = next(s_it), next(t_it)
-    if s.start != t.start:
-        raise ValueError(f"batch streams start at different keys: {s.start!r} != {t.start!r}")
-    acc_s, acc_t = [s], [t]
-    ns, nt = next(s_it, None), next(t_it, None)
-    while True:
-        if (ns is None and nt is None) or (ns is not None and nt is not None and ns.start == nt.start):
-            end = hi if ns is None else ns.start
-            equal = [(b.start, b.digest) for b in acc_s] == [(b.start, b.digest) for b in acc_t]
-            yield RangeVerdict(acc_s[0].start, end, equal, sum(b.rows for b in acc_s), sum(b.rows for b in acc_t),
-                               sum(b.cells for b in acc_s), sum(b.cells for b in acc_t))
-            if ns is None:
-                return
-            acc_s, acc_t = [ns], [nt]
-            ns, nt = next(s_it, None), next(t_it, None)
-        elif nt is None or (ns is not None and ns.start < nt.start):
-            acc_s.append(ns)
-            ns = next(s_it, None)
-        else:
-            acc_t.append(nt)
-            nt = next(t_it, None)
-
-
-MISSING_ON_TARGET, ONLY_ON_TARGET, VALUE_DIFFERS = "missing_on_target", "only_on_target", "value_differs"
-
-
-def version_differences(source_cells: Sequence[Cell], target_cells: Sequence[Cell],
-                        limit: int = 10) -> tuple[tuple[bytes, int, str], ...]:
-    """The versions that differ between two sides of one row: (column, timestamp, kind), at most `limit`.
-
-    kind: `missing_on_target` (a source version the target lacks), `only_on_target`, `value_differs` (same
-    column and timestamp, another value)."""
-    source = {(c, ts): v for c, ts, v in source_cells}
-    target = {(c, ts): v for c, ts, v in target_cells}
-    out = []
-    for key in sorted(source.keys() | target.keys(), key=lambda k: (k[0], -k[1])):
-        if key not in target:
-            out.append((key[0], key[1], MISSING_ON_TARGET))
-        elif key not in source:
-            out.append((key[0], key[1], ONLY_ON_TARGET))
-        elif source[key] != target[key]:
-            out.append((key[0], key[1], VALUE_DIFFERS))
-        if len(out) >= limit:
-            break
-    return tuple(out)
-
-
-def diff_rows(source: Iterable[Row], target: Iterable[Row]) -> Iterator[tuple[bytes, str, tuple]]:
-    """VerifyReplication's merge-join: (row, status, differing versions) for every row on either side, in key
-    order. Rows are compared cell by cell, every version and timestamp (`Result.compareResults`); the versions
-    that differ are named for every differing row (all of a row's versions when it is on one side only)."""
-    s_it, t_it = iter(source), iter(target)
-    s, t = next(s_it, None), next(t_it, None)
-    while s is not None or t is not None:
-        if t is None or (s is not None and s[0] < t[0]):
-            yield s[0], ONLY_IN_SOURCE, version_differences(s[1], ())
-            s = next(s_it, None)
-        elif s is None or t[0] < s[0]:
-            yield t[0], ONLY_IN_TARGET, version_differences((), t[1])
-            t = next(t_it, None)
-        else:
-            if tuple(s[1]) == tuple(t[1]):
-                yield s[0], MATCHING, ()
-            else:
-                yield s[0], CONTENT_DIFFERENT, version_differences(s[1], t[1])
-            s, t = next(s_it, None), next(t_it, None)
-
-
-def row_status(source_cells: Sequence[Cell] | None, target_cells: Sequence[Cell] | None) -> str | None:
-    """The status of one row from both sides' cells (None: absent or empty); None if on neither."""
-    if not source_cells and not target_cells:
-        return None
-    if not target_cells:
-        return ONLY_IN_SOURCE
-    if not source_cells:
-        return ONLY_IN_TARGET
-    return MATCHING if tuple(source_cells) == tuple(target_cells) else CONTENT_DIFFERENT
+    """Cells in HBase's order within a row: by family, qualifier, newest version first."""
+    return tuple(sorted(cells, key=cell_order))
 
 
 @dataclass
@@ -304,15 +137,18 @@ class Tally:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys((MATCHING,) + DIFFERENT, 0))
     differing: dict[bytes, str] = field(default_factory=dict)
     versions: dict[bytes, tuple] = field(default_factory=dict)  # a kept row's differing versions
+    wide: set[bytes] = field(default_factory=set)  # kept rows that came in pieces: fetched again by scanning
     truncated: bool = False
 
-    def add(self, row: bytes, status: str, versions: tuple = ()) -> None:
+    def add(self, row: bytes, status: str, versions: tuple = (), wide: bool = False) -> None:
         self.counts[status] += 1
         if status != MATCHING:
             if len(self.differing) < self.max_kept:
                 self.differing[row] = status
                 if versions:
                     self.versions[row] = versions
+                if wide:
+                    self.wide.add(row)
             else:
                 self.truncated = True
 
@@ -325,6 +161,7 @@ class Tally:
         self.versions.pop(row, None)
         self.counts[old] -= 1
         if status is None:
+            self.wide.discard(row)
             return
         self.counts[status] += 1
         if status != MATCHING:
@@ -354,29 +191,21 @@ class RepairPlan:
     conflicts: list[tuple[bytes, int, str]] = field(default_factory=list)
 
 
-def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], windowed: bool = False,
-                exact_deletes: bool = False) -> RepairPlan:
-    """Puts of source cells the target lacks (or holds with another value), deletes of target-only cells.
-
-    With `exact_deletes` (Thrift2's DELETE_COLUMN) every target-only version is deleted by itself. A Thrift1
-    delete at ts removes all versions <= ts of the column and masks later
-    puts at or below ts, so a target-only cell is left (as a conflict) when the
-    source has a version of that column at or below it, or when the comparison
-    was windowed (older versions outside the window would go too).
-    """
-    plan = RepairPlan()
-    target_by_key = {(c, ts): v for c, ts, v in target_cells}
-    source_keys = {(c, ts) for c, ts, _ in source_cells}
+def plan_column(source_cells: Sequence[Cell], target_cells: Sequence[Cell], plan: RepairPlan,
+                windowed: bool = False, exact_deletes: bool = False) -> None:
+    """Add to `plan` what makes one column's versions on the target equal to the source's (see `plan_repair`)."""
+    target_by_ts = {ts: v for _, ts, v in target_cells}
+    source_ts = {ts for _, ts, _ in source_cells}
     for column, ts, value in source_cells:
-        if target_by_key.get((column, ts)) != value:
+        if target_by_ts.get(ts) != value:
             plan.puts.append((column, ts, value))
     for column, ts, _ in target_cells:
-        if (column, ts) in source_keys:
+        if ts in source_ts:
             continue
         if exact_deletes:
             plan.deletes.append((column, ts))
             continue
-        masked = [s for s in source_cells if s[0] == column and s[1] <= ts]
+        masked = [s for s in source_cells if s[1] <= ts]
         if masked:
             plan.conflicts.append((column, ts, f"a delete at {ts} would also hide the source's version at "
                                                f"{masked[0][1]} (Thrift1 deletes all versions <= ts)"))
@@ -385,6 +214,22 @@ def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], wind
                                                "versions older than the window"))
         else:
             plan.deletes.append((column, ts))
+
+
+def plan_repair(source_cells: Sequence[Cell], target_cells: Sequence[Cell], windowed: bool = False,
+                exact_deletes: bool = False) -> RepairPlan:
+    """Puts of source cells the target lacks (or holds with another value), deletes of target-only cells.
+
+    With `exact_deletes` (Thrift2's DELETE_COLUMN) every target-only version is deleted by itself. A Thrift1
+    delete at ts removes all versions <= ts of the column and masks later
+    puts at or below ts, so a target-only cell is left (as a conflict) when the
+    source has a version of that column at or below it, or when the comparison
+    was windowed (older versions outside the window would go too). Decided column by column, so a wide row
+    is planned one column at a time (`column_pairs`).
+    """
+    plan = RepairPlan()
+    for s_col, t_col in column_pairs(sorted(source_cells, key=cell_order), sorted(target_cells, key=cell_order)):
+        plan_column(s_col, t_col, plan, windowed, exact_deletes)
     return plan
 
 
@@ -411,8 +256,7 @@ class PartitionVerdict:
     truncated: bool = False
     recompared: int = 0
     recompare_changed: int = 0
-    bisections: int = 0
-    leaf_diffs: int = 0
+    wide_rows: int = 0  # differing rows that came in pieces (wider than a scan batch)
     repair: dict[str, Any] | None = None
     elapsed_s: float = 0.0
     error: str | None = None
@@ -511,8 +355,28 @@ def repaired_clean(result: dict[str, Any]) -> bool:
         repair["still_different"] == repair["conflicts"] == repair["not_repaired"] == 0
 
 
+
+def ledger_counts(result: dict[str, Any], repaired: bool) -> dict[str, int]:
+    """The counts a verification records: as found, or, when `repaired` (every difference repaired and read back
+    equal: `repaired_clean`), the tables as the task leaves them: every source row matching, nothing different.
+    The repair itself is kept with the verify phase's summary; a cut-over's check reads these counts."""
+    counts = {k: int(result[k]) for k in ("source_rows", "target_rows", "matching", "content_different",
+                                          "only_in_source", "only_in_target")}
+    if repaired:
+        counts.update(target_rows=counts["source_rows"], matching=counts["source_rows"], content_different=0,
+                      only_in_source=0, only_in_target=0)
+    return counts
+
+
 # --------------------------------------------------------------------------------------------------
 # I/O
+
+
+def renames_reorder(families: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether renaming the source's families changes their order in a row (HBase orders a row's cells by family
+    name): then the source is read one family per scan and merged in the target's order."""
+    renamed = [d for _s, d in sorted(families)]
+    return renamed != sorted(renamed)
 
 
 class Side:
@@ -525,44 +389,106 @@ class Side:
         self.options = options
         self.is_source = is_source
         self.columns = options.source_columns if is_source else options.target_columns
-
-    def normalize(self, cells: Sequence[Cell]) -> Sequence[Cell]:
-        """The source's cells renamed to target terms (and re-ordered, as a rename may move a column). Both data
-        paths already return cells in one canonical order, inside the window."""
-        renames = self.options.renames if self.is_source else None
-        if not renames:
-            return cells
-        return normalize_cells((rename_column(c, renames), ts, v) for c, ts, v in cells)
+        self.renames = options.renames if is_source else {}
+        self.per_family = bool(self.renames) and renames_reorder(options.families)
 
     def _read(self) -> dict[str, Any]:
         o = self.options
         return {"columns": self.columns, "start_ms": o.start_time_ms, "end_ms": o.end_time_ms, "versions": o.versions}
 
+    def _scan(self, lo: bytes, hi: bytes, keys_only: bool, columns: Sequence[bytes] | None) -> Iterator[list[Row]]:
+        o = self.options
+        return self.path.scan(self.table, lo, hi, columns=columns, start_ms=o.start_time_ms, end_ms=o.end_time_ms,
+                              versions=o.versions, batch_rows=o.scan_batch_rows, batch_cells=o.scan_batch_cells,
+                              call_cells=o.scan_call_cells, keys_only=keys_only)
+
     def batches(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[list[Row]]:
-        """The side's rows in [lo, hi), normalized, one scan batch at a time (batches, not rows, cross the
-        prefetch queue: a queue hand-off per row costs more than the row)."""
-        for batch in self.path.scan(self.table, lo, hi, batch_rows=self.options.scan_batch_rows, keys_only=keys_only,
-                                    **self._read()):
-            yield [(row, self.normalize(cells)) for row, cells in batch]
+        """The side's rows in [lo, hi), in target terms and HBase's order, one scan batch of pieces at a time
+        (batches, not rows, cross the prefetch queue: a queue hand-off per row costs more than the row)."""
+        if self.per_family:
+            yield from self._merged_families(lo, hi, keys_only)
+            return
+        renames = self.renames
+        for batch in self._scan(lo, hi, keys_only, self.columns):
+            if renames:
+                batch = [(row, [(rename_column(c, renames), ts, v) for c, ts, v in cells]) for row, cells in batch]
+            yield batch
+
+    def _merged_families(self, lo: bytes, hi: bytes, keys_only: bool) -> Iterator[list[Row]]:
+        """Renames that reorder families: one scan per family, merged by (row, target family), so each row's
+        cells come in the target's order while no row is held whole."""
+        def stream(rank: int, source_family: bytes) -> Iterator[tuple[bytes, int, list[Cell]]]:
+            for batch in self._scan(lo, hi, keys_only, [source_family]):
+                for row, cells in batch:
+                    yield row, rank, [(rename_column(c, self.renames), ts, v) for c, ts, v in cells]
+
+        order = sorted(self.options.families, key=lambda pair: pair[1])
+        merged = heapq.merge(*(stream(i, s) for i, (s, _d) in enumerate(order)), key=lambda p: (p[0], p[1]))
+        batch: list[Row] = []
+        for row, _rank, cells in merged:
+            batch.append((row, cells))
+            if len(batch) >= self.options.scan_batch_rows:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def pieces(self, lo: bytes, hi: bytes) -> Iterator[Row]:
+        return chain.from_iterable(self.batches(lo, hi))
+
+    def row_pieces(self, row: bytes) -> Iterator[Row]:
+        """One row by a scan of it alone, in pieces (a wide row is never fetched whole)."""
+        return self.pieces(row, row + b"\x00")
 
     def fetch(self, keys: Sequence[bytes]) -> dict[bytes, tuple[Cell, ...]]:
-        """Rows by key, normalized (absent rows, or rows with nothing in range, are left out)."""
+        """Narrow rows by key, in target terms and HBase's order (absent rows, or rows with nothing in range, are
+        left out)."""
         found = self.path.get_rows(self.table, keys, **self._read())
-        return {row: self.normalize(cells) for row, cells in found.items()}
+        if not self.renames:
+            return found
+        return {row: normalize_cells((rename_column(c, self.renames), ts, v) for c, ts, v in cells)
+                for row, cells in found.items()}
 
     def count(self, lo: bytes, hi: bytes) -> int:
         """Rows with a cell in the window: RowCounter's key-only scan (one cell per row)."""
         o = self.options
-        return sum(len(batch) for batch in self.path.scan(
-            self.table, lo, hi, columns=self.columns, start_ms=o.start_time_ms, end_ms=o.end_time_ms,
-            batch_rows=max(o.scan_batch_rows, 2000), first_key_only=True))
+        rows, last = 0, None
+        for batch in self.path.scan(self.table, lo, hi, columns=self.columns, start_ms=o.start_time_ms,
+                                    end_ms=o.end_time_ms, batch_rows=max(o.scan_batch_rows, 2000),
+                                    batch_cells=o.scan_batch_cells, first_key_only=True):
+            n, last = rows_in(batch, last)
+            rows += n
+        return rows
 
 
 def _open_paths(source: "Cluster", target: "Cluster", partition: Partition, options: VerifyOptions) -> list[DataPath]:
-    """The source read through the partition's gateway, the target through one of its gateways in turn."""
+    """The source read through the partition's gateway, the target through one of its gateways in turn; both
+    connections opened at once (each is a round trip or two)."""
     args = (options.timeout_s, options.retries, options.retry_wait_max_s)
-    return [open_data_path(source, *args, partition.gateway or None),
-            open_data_path(target, *args, target.gateways[partition.index % len(target.gateways)])]
+    with ThreadPoolExecutor(1, thread_name_prefix="open-target") as pool:
+        target_path = pool.submit(open_data_path, target, *args,
+                                  target.gateways[partition.index % len(target.gateways)])
+        try:
+            source_path = open_data_path(source, *args, partition.gateway or None)
+        except BaseException:
+            try:
+                target_path.result().close()
+            except Exception:  # the source's error is the one to report
+                pass
+            raise
+        try:
+            return [source_path, target_path.result()]
+        except BaseException:
+            source_path.close()
+            raise
+
+
+def _both(fn_source: Callable[[], Any], fn_target: Callable[[], Any]) -> tuple[Any, Any]:
+    """Two reads at once, one per side (each on its own connection)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="read-source") as pool:
+        source = pool.submit(fn_source)
+        target = fn_target()
+        return source.result(), target
 
 
 def count_partition(source: "Cluster", target: "Cluster", partition: Partition,
@@ -573,10 +499,8 @@ def count_partition(source: "Cluster", target: "Cluster", partition: Partition,
     with paths[0], paths[1]:
         src = Side("source", paths[0], options.table, options, True)
         tgt = Side("target", paths[1], options.target_table, options, False)
-        with ThreadPoolExecutor(1, thread_name_prefix="count-source") as pool:  # both sides at once
-            source_count = pool.submit(src.count, partition.start_row, partition.stop_row)
-            target_rows = tgt.count(partition.start_row, partition.stop_row)
-            source_rows = source_count.result()
+        source_rows, target_rows = _both(lambda: src.count(partition.start_row, partition.stop_row),
+                                         lambda: tgt.count(partition.start_row, partition.stop_row))
     return PartitionVerdict(partition.partition_id, partition.index, partition.start_row, partition.stop_row,
                             source_rows=source_rows, target_rows=target_rows,
                             elapsed_s=round(time.monotonic() - started, 3))
@@ -586,7 +510,7 @@ def verify_partition(
     source: "Cluster", target: "Cluster", partition: Partition, options: VerifyOptions,
     sleep: Callable[[float], None] = time.sleep,
 ) -> PartitionVerdict:
-    """Level "content": hash, bisect, diff, re-compare and (if asked) repair one partition."""
+    """Level "content": compare, re-compare and (if asked) repair one partition."""
     if options.level == "rows":
         return count_partition(source, target, partition, options)
     started = time.monotonic()
@@ -594,21 +518,19 @@ def verify_partition(
     tally = Tally(max_kept=options.max_diff_rows)
     paths = _open_paths(source, target, partition, options)
     try:
-        # Each side is read in its own thread and connection; the main thread hashes and compares.
+        # Each side is read in its own thread and connection; the main thread compares.
         src = Side("source", paths[0], options.table, options, True)
         tgt = Side("target", paths[1], options.target_table, options, False)
         find_differences(src, tgt, partition.start_row, partition.stop_row, options, tally, verdict)
+        verdict.wide_rows = len(tally.wide)
         if options.recompare_sleep_s > 0 and tally.differing:
             sleep(options.recompare_sleep_s)
             keys = sorted(tally.differing)
             verdict.recompared = len(keys)
-            fresh_s, fresh_t = src.fetch(keys), tgt.fetch(keys)
-            for row in keys:
-                s_cells, t_cells = fresh_s.get(row, ()), fresh_t.get(row, ())
-                status = row_status(s_cells, t_cells)
+            for row, status, versions in recompare(src, tgt, keys, tally.wide):
                 if status != tally.differing[row]:
                     verdict.recompare_changed += 1
-                tally.reclassify(row, status, version_differences(s_cells, t_cells))
+                tally.reclassify(row, status, versions)
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
     finally:
@@ -636,64 +558,41 @@ def verify_partition(
     return verdict
 
 
-def _rows(batches: Iterable[list[Row]]) -> Iterator[Row]:
-    return chain.from_iterable(batches)
-
-
 def find_differences(src: Any, tgt: Any, lo: bytes, hi: bytes, options: VerifyOptions, tally: Tally,
                      verdict: PartitionVerdict) -> None:
-    """Classify every row of [lo, hi) into `tally`: hash both sides, bisect what differs, diff rows.
+    """Classify every row of [lo, hi) into `tally`: both sides read once, at the same time, and merge-joined.
 
-    `src`/`tgt` need only `batches(lo, hi, keys_only=False)` yielding lists of sorted
-    (row, cells) in target terms, so the algorithm runs the same over Thrift or in memory.
+    `src`/`tgt` need only `batches(lo, hi)` yielding lists of sorted (row, cells) pieces in target terms, so
+    the algorithm runs the same over Thrift or in memory.
     """
-    differing = []
-    for rv in compare_batches(hash_batches(_rows(prefetch(src.batches(lo, hi), 2)), lo, options.batch_rows),
-                              hash_batches(_rows(prefetch(tgt.batches(lo, hi), 2)), lo, options.batch_rows), hi):
-        verdict.source_cells += rv.source_cells
-        verdict.target_cells += rv.target_cells
-        if rv.equal:
-            tally.add_matching(rv.source_rows)
-        else:
-            differing.append(rv)
-    for rv in differing:
-        _locate(src, tgt, rv, options.batch_rows, options, tally, verdict)
+    stats: dict[str, int] = {}
+    source, target = prefetch(src.batches(lo, hi), 2), prefetch(tgt.batches(lo, hi), 2)
+    try:
+        for row, status, versions, wide in compare_sides(chain.from_iterable(source), chain.from_iterable(target),
+                                                         matching=False, stats=stats):
+            tally.add(row, status, versions, wide)
+    finally:
+        source.close()
+        target.close()
+    tally.add_matching(stats["matching"])
+    verdict.source_cells += stats["source_cells"]
+    verdict.target_cells += stats["target_cells"]
 
 
-def _locate(src: Side, tgt: Side, rv: RangeVerdict, batch_rows: int, options: VerifyOptions,
-            tally: Tally, verdict: PartitionVerdict) -> None:
-    """Find the differing rows of a differing range: bisect while it narrows, then diff rows."""
-    if rv.source_rows == 0 or rv.target_rows == 0:
-        # One side is empty here: every row of the other is one-sided; keys suffice.
-        side, status = (tgt, ONLY_IN_TARGET) if rv.source_rows == 0 else (src, ONLY_IN_SOURCE)
-        for row, _cells in _rows(side.batches(rv.lo, rv.hi, keys_only=True)):
-            tally.add(row, status)
-        return
-    if max(rv.source_rows, rv.target_rows) <= options.leaf_rows or batch_rows <= 1:
-        _diff_range(src, tgt, rv, tally, verdict)
-        return
-    finer = max(1, batch_rows // 16)
-    verdict.bisections += 1
-    subs = list(compare_batches(hash_batches(_rows(src.batches(rv.lo, rv.hi)), rv.lo, finer),
-                                hash_batches(_rows(tgt.batches(rv.lo, rv.hi)), rv.lo, finer), rv.hi))
-    differing = [s for s in subs if not s.equal]
-    still = sum(max(s.source_rows, s.target_rows) for s in differing)
-    if still * 2 > max(rv.source_rows, rv.target_rows):
-        # Most of the range differs: bisecting further would re-read it for nothing.
-        _diff_range(src, tgt, rv, tally, verdict)
-        return
-    for s in subs:
-        if s.equal:
-            tally.add_matching(s.source_rows)
-        else:
-            _locate(src, tgt, s, finer, options, tally, verdict)
-
-
-def _diff_range(src: Side, tgt: Side, rv: RangeVerdict, tally: Tally, verdict: PartitionVerdict) -> None:
-    verdict.leaf_diffs += 1
-    for row, status, versions in diff_rows(_rows(prefetch(src.batches(rv.lo, rv.hi), 2)),
-                                           _rows(tgt.batches(rv.lo, rv.hi))):
-        tally.add(row, status, versions)
+def recompare(src: Side, tgt: Side, keys: Sequence[bytes],
+              wide: set[bytes]) -> Iterator[tuple[bytes, str | None, tuple]]:
+    """(row, status now, differing versions) of each key: rows seen narrow fetched by key from both sides at
+    once, rows seen wide scanned again in pieces."""
+    narrow = [k for k in keys if k not in wide]
+    if narrow:
+        fresh_s, fresh_t = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
+        for row in narrow:
+            s_cells, t_cells = fresh_s.get(row, ()), fresh_t.get(row, ())
+            yield row, row_status(s_cells, t_cells), version_differences(s_cells, t_cells)
+    for row in keys:
+        if row in wide:
+            found = list(compare_sides(src.row_pieces(row), tgt.row_pieces(row)))
+            yield (row, found[0][1], found[0][2]) if found else (row, None, ())
 
 
 def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[str, Any]:
@@ -706,45 +605,45 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
         report["not_repaired"] = sum(tally.counts[k] for k in DIFFERENT) - len(keys)
     if not keys:
         return report
-    src_rows, tgt_rows = src.fetch(keys), tgt.fetch(keys)
-    puts: list[Row] = []
+    narrow = [k for k in keys if k not in tally.wide]
+    wide = [k for k in keys if k in tally.wide]
+    windowed, exact = options.start_time_ms is not None, tgt.path.exact_deletes
     conflict_rows: set[bytes] = set()
-    for row in keys:
-        plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed=options.start_time_ms is not None,
-                           exact_deletes=tgt.path.exact_deletes)
-        if plan.deletes:
-            tgt.path.delete(tgt.table, row, plan.deletes)
-        if plan.puts:
-            puts.append((row, plan.puts))
-        report["cells_put"] += len(plan.puts)
-        report["cells_deleted"] += len(plan.deletes)
-        report["conflicts"] += len(plan.conflicts)
-        if plan.conflicts:
-            conflict_rows.add(row)
-        for column, ts, reason in plan.conflicts:
-            if len(report["conflict_sample"]) < options.sample_limit:
-                report["conflict_sample"].append({
-                    "row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts,
-                    "reason": reason,
-                })
-        if plan.puts or plan.deletes:
-            report["rows_repaired"] += 1
-    if puts:
-        writer = tgt.path.writer(tgt.table, writers=1)
-        writer.put(puts)
+    put_cells: dict[bytes, list[Cell]] = {}
+    writer = tgt.path.writer(tgt.table, writers=1)
+    try:
+        if narrow:
+            src_rows, tgt_rows = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
+            for row in narrow:
+                plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed, exact)
+                if plan.deletes:
+                    tgt.path.delete(tgt.table, row, plan.deletes)
+                if plan.puts:
+                    put_cells[row] = plan.puts
+                _count_plan(row, plan, report, conflict_rows, options)
+            writer.put(list(put_cells.items()))  # narrow rows' puts together: few putMultiple calls
+        for row in wide:
+            _repair_wide_row(src, tgt, row, writer, windowed, exact, report, conflict_rows, options)
+    finally:
         writer.close()
     # What the target looks like now, from both sides again.
-    after_s, after_t = src.fetch(keys), tgt.fetch(keys)
-    put_cells = {row: cells for row, cells in puts}
-    for row in keys:
-        status = row_status(after_s.get(row), after_t.get(row))
-        if status is not None and status != MATCHING:
+    if narrow:
+        after_s, after_t = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
+        for row in narrow:
+            status = row_status(after_s.get(row), after_t.get(row))
+            if status is not None and status != MATCHING:
+                report["still_different"] += 1
+                now_there = set(after_t.get(row, ()))
+                if row not in conflict_rows and any(c not in now_there for c in put_cells.get(row, ())):
+                    # Written with its source timestamp, yet not visible: a delete marker on the target (the row
+                    # or column was deleted there at a later time) hides it until a major compaction drops it.
+                    report["masked_by_delete"] += 1
+    for row in wide:
+        found = list(compare_sides(src.row_pieces(row), tgt.row_pieces(row)))
+        if found and found[0][1] != MATCHING:
             report["still_different"] += 1
-            now_there = set(after_t.get(row, ()))
-            if row not in conflict_rows and any(c not in now_there for c in put_cells.get(row, ())):
-                # Written with its source timestamp, yet not visible: a delete marker on the target (the row or
-                # column was deleted there at a later time) hides it until a major compaction drops the marker.
-                report["masked_by_delete"] += 1
+            if row not in conflict_rows and any(kind != ONLY_ON_TARGET for _c, _ts, kind in found[0][2]):
+                report["masked_by_delete"] += 1  # the source's versions were put, yet are not visible
     if report["masked_by_delete"]:
         report["hint"] = ("cells written with their source timestamps are hidden by delete markers on the target; "
                           "run a major compaction of the target table (it drops the markers), then repair again")
@@ -752,6 +651,50 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
              "(%d hidden by delete markers)", tgt.table, report["rows_repaired"], report["cells_put"],
              report["cells_deleted"], report["conflicts"], report["still_different"], report["masked_by_delete"])
     return report
+
+
+def _count_plan(row: bytes, plan: RepairPlan, report: dict[str, Any], conflict_rows: set[bytes],
+                options: VerifyOptions, repaired: bool | None = None) -> None:
+    report["cells_put"] += len(plan.puts)
+    report["cells_deleted"] += len(plan.deletes)
+    report["conflicts"] += len(plan.conflicts)
+    if plan.conflicts:
+        conflict_rows.add(row)
+    for column, ts, reason in plan.conflicts:
+        if len(report["conflict_sample"]) < options.sample_limit:
+            report["conflict_sample"].append({
+                "row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "reason": reason,
+            })
+    if repaired if repaired is not None else (plan.puts or plan.deletes):
+        report["rows_repaired"] += 1
+
+
+def _repair_wide_row(src: Side, tgt: Side, row: bytes, writer: Any, windowed: bool, exact: bool,
+                     report: dict[str, Any], conflict_rows: set[bytes], options: VerifyOptions) -> None:
+    """Repair one wide row while both sides stream through it, column by column: puts and deletes leave in
+    batches of at most `scan_call_cells`, so the row is never held. (Writing the target's row while scanning
+    it is safe: every write lands at a position the target's scan has passed already.)"""
+    source = chain.from_iterable(cells for _row, cells in src.row_pieces(row))
+    target = chain.from_iterable(cells for _row, cells in tgt.row_pieces(row))
+    plan, repaired = RepairPlan(), False
+    for s_col, t_col in column_pairs(source, target):
+        plan_column(s_col, t_col, plan, windowed, exact)
+        if len(plan.puts) + len(plan.deletes) >= options.scan_call_cells:
+            repaired = _flush(tgt, row, writer, plan, report, conflict_rows, options) or repaired
+            plan = RepairPlan()
+    repaired = _flush(tgt, row, writer, plan, report, conflict_rows, options) or repaired
+    if repaired:
+        report["rows_repaired"] += 1
+
+
+def _flush(tgt: Side, row: bytes, writer: Any, plan: RepairPlan, report: dict[str, Any],
+           conflict_rows: set[bytes], options: VerifyOptions) -> bool:
+    if plan.deletes:
+        tgt.path.delete(tgt.table, row, plan.deletes)
+    if plan.puts:
+        writer.put([(row, plan.puts)])
+    _count_plan(row, plan, report, conflict_rows, options, repaired=False)
+    return bool(plan.puts or plan.deletes)
 
 
 def verify_partition_safely(source: "Cluster", target: "Cluster", partition: Partition,

@@ -545,28 +545,13 @@ def peer_state_path(znode_parent: str, peer_id: str) -> str:
 def connect(cluster_or_hosts: "Cluster | ClusterKey | str", timeout: float = 10.0) -> Iterator["KazooClient"]:
     """A started KazooClient for a cluster's quorum, stopped and closed on exit.
 
-    `cluster_or_hosts` is a `Cluster`, a `ClusterKey` or a connect string
-    (`h1:2181,h2:2181[/chroot]`). When no server answers within `timeout`
-    seconds, raises ZooKeeperUnreachable naming the quorum.
+    `cluster_or_hosts` is a `Cluster` (its security applied: SASL GSSAPI on a secured ZooKeeper), a
+    `ClusterKey` or a connect string (`h1:2181,h2:2181[/chroot]`). Opened by `channels.zookeeper`. When no
+    server answers within `timeout` seconds, raises ZooKeeperUnreachable naming the quorum.
     """
-    from kazoo.client import KazooClient
-    from kazoo.handlers.threading import KazooTimeoutError
+    from hbase_migration import channels
 
-    hosts = cluster_or_hosts if isinstance(cluster_or_hosts, str) else cluster_or_hosts.zk_hosts
-    if not hosts or not hosts.strip():
-        raise ValueError(f"ZooKeeper hosts must be 'host:port[,host:port][/chroot]', got {hosts!r}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
-    client = KazooClient(hosts=hosts, timeout=max(timeout, 1.0))
-    try:
-        client.start(timeout=timeout)
-    except KazooTimeoutError:
-        client.stop()
-        client.close()
-        raise ZooKeeperUnreachable(
-            f"ZooKeeper quorum {hosts} did not answer within {timeout:g}s: check the quorum hosts, "
-            "the client port and that ZooKeeper is running"
-        ) from None
+    client = channels.zookeeper(cluster_or_hosts, timeout)
     try:
         yield client
     finally:

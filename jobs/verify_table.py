@@ -1,14 +1,15 @@
-"""Spark job: prove a copy. Row counts, range hashes, bisection to a row diff, re-compare, optional repair.
+"""Spark job: prove a copy. Row counts, or every version of every cell merge-joined, re-compare, optional repair.
 
     spark-submit jobs/verify_table.py --source CLUSTER --target CLUSTER --table T [--target-table T2]
         [--end-time-ms MS] [--start-time-ms MS] [--families ...] [--level rows|content]
         [--recompare-sleep-s S] [--repair]
     python jobs/verify_table.py --master 'local[2]' ...
 
-One task per source region (as VerifyReplication's mappers). Cells newer than the cutoff (--end-time-ms,
-default: when the job starts) are not compared, so edits in flight do not count. The last stdout line is
-the JSON result; exit 0: identical; 1: differences (or a failed partition, or a cluster that does not answer);
-2: bad arguments or tables, or the source table itself as the target (one line, nothing was read).
+One task per source region (as VerifyReplication's mappers). Cells at or after --end-time-ms are not compared;
+without it every cell is, future timestamps included (edits in flight then differ at first: --recompare-sleep-s
+compares the differing rows again). The last stdout line is the JSON result; exit 0: identical; 1: differences
+(or a failed partition, or a cluster that does not answer); 2: bad arguments or tables, or the source table
+itself as the target (one line, nothing was read).
 Read-only unless --repair is given.
 """
 import sys

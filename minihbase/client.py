@@ -357,9 +357,13 @@ class Scanner:
                     self.done = True
             if self.batch:
                 size = self.batch
+                pieces = self.partial
                 for row, cells in rows:
+                    if len(cells) <= size:  # most rows: whole, no slice copied
+                        pieces.append((row, cells, False))
+                        continue
                     for i in range(0, len(cells), size):
-                        self.partial.append((row, cells[i:i + size], i + size < len(cells)))
+                        pieces.append((row, cells[i:i + size], i + size < len(cells)))
             else:
                 out.extend(rows)
         return out

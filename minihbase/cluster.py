@@ -109,7 +109,8 @@ class MiniHBaseCluster:
         self.replication = install_replication(self)  # always on, as in HBase 2.x
         self._register_control()
         install_data_api(self)  # the shell's put/get/scan/deleteall
-        install_webhdfs(self.webhdfs, self.fs)
+        self.hdfs_capacity_bytes = config.hdfs_capacity_bytes  # changed at runtime by /control/hdfs-capacity
+        install_webhdfs(self.webhdfs, self.fs, lambda: self.hdfs_capacity_bytes, config.host)
         if self.security is not None:
             self.security.install(self)
 
@@ -508,6 +509,8 @@ class MiniHBaseCluster:
         c.route("GET", "/control/switches", lambda r: Response(200, {
             **self.master.switches.state(), "split_requests_refused": self.master.split_requests_refused}))
         c.route("POST", "/control/switch", self._wrap(self._set_switch))
+        c.route("POST", "/control/split", self._wrap(self._split_region))
+        c.route("POST", "/control/hdfs-capacity", self._wrap(self._set_hdfs_capacity))
         c.route("POST", "/control/run-log-cleaner", self._wrap(
             lambda b: {"deleted": self.master.log_cleaner.run_once()}))
 
@@ -629,6 +632,25 @@ class MiniHBaseCluster:
         if not isinstance(enabled, bool):
             raise BadRequest(f"enabled must be true or false, got {enabled!r}")
         return {"previous": self.master.switches.set(_required(body, "switch"), enabled)}
+
+    def _set_hdfs_capacity(self, body: dict) -> dict:
+        value = body.get("bytes")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise BadRequest(f"bytes must be a positive integer, got {value!r}")
+        self.hdfs_capacity_bytes = value
+        return {"capacity_bytes": value}
+
+    def _split_region(self, body: dict) -> dict:
+        key = body.get("split_key_hex")
+        if key is not None and not isinstance(key, str):
+            raise BadRequest(f"split_key_hex must be a hex string, got {key!r}")
+        try:
+            split_key = bytes.fromhex(key) if key else None
+        except ValueError:
+            raise BadRequest(f"split_key_hex is not hex: {key!r}") from None
+        daughters = self.master.split_region(_required(body, "table").encode("latin-1"), split_key)
+        return {"regions": [{"encoded_name": r.encoded_name, "start_key_hex": r.info.start_key.hex(),
+                             "end_key_hex": r.info.end_key.hex()} for r in daughters]}
 
     def _alter_family(self, body: dict) -> dict:
         table, family = _required(body, "table"), _required(body, "family")

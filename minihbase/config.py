@@ -33,6 +33,7 @@ class ClusterConfig:
     # HDFS
     replication_factor: int = 3           # dfs.replication
     block_size_bytes: int = 1 << 20       # HDFS default 128 MiB; a new block reserves block x replication
+    hdfs_capacity_bytes: int = 1 << 40    # raw capacity of the datanodes (the namenode's CapacityTotal)
     quotas: dict[str, dict[str, int]] = field(default_factory=dict)  # path -> {namespace, space_bytes}
     # WAL (HBase: roll at 0.5 x 2 x block size, every hour; maxlogs >= 32)
     wal_roll_size_bytes: int = 256 << 10
@@ -102,7 +103,8 @@ class ClusterConfig:
                                   f"got {value!r}")
         positive_ints = ("region_servers", "replication_factor", "wal_roll_size_bytes", "max_logs",
                          "memstore_flush_size_bytes", "region_split_size_bytes", "replication_batch_entries",
-                         "replication_batch_bytes", "handler_count", "replication_handler_count")
+                         "replication_batch_bytes", "handler_count", "replication_handler_count",
+                         "hdfs_capacity_bytes")
         for key in positive_ints:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -607,21 +607,49 @@ class Master:
             return
         self.submit(("split", region.encoded_name), lambda: self._split(region))
 
-    def _split(self, parent: Region) -> None:
+    def split_region(self, table: bytes, split_key: bytes | None = None, timeout_s: float = 60.0) -> list[Region]:
+        """An operator's split (the shell's `split 't', 'key'`, `Admin.split`): the region holding `split_key`
+        splits there (no key: the table's biggest region, at its middle row). As SplitTableRegionProcedure does,
+        refused while the split switch or the table's SPLIT_ENABLED is off. Returns the daughters."""
+        state = self.enabled_table(table)
+        if not self.switches.enabled("split") or not state.desc.split_enabled:
+            raise DoNotRetryIOException(f"Split region of {table.decode('latin-1')} failed due to split switch off")
+        if split_key:
+            region = self.locate(table, split_key)
+            if split_key == region.info.start_key:
+                raise DoNotRetryIOException(f"Split row is equal to startkey: {split_key!r}")
+        else:
+            region = max(state.regions, key=lambda r: (r.data_size, r.info.start_key))
+        done, out = threading.Event(), {}
+
+        def run() -> None:
+            try:
+                out["daughters"] = self._split(region, split_key or None)
+            finally:
+                done.set()
+
+        self.submit(("operator-split", id(done)), run)
+        if not done.wait(timeout_s):
+            raise DoNotRetryIOException(f"split of {region.encoded_name} did not finish within {timeout_s:g}s")
+        if not out.get("daughters"):
+            raise DoNotRetryIOException(f"region {region.encoded_name} was not split (too few rows, or it moved)")
+        return list(out["daughters"])
+
+    def _split(self, parent: Region, mid: bytes | None = None) -> tuple[Region, Region] | None:
         rs = parent.server
         state = self.tables.get(parent.info.table)
         if rs is None or not rs.online or state is None or parent not in state.regions:
-            return
+            return None
         if not self.switches.enabled("split") or not state.desc.split_enabled:
-            return  # switched off since the request (SplitTableRegionProcedure checks at prepare)
+            return None  # switched off since the request (SplitTableRegionProcedure checks at prepare)
         fs = self.cluster.fs
         started = time.monotonic()
         with parent.lock:
             if parent.server is not rs:
-                return
-            mid = parent.split_point()
-            if mid is None:
-                return
+                return None
+            mid = mid or parent.split_point()
+            if mid is None or mid <= parent.info.start_key or (parent.info.end_key and mid >= parent.info.end_key):
+                return None
             rs._flush(parent)
             region_id = max(now_ms(), parent.info.region_id + 1)
             info = parent.info
@@ -642,7 +670,7 @@ class Master:
                 for base in written:
                     fs.delete(base, recursive=True)
                 log.error("split of %s failed, parent stays: %s", parent, e.java_text())
-                return
+                return None
             with self.lock:
                 rs.remove_region(parent)
                 state.regions = sorted([r for r in state.regions if r is not parent] + [left, right],
@@ -655,6 +683,7 @@ class Master:
                  time.monotonic() - started)
         if self.config.balancer:
             self.submit("balance", self.balance)
+        return left, right
 
     def balance(self) -> int:
         """Move regions from the most to the least loaded live servers until counts differ by at most one."""

@@ -46,6 +46,9 @@ _startcode_lock = threading.Lock()
 _last_startcode = 0
 
 
+REGIONS_BEAN = "Hadoop:service=HBase,name=RegionServer,sub=Regions"
+
+
 def _new_startcode() -> int:
     global _last_startcode
     with _startcode_lock:
@@ -433,22 +436,45 @@ class RegionServer:
         handler = getattr(self.cluster, "handler_latency_ms", None)
         return self.cluster.latency_ms if handler is None else handler
 
-    def store_files(self) -> tuple[int, int, int]:
-        """(stores, store files, their bytes) of the regions this server holds."""
+    def region_store_files(self, region: Region) -> tuple[int, int, int]:
+        """(stores, store files, their bytes) of one region."""
         fs = self.cluster.fs
         stores = files = size = 0
-        for region in list(self.regions.values()):
-            base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
-            for family in region.table.families:
-                stores += 1
-                fdir = posixpath.join(base, family.decode("latin-1"))
-                try:
-                    statuses = fs.list_status(fdir) if fs.exists(fdir) else []
-                except (HDFSError, OSError):
-                    continue
-                files += len(statuses)
-                size += sum(st.get("length", 0) for st in statuses)
+        base = region_dir(self.config.rootdir, region.info.table, region.encoded_name)
+        for family in region.table.families:
+            stores += 1
+            fdir = posixpath.join(base, family.decode("latin-1"))
+            try:
+                statuses = fs.list_status(fdir) if fs.exists(fdir) else []
+            except (HDFSError, OSError):
+                continue
+            files += len(statuses)
+            size += sum(st.get("length", 0) for st in statuses)
         return stores, files, size
+
+    def store_files(self) -> tuple[int, int, int]:
+        """(stores, store files, their bytes) of the regions this server holds."""
+        totals = [self.region_store_files(r) for r in list(self.regions.values())]
+        return tuple(sum(t[i] for t in totals) for i in range(3))  # type: ignore[return-value]
+
+    def _regions_bean(self, base: dict) -> dict:
+        """`sub=Regions` (MetricsRegionAggregateSourceImpl + one MetricsRegionSourceImpl per region): every
+        region's figures under `Namespace_<ns>_table_<qualifier>_region_<encoded name>_metric_<name>`, then
+        `numRegions`. HBase refreshes the sizes every 45 s (MetricsRegionWrapperImpl.PERIOD); they are live here."""
+        out: dict = {"modelerType": "RegionServer,sub=Regions", **base}
+        regions = list(self.regions.values())
+        for region in regions:
+            table = region.info.table.decode("latin-1")
+            namespace, _, qualifier = table.rpartition(":")
+            prefix = f"Namespace_{namespace or 'default'}_table_{qualifier}_region_{region.encoded_name}_metric_"
+            stores, files, size = self.region_store_files(region)
+            out.update({prefix + "storeCount": stores, prefix + "storeFileCount": files,
+                        prefix + "memStoreSize": region.memstore_size, prefix + "storeFileSize": size,
+                        prefix + "readRequestCount": region.read_requests, prefix + "cpRequestCount": 0,
+                        prefix + "filteredReadRequestCount": 0, prefix + "writeRequestCount": region.write_requests,
+                        prefix + "replicaid": 0})
+        out["numRegions"] = len(regions)
+        return out
 
     def _server_bean(self, base: dict) -> dict:
         stores, files, size = self.store_files()
@@ -471,6 +497,7 @@ class RegionServer:
         self.info.route("GET", "/rs-status", lambda r: Response(200, self.status()))
         base = {"tag.Context": "regionserver", "tag.Hostname": self.host}
         self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=Server", lambda: self._server_bean(base))
+        self.jmx.register(REGIONS_BEAN, lambda: self._regions_bean(base))
         self.jmx.register(IPC_BEAN, lambda: {"modelerType": "RegionServer,sub=IPC", **base, **self.ipc.ipc_bean()})
         self.jmx.register("Hadoop:service=HBase,name=RegionServer,sub=WAL", lambda: {
             "modelerType": "RegionServer,sub=WAL", **base, "rollRequest": self.wal.rolls,

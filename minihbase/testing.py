@@ -287,6 +287,17 @@ class MiniCluster:
         """Turn "split", "merge" or "normalizer" on or off; returns the previous value."""
         return self._control("/control/switch", {"switch": name, "enabled": enabled})["previous"]
 
+    def split(self, table: str, split_key: bytes | None = None) -> list[dict]:
+        """An operator's split of the region holding `split_key` there (None: the biggest region at its middle
+        row); refused (409) while the split switch is off. Returns the daughters `{encoded_name, start_key_hex,
+        end_key_hex}`."""
+        body = {"table": table, **({"split_key_hex": split_key.hex()} if split_key else {})}
+        return self._control("/control/split", body)["regions"]
+
+    def set_hdfs_capacity(self, capacity_bytes: int) -> None:
+        """The datanodes' raw capacity the namenode reports (FSNamesystem's CapacityTotal; not enforced)."""
+        self._control("/control/hdfs-capacity", {"bytes": capacity_bytes})
+
     def create_namespace(self, name: str, configuration: dict[str, str] | None = None) -> None:
         self._control("/control/create-namespace", {"namespace": name, "configuration": configuration or {}})
 

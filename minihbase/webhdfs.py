@@ -1,13 +1,24 @@
-"""WebHDFS over the cluster's MiniHDFS: `/webhdfs/v1/<path>?op=...` with HDFS's JSON bodies.
+"""WebHDFS over the cluster's MiniHDFS: `/webhdfs/v1/<path>?op=...` with HDFS's JSON bodies, and the
+namenode's `/jmx` on the same HTTP port (as a NameNode serves both on dfs.namenode.http-address).
 
 GET: GETCONTENTSUMMARY, GETQUOTAUSAGE, LISTSTATUS, GETFILESTATUS, OPEN. PUT: SETQUOTA (`namespacequota`,
 `storagespacequota`; -1 clears one, an absent parameter leaves it), MKDIRS. DELETE: DELETE (`recursive`).
 Errors come back as `{"RemoteException": {...}}` with HDFS's status codes.
+
+`/jmx?qry=Hadoop:service=NameNode,name=FSNamesystem` (FSNamesystem's metrics): `CapacityTotal` (the raw
+capacity of the datanodes), `CapacityUsed` (raw bytes of every file: length x replication), `CapacityRemaining`
+(the rest; no non-DFS use, no reserved space), their `...GB` twins, `FilesTotal`, `tag.HAState` "active". HDFS
+has no WebHDFS operation for free space before Hadoop 3.4's GETSTATUS: this bean is where it is read.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from minihbase.hdfs import HDFSError, HDFSIllegalArgument, MiniHDFS
 from minihbase.httpserver import HttpServer, Request, Response
+from minihbase.jmx import JmxRegistry
+
+FSNAMESYSTEM_BEAN = "Hadoop:service=NameNode,name=FSNamesystem"
 
 PREFIX = "/webhdfs/v1"
 _LONG_MAX = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET
@@ -24,7 +35,26 @@ def _int_param(request: Request, name: str) -> int | None:
     return None if value == _LONG_MAX else value
 
 
-def install(server: HttpServer, fs: MiniHDFS) -> None:
+def fsnamesystem_bean(fs: MiniHDFS, capacity_bytes: int, host: str) -> dict:
+    """The FSNamesystem bean's capacity figures (bytes; the GB twins as the namenode rounds them)."""
+    summary = fs.content_summary("/")
+    used = summary["spaceConsumed"]
+    remaining = max(0, capacity_bytes - used)
+    gb = 1 << 30
+    return {"modelerType": "FSNamesystem", "tag.Context": "dfs", "tag.HAState": "active", "tag.Hostname": host,
+            "CapacityTotal": capacity_bytes, "CapacityTotalGB": round(capacity_bytes / gb),
+            "CapacityUsed": used, "CapacityUsedGB": round(used / gb), "CapacityRemaining": remaining,
+            "CapacityRemainingGB": round(remaining / gb), "CapacityUsedNonDFS": 0,
+            "FilesTotal": summary["fileCount"] + summary["directoryCount"]}
+
+
+def install(server: HttpServer, fs: MiniHDFS, capacity_bytes: Callable[[], int] | None = None,
+            host: str = "127.0.0.1") -> None:
+    jmx = JmxRegistry()
+    if capacity_bytes is not None:
+        jmx.register(FSNAMESYSTEM_BEAN, lambda: fsnamesystem_bean(fs, capacity_bytes(), host))
+    server.route("GET", "/jmx", jmx.handle)
+
     def handle(request: Request) -> Response:
         path = request.path[len(PREFIX):] or "/"
         op = request.query.get("op", "").upper()

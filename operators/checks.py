@@ -34,19 +34,43 @@ class PreflightOperator(BaseOperator):
     :param target_coprocessors: classes installed on the target (a coprocessor not listed is refused).
     :param allow_target_data: accept existing target tables that hold rows.
     :param serial: the peer is to be SERIAL. :param bandwidth: the peer's BANDWIDTH (bytes/s, 0 unlimited).
+    :param sizing: size the run first (`hbase_migration.sizing_probe`): per table regions, bytes and rows from the
+        region servers' metrics and a timed sample copy of one region into a scratch table on the target (dropped
+        after), then the projected copy time and the oldWALs pinned meanwhile against the quota and HDFS's free
+        space (the `copy_projection` check refuses what does not fit). The figures go to the ledger (dashboard).
+    :param copy_tasks: partitions the copies run at once (the projection divides the work by it).
+    :param sample_timeout_s: the longest sample copy per table.
+    :param rows_per_s: the copy's throttle per task (0: none), as the projection must assume it.
+    :param quota_policy: the run's (`enable_peer`: a quota the projection overflows is only a warning).
+    :param start_time_ms: :param end_time_ms: :param versions: the copy's scope (the sample copies the same).
+    :param ledger_run_id: the run the sizing is recorded under (None: not recorded).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
                                       "expected_copy_s", "quota_mark", "codec_map", "target_coprocessors",
-                                      "allow_target_data", "serial", "bandwidth")
+                                      "allow_target_data", "serial", "bandwidth", "sizing", "copy_tasks",
+                                      "sample_timeout_s", "rows_per_s", "quota_policy", "start_time_ms",
+                                      "end_time_ms", "versions", "ledger_run_id")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", create_missing: bool = True,
                  expected_copy_s: float = 3600.0, quota_mark: float = DEFAULT_QUOTA_MARK,
                  safety_factor: float = 2.0, codec_map: str | None = None, target_coprocessors: Sequence[str] = (),
-                 allow_target_data: bool = False, serial: bool = False, bandwidth: int = 0, **kwargs) -> None:
+                 allow_target_data: bool = False, serial: bool = False, bandwidth: int = 0, sizing: bool = False,
+                 copy_tasks: int = 4, sample_timeout_s: float = 300.0, rows_per_s: float = 0.0,
+                 quota_policy: str = "fail", start_time_ms: int | None = None, end_time_ms: int | None = None,
+                 versions: int | None = None, ledger_run_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.sizing = sizing
+        self.copy_tasks = copy_tasks
+        self.sample_timeout_s = sample_timeout_s
+        self.rows_per_s = rows_per_s
+        self.quota_policy = quota_policy
+        self.start_time_ms = start_time_ms
+        self.end_time_ms = end_time_ms
+        self.versions = versions
+        self.ledger_run_id = ledger_run_id
         self.codec_map = codec_map
         self.target_coprocessors = target_coprocessors
         self.allow_target_data = allow_target_data
@@ -71,14 +95,34 @@ class PreflightOperator(BaseOperator):
             expected_copy_s=self.expected_copy_s, safety_factor=self.safety_factor, quota_mark=self.quota_mark,
             codec_map=parse_codec_map(self.codec_map or ""), target_coprocessors=table_names(self.target_coprocessors),
             allow_target_data=self.allow_target_data is True, serial=self.serial is True,
-            bandwidth=int(self.bandwidth or 0),
+            bandwidth=int(self.bandwidth or 0), sizing=self._sizing_request(),
         )
         for line in report.text().splitlines():
             self.log.info("%s", line)
+        if report.sizing is not None and self.ledger_run_id:
+            self._record_sizing(report.sizing)
         if not report.ok:
             raise AirflowFailException(
                 "preflight failed: " + "; ".join(f"{r.name}: {r.reason}" for r in report.failures))
         return report.to_dict()
+
+
+    def _sizing_request(self) -> Any:
+        if self.sizing is not True:
+            return None
+        from hbase_migration.sizing_probe import SizingRequest
+
+        return SizingRequest(copy_tasks=int(self.copy_tasks), rows_per_s=float(self.rows_per_s or 0),
+                             sample_timeout_s=float(self.sample_timeout_s), quota_policy=self.quota_policy,
+                             start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms, versions=self.versions)
+
+    def _record_sizing(self, sizing: Any) -> None:
+        """Per table and for the run: what the dashboard shows before the copy starts."""
+        from hbase_migration.sizing_probe import record
+        from operators.ledger import open_ledger
+
+        with open_ledger() as ledger:
+            record(ledger, self.ledger_run_id, sizing)
 
 
 class CreateTargetTablesOperator(BaseOperator):

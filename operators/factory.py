@@ -28,18 +28,25 @@ MIGRATION_DOC = """
    migration's own; coprocessors installed and codecs loadable for the tables to create); `REPLICATION_SCOPE`
    exactly 1 on every migrated family (other values refused); peer id free or ours (SERIAL, BANDWIDTH
    included); no other peer pinning WALs; oldWALs quota headroom; warnings for bulk loads that would not
-   replicate and deleted cells that are not copied. Changes nothing (a scratch table is created and dropped).
+   replicate and deleted cells that are not copied. With `sizing` (default) it sizes the run first: regions,
+   bytes and rows per table, a timed sample copy into a scratch table, the projected copy time and the oldWALs
+   it pins against the quota and HDFS free space (refused when it does not fit; the figures are on the
+   dashboard, also for a `dry_run`). Changes nothing (scratch tables are created and dropped).
 3. **create_target_tables**: absent target tables are created exactly like the source's (namespace, every
    family and table attribute, codecs mapped by `codec_map`, coprocessors, split keys).
 4. **add_peer**: the peer is added **DISABLED** (SERIAL and BANDWIDTH as asked), scoped by TABLE_CFS to the
    tables. From this instant (T0) every edit is kept in the source's WALs.
 5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
-   timestamp**, resumable per partition, with an oldWALs watchdog beside it (quota policy on a breach) and a
-   load-aware throttle (slower past `max_load`, paused past `critical_load`, given up after `max_pause_s`).
+   timestamp**, resumable by key ranges (splits and merges between attempts re-copy nothing finished), with the
+   source's split/merge switch and normalizer held off (restored to what was found), an oldWALs watchdog beside
+   it (quota policy on a breach) and a load-aware throttle (slower past `max_load`, paused past
+   `critical_load`, given up after `max_pause_s`). **release_switches** (once every copy ended, whatever its
+   state) releases the holds a killed copy left.
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
-8. **verify** (mapped): content hashes per key range, bisected to differing rows; fails on any difference.
+8. **verify** (mapped): both sides read once and merge-joined by row key, every version of every cell compared
+   (without an end time, future timestamps too); differing rows re-compared after a pause; fails on any difference.
 9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over
    (`hbase_cutover`, with this run's id).
 
@@ -78,6 +85,19 @@ def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
     return opened["copies"]
 
 
+def _release_switches_task() -> Any:
+    """Once every copy of the run has ended, in any state: the switch holds its copies left behind released (a
+    copy killed without a retry cannot release its own; the last hold of the source restores the state found)."""
+
+    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=timedelta(seconds=30))
+    def release_switches(**context) -> dict[str, Any]:
+        from operators.steps import release_switches as _release
+
+        return _release(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])
+
+    return release_switches()
+
+
 def form_params(dag_kind: str, defaults: Mapping[str, Any] | None = None) -> dict[str, Param]:
     """The trigger form of a DAG kind, from the run spec (a plan's values as defaults)."""
     return {name: Param(**kwargs) for name, kwargs in form_schema(dag_kind, defaults).items()}
@@ -113,7 +133,9 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             create_missing=spec("create_missing_tables"), expected_copy_s=spec("expected_copy_s"),
             quota_mark=spec("quota_mark"), codec_map=spec("codec_map"), target_coprocessors=spec("target_coprocessors"),
             allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"),
-            **safe_retry)
+            sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
+            rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
+            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}", **safe_retry)
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
             tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
@@ -134,9 +156,10 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
-            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
-            retries=2, retry_delay=timedelta(minutes=1),
+            hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
         ).expand_kwargs(run)
+        release = _release_switches_task()
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
                                     ledger_run_id="{{ run_id }}", **safe_retry)
         drained = ReplicationDrainedSensor(
@@ -170,7 +193,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
         done = report()
         run >> preflight >> create_tables >> add_peer >> go >> copy >> enable >> drained >> verify >> done
-        [run, preflight, create_tables, add_peer, copy, enable, drained, verify] >> on_failure()
+        copy >> release
+        [run, preflight, create_tables, add_peer, copy, release, enable, drained, verify] >> on_failure()
     return dag
 
 
@@ -218,9 +242,11 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         copy = HBaseCopyTableOperator.partial(
             task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **window_args,
             rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
-            max_pause_s=spec("max_pause_s"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
-            map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
+            max_pause_s=spec("max_pause_s"), hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}",
+            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=2,
+            retry_delay=timedelta(minutes=1),
         ).expand_kwargs(window)
+        copy >> _release_switches_task()
 
         @task.short_circuit(task_id="verify_requested", ignore_downstream_trigger_rules=False)
         def verify_requested(**context) -> bool:

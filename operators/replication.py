@@ -88,7 +88,7 @@ class AddPeerOperator(_PeerOperator):
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         ensure_distinct(source, target)
         config = migration_peer_config(target, table_names(self.tables), serial=self.serial is True,
-                                       bandwidth=int(self.bandwidth or 0))
+                                       bandwidth=int(self.bandwidth or 0), source=source)
         t0_ms = int(time.time() * 1000)  # taken before the peer exists: every edit from here on is kept
         with peer_admin(source) as admin:
             result = admin.add_peer(self.peer_id, config, enabled=bool(self.enabled), dry_run=self.is_dry_run)

@@ -1,9 +1,10 @@
 """The copy and verify Spark jobs, submitted with SparkSubmitOperator.
 
 The operators add what the migration needs around a plain spark-submit: the clusters in their wire form
-passed to the job (addresses only; no secret lives in an HBase connection), the ledger for resume and
-results, the job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that
-samples the source's quota while the job runs and applies the quota policy on a breach.
+passed to the job (addresses, principals and file paths; no secret lives in an HBase connection), for Kerberized
+clusters their keytab and krb5.conf shipped with the job (`--files`), the ledger for resume and results, the
+job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that samples the source's
+quota while the job runs and applies the quota policy on a breach.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ _COMMON_PARAMS = """
     :param target_conn_id: the target cluster's Airflow connection.
     :param target_table: the table on the target (default: the source table's name).
     :param start_time_ms: only cells with timestamp >= this (ms since the epoch); None: from the first.
-    :param end_time_ms: only cells with timestamp < this; None: everything (verify: the job's start).
+    :param end_time_ms: only cells with timestamp < this; None: everything (verify too: future timestamps
+        included).
     :param families: families to cover, CopyTable style (`cf1`, `src:dst` renames); None: every family.
     :param versions: versions per column: None (every version each family keeps), or the newest N.
     :param ledger_run_id: the run whose ledger records the phase, the partitions and the results (None: none).
@@ -82,11 +84,29 @@ class _HBaseJobOperator(SparkSubmitOperator):
         env.setdefault("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         self.env_vars = env
 
+    def _ship_credentials(self) -> None:
+        """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
+        hosts without them find them where Spark put them (hbase_migration.security.local_file: the container's
+        working directory on YARN, SparkFiles' directory elsewhere) and log in from the keytab themselves."""
+        from airflow.sdk import conf
+
+        if not conf.getboolean("hbase_migration", "ship_credentials", fallback=True):
+            return
+        wanted = []
+        for conn_id in (self.source_conn_id, self.target_conn_id):
+            security = HBaseClusterHook(conn_id).get_cluster().security
+            if security is not None and security.kerberos:
+                wanted += [security.keytab, security.krb5_conf]
+        files = [f for f in (self.files or "").split(",") if f]
+        files += [f for f in dict.fromkeys(w for w in wanted if w) if f not in files]
+        self.files = ",".join(files) or None
+
     def _run(self, context: Context) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             summary_file = os.path.join(tmp, "summary.json")
             self.application_args = self._prepare(summary_file)
             self._python_env()
+            self._ship_credentials()
             error: Exception | None = None
             try:
                 super().execute(context)
@@ -133,21 +153,26 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     :param max_pause_s: load throttle: paused this long, the task fails saying why (finished partitions stay
         recorded; a retry resumes).
     :param load_sample_s: load throttle: seconds between two samples of the source (taken by the Spark driver).
-    :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).""" + _COMMON_PARAMS
+    :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).
+    :param hold_switches: turn the source's split/merge switch and normalizer off while the job runs and restore
+        what was found (`hbase_migration.switches`: counted in the ledger across concurrent copies of the source;
+        the last one restores). Done here, not in the job: its driver may run where no HBase shell
+        is.""" + _COMMON_PARAMS
 
     job_kind = "copy"
     application_path = COPY_JOB
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy",
                                       "quota_mark", "rows_per_s", "copy_id", "max_load", "critical_load",
-                                      "max_pause_s")
+                                      "max_pause_s", "hold_switches")
     ui_color = "#fce8b2"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
                  quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float | None = None,
                  rows_per_s: float | None = None, copy_id: str | None = None, max_load: str | None = None,
                  critical_load: str | None = None, max_pause_s: float | None = None,
-                 load_sample_s: float | None = None, **kwargs) -> None:
+                 load_sample_s: float | None = None, hold_switches: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.hold_switches = hold_switches
         self.max_load = max_load
         self.critical_load = critical_load
         self.max_pause_s = max_pause_s
@@ -181,21 +206,44 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         except ValueError as e:
             raise AirflowFailException(str(e)) from None
         self._ledger_phase("copy", "running")
+        hold = self._hold_switches(context)
         watchdog = None
-        if self.peer_id:
-            from airflow.sdk import conf
-
-            interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
-                                                                 fallback=30.0)
-            watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
-                                self.quota_policy, self.quota_mark, interval,
-                                ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                on_fail=self._on_quota_fail, logger=self.log).start()
         try:
+            if self.peer_id:
+                from airflow.sdk import conf
+
+                interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                     fallback=30.0)
+                watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
+                                    self.quota_policy, self.quota_mark, interval,
+                                    ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
+                                    on_fail=self._on_quota_fail, logger=self.log).start()
             return self._run(context)
         finally:
             if watchdog is not None:
                 watchdog.stop()
+            if hold is not None:
+                try:
+                    hold.__exit__(None, None, None)
+                except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
+                    self.log.error("the source's switches were not restored: %s", e)
+
+    def _hold_switches(self, context: Context) -> Any:
+        """The switch hold of this copy (None when off); a refusal fails the task without a retry."""
+        if not self.hold_switches:
+            self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
+            return None
+        from hbase_migration.switches import SwitchError, SwitchHold, holder_name
+        from operators.ledger import ledger_url
+
+        copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
+        hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
+                          holder_name(copy_id, self.table), self.ledger_run_id, logger=self.log)
+        try:
+            return hold.__enter__()
+        except SwitchError as e:
+            self._ledger_phase("copy", "failed", {"error": str(e)})
+            raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
 
     def _on_quota_fail(self, message: str) -> None:
         self._breach = message
@@ -226,9 +274,10 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
 
 class HBaseVerifyTableOperator(_HBaseJobOperator):
-    __doc__ = """Verifies one table (jobs/verify_table.py): per-range content hashes over (row, family, qualifier,
-    timestamp, value) on both sides, bisected down to the differing rows, bounded to cells older than
-    `end_time_ms` (default: the job's start), re-compared after `recompare_sleep_s` for edits in flight.
+    __doc__ = """Verifies one table (jobs/verify_table.py): both sides read at once and merge-joined by row key,
+    every version of every cell compared (row, family, qualifier, timestamp, value), bounded to cells older than
+    `end_time_ms` (default: none, every timestamp, future ones included), differing rows re-compared after
+    `recompare_sleep_s` for edits in flight.
     Fails when any row differs; the result (counts and a sample of differing keys) goes to the ledger.
 
     :param recompare_sleep_s: pause before differing rows are compared again (edits in flight).
@@ -263,26 +312,25 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         return self._run(context)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
+        from hbase_migration.verify import ledger_counts, repaired_clean
+
+        repaired = bool(summary) and self.repair and repaired_clean(summary)
         if summary and self.ledger_run_id and summary.get("level") == "content":
             from operators.ledger import open_ledger
 
-            samples = [k.encode("latin-1") for keys in (summary.get("differing_rows_sample") or {}).values()
-                       for k in keys]
-            with open_ledger() as ledger:
+            samples = [] if repaired else [k.encode("latin-1") for keys in
+                                           (summary.get("differing_rows_sample") or {}).values() for k in keys]
+            with open_ledger() as ledger:  # repaired: recorded as left (clean), the repair is in the phase's summary
                 ledger.verification(
                     self.ledger_run_id, self.table, window_start_ms=summary.get("start_time_ms") or 0,
-                    window_end_ms=summary.get("end_time_ms"), source_rows=summary["source_rows"],
-                    target_rows=summary["target_rows"], matching=summary["matching"],
-                    content_different=summary["content_different"], only_in_source=summary["only_in_source"],
-                    only_in_target=summary["only_in_target"], sample_keys=samples)
+                    window_end_ms=summary.get("end_time_ms"), sample_keys=samples,
+                    **ledger_counts(summary, repaired))
         if summary:
             self.log.info("verify summary: %s", json.dumps(summary, sort_keys=True))
         if summary and summary.get("identical"):
             self._ledger_phase("verify", "success", summary)
             return summary
-        from hbase_migration.verify import repaired_clean
-
-        if summary and self.repair and repaired_clean(summary):
+        if repaired:
             self.log.warning("verify of %s found differences and repaired them (read back equal): %s; versions: %s",
                              self.table, json.dumps(summary["repair"]),
                              json.dumps(summary.get("differing_versions_sample")))

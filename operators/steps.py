@@ -160,3 +160,24 @@ def record_verdict(ledger: Any, run_id: str, verdict: Mapping[str, Any]) -> None
     from hbase_migration.ledger import ALL_TABLES
 
     ledger.set_phase(run_id, ALL_TABLES, "report", "failed", json.dumps(verdict, sort_keys=True, default=str))
+
+
+def release_switches(spec_dict: Mapping[str, Any] | None, run_id: str) -> dict[str, Any]:
+    """After every copy of the run ended: release the switch holds its copies still have (each copy releases its
+    own when it ends; a copy killed and not retried cannot). The last hold on the source restores the state
+    found before the copies."""
+    from hbase_migration.switches import release_run
+    from operators.ledger import open_ledger
+
+    if not spec_dict or not RunSpec.from_dict(spec_dict).hold_switches:
+        return {"released": []}
+    spec = RunSpec.from_dict(spec_dict)
+    source = HBaseClusterHook(spec.source_conn_id).get_cluster()
+    with open_ledger() as ledger:
+        released = release_run(source, ledger, run_id, logger=log)
+    for r in released:
+        outcome = f"restored {r['restored']}" if r["restored"] else f"still held by {', '.join(r['held_by'])}"
+        log.warning("released the switch hold %r this run's copy left: %s", r["holder"], outcome)
+    if not released:
+        log.info("no switch hold of this run is left: every copy released its own")
+    return {"released": released}

@@ -73,9 +73,9 @@ ORDER BY table_name, phase;
 
 -- name: partition_done
 INSERT INTO copy_partitions (copy_id, table_name, partition_id, start_row_hex, stop_row_hex, row_count,
-                             cell_count, byte_count, started_ms, finished_ms, attempt)
+                             cell_count, byte_count, started_ms, finished_ms, attempt, scope_fingerprint)
 VALUES (:copy_id, :table_name, :partition_id, :start_row_hex, :stop_row_hex, :row_count,
-        :cell_count, :byte_count, :started_ms, :finished_ms, :attempt)
+        :cell_count, :byte_count, :started_ms, :finished_ms, :attempt, :scope_fingerprint)
 ON CONFLICT (copy_id, table_name, partition_id) DO UPDATE SET
     start_row_hex = excluded.start_row_hex,
     stop_row_hex = excluded.stop_row_hex,
@@ -84,10 +84,17 @@ ON CONFLICT (copy_id, table_name, partition_id) DO UPDATE SET
     byte_count = excluded.byte_count,
     started_ms = excluded.started_ms,
     finished_ms = excluded.finished_ms,
-    attempt = excluded.attempt;
+    attempt = excluded.attempt,
+    scope_fingerprint = excluded.scope_fingerprint;
 
 -- name: done_partitions
 SELECT partition_id FROM copy_partitions WHERE copy_id = :copy_id AND table_name = :table_name;
+
+-- name: finished_ranges
+-- The finished key ranges of a copy's table (a resume subtracts them from its new plan), oldest first.
+SELECT partition_id, start_row_hex, stop_row_hex, scope_fingerprint, row_count, finished_ms
+FROM copy_partitions WHERE copy_id = :copy_id AND table_name = :table_name
+ORDER BY finished_ms, partition_id;
 
 -- name: copy_totals
 -- CAST: PostgreSQL's SUM of BIGINT is NUMERIC, which would come back as Decimal and not serialise to JSON.
@@ -298,3 +305,48 @@ ORDER BY m.created_ms, m.message_key;
 SELECT channel, attempts, claimed_ms, sent_ms, last_error
 FROM alert_deliveries WHERE message_key = :message_key
 ORDER BY channel;
+
+-- name: switch_guard_ensure
+INSERT INTO switch_guards (source_key, updated_ms) VALUES (:source_key, :now_ms)
+ON CONFLICT (source_key) DO NOTHING;
+
+-- name: switch_lock
+-- Take the lease when it is free, already ours, or expired (its holder died); the caller reads the row count.
+UPDATE switch_guards SET lock_owner = :owner, lock_expires_ms = :expires_ms, updated_ms = :now_ms
+WHERE source_key = :source_key
+  AND (lock_owner IS NULL OR lock_owner = :owner OR lock_expires_ms < :now_ms);
+
+-- name: switch_unlock
+UPDATE switch_guards SET lock_owner = NULL, lock_expires_ms = NULL, updated_ms = :now_ms
+WHERE source_key = :source_key AND lock_owner = :owner;
+
+-- name: switch_guard
+SELECT source_key, split_found, merge_found, normalizer_found, found_ms, lock_owner, lock_expires_ms, updated_ms
+FROM switch_guards WHERE source_key = :source_key;
+
+-- name: switch_found
+-- Only under the lease: the state found is written once per holding period and cleared by the restore.
+UPDATE switch_guards SET split_found = :split_found, merge_found = :merge_found,
+                         normalizer_found = :normalizer_found, found_ms = :found_ms, updated_ms = :now_ms
+WHERE source_key = :source_key AND lock_owner = :owner;
+
+-- name: switch_hold
+INSERT INTO switch_holds (source_key, holder, run_id, held_ms) VALUES (:source_key, :holder, :run_id, :held_ms)
+ON CONFLICT (source_key, holder) DO UPDATE SET run_id = excluded.run_id, held_ms = excluded.held_ms;
+
+-- name: switch_release
+DELETE FROM switch_holds WHERE source_key = :source_key AND holder = :holder;
+
+-- name: switch_holds
+SELECT holder, run_id, held_ms FROM switch_holds WHERE source_key = :source_key ORDER BY held_ms, holder;
+
+-- name: run_switch_holds
+SELECT source_key, holder, held_ms FROM switch_holds WHERE run_id = :run_id ORDER BY source_key, holder;
+
+-- name: sizing
+INSERT INTO copy_sizings (run_id, table_name, sized_ms, sizing_json)
+VALUES (:run_id, :table_name, :sized_ms, :sizing_json)
+ON CONFLICT (run_id, table_name) DO UPDATE SET sized_ms = excluded.sized_ms, sizing_json = excluded.sizing_json;
+
+-- name: run_sizings
+SELECT table_name, sized_ms, sizing_json FROM copy_sizings WHERE run_id = :run_id ORDER BY table_name;

@@ -8,6 +8,7 @@ ephemeral nodes really vanish; minihbase clusters run as their own processes on 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -20,6 +21,31 @@ REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.secure_fixtures"]  # secured minihbase: KDC, SASL ZooKeeper, secured cluster pairs
 os.environ.setdefault("AIRFLOW_HOME", str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_KDC_PROFILE")
+
+
+def _restore_kerberos_env():
+    """Save the process's Kerberos configuration; restore it when resumed. MIT Kerberos reads KRB5_CONFIG for the
+    whole process, and the toolkit keeps the krb5.conf its first Kerberized connection named: a test (or a module's
+    fixture) with a KDC of its own must not leave later tests pointed at a KDC it has stopped."""
+    saved = {k: os.environ.get(k) for k in KERBEROS_ENV}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    kerberos = sys.modules.get("hbase_migration.kerberos")
+    if kerberos is not None:
+        kerberos.forget_krb5_conf()
+
+
+# Autouse, at both scopes: a module fixture's KDC is set up after the module-scoped save and torn down before its
+# restore; a test's own KDC likewise inside the function-scoped one.
+kerberos_env_per_module = pytest.fixture(scope="module", autouse=True)(_restore_kerberos_env)
+kerberos_env_per_test = pytest.fixture(autouse=True)(_restore_kerberos_env)
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,15 @@
   carries one timestamp per call, so cells are grouped by timestamp; a delete removes every version at or
   below its timestamp.
 
-Every implementation returns rows as `(row, [(b"family:qualifier", timestamp, value), ...])`, cells ordered by
-column (the bytes `family:qualifier`) and newest version first, only cells inside the asked time range
+Every implementation returns rows as `(row, [(b"family:qualifier", timestamp, value), ...])`, cells in HBase's
+order (family, qualifier, newest version first: `scope.cell_order`), only cells inside the asked time range
 `[start, end)`, and writes every cell at its own timestamp. Re-writing a cell with its timestamp changes
 nothing, so retries and resumed copies are idempotent.
+
+Wide rows: a scan reads with a cell limit per result (Thrift's `TScan.batchSize`), so a row wider than that comes
+as consecutive pieces with the same row key, each with the next slice of its cells; readers stitch them by key
+(`rows_in` counts rows, verify compares piece by piece). Each scanner call asks for fewer results once the rows
+turn out wide (`CallSize`), so a task holds about `call_cells` cells per call whatever the rows' width.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from hbase_migration.scope import Cell, Row, to_string_binary
+from hbase_migration.scope import Cell, Row, cell_order, to_string_binary
 
 if TYPE_CHECKING:
     from hbase_migration.cluster import Cluster
@@ -30,8 +35,8 @@ if TYPE_CHECKING:
 FIRST_KEY_ONLY = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"  # RowCounter's filter pair: one cell per row
 KEY_ONLY = "KeyOnlyFilter()"
 
-__all__ = ["FIRST_KEY_ONLY", "KEY_ONLY", "Cell", "DataPath", "PartitionFailed", "Region", "Row", "ThreadedWriter",
-           "Writer", "open_data_path", "prefetch"]
+__all__ = ["FIRST_KEY_ONLY", "KEY_ONLY", "CallSize", "Cell", "DataPath", "PartitionFailed", "Region", "Row",
+           "ScanPosition", "ThreadedWriter", "Writer", "open_data_path", "prefetch", "rows_in"]
 
 
 class PartitionFailed(RuntimeError):
@@ -68,6 +73,73 @@ def check_in_range(first: bytes, last: bytes, next_start: bytes, stop_row: bytes
     if first < next_start or last < first or (stop_row and last >= stop_row):
         raise PartitionFailed(f"scan of {table!r} got rows [{to_string_binary(first)}, {to_string_binary(last)}] "
                               f"outside [{to_string_binary(next_start)}, {to_string_binary(stop_row) or '<end>'})")
+
+
+class ScanPosition:
+    """Where a scan stands, so that a lost scanner re-opens where it left off, also in the middle of a wide row.
+
+    The last piece yielded may be a slice of its row, so a re-opened scanner starts *at* that row and the cells of
+    it already yielded (up to the last one, in HBase's order) are dropped from what comes back: what HBase's own
+    client does after a retry (`BatchScanResultCache` with `ConnectionUtils.filterCells`). Nothing is yielded
+    twice and nothing is skipped, except a cell written meanwhile before that point (an edit in flight, which
+    replication carries and verify's re-compare sees)."""
+
+    def __init__(self, start_row: bytes):
+        self.start = start_row  # where the next scanner opens
+        self.last_row: bytes | None = None
+        self.last_key: tuple | None = None
+        self.trimming = False
+
+    def reopen(self) -> None:
+        """A new scanner is about to be opened at `start`."""
+        self.trimming = self.last_key is not None
+
+    def yielded(self, pieces: Sequence[Row]) -> None:
+        row, cells = pieces[-1]
+        self.start, self.last_row, self.last_key = row, row, cell_order(cells[-1])
+
+    def trim(self, pieces: list[Row]) -> list[Row]:
+        """The pieces without the cells a scanner before this one yielded already."""
+        if not self.trimming:
+            return pieces
+        for i, (row, cells) in enumerate(pieces):
+            if row != self.last_row:
+                self.trimming = False
+                return pieces[i:]
+            last = self.last_key
+            keep = next((j for j, c in enumerate(cells) if cell_order(c) > last), None)
+            if keep is not None:
+                self.trimming = False
+                return [(row, cells[keep:])] + pieces[i + 1:]
+        return []
+
+
+class CallSize:
+    """How many results the next scanner call asks for: `batch_rows`, or fewer once the rows turn out wide, so that
+    one call carries about `call_cells` cells. The first call of a scan that slices rows (`batch_cells`) asks for
+    no more than `call_cells / batch_cells` results, so a scan that starts in a wide row does not take
+    `batch_rows` slices at once."""
+
+    def __init__(self, batch_rows: int, batch_cells: int | None, call_cells: int | None):
+        self.max = batch_rows
+        self.call_cells = call_cells
+        self.next = batch_rows if not (batch_cells and call_cells) else max(1, min(batch_rows,
+                                                                                    call_cells // batch_cells))
+
+    def observe(self, results: int, cells: int) -> None:
+        if results and self.call_cells:
+            self.next = max(1, min(self.max, self.call_cells * results // max(cells, 1)))
+
+
+def rows_in(pieces: Iterable[Row], last: bytes | None = None) -> tuple[int, bytes | None]:
+    """(rows, last row key) of consecutive pieces: a row cut in pieces counts once, also across calls when the
+    previous call's last row key is given."""
+    n = 0
+    for row, _cells in pieces:
+        if row != last:
+            n += 1
+            last = row
+    return n, last
 
 
 class ThreadedWriter(Writer):
@@ -238,11 +310,14 @@ class DataPath(abc.ABC):
     @abc.abstractmethod
     def scan(self, table: str, start_row: bytes, stop_row: bytes, *, columns: Sequence[bytes] | None = None,
              start_ms: int | None = None, end_ms: int | None = None, versions: int | None = 1,
-             batch_rows: int = 500, keys_only: bool = False, first_key_only: bool = False,
+             batch_rows: int = 500, batch_cells: int | None = None, call_cells: int | None = None,
+             keys_only: bool = False, first_key_only: bool = False,
              stats: dict[str, int] | None = None) -> Iterator[list[Row]]:
         """Rows of `[start_row, stop_row)` (b"" stop: to the end), one server batch at a time; rows with no cell
-        in the time range are left out. `keys_only`: values empty; `first_key_only`: one cell per row (a
-        row count). A lost connection or scanner re-opens the scan after the last row yielded."""
+        in the time range are left out. With `batch_cells`, a row with more cells comes as consecutive pieces
+        of at most that many (the same row key); `call_cells` bounds the cells one call brings (`CallSize`).
+        `keys_only`: values empty; `first_key_only`: one cell per row, one piece per row (a row count). A lost
+        connection or scanner re-opens the scan where it stopped (`ScanPosition`), also inside a wide row."""
 
     @abc.abstractmethod
     def get_rows(self, table: str, keys: Sequence[bytes], *, columns: Sequence[bytes] | None = None,

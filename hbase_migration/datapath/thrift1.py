@@ -2,7 +2,10 @@
 
 Thrift1 facts it is built around (HBase's `ThriftHBaseServiceHandler`):
 - A scan returns only the newest version of each column, and its `timestamp` is an exclusive upper bound
-  (`[0, ts)`): the end of a time range goes to the server, the start is applied here.
+  (`[0, ts)`): the end of a time range goes to the server, the start is applied here. Thrift1's TScan has
+  `batchSize` too (happybase's `scan_batching`): a wide row comes in slices of that many columns, each slice's
+  older versions read by getVer (so a slice holds at most batchSize x VERSIONS cells). `getRow*`/`getRows*`
+  have no such limit: a row fetched by key comes whole (verify fetches rows it saw wide by scanning them).
 - Older versions come only from `getVer`/`getVerTs`, one call per column: reading N versions of a family that
   keeps more than one costs a (pipelined) call per column.
 - `mutateRowsTs` writes every cell of a call with one timestamp, so cells are grouped by timestamp and each
@@ -19,14 +22,16 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 from hbase_migration.datapath import (
     FIRST_KEY_ONLY,
     KEY_ONLY,
+    CallSize,
     DataPath,
     PartitionFailed,
     Region,
+    ScanPosition,
     ThreadedWriter,
     Writer,
     check_in_range,
 )
-from hbase_migration.scope import Cell, Row, to_string_binary, window_cells
+from hbase_migration.scope import Cell, Row, cell_order, to_string_binary, window_cells
 from hbase_migration.thrift import ThriftSession, hbase_thrift, is_transient, retrying
 
 if TYPE_CHECKING:
@@ -66,19 +71,26 @@ class Thrift1Path(DataPath):
 
     def scan(self, table: str, start_row: bytes, stop_row: bytes, *, columns: Sequence[bytes] | None = None,
              start_ms: int | None = None, end_ms: int | None = None, versions: int | None = 1,
-             batch_rows: int = 500, keys_only: bool = False, first_key_only: bool = False,
+             batch_rows: int = 500, batch_cells: int | None = None, call_cells: int | None = None,
+             keys_only: bool = False, first_key_only: bool = False,
              stats: dict[str, int] | None = None) -> Iterator[list[Row]]:
         # FirstKeyOnlyFilter gives one cell, maybe outside the window: with a start time every column's newest
-        # cell is needed to tell whether the row has a cell in range.
+        # cell is needed to tell whether the row has a cell in range (in slices, of which the first with a cell
+        # in range counts).
         flt = (FIRST_KEY_ONLY if start_ms is None else KEY_ONLY) if first_key_only else KEY_ONLY if keys_only else None
         history = {} if keys_only or first_key_only else self._history(table, versions)
+        batch_size = None if first_key_only and start_ms is None else batch_cells
+        counted: bytes | None = None  # first_key_only: the last row already given (its later slices are not)
         for batch in scan_rows(self.session, table, start_row, stop_row, timestamp=end_ms, columns=columns,
-                               batch_rows=batch_rows, filter_string=flt, retries=self.retries,
-                               wait_cap=self.wait_cap_s, stats=stats):
+                               batch_rows=batch_rows, batch_cells=batch_size, call_cells=call_cells,
+                               filter_string=flt, retries=self.retries, wait_cap=self.wait_cap_s, stats=stats):
             if history:
                 older = read_versions(self.session, table, batch, history, end_ms)
                 batch = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in batch]
             out = self._in_range(batch, start_ms, end_ms, first_key_only)
+            if first_key_only:
+                out = [piece for piece in out if piece[0] != counted]
+                counted = out[-1][0] if out else counted
             if out:
                 yield out
 
@@ -111,7 +123,7 @@ class Thrift1Path(DataPath):
             else:
                 found = self.session.call("getRows", table_b, chunk, {})
             rows = [(r.row, sorted(((col, c.timestamp, c.value) for col, c in (r.columns or {}).items()),
-                                   key=lambda c: c[0])) for r in found]
+                                   key=cell_order)) for r in found]
             if history:
                 older = read_versions(self.session, table, rows, history, end_ms)
                 rows = [(row, merge_versions(cells, older.get(row, {}))) for row, cells in rows]
@@ -142,6 +154,8 @@ def scan_rows(
     timestamp: int | None = None,
     columns: Sequence[bytes] | None = None,
     batch_rows: int = 500,
+    batch_cells: int | None = None,
+    call_cells: int | None = None,
     filter_string: str | None = None,
     retries: int = 8,
     wait_cap: float = 20.0,
@@ -149,27 +163,30 @@ def scan_rows(
 ) -> Iterator[list[Row]]:
     """Scan `[start_row, stop_row)` and yield lists of (row, [(column, ts, value)]).
 
-    A transient error (lost connection, expired scanner lease) re-opens the
-    connection and the scanner just after the last row yielded, so no row is
-    lost or repeated. Columns come sorted (`sortColumns`), one (newest) version
-    each, with `ts < timestamp` when a timestamp is given.
+    A transient error (lost connection, expired scanner lease) re-opens the connection and the scanner where
+    the scan stopped (`ScanPosition`: also inside a row cut by `batch_cells`), so no cell is lost or repeated.
+    Columns come sorted (`sortColumns`, HBase's order), one (newest) version each, with `ts < timestamp` when a
+    timestamp is given; with `batch_cells` a wider row comes as consecutive pieces of that many columns.
     """
     T = hbase_thrift()
     table_b = table.encode("utf-8")
-    state: dict[str, Any] = {"scanner": None, "next_start": start_row, "connection": None}
+    position = ScanPosition(start_row)
+    size = CallSize(batch_rows, batch_cells, call_cells)
+    state: dict[str, Any] = {"scanner": None, "connection": None}
 
     def next_batch() -> list:
         # A scanner lives on the connection (and gateway) that opened it: after any re-open (this scan's retry,
-        # or another call on the session) open a new one just after the last row yielded. An old id reused on
-        # another gateway could name another scan's scanner there.
+        # or another call on the session) open a new one where the scan stopped. An old id reused on another
+        # gateway could name another scan's scanner.
         if state["scanner"] is None or state["connection"] != session.reconnects:
-            scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, timestamp=timestamp,
-                           columns=list(columns) if columns else None, caching=batch_rows,
+            position.reopen()
+            scan = T.TScan(startRow=position.start, stopRow=stop_row or None, timestamp=timestamp,
+                           columns=list(columns) if columns else None, caching=size.next, batchSize=batch_cells,
                            filterString=filter_string.encode("utf-8") if filter_string else None,
                            sortColumns=True)
             state["scanner"] = session.client.scannerOpenWithScan(table_b, scan, {})
             state["connection"] = session.reconnects
-        return session.client.scannerGetList(state["scanner"], batch_rows)
+        return session.client.scannerGetList(state["scanner"], size.next)
 
     def lost_scanner(_error: BaseException) -> None:
         state["scanner"] = None
@@ -184,15 +201,19 @@ def scan_rows(
             except Exception as e:
                 if not scanner_lost(e):
                     raise
-                raise PartitionFailed(f"scan of {table!r} from {to_string_binary(state['next_start'])} failed "
+                raise PartitionFailed(f"scan of {table!r} from {to_string_binary(position.start)} failed "
                                       f"{retries} times: {type(e).__name__}: {e}") from e
             if not items:
                 return
             batch = [(it.row, [(c.columnName, c.cell.timestamp, c.cell.value) for c in (it.sortedColumns or ())])
                      for it in items]
-            check_in_range(batch[0][0], batch[-1][0], state["next_start"], stop_row, table)
-            state["next_start"] = batch[-1][0] + b"\x00"
-            yield batch
+            check_in_range(batch[0][0], batch[-1][0], position.start, stop_row, table)
+            batch = [piece for piece in batch if piece[1]]
+            size.observe(len(items), sum(len(cells) for _, cells in batch))
+            batch = position.trim(batch)
+            if batch:
+                position.yielded(batch)
+                yield batch
     finally:
         if state["scanner"] is not None and state["connection"] == session.reconnects:
             try:

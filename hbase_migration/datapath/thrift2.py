@@ -14,14 +14,16 @@ import io
 import logging
 import pkgutil
 import socket
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from hbase_migration.datapath import (
     FIRST_KEY_ONLY,
     KEY_ONLY,
+    CallSize,
     DataPath,
     PartitionFailed,
     Region,
+    ScanPosition,
     ThreadedWriter,
     Writer,
     check_in_range,
@@ -73,15 +75,15 @@ class Thrift2Session:
         connect_any(self, self.cluster.thrift2_servers, self._connect)
 
     def _connect(self, gateway: str) -> None:
-        from thriftpy2.rpc import make_client
+        from hbase_migration import channels
 
         T = hbase2()
-        host, _, port = gateway.rpartition(":")
-        transport, protocol = _factories(self.cluster)
         try:
-            self.client = make_client(T.THBaseService, host, int(port), timeout=int(self.timeout_s * 1000),
-                                      trans_factory=transport, proto_factory=protocol)
+            self.client = channels.thrift2(self.cluster, gateway, self.timeout_s, T.THBaseService)
             kind = self.client.getThriftServerType()
+        except channels.auth_errors():
+            self.close()
+            raise  # not a ConnectionError: another gateway or a retry would be refused the same way
         except Exception as e:
             self.close()
             raise ConnectionError(f"cluster {self.cluster.name!r}: cannot reach the Thrift2 server at "
@@ -119,33 +121,14 @@ class Thrift2Session:
         return pipelined(self.client, api, calls)
 
 
-def _factories(cluster: "Cluster") -> tuple[Any, Any]:
-    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
-    from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
-
-    transport = TFramedTransportFactory() if cluster.thrift_transport == "framed" else TBufferedTransportFactory()
-    protocol = TCompactProtocolFactory() if cluster.thrift_protocol == "compact" else TBinaryProtocolFactory()
-    return transport, protocol
-
-
 def _is_missing_table(exc: BaseException) -> bool:
     return type(exc).__name__ == "TIOError" and "TableNotFoundException" in str(getattr(exc, "message", "") or "")
 
 
-def _cells(result: Any, resort: bool) -> list[Cell]:
-    """A TResult's cells as (b"family:qualifier", ts, value), by column then newest first. HBase sends them by
-    family, qualifier, newest first: the same order unless a family name extends another with a byte below ':'
-    (`a` and `a0`), which is when `resort` is needed."""
-    cells = [(cv.family + b":" + cv.qualifier, cv.timestamp, cv.value) for cv in result.columnValues]
-    if resort:
-        cells.sort(key=lambda c: (c[0], -c[1]))
-    return cells
-
-
-def needs_resort(families: Iterable[bytes]) -> bool:
-    """Whether HBase's family order differs from the order of `family:qualifier` bytes for these families."""
-    names = sorted(families)
-    return any(b.startswith(a) and b[len(a)] < ord(":") for a in names for b in names if len(b) > len(a))
+def _cells(result: Any) -> list[Cell]:
+    """A TResult's cells as (b"family:qualifier", ts, value), in the order HBase sends them (family, qualifier,
+    newest first: the toolkit's order, `scope.cell_order`)."""
+    return [(cv.family + b":" + cv.qualifier, cv.timestamp, cv.value) for cv in result.columnValues]
 
 
 class Thrift2Path(DataPath):
@@ -201,28 +184,33 @@ class Thrift2Path(DataPath):
 
     def scan(self, table: str, start_row: bytes, stop_row: bytes, *, columns: Sequence[bytes] | None = None,
              start_ms: int | None = None, end_ms: int | None = None, versions: int | None = 1,
-             batch_rows: int = 500, keys_only: bool = False, first_key_only: bool = False,
+             batch_rows: int = 500, batch_cells: int | None = None, call_cells: int | None = None,
+             keys_only: bool = False, first_key_only: bool = False,
              stats: dict[str, int] | None = None) -> Iterator[list[Row]]:
-        """One scanner over the range (a lost connection or scanner re-opens it just after the last row)."""
+        """One scanner over the range (a lost connection or scanner re-opens it where it stopped)."""
         T = hbase2()
         table_b = table.encode("utf-8")
         flt = FIRST_KEY_ONLY if first_key_only else KEY_ONLY if keys_only else None
         read = self._read(columns, start_ms, end_ms, 1 if first_key_only else versions)
-        resort = needs_resort(self.families(table))
-        state: dict[str, Any] = {"scanner": None, "next_start": start_row, "connection": None}
+        batch_size = None if first_key_only else batch_cells  # FirstKeyOnlyFilter: one cell per row already
+        position = ScanPosition(start_row)
+        size = CallSize(batch_rows, batch_size, call_cells)
+        state: dict[str, Any] = {"scanner": None, "connection": None}
 
         def next_batch() -> list:
             # A scanner lives on the connection (and gateway) that opened it: after any re-open, open a new one
-            # just after the last row yielded (an old id on another gateway could name another scan's scanner).
+            # where the scan stopped (an old id on another gateway could name another scan's scanner).
             if state["scanner"] is None or state["connection"] != self.session.reconnects:
-                scan = T.TScan(startRow=state["next_start"], stopRow=stop_row or None, caching=batch_rows,
-                               filterString=flt.encode("utf-8") if flt else None, cacheBlocks=False, **read)
+                position.reopen()
+                scan = T.TScan(startRow=position.start, stopRow=stop_row or None, caching=size.next,
+                               batchSize=batch_size, filterString=flt.encode("utf-8") if flt else None,
+                               cacheBlocks=False, **read)
                 state["scanner"] = self.session.client.openScanner(table_b, scan)
                 state["connection"] = self.session.reconnects
-            return self.session.client.getScannerRows(state["scanner"], batch_rows)
+            return self.session.client.getScannerRows(state["scanner"], size.next)
 
         def lost_scanner(_error: BaseException) -> None:
-            state["scanner"] = None  # gone with its connection, or expired: open a new one after the last row
+            state["scanner"] = None  # gone with its connection, or expired: open a new one where the scan stopped
             if stats is not None:
                 stats["retries"] = stats.get("retries", 0) + 1
 
@@ -234,14 +222,16 @@ class Thrift2Path(DataPath):
                 except Exception as e:
                     if not _lost(e):
                         raise
-                    raise PartitionFailed(f"scan of {table!r} from {to_string_binary(state['next_start'])} failed "
+                    raise PartitionFailed(f"scan of {table!r} from {to_string_binary(position.start)} failed "
                                           f"{self.retries} times: {type(e).__name__}: {e}") from e
                 if not results:
                     return
-                batch = [(r.row, _cells(r, resort)) for r in results if r.columnValues]
-                check_in_range(results[0].row, results[-1].row, state["next_start"], stop_row, table)
-                state["next_start"] = results[-1].row + b"\x00"
+                check_in_range(results[0].row, results[-1].row, position.start, stop_row, table)
+                batch = [(r.row, _cells(r)) for r in results if r.columnValues]
+                size.observe(len(results), sum(len(cells) for _, cells in batch))
+                batch = position.trim(batch)
                 if batch:
+                    position.yielded(batch)
                     yield batch
         finally:
             if state["scanner"] is not None and state["connection"] == self.session.reconnects:
@@ -255,13 +245,12 @@ class Thrift2Path(DataPath):
                  versions: int | None = 1) -> dict[bytes, list[Cell]]:
         T = hbase2()
         read = self._read(columns, start_ms, end_ms, versions)
-        resort = needs_resort(self.families(table))
         out: dict[bytes, list[Cell]] = {}
         for i in range(0, len(keys), 500):
             gets = [T.TGet(row=k, **read) for k in keys[i:i + 500]]
             for result in self.session.call("getMultiple", table.encode("utf-8"), gets):
                 if result is not None and result.row is not None and result.columnValues:
-                    out[result.row] = _cells(result, resort)
+                    out[result.row] = _cells(result)
         return out
 
     def writer(self, table: str, *, writers: int = 4, pipeline: int = 1, batch_cells: int = 5000,

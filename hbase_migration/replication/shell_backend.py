@@ -34,7 +34,9 @@ class ShellPeerAdmin(PeerAdmin):
         self.shell_timeout_s = shell_timeout_s
 
     def run(self, statements: list[str]) -> shell.ShellOutput:
-        return shell.run_shell(statements, self.cluster.shell_command, self.shell_timeout_s)
+        from hbase_migration import channels
+
+        return channels.shell(self.cluster, statements, self.shell_timeout_s)
 
     def _run(self, statements: list[str], execute: bool) -> list[str]:
         if execute:

@@ -57,6 +57,21 @@ class ZooKeeperPeerAdmin(PeerAdmin):
     def _wrap(self, payload: bytes) -> bytes:
         return zk.add_metadata(payload, self.metadata_id)
 
+    def _acl(self, path: str) -> Any:
+        """On a secured ZooKeeper, the ACL secure HBase gives replication znodes: the SASL entries (`sasl:hbase`
+        and each hbase.superuser, ALL) of the nearest existing ancestor of `path`, without its world READ (the
+        base znode has one; replication znodes have none). So the region servers can read and change what the
+        toolkit creates, and nobody else. None (kazoo's default, open) on an open cluster."""
+        security = self.cluster.security
+        if security is None or not security.zookeeper_sasl:
+            return None
+        parent = path
+        while parent not in ("", "/"):
+            parent = parent.rsplit("/", 1)[0] or "/"
+            if self.zk.exists(parent) is not None:
+                return [a for a in self.zk.get_acls(parent)[0] if a.id.scheme != "world"] or None
+        return None
+
     def _legacy_table_cfs(self, config: PeerConfig) -> str:
         namespaced = [t for t in config.table_cfs if ":" in t]
         if namespaced:
@@ -102,10 +117,11 @@ class ZooKeeperPeerAdmin(PeerAdmin):
         commands = [] if self.zk.exists(peers) else [f"ensure {peers}"]
         commands += [f"transaction: {text}" for _, _, text in ops]
         if execute:
-            self.zk.ensure_path(peers)
+            self.zk.ensure_path(peers, acl=self._acl(peers))
+            acl = self._acl(path)
             transaction = self.zk.transaction()
             for znode, data, _ in ops:
-                transaction.create(znode, data)
+                transaction.create(znode, data, acl=acl)
             self._commit(transaction, [text for _, _, text in ops])
         return commands
 
@@ -152,6 +168,6 @@ class ZooKeeperPeerAdmin(PeerAdmin):
                 elif current.table_cfs_data is not None:
                     transaction.set_data(znode, data)
                 else:
-                    transaction.create(znode, data)
+                    transaction.create(znode, data, acl=self._acl(znode))
             self._commit(transaction, [text for *_, text in ops])
         return [f"transaction: {text}" for *_, text in ops]

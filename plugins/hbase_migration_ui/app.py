@@ -97,7 +97,7 @@ class LedgerSource:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
-    for name in ("instant", "duration", "count", "size", "rate", "percent", "relative", "row_key",
+    for name in ("instant", "window_end", "duration", "count", "size", "rate", "percent", "relative", "row_key",
                  "per_second"):
         env.filters[name] = getattr(formatting, name)
     env.globals["MISSING"] = formatting.MISSING
@@ -229,6 +229,7 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
             quota_latest=[views.quota_row(q, now) for q in summary["quota"]["latest"]],
             quota_history=[views.quota_row(q, now) for q in recent["quota"]],
             verification=views.verification_rows(run, summary["verification"]),
+            sizing=views.sizing_view(summary["sizing"]),
             refresh=REFRESH_S if run["status"] == "running" else None,
         )
 

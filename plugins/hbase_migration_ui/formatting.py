@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from hbase_migration.progress import human_bytes, human_duration
-from hbase_migration.scope import to_string_binary
+from hbase_migration.scope import LATEST_TIMESTAMP, to_string_binary
 
 MISSING = "\u2014"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -20,6 +20,14 @@ def instant(ms: int | None) -> str:
     if ms is None:
         return MISSING
     return (_EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def window_end(ms: int | None) -> str:
+    """A verification window's end: an instant, or no end (every timestamp compared, future ones included),
+    which the ledger keeps as HBase's LATEST_TIMESTAMP."""
+    if ms is not None and ms >= LATEST_TIMESTAMP:
+        return "no end (every timestamp)"
+    return instant(ms)
 
 
 def duration(ms: int | None) -> str:

@@ -535,3 +535,68 @@ def verification_rows(run: Mapping[str, Any], verification: Mapping[str, list[Ma
             keys = [(k, formatting.row_key(k)) for k in e["sample_keys"]]
             out.append(VerificationRow(table, e, differing(e), keys))
     return out
+
+
+@dataclass(frozen=True)
+class SizingRow:
+    table: str
+    regions: int
+    store_files: int
+    store_file_bytes: int
+    memstore_bytes: int
+    est_rows: int | None
+    sample: str  # "250 rows of 1.0 KiB in 2.0 s", or why there is none
+    work_ms: int | None  # one task's copy work for the table; None: not projected
+
+
+@dataclass(frozen=True)
+class SizingLimit:
+    name: str
+    unit: str
+    room: float
+    needed: float
+    level: str  # 'ok' | 'bad'
+
+
+@dataclass(frozen=True)
+class SizingView:
+    sized_ms: int
+    level: str  # 'ok' | 'warn' | 'bad'
+    verdict: str
+    fix: str | None
+    copy_ms: int | None
+    copy_tasks: int
+    growth_bytes_per_s: float | None
+    pinned_bytes: float | None
+    tables: list[SizingRow]
+    limits: list[SizingLimit]
+    errors: list[str]
+
+
+def sizing_view(sizing: Mapping[str, Mapping[str, Any]]) -> SizingView | None:
+    """The run's sizing as preflight recorded it (`Ledger.run_sizings`: one entry per table and `ALL_TABLES` for
+    the projection); None when the run was not sized."""
+    run = sizing.get(ALL_TABLES)
+    if run is None:
+        return None
+    figures = run["figures"]
+    projection, verdict_ = figures["projection"], figures["verdict"]
+    per_table = projection.get("per_table") or {}
+    rows = []
+    for table in sorted(t for t in sizing if t != ALL_TABLES):
+        t = sizing[table]["figures"]
+        s = t.get("sample")
+        sample = (f"{s['rows']:,} rows of {formatting.size(s['region_bytes'])} in {s['elapsed_s']:.1f} s"
+                  + ("" if s["complete"] else " (stopped at the timeout)")
+                  + (" (approx. region size)" if s.get("approximate") else "")) if s else (t.get("error") or "no data")
+        work = per_table.get(table)
+        rows.append(SizingRow(table, t["regions"], t["store_files"], t["store_file_bytes"], t["memstore_bytes"],
+                              t.get("est_rows"), sample, None if work is None else round(work["work_s"] * 1000)))
+    level = {"ok": "ok", "warning": "warn", "error": "bad"}[verdict_["severity"]]
+    limits = [SizingLimit(limit["name"], limit["unit"], limit["room"], limit["needed"],
+                          "bad" if limit["exceeded"] else "ok") for limit in projection.get("limits") or ()]
+    copy_s = projection.get("copy_s")
+    return SizingView(run["sized_ms"], level, verdict_["reason"], verdict_.get("fix"),
+                      None if copy_s is None else round(copy_s * 1000), projection["copy_tasks"],
+                      projection.get("growth_bytes_per_s"), projection.get("pinned_bytes"), rows, limits,
+                      list(figures.get("errors") or ()))

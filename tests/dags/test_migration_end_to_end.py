@@ -84,3 +84,7 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
     for table in summary["run"]["tables"]:
         n = plans[table]["partitions"]
         assert f"{table} {n} of {n} 100%" in shown
+    # preflight sized the run before the copy: every table and the projection are in the ledger and on the page
+    assert set(summary["sizing"]) == {*summary["run"]["tables"], "*"}, summary["sizing"].keys()
+    assert summary["sizing"]["*"]["figures"]["verdict"]["ok"] is True
+    assert "Sizing Sized" in shown and "Projected copy:" in shown

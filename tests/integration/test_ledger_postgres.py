@@ -68,7 +68,29 @@ def one_migration(ledger: Ledger) -> dict:
     ledger.end_run("run-1", "success", ended_ms=10_000)
     ledger.start_run("watch-1", "hbase_replication_watch", "watch", "zk1:2181:/hbase", "zk1:2181:/hbase", "-",
                      ["*"], started_ms=11_000)
+    # schema 5: fingerprinted ranges, the sizing, the switch guard's lease and holds
+    ledger.partition_done("copy-1", "ns:items", "q0", b"", b"", 1, 1, 1, finished_ms=4_200, fingerprint="f" * 16)
+    ledger.record_sizing("run-1", "ns:orders", {"regions": 3, "sample": {"rows": 10}}, sized_ms=1_500)
+    ledger.record_sizing("run-1", "ns:orders", {"regions": 4, "sample": None}, sized_ms=1_600)  # sized again
+    key = "zk1:2181,zk2:2181:2181:/hbase"
+    lease = [ledger.switch_lock(key, "owner-a", 60, now=1_000), ledger.switch_lock(key, "owner-b", 60, now=2_000)]
+    ledger.switch_hold(key, "copy copy-1 ns:orders", "run-1", held_ms=1_000)
+    ledger.switch_hold(key, "copy copy-1 ns:items", "run-1", held_ms=1_100)
+    ledger.switch_found(key, "owner-a", {"split": True, "merge": False, "normalizer": True}, found_ms=1_000)
+    lease.append(ledger.switch_lock(key, "owner-b", 60, now=100_000))  # owner-a's lease expired
+    try:
+        ledger.switch_found(key, "owner-a", None)
+        lease.append("written without the lease")
+    except LedgerError as e:
+        lease.append(str(e))
+    remaining = ledger.switch_release(key, "copy copy-1 ns:orders")
     return {
+        "ranges": ledger.finished_ranges("copy-1", "ns:items"),
+        "sizings": ledger.run_sizings("run-1"),
+        "lease": lease,
+        "guard": ledger.switch_guard(key),
+        "remaining": remaining,
+        "run_holds": ledger.run_switch_holds("run-1"),
         "summary": ledger.run_summary("run-1"),
         "recent": ledger.recent_runs(),
         "migrations": ledger.recent_runs(except_plan="watch"),
@@ -83,6 +105,15 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
         on_sqlite, on_postgres = one_migration(lite), one_migration(pg)
     assert on_postgres == on_sqlite
     assert on_postgres["done"] == ["p0", "p1", "p2"]
+    assert on_postgres["ranges"] == [{"partition_id": "q0", "start_row": b"", "stop_row": b"", "fingerprint": "f" * 16,
+                                      "rows": 1, "finished_ms": 4_200}]
+    assert on_postgres["sizings"] == {"ns:orders": {"sized_ms": 1_600, "figures": {"regions": 4, "sample": None}}}
+    assert on_postgres["lease"] == [True, False, True, "switch state of 'zk1:2181,zk2:2181:2181:/hbase' not written: "
+                                                       "the lease is not 'owner-a''s"]
+    assert on_postgres["guard"] == {"source_key": "zk1:2181,zk2:2181:2181:/hbase", "found": {
+        "split": True, "merge": False, "normalizer": True}, "found_ms": 1_000, "lock_owner": "owner-b",
+        "lock_expires_ms": 160_000}
+    assert on_postgres["remaining"] == [{"holder": "copy copy-1 ns:items", "run_id": "run-1", "held_ms": 1_100}]
     assert on_postgres["summary"]["run"]["t0_ms"] == 2_000
     assert [r["run_id"] for r in on_postgres["migrations"]] == ["run-1"]
     charts = on_postgres["charts"]
@@ -91,9 +122,10 @@ def test_postgres_gives_the_same_answers_as_sqlite(pg_url, tmp_path):
     assert charts["copy"]["plans"] == {"ns:orders": {"partitions": 3, "est_rows": None, "planned_ms": 2_900,
                                                      "replanned_ms": 3_900}}
     # Stored as the schema says: row keys as hex, unset quotas as NULL, flags as 0/1.
-    assert pg_rows(pg_url, "SELECT partition_id, start_row_hex, stop_row_hex, row_count FROM copy_partitions "
-                           "ORDER BY partition_id") == [("p0", "", "01", 7), ("p1", "01", "02ff", 10),
-                                                        ("p2", "02", "03ff", 20)]
+    assert pg_rows(pg_url, "SELECT partition_id, start_row_hex, stop_row_hex, row_count, scope_fingerprint FROM "
+                           "copy_partitions ORDER BY partition_id") == [
+        ("p0", "", "01", 7, None), ("p1", "01", "02ff", 10, None), ("p2", "02", "03ff", 20, None),
+        ("q0", "", "", 1, "f" * 16)]
     assert pg_rows(pg_url, "SELECT path, space_quota, ns_quota, growth_bytes_per_s FROM quota_samples "
                            "ORDER BY path") == [("/hbase", 30_000, 1_000, 12.5), ("/hbase/oldWALs", None, None, None)]
     assert pg_rows(pg_url, "SELECT queue_id, recovered FROM lag_samples WHERE sampled_ms = 7000 "
@@ -104,17 +136,18 @@ def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_pat
     Ledger.open(pg_url).close()
     Ledger.open(pg_url).close()
     assert pg_rows(pg_url, "SELECT version, name FROM schema_version ORDER BY version") == [
-        (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover"), (4, "alerts")]
+        (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover"), (4, "alerts"),
+        (5, "switches_ranges_sizing")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
     for shipped in sorted((SQL_DIR / "schema").glob("*.sql")):
         (sql_dir / "schema" / shipped.name).write_text(shipped.read_text())
-    (sql_dir / "schema" / "005_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
-    with pytest.raises(LedgerError, match='005_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
+    (sql_dir / "schema" / "006_extra.sql").write_text("CREATE TABLE extra (x TEXT);\nINSERT INTO nowhere VALUES (1);\n")
+    with pytest.raises(LedgerError, match='006_extra.sql failed, nothing applied: relation "nowhere" does not exist'):
         Ledger.open(pg_url, sql_dir=sql_dir)
     assert pg_rows(pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'extra'") == [(0,)]
-    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,), (3,), (4,)]
+    assert pg_rows(pg_url, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,), (3,), (4,), (5,)]
 
 
 def test_concurrent_writers_all_land(pg_url):

@@ -407,6 +407,31 @@ def test_scan_options(client, rows25):
         client.openScanner(table, T2.TScan(filterString=b"NoSuchFilter()"))
 
 
+def test_batch_size_slices_rows_as_hbase_does(client, table):
+    """TScan.batchSize (Scan.setBatch): at most that many cells per result, a row's slices in (family, qualifier,
+    newest first) order with the same row key; getScannerRows' numRows counts results (slices), not rows;
+    `partial` (mayHaveMoreCellsInRow) only where more of the row follows, so not on a last slice that is exactly
+    full; `limit` counts rows."""
+    client.putMultiple(table, [
+        T2.TPut(row=b"a", columnValues=[cv(b"cf:%d" % i, b"v", 5) for i in range(3)]),  # exactly one batch
+        T2.TPut(row=b"b", columnValues=[cv(b"cf:x", b"v%d" % v, v) for v in range(1, 5)]  # 4 versions of cf:x
+                + [cv(b"meta:m", b"m", 1)]),
+        T2.TPut(row=b"c", columnValues=[cv(b"two:y", b"y", 1)]),
+    ])
+    scan = T2.TScan(batchSize=3, maxVersions=10)
+    sid = client.openScanner(table, scan)
+    first = client.getScannerRows(sid, 2)
+    assert [(r.row, len(r.columnValues), r.partial) for r in first] == [(b"a", 3, False), (b"b", 3, True)]
+    rest = client.getScannerRows(sid, 10)
+    client.closeScanner(sid)
+    assert [(r.row, len(r.columnValues), r.partial) for r in rest] == [(b"b", 2, False), (b"c", 1, False)]
+    b_cells = cells(first[1]) + cells(rest[0])
+    assert b_cells == [(b"cf:x", 4, b"v4"), (b"cf:x", 3, b"v3"), (b"cf:x", 2, b"v2"), (b"cf:x", 1, b"v1"),
+                       (b"meta:m", 1, b"m")]  # versions sliced like any cells, in HBase's order
+    limited = client.getScannerResults(table, T2.TScan(batchSize=3, maxVersions=10, limit=2), 10)
+    assert [(r.row, len(r.columnValues)) for r in limited] == [(b"a", 3), (b"b", 3), (b"b", 2)]
+
+
 # ------------------------------------------------------------------------------------------------ errors
 
 def test_unknown_tables_and_families_answer_hbase_exceptions(client, table, minihbase_dc1):

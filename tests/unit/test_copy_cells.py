@@ -104,19 +104,63 @@ def test_summarize_totals_rates_and_failures():
     assert ok.to_dict()["stop_row"] == "67"
 
 
-def test_thrift2_cells_follow_column_order_and_resort_only_when_needed():
+def test_thrift2_cells_keep_hbase_order_which_is_the_toolkits_order():
     from types import SimpleNamespace
 
-    from hbase_migration.datapath.thrift2 import _cells, needs_resort
+    from hbase_migration.datapath.thrift2 import _cells
+    from hbase_migration.scope import cell_order
 
     def cv(family, qualifier, ts):
         return SimpleNamespace(family=family, qualifier=qualifier, timestamp=ts, value=b"v")
 
     # HBase's order: family, qualifier, newest first; `a` before `a0` although b"a0:" < b"a:" as bytes
     result = SimpleNamespace(columnValues=[cv(b"a", b"q", 9), cv(b"a", b"q", 3), cv(b"a0", b"q", 5)])
-    assert needs_resort([b"a", b"a0"]) and not needs_resort([b"a", b"ab", b"b"]) and not needs_resort([b"a"])
-    assert _cells(result, resort=True) == [(b"a0:q", 5, b"v"), (b"a:q", 9, b"v"), (b"a:q", 3, b"v")]
-    assert _cells(result, resort=False)[0] == (b"a:q", 9, b"v")
+    cells = _cells(result)
+    assert cells == [(b"a:q", 9, b"v"), (b"a:q", 3, b"v"), (b"a0:q", 5, b"v")]
+    assert sorted(cells, key=cell_order) == cells
+    assert sorted([(b"a0:q", 5, b""), (b"a:q", 3, b""), (b"a:q", 9, b"")], key=cell_order) == [
+        (b"a:q", 9, b""), (b"a:q", 3, b""), (b"a0:q", 5, b"")]
+    # a qualifier may hold ':' itself; the family never does
+    assert cell_order((b"f:x:y", 1, b"")) == (b"f", b"x:y", -1)
+
+
+def test_a_reopened_scan_resumes_inside_a_wide_row_without_repeating_or_skipping():
+    from hbase_migration.datapath import ScanPosition
+
+    pos = ScanPosition(b"a")
+    assert pos.trim([(b"a", [(b"f:1", 5, b"")])]) == [(b"a", [(b"f:1", 5, b"")])]  # nothing yielded yet
+    pos.yielded([(b"a", [(b"f:1", 5, b"")]), (b"r", [(b"f:1", 9, b""), (b"f:1", 7, b""), (b"f:2", 9, b"")])])
+    assert pos.start == b"r"  # the last row may go on: re-open at it, not after it
+    pos.reopen()
+    again = [(b"r", [(b"f:1", 9, b""), (b"f:1", 7, b"")]), (b"r", [(b"f:2", 9, b""), (b"f:3", 1, b"")]),
+             (b"s", [(b"f:1", 1, b"")])]
+    assert pos.trim(again) == [(b"r", [(b"f:3", 1, b"")]), (b"s", [(b"f:1", 1, b"")])]
+    assert pos.trim([(b"r", [(b"f:4", 1, b"")])]) == [(b"r", [(b"f:4", 1, b"")])]  # trimming ends there
+    pos.yielded([(b"s", [(b"f:1", 1, b"")])])
+    pos.reopen()
+    assert pos.trim([(b"s", [(b"f:1", 1, b"")])]) == []  # the row was complete: all of it already given
+    assert pos.trim([(b"t", [(b"f:1", 1, b"")])]) == [(b"t", [(b"f:1", 1, b"")])]
+
+
+def test_a_scan_asks_for_fewer_results_once_rows_turn_out_wide():
+    from hbase_migration.datapath import CallSize, rows_in
+
+    size = CallSize(1000, None, None)
+    size.observe(1000, 10 ** 6)
+    assert size.next == 1000  # no cell budget: always batch_rows
+    size = CallSize(1000, 100, 10_000)
+    assert size.next == 100  # slicing rows: the first call takes no more than the budget's worth of full slices
+    size.observe(100, 300)  # narrow rows, 3 cells each
+    assert size.next == 1000
+    size.observe(1000, 100_000)  # a wide row in slices of 100
+    assert size.next == 100
+    size.observe(3, 30_000)
+    assert size.next == 1
+    size.observe(0, 0)
+    assert size.next == 1  # an empty answer changes nothing
+    assert CallSize(10, 100, 10_000).next == 10
+    assert rows_in([(b"a", []), (b"a", []), (b"b", [])]) == (2, b"b")
+    assert rows_in([(b"b", []), (b"c", [])], last=b"b") == (1, b"c")  # b went on from the previous call
 
 
 def test_a_scan_refuses_rows_outside_what_is_left_of_its_range():

@@ -18,6 +18,7 @@ from hbase_migration.progress import (
     rate,
     record_done,
 )
+from hbase_migration.resume import FinishedRange
 from tests.fake_clock import FakeClock
 
 
@@ -107,10 +108,13 @@ def test_savepoint_records_and_reads_done_partitions(tmp_path):
     assert sp.done_partitions("c1", "t") == set()
     sp.partition_done("c1", "t", "p1", b"", b"g", 10, 20, 300)
     record_done(sp, "c1", "t", [
-        {"partition_id": "p2", "start_row": b"g", "stop_row": b"\xff", "rows": 1, "cells": 2, "bytes": 3},
+        {"partition_id": "p2", "start_row": b"g", "stop_row": b"\xff", "rows": 1, "cells": 2, "bytes": 3,
+         "fingerprint": "0123456789abcdef"},
     ])
     sp.partition_done("c2", "t", "p9", b"a", b"b", 0, 0, 0)
     assert sp.done_partitions("c1", "t") == {"p1", "p2"}
+    assert sorted(sp.finished_ranges("c1", "t"), key=lambda r: r.partition_id) == [
+        FinishedRange("p1", b"", b"g", None), FinishedRange("p2", b"g", b"\xff", "0123456789abcdef")]
     assert sp.done_partitions("c1", "other") == set()
     data = json.loads((tmp_path / "sub" / "copy.savepoint.json").read_text())
     entry = data["copies"]["c1"]["t"]["p2"]
@@ -137,8 +141,8 @@ def test_ledger_store_forwards_to_the_ledger_api():
     calls = []
 
     class Ledger:
-        def partition_done(self, *args):
-            calls.append(args)
+        def partition_done(self, *args, **kwargs):
+            calls.append((args, kwargs))
 
         def done_partitions(self, copy_id, table):
             return ["p1"]
@@ -146,8 +150,8 @@ def test_ledger_store_forwards_to_the_ledger_api():
     store = LedgerStore(Ledger())
     assert store.done_partitions("c", "t") == {"p1"}
     record_done(store, "c", "t", [{"partition_id": "p2", "start_row": b"a", "stop_row": b"b", "rows": 1,
-                                   "cells": 2, "bytes": 3}])
-    assert calls == [("c", "t", "p2", b"a", b"b", 1, 2, 3)]
+                                   "cells": 2, "bytes": 3, "fingerprint": "f" * 16}])
+    assert calls == [(("c", "t", "p2", b"a", b"b", 1, 2, 3), {"fingerprint": "f" * 16})]
     with pytest.raises(TypeError, match="has no partition_done\\(\\) method"):
         LedgerStore(object())
 
@@ -165,3 +169,5 @@ def test_ledger_store_over_the_real_ledger_on_sqlite(tmp_path):
         {"partition_id": "p2", "start_row": b"g", "stop_row": b"", "rows": 1, "cells": 1, "bytes": 9}])
     assert store.done_partitions("copy-1", "t") == {"p1", "p2"}
     assert store.done_partitions("copy-1", "other") == set() and store.done_partitions("copy-2", "t") == set()
+    assert store.finished_ranges("copy-1", "t") == [FinishedRange("p1", b"", b"g", None),
+                                                    FinishedRange("p2", b"g", b"", None)]

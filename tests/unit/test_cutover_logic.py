@@ -165,3 +165,16 @@ def test_rollback_needs_its_reverse_peer_enabled():
 def test_the_forward_peer_is_removed_or_narrowed():
     assert retire_action(["a", "ns:b"], ["a", "ns:b"]) == ("remove", {})
     assert retire_action(["a", "ns:b"], ["a"]) == ("narrow", {"ns:b": []})
+
+
+def test_a_cross_realm_reverse_peer_is_the_same_reverse_peer_with_its_principal_setting():
+    """The reverse peer towards a source in another realm carries the source's principal (security.
+    peer_principal_config); checks that know only the plan still recognise it, and still refuse another config."""
+    from hbase_migration.cutover import same_reverse_peer
+
+    wanted = expected_reverse_config(SRC, ["a"])
+    cross_realm = expected_reverse_config(SRC, ["a"], {"hbase.regionserver.kerberos.principal": "hbase/_HOST@DC1.X"})
+    assert cross_realm.configuration == {"hbase.regionserver.kerberos.principal": "hbase/_HOST@DC1.X"}
+    assert same_reverse_peer(cross_realm.with_owner(DEFAULT_OWNER), wanted.with_owner(DEFAULT_OWNER))
+    assert not same_reverse_peer(expected_reverse_config(SRC, ["a", "b"]), wanted)
+    assert not same_reverse_peer(cross_realm.replace(configuration={"other": "x"}), wanted)

@@ -90,14 +90,15 @@ def test_malformed_command_line_exits_2(capsys):
     assert len(err.splitlines()) == 1
 
 
-def test_verify_options_default_the_cutoff_to_the_job_start():
+def test_verify_options_compare_every_timestamp_without_an_end_time():
     ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl", "--repair",
                                               "--recompare-sleep-s", "2.5", "--level", "content"])
-    o = job_args.verify_options(ns, now_ms=1_700_000_000_000)
-    assert (o.end_time_ms, o.repair, o.recompare_sleep_s, o.level) == (1_700_000_000_000, True, 2.5, "content")
+    o = job_args.verify_options(ns)
+    # no cutoff at the job's start: cells with future timestamps are compared too
+    assert (o.end_time_ms, o.repair, o.recompare_sleep_s, o.level) == (None, True, 2.5, "content")
     ns = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "tbl",
                                               "--end-time-ms", "5"])
-    assert job_args.verify_options(ns, now_ms=99).end_time_ms == 5
+    assert job_args.verify_options(ns).end_time_ms == 5
 
 
 def test_spark_conf_pairs():
@@ -139,3 +140,19 @@ def test_package_zip_holds_the_library(tmp_path):
             "hbase_migration/runner.py"} <= names
     assert not any(n.startswith("jobs/") for n in names)
     assert not any("__pycache__" in n for n in names)
+    # each module compiled beside its source (zipimport prefers name.pyc): executors import without compiling
+    assert {n + "c" for n in names if n.endswith(".py")} <= names
+
+
+def test_a_package_imports_from_its_zip_through_the_compiled_modules(tmp_path):
+    import subprocess
+    import sys
+
+    from hbase_migration.executors import package_zip
+
+    path = package_zip(dest_dir=str(tmp_path))
+    code = (f"import sys; sys.path.insert(0, {path!r}); import hbase_migration.rowdiff as m, "
+            "hbase_migration.datapath.thrift2 as t; t.hbase2(); print(m.__file__)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(tmp_path)).stdout.strip()
+    assert out == f"{path}/hbase_migration/rowdiff.pyc"  # and the IDL loads from the zip too

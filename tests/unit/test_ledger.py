@@ -27,8 +27,9 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = [
-    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "lag_samples", "migration_phases",
-    "migration_runs", "peer_notes", "quota_samples", "schema_version", "throttle_decisions", "verification_results",
+    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "lag_samples",
+    "migration_phases", "migration_runs", "peer_notes", "quota_samples", "schema_version", "switch_guards",
+    "switch_holds", "throttle_decisions", "verification_results",
 ]
 
 
@@ -97,15 +98,18 @@ def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
-     (version4, name4, statements4)] = schema_migrations(SQL_DIR / "schema")
-    assert (version, name, version2, name2, version3, name3, version4, name4) == (
-        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts")
+     (version4, name4, statements4), (version5, name5, statements5)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5) == (
+        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing")
     assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
     assert [s.split("(")[0] for s in statements3] == ["CREATE TABLE IF NOT EXISTS throttle_decisions "]
     assert [s.split("(")[0] for s in statements4] == [
         "CREATE TABLE IF NOT EXISTS alert_messages ",
         "CREATE INDEX IF NOT EXISTS alert_messages_by_cluster ON alert_messages ",
         "CREATE TABLE IF NOT EXISTS alert_deliveries "]
+    assert [s.split("(")[0] for s in statements5] == [
+        "ALTER TABLE copy_partitions ADD COLUMN scope_fingerprint TEXT", "CREATE TABLE IF NOT EXISTS switch_guards ",
+        "CREATE TABLE IF NOT EXISTS switch_holds ", "CREATE TABLE IF NOT EXISTS copy_sizings "]
     assert [s.split("(")[0] for s in statements] == [
         "CREATE TABLE IF NOT EXISTS migration_runs ",
         "CREATE INDEX IF NOT EXISTS migration_runs_started ON migration_runs ",
@@ -151,12 +155,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 4
+        assert second.apply_schema() == 5
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 4
+    assert len(versions) == 5
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -188,7 +192,7 @@ def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(4\)"):
+    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(5\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -331,7 +335,7 @@ def test_partition_done_stores_rows_as_hex_and_is_idempotent(ledger, db_path):
     ledger.partition_done(*args, started_ms=100, finished_ms=200)
     ledger.partition_done(*args, started_ms=100, finished_ms=200)
     assert raw(db_path, "SELECT * FROM copy_partitions") == [
-        ("copy-1", "ns:orders", "p-0001", "", "0010726f77", 1_000, 3_000, 65_536, 100, 200, 1)]
+        ("copy-1", "ns:orders", "p-0001", "", "0010726f77", 1_000, 3_000, 65_536, 100, 200, 1, None)]
     # A re-copied partition (attempt 2) overwrites its figures: there is still one row.
     ledger.partition_done(*args[:5], 1_001, 3_001, 65_600, started_ms=300, finished_ms=400, attempt=2)
     assert raw(db_path, "SELECT row_count, started_ms, finished_ms, attempt FROM copy_partitions") == [
@@ -339,6 +343,15 @@ def test_partition_done_stores_rows_as_hex_and_is_idempotent(ledger, db_path):
     assert ledger.done_partitions("copy-1", "ns:orders") == {"p-0001"}
     assert ledger.done_partitions("copy-1", "ns:items") == set()
     assert ledger.done_partitions("copy-2", "ns:orders") == set()
+    # With the scope's fingerprint (schema 5): kept, and read back with the range as bytes.
+    ledger.partition_done("copy-1", "ns:orders", "p-0002", b"\x00\x10row", b"", 5, 6, 7, finished_ms=500,
+                          fingerprint="0123456789abcdef")
+    assert ledger.finished_ranges("copy-1", "ns:orders") == [
+        {"partition_id": "p-0001", "start_row": b"", "stop_row": b"\x00\x10row", "fingerprint": None,
+         "rows": 1_001, "finished_ms": 400},
+        {"partition_id": "p-0002", "start_row": b"\x00\x10row", "stop_row": b"", "fingerprint": "0123456789abcdef",
+         "rows": 5, "finished_ms": 500}]
+    assert ledger.finished_ranges("copy-1", "ns:items") == []
 
 
 @pytest.mark.parametrize(
@@ -501,6 +514,12 @@ def test_verification_round_trips_and_a_repeat_overwrites(ledger, db_path):
         (100, "[]", 9_900)]
 
 
+def test_a_verification_without_an_end_time_is_kept_as_open_ended(ledger, db_path):
+    start(ledger)
+    verify(ledger, window_end_ms=None)  # every timestamp compared, future ones included
+    assert raw(db_path, "SELECT window_start_ms, window_end_ms FROM verification_results") == [(0, (1 << 63) - 1)]
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -548,6 +567,8 @@ def test_run_summary_shape_is_exact(ledger):
     ledger.set_phase("run-1", "ns:orders", "copy", "running", at_ms=2_100)
     ledger.set_phase("run-1", "ns:orders", "copy", "success", at_ms=4_100)
     ledger.set_phase("run-1", "ns:orders", "preflight", "success", at_ms=1_500)
+    ledger.record_sizing("run-1", "ns:orders", {"regions": 3, "store_file_bytes": 1_024}, sized_ms=1_400)
+    ledger.record_sizing("run-1", ALL_TABLES, {"projected_copy_s": 90.5}, sized_ms=1_450)
     for i, (table, rows) in enumerate([("ns:orders", 10), ("ns:orders", 30), ("ns:items", 5)]):
         ledger.partition_done("copy-1", table, f"p{i}", b"", b"", rows, 2 * rows, 100 * rows,
                               started_ms=2_200 + i, finished_ms=3_000 + i)
@@ -629,6 +650,8 @@ def test_run_summary_shape_is_exact(ledger):
         ]},
         "peer": {"state": "ENABLED", "notes": [
             {"peer_id": "mig1", "noted_ms": 7_000, "state": "ENABLED", "reason": "caught up"}]},
+        "sizing": {"*": {"sized_ms": 1_450, "figures": {"projected_copy_s": 90.5}},
+                   "ns:orders": {"sized_ms": 1_400, "figures": {"regions": 3, "store_file_bytes": 1_024}}},
     }
 
 
@@ -643,6 +666,7 @@ def test_run_summary_of_a_fresh_run(ledger):
                 "latest": None},
         "quota": {"samples": 0, "latest": []},
         "peer": {"state": None, "notes": []},
+        "sizing": {},
     }
     with pytest.raises(LedgerError, match="run_id 'run-9' is not in the ledger"):
         ledger.run_summary("run-9")
@@ -708,3 +732,31 @@ def test_throttle_decision_rejects_bad_input(ledger, db_path, kwargs, message):
     with pytest.raises(LedgerError, match=message.replace("(", r"\(").replace(")", r"\)")):
         ledger.throttle_decision(**{**args, **kwargs})
     assert raw(db_path, "SELECT COUNT(*) FROM throttle_decisions") == [(0,)]
+
+
+def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(db_path, tmp_path):
+    """A ledger written by the release before ranges were kept (schema 3): opening it applies 004 and 005 in
+    place, its copy rows stay, and a resume still recognises them (by id, as they carry no fingerprint)."""
+    from hbase_migration.partitions import partition_id
+    from hbase_migration.resume import FinishedRange, relevant
+    from hbase_migration.scope import TableScope
+
+    old_sql = tmp_path / "old-sql"
+    (old_sql / "schema").mkdir(parents=True)
+    (old_sql / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())
+    for name in ("001_initial.sql", "002_copy_plans.sql", "003_throttle_and_cutover.sql"):
+        (old_sql / "schema" / name).write_text((SQL_DIR / "schema" / name).read_text())
+    with Ledger.open(f"sqlite:///{db_path}", sql_dir=old_sql) as old:
+        assert old.apply_schema(old_sql / "schema") == 3
+    fp = TableScope(table="t").fingerprint()
+    pid = partition_id("t", b"", b"m", fp)
+    with sqlite3.connect(db_path) as conn:  # what the old release wrote: no scope_fingerprint column
+        conn.execute("INSERT INTO copy_partitions VALUES ('copy-1', 't', ?, '', '6d', 5, 5, 50, 1, 2, 1)", (pid,))
+    with Ledger.open(f"sqlite:///{db_path}") as migrated:
+        ranges = migrated.finished_ranges("copy-1", "t")
+    versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
+    assert versions[-1] == (5, "switches_ranges_sizing")
+    assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
+                       "finished_ms": 2}]
+    finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]
+    assert relevant(finished, "t", fp) == finished

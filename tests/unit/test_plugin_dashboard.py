@@ -20,7 +20,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from hbase_migration import sizing_probe
+from hbase_migration.hdfs import HdfsCapacity
 from hbase_migration.ledger import ALL_TABLES, Ledger
+from hbase_migration.sizing import SampleCopy, TableSizing, project, verdict
 from plugins.hbase_migration_plugin import URL_PREFIX, HBaseMigrationPlugin
 from plugins.hbase_migration_ui.app import SECURITY_HEADERS, create_app
 from plugins.hbase_migration_ui.settings import resolve_ledger_url
@@ -36,6 +39,22 @@ HOSTILE_DETAIL = "scan failed: <img src=x onerror=alert(2)> & gave up"
 HOSTILE_REASON = "copy failed; peer kept <b>DISABLED</b>"
 HOSTILE_KEY = b"\x00<script>\xff"
 TiB = 1 << 40
+GiB, MiB = 1 << 30, 1 << 20
+
+
+def sizing_report() -> sizing_probe.SizingReport:
+    """What preflight's sizing found for OK_RUN: ns:orders sampled, ns:items' sample stopped at the timeout."""
+    tables = (
+        TableSizing("ns:items", 1, 1, 1_000, 0, 1, 5, 0, 1_000,
+                    SampleCopy("b" * 32, 1_000, 10, 10, 100, 300.0, complete=False)),
+        TableSizing("ns:orders", 3, 3, 3 * GiB - MiB, MiB, 6, 100, 200, 2 * GiB,
+                    SampleCopy("a" * 32, GiB, 400_000, 1_200_000, 120 * MiB, 100.0, complete=True)),
+    )
+    projection = project(tables, copy_tasks=2, growth_bytes_per_s=1_048_576.0,
+                         capacity=HdfsCapacity(10 * TiB, 9 * TiB, TiB))
+    return sizing_probe.SizingReport(tables, projection, verdict(projection), None,
+                                     HdfsCapacity(10 * TiB, 9 * TiB, TiB).to_dict(),
+                                     ("rs9,16020,1: /jmx sub=Regions unreadable (refused)",), 12.5)
 
 
 def fill(ledger: Ledger) -> None:
@@ -84,6 +103,7 @@ def fill(ledger: Ledger) -> None:
                         source_rows=40, target_rows=38, matching=37, content_different=1, only_in_source=2,
                         only_in_target=0, sample_keys=[HOSTILE_KEY, b"row\\9"], verified_ms=T + 1_750_000)
     ledger.end_run(OK_RUN, "success", ended_ms=T + 1_800_000)
+    sizing_probe.record(ledger, OK_RUN, sizing_report(), sized_ms=T + 2_000)
 
     ledger.start_run(FAILED_RUN, dag_id="migrate_users", plan="users", source_key="zk1:2181:/hbase",
                      target_key="zkc:2181:/hbase-unsecure", peer_id="mig2", tables=[HOSTILE_TABLE],
@@ -427,3 +447,19 @@ def test_a_bad_ledger_url_gives_a_dashboard_that_says_why(monkeypatch, caplog):
                 "The HBase migration dashboard cannot start: LedgerUrlError: ledger url from "
                 "[hbase_migration] ledger_url must name a SQLite database file, got ':memory:'"))
     assert "the migration dashboard cannot start" in caplog.text
+
+
+def test_run_page_shows_the_sizing_preflight_recorded(client):
+    shown = text_of(client.get(run_url(OK_RUN)).text)
+    sizing = shown[shown.index("Sizing Sized"):shown.index("Copy Table Partitions done")]
+    assert sizing == (
+        "Sizing Sized 2024-05-01 12:00:02 UTC: projected copy 3m20s (200s, 2 partitions at once), oldWALs growth "
+        "1.0 MiB/s pins 200.0 MiB (x2 = 400.0 MiB); ns:items not projected: the sample copy stopped at the timeout "
+        "before its region ended Fix: raise sample_timeout_s for the tables not projected "
+        "Table Regions Store files Memstore Rows (est.) Sample copy Copy work (one task) "
+        "ns:items 1 1: 1000 B 0 B \u2014 10 rows of 1000 B in 300.0 s (stopped at the timeout) \u2014 "
+        "ns:orders 3 6: 3.0 GiB 1.0 MiB 1,200,000 400,000 rows of 1.0 GiB in 100.0 s 5m00s "
+        "Projected copy: 3m20s with 2 partitions at once; oldWALs growth 1.0 MiB/s, pinned meanwhile 200.0 MiB. "
+        "Limit Room Needed (x safety factor) HDFS free space (the namenode's CapacityRemaining) 1.0 TiB 400.0 MiB "
+        "Not read: rs9,16020,1: /jmx sub=Regions unreadable (refused) ")
+    assert "Not sized (sizing off, or preflight has not run yet)." in text_of(client.get(run_url(FAILED_RUN)).text)

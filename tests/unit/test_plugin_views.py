@@ -114,6 +114,8 @@ def test_a_url_that_does_not_parse_is_not_echoed(tmp_path):
 def test_formatting_exact():
     assert formatting.instant(T) == "2024-05-01 12:00:00 UTC"
     assert formatting.instant(None) == "\u2014"
+    assert formatting.window_end(T) == "2024-05-01 12:00:00 UTC"
+    assert formatting.window_end((1 << 63) - 1) == "no end (every timestamp)"  # verified without an end time
     assert [formatting.duration(v) for v in (0, 850, 1000, 95_000, 3_725_000, -2000, None)] == [
         "0 ms", "850 ms", "1s", "1m35s", "1h02m05s", "-2s", "\u2014"]
     assert formatting.count(1_234_567) == "1,234,567"

@@ -42,7 +42,7 @@ def test_healthy_pair_passes_every_check():
     assert [r.name for r in report.results] == [
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
         "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
-        "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "bulk_load_replication",
+        "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "copy_projection", "bulk_load_replication",
         "keep_deleted_cells"]
 
 
@@ -241,3 +241,52 @@ def test_keep_deleted_cells_families_are_a_warning():
     assert report.ok and check.severity == "warning"
     assert "a Thrift scan cannot return delete markers" in check.reason and check.reason.endswith(
         "t1:d (KEEP_DELETED_CELLS => TRUE)")
+
+
+def sizing_report(growth, capacity_remaining=10 << 30, sample_complete=True, errors=()):
+    """A sizing of t1: one region of 1 MiB copied in 10 s; the table 100 MiB, its biggest region 2 MiB."""
+    from hbase_migration.hdfs import HdfsCapacity
+    from hbase_migration.sizing import SampleCopy, TableSizing, project, verdict
+    from hbase_migration.sizing_probe import SizingReport
+
+    sample = SampleCopy("a" * 32, 1 << 20, 1_000, 2_000, 1 << 21, 10.0, sample_complete)
+    tables = (TableSizing("t1", 100, 100, 100 << 20, 0, 100, 0, 0, 2 << 20, sample),)
+    p = project(tables, copy_tasks=10, growth_bytes_per_s=growth,
+                capacity=HdfsCapacity(100 << 30, 90 << 30, capacity_remaining))
+    return SizingReport(tables, p, verdict(p), None, None, tuple(errors), 3.0)
+
+
+def test_the_projection_check_refuses_what_does_not_fit_and_names_the_figures_and_fixes():
+    fits = evaluate(facts(sizing=sizing_report(growth=1_000.0)), same_key=False)
+    check = result(fits, "copy_projection")
+    assert fits.ok and check.ok and check.reason.startswith("projected copy 1m40s (100s, 10 partitions at once)")
+    # oldwals_headroom keeps to the marks as they are now when the copy is projected
+    assert result(fits, "oldwals_headroom").reason == ("no quota at or above its mark now; over the copy: see "
+                                                       "copy_projection")
+
+    # 100 MiB/s for 100 s pins ~9.8 GiB, x2 > the 10 GiB free: refused, with the fixes
+    refused = evaluate(facts(sizing=sizing_report(growth=100 << 20)), same_key=False)
+    check = result(refused, "copy_projection")
+    assert not refused.ok and (check.ok, check.severity) == (False, "error")
+    assert check.reason == ("projected copy 1m40s (100s, 10 partitions at once), oldWALs growth 100.0 MiB/s pins "
+                            "9.8 GiB (x2 = 19.5 GiB); does not fit: HDFS free space (the namenode's "
+                            "CapacityRemaining): needs 19.5 GiB, room 10.0 GiB")
+    assert check.fix.startswith("free HDFS space: at least 19.5 GiB more than the 10.0 GiB remaining") and \
+        "fewer tables per run (the longest: t1 16m40s of work)" in check.fix
+    assert [r.name for r in refused.failures] == ["copy_projection"]
+
+
+def test_the_projection_check_warns_when_it_cannot_judge():
+    stopped = evaluate(facts(sizing=sizing_report(growth=1.0, sample_complete=False)), same_key=False)
+    check = result(stopped, "copy_projection")
+    assert stopped.ok and (check.ok, check.severity) == (False, "warning")
+    assert check.reason.startswith("not projected: t1: the sample copy stopped at the timeout")
+    partial = evaluate(facts(sizing=sizing_report(growth=1.0, errors=("rs2,16020,1: /jmx sub=Regions unreadable",))),
+                       same_key=False)
+    assert result(partial, "copy_projection").severity == "warning"
+    assert result(partial, "copy_projection").reason.endswith("; not read: rs2,16020,1: /jmx sub=Regions unreadable")
+    failed = evaluate(facts(sizing_error="ShellCommandError: no shell"), same_key=False)
+    assert failed.ok and result(failed, "copy_projection").reason == "the run could not be sized: ShellCommandError: " \
+                                                                   "no shell"
+    assert result(evaluate(facts(), same_key=False), "copy_projection").reason == (
+        "not sized (sizing off): oldwals_headroom trusts expected_copy_s")

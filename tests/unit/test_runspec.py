@@ -100,7 +100,7 @@ def test_form_schema_comes_from_the_fields_with_plan_defaults():
     assert schema["quota_mark"]["exclusiveMinimum"] == 0 and schema["quota_mark"]["maximum"] == 1
     assert set(form_schema(BACKFILL)) == {"source_conn_id", "target_conn_id", "tables", "start_time_ms",
                                           "end_time_ms", "versions", "rows_per_s", "max_load", "critical_load",
-                                          "max_pause_s", "recompare_sleep_s", "repair", "verify"}
+                                          "max_pause_s", "hold_switches", "recompare_sleep_s", "repair", "verify"}
 
 
 @pytest.mark.parametrize("value, versions", [(None, None), ("all", None), ("", None), (3, 3), ("2", 2)])

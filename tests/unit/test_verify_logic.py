@@ -1,34 +1,30 @@
-"""verify.py's pure logic: hashing, batch comparison, row diff, bisection, re-classification, repair plans."""
+"""verify.py's and rowdiff.py's pure logic: the streaming merge-join (narrow and wide rows), re-classification,
+repair plans, options and results."""
 from __future__ import annotations
 
 import bisect
-import hashlib
 import random
 
 import pytest
 
+from hbase_migration.rowdiff import cell_differences, column_pairs, compare_sides
 from hbase_migration.scope import CopyConfigError
 from hbase_migration.verify import (
     CONTENT_DIFFERENT,
     MATCHING,
     ONLY_IN_SOURCE,
     ONLY_IN_TARGET,
-    HashBatch,
     PartitionVerdict,
-    RangeVerdict,
     Tally,
     VerifyOptions,
-    compare_batches,
     diff_rows,
     exit_code,
     find_differences,
-    hash_batches,
-    is_cut,
     normalize_cells,
     plan_repair,
+    renames_reorder,
     row_status,
     summarize_verify,
-    update_digest,
     version_differences,
 )
 
@@ -37,92 +33,16 @@ def rows_of(keys, ts=1, value=b"v"):
     return [(k, ((b"f:q", ts, value),)) for k in keys]
 
 
-# ---------------------------------------------------------------- hashing
-
-def test_digest_covers_every_part_with_lengths():
-    def md5(row, cells):
-        d = hashlib.md5()
-        n = update_digest(d, row, cells)
-        return d.hexdigest(), n
-
-    base, n = md5(b"r", [(b"f:q", 5, b"v")])
-    assert n == 4 + 1 + 4 + 1 + 4 + 1 + 8 + 1 + 4 + 1
-    assert base == hashlib.md5(b"\0\0\0\x01r\0\0\0\x01f\0\0\0\x01q" + (5).to_bytes(8, "big") + b"\x04"  # Put
-                               + b"\0\0\0\x01v").hexdigest()
-    # every version counts: an older version more or less changes the digest
-    assert md5(b"r", [(b"f:q", 5, b"v"), (b"f:q", 3, b"old")])[0] != base
-    for other in ([(b"f:q", 6, b"v")], [(b"f:q", 5, b"w")], [(b"g:q", 5, b"v")], [(b"f:r", 5, b"v")]):
-        assert md5(b"r", other)[0] != base
-    assert md5(b"s", [(b"f:q", 5, b"v")])[0] != base
-    # without length prefixes these two would feed the same bytes
-    assert md5(b"r", [(b"f:qa", 5, b"")])[0] != md5(b"r", [(b"f:q", 5, b"a")])[0]
+def sliced(rows, batch):
+    """Rows as a scan with TScan.batchSize gives them: a wider row in consecutive pieces of `batch` cells."""
+    return [(row, list(cells[i:i + batch])) for row, cells in rows for i in range(0, len(cells), batch)]
 
 
-def test_cuts_depend_on_the_key_only_and_nest_across_levels():
-    keys = [b"row%05d" % i for i in range(20000)]
-    coarse = {k for k in keys if is_cut(k, 256)}
-    fine = {k for k in keys if is_cut(k, 16)}
-    assert coarse <= fine
-    assert 40 < len(coarse) < 120  # ~ 20000 / 256 = 78
-    assert 1000 < len(fine) < 1500  # ~ 1250
-    assert all(is_cut(k, 1) for k in keys[:10])
+def wide_row(n, ts=1, value=b"v"):
+    return [(b"f:%06d" % i, ts, value) for i in range(n)]
 
 
-def test_hash_batches_start_at_the_range_start_and_cut_at_cut_keys():
-    keys = [b"row%05d" % i for i in range(3000)]
-    batches = list(hash_batches(rows_of(keys), b"", 256))
-    cuts = [k for k in keys if is_cut(k, 256)]
-    assert [b.start for b in batches] == [b""] + cuts
-    assert sum(b.rows for b in batches) == 3000
-    assert sum(b.cells for b in batches) == 3000
-    empty = list(hash_batches([], b"a", 256))
-    assert empty == [HashBatch(b"a", 0, 0, hashlib.md5().digest())]
-
-
-# ---------------------------------------------------------------- comparison
-
-def batches(keys, **kw):
-    return hash_batches(rows_of(keys, **kw), b"", 16)
-
-
-KEYS = [b"k%04d" % i for i in range(400)]
-
-
-def test_identical_sides_give_only_equal_ranges_covering_everything():
-    verdicts = list(compare_batches(batches(KEYS), batches(KEYS), b""))
-    assert all(v.equal for v in verdicts)
-    assert sum(v.source_rows for v in verdicts) == 400
-    assert verdicts[0].lo == b"" and verdicts[-1].hi == b""
-    assert all(a.hi == b.lo for a, b in zip(verdicts, verdicts[1:]))
-
-
-def test_a_changed_value_marks_exactly_its_batch():
-    changed = b"k0123"
-    tgt = [(k, ((b"f:q", 1, b"X" if k == changed else b"v"),)) for k in KEYS]
-    verdicts = list(compare_batches(batches(KEYS), hash_batches(tgt, b"", 16), b""))
-    bad = [v for v in verdicts if not v.equal]
-    assert len(bad) == 1
-    assert bad[0].lo <= changed and (not bad[0].hi or changed < bad[0].hi)
-
-
-def test_a_missing_cut_key_merges_ranges_until_the_next_common_cut():
-    cut = next(k for k in KEYS[50:] if is_cut(k, 16))
-    verdicts = list(compare_batches(batches(KEYS), batches([k for k in KEYS if k != cut]), b""))
-    bad = [v for v in verdicts if not v.equal]
-    assert len(bad) == 1
-    assert bad[0].lo < cut and (not bad[0].hi or cut < bad[0].hi)
-    assert bad[0].source_rows == bad[0].target_rows + 1
-
-
-def test_one_side_empty_gives_one_range_over_everything():
-    verdicts = list(compare_batches(batches(KEYS), batches([]), b"zz"))
-    assert verdicts == [RangeVerdict(b"", b"zz", False, 400, 0, 400, 0)]
-
-
-def test_compare_refuses_streams_that_start_apart():
-    with pytest.raises(ValueError, match="start at different keys"):
-        list(compare_batches(hash_batches([], b"a", 4), hash_batches([], b"b", 4), b""))
-
+# ---------------------------------------------------------------- the merge-join
 
 def test_diff_rows_is_verifyreplications_merge_join():
     src = [(b"a", ((b"f:q", 1, b"v"),)), (b"b", ((b"f:q", 1, b"v"),)), (b"c", ((b"f:q", 1, b"v"),)),
@@ -139,6 +59,49 @@ def test_diff_rows_is_verifyreplications_merge_join():
         (b"f", ONLY_IN_TARGET, ((b"f:q", 1, "only_on_target"),)),
     ]
     assert list(diff_rows([], [])) == []
+
+
+def test_wide_rows_in_pieces_are_compared_piece_by_piece_and_named_by_version():
+    wide = wide_row(1000)
+    changed = list(wide)
+    changed[517] = (changed[517][0], 1, b"X")  # one version in the middle of a wide row
+    src = [(b"a", wide), (b"b", [(b"f:q", 1, b"v")]), (b"c", wide), (b"d", wide)]
+    tgt = [(b"a", wide), (b"b", [(b"f:q", 1, b"v")]), (b"c", changed), (b"d", wide[:-1]), (b"e", wide)]
+    stats = {}
+    out = list(compare_sides(sliced(src, 100), sliced(tgt, 100), stats=stats))
+    assert out == [
+        (b"a", MATCHING, (), True),
+        (b"b", MATCHING, (), False),
+        (b"c", CONTENT_DIFFERENT, ((b"f:000517", 1, "value_differs"),), True),
+        (b"d", CONTENT_DIFFERENT, ((b"f:000999", 1, "missing_on_target"),), True),
+        (b"e", ONLY_IN_TARGET, tuple((c, 1, "only_on_target") for c, _, _ in wide[:10]), True),
+    ]
+    assert stats == {"source_cells": 3001, "target_cells": 4000, "matching": 2}
+    # the same rows sliced at other places on each side (a renamed family read on its own): still equal
+    assert list(compare_sides(sliced(src, 100), sliced(src, 7), matching=False, stats=stats)) == []
+    # unsliced on one side, sliced on the other: the same verdicts
+    assert [(r, st, v) for r, st, v, _ in compare_sides(src, sliced(tgt, 33))] == [
+        (r, st, v) for r, st, v, _ in out]
+
+
+def test_cell_differences_reads_both_rows_to_the_end_keeping_only_the_first_versions():
+    source = iter(wide_row(5000))
+    target = iter(wide_row(5000, ts=2))
+    equal, versions = cell_differences(source, target, limit=3)
+    assert not equal and len(versions) == 3
+    assert versions[0] == (b"f:000000", 2, "only_on_target") and versions[1] == (b"f:000000", 1, "missing_on_target")
+    assert next(source, None) is None and next(target, None) is None
+    assert cell_differences(iter(wide_row(3)), iter(wide_row(3))) == (True, ())
+    # HBase's order: family `a` before `a0`, newest first; the merge follows it
+    a = [(b"a:q", 9, b"v"), (b"a0:q", 5, b"v")]
+    assert cell_differences(a, [(b"a:q", 9, b"v"), (b"a0:q", 5, b"w")]) == (False, ((b"a0:q", 5, "value_differs"),))
+
+
+def test_renames_that_reorder_families_are_read_per_family():
+    assert renames_reorder(((b"a", b"z"), (b"b", b"y")))
+    assert not renames_reorder(((b"a", b"b"), (b"c", b"d")))
+    assert not renames_reorder(((b"a", b"a"),))
+    assert not renames_reorder(())
 
 
 def test_version_differences_name_each_version():
@@ -178,12 +141,15 @@ def test_tally_counts_keeps_capped_rows_and_reclassifies():
 # ---------------------------------------------------------------- the whole algorithm, in memory
 
 class MemorySide:
-    """A sorted in-memory side with the `batches()` interface verify's algorithm reads through."""
+    """A sorted in-memory side with the `batches()` interface verify's algorithm reads through; with `batch`, rows
+    wider than that come in pieces, as a scan with TScan.batchSize gives them."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, batch=None):
         self.data = sorted(rows)
         self.keys = [r for r, _ in self.data]
+        self.batch = batch
         self.scans = 0
+        self.most_cells_at_once = 0
 
     def batches(self, lo, hi, keys_only=False):
         self.scans += 1
@@ -191,8 +157,12 @@ class MemorySide:
         j = len(self.keys) if not hi else bisect.bisect_left(self.keys, hi)
         rows = [(row, tuple((c, ts, b"") for c, ts, _ in cells)) if keys_only else (row, cells)
                 for row, cells in self.data[i:j]]
+        if self.batch:
+            rows = sliced(rows, self.batch)
         for k in range(0, len(rows), 100):  # in scan-sized batches, as a Thrift side yields them
-            yield rows[k:k + 100]
+            chunk = rows[k:k + 100]
+            self.most_cells_at_once = max(self.most_cells_at_once, sum(len(c) for _, c in chunk))
+            yield chunk
 
 
 def brute_force(src, tgt):
@@ -222,7 +192,7 @@ def test_find_differences_reports_exactly_the_injected_differences(seed):
             tgt[key + b"-extra"] = ((b"a:x", 1, b"x"),)  # only on the target
     tgt_rows = sorted(tgt.items())
     expected = {k: v for k, v in brute_force(src, tgt_rows).items() if v != MATCHING}
-    options = VerifyOptions("t", batch_rows=256, leaf_rows=8)
+    options = VerifyOptions("t")
     tally, verdict = Tally(), PartitionVerdict("p", 0, b"", b"")
     s, t = MemorySide(src), MemorySide(tgt_rows)
     find_differences(s, t, b"", b"", options, tally, verdict)
@@ -231,9 +201,28 @@ def test_find_differences_reports_exactly_the_injected_differences(seed):
     assert tally.counts[CONTENT_DIFFERENT] == 6
     assert tally.counts[MATCHING] == 5000 - 9
     assert (tally.source_rows, tally.target_rows) == (5000, 5000 - 3 + 3)
-    assert verdict.bisections >= 1  # differing 256-row batches were narrowed before the row diff
-    # bisection re-read only the differing ranges: far fewer rows than a second full pass
-    assert s.scans < 3 * 12 + 2
+    # one pass: each side read once, nothing re-read to find the rows (there were 3 * 12 + 2 scans at most with
+    # range hashes and bisection)
+    assert (s.scans, t.scans) == (1, 1)
+    assert (verdict.source_cells, verdict.target_cells) == (10000, 10000 - 6 + 3)
+
+
+def test_find_differences_holds_pieces_not_rows_of_wide_rows():
+    rnd = random.Random(7)
+    src = [(b"r%03d" % i, wide_row(rnd.choice((1, 3, 2500)), ts=i)) for i in range(60)]
+    tgt = dict(src)
+    tgt[b"r010"] = [c if c[0] != b"f:000042" else (c[0], c[1], b"X") for c in tgt[b"r010"]]
+    tgt[b"r020"] = tgt[b"r020"][:-1]
+    del tgt[b"r030"]
+    expected = {k: v for k, v in brute_force(src, sorted(tgt.items())).items() if v != MATCHING}
+    s, t = MemorySide(src, batch=100), MemorySide(sorted(tgt.items()), batch=100)
+    tally, verdict = Tally(), PartitionVerdict("p", 0, b"", b"")
+    find_differences(s, t, b"", b"", VerifyOptions("t"), tally, verdict)
+    assert tally.differing == expected
+    assert tally.counts[MATCHING] == 60 - len(expected)
+    assert verdict.source_cells == sum(len(c) for _, c in src)
+    assert {r for r in expected if len(dict(src)[r]) > 100} <= tally.wide  # fetched again by scanning
+    assert max(s.most_cells_at_once, t.most_cells_at_once) <= 100 * 100  # a scan batch of pieces, never a row
 
 
 def test_find_differences_on_a_clean_copy_reads_each_side_once():
@@ -245,17 +234,18 @@ def test_find_differences_on_a_clean_copy_reads_each_side_once():
     assert (s.scans, t.scans) == (1, 1)
 
 
-def test_find_differences_when_everything_differs_diffs_rows_without_endless_bisection():
+def test_find_differences_when_everything_differs_reads_each_side_once():
     keys = [b"r%05d" % i for i in range(3000)]
     s, t = MemorySide(rows_of(keys, ts=1)), MemorySide(rows_of(keys, ts=2))  # copy rewrote timestamps
     tally = Tally(max_kept=10)
     verdict = PartitionVerdict("p", 0, b"", b"")
-    find_differences(s, t, b"", b"", VerifyOptions("t", leaf_rows=4), tally, verdict)
+    find_differences(s, t, b"", b"", VerifyOptions("t"), tally, verdict)
     assert tally.counts[CONTENT_DIFFERENT] == 3000 and tally.truncated
-    assert s.scans <= 2 + 2 * 40  # first pass, then at most one bisection + one diff per batch
+    assert tally.versions[b"r00000"] == ((b"f:q", 2, "only_on_target"), (b"f:q", 1, "missing_on_target"))
+    assert (s.scans, t.scans) == (1, 1)
 
 
-def test_one_sided_ranges_are_listed_from_keys_only():
+def test_rows_on_one_side_only_are_listed():
     s = MemorySide(rows_of([b"a", b"b", b"c"]))
     t = MemorySide([])
     tally = Tally()
@@ -286,6 +276,20 @@ def test_repair_refuses_a_delete_that_would_mask_a_source_version():
     assert (plan.puts, plan.deletes, plan.conflicts) == ([(b"f:a", 8, b"v")], [(b"f:a", 5)], [])
 
 
+def test_repair_is_planned_column_by_column_as_a_wide_row_streams():
+    src = wide_row(300) + [(b"g:q", 5, b"s")]
+    tgt = [c for c in wide_row(300) if c[0] != b"f:000100"] + [(b"f:000200", 7, b"extra"), (b"g:q", 5, b"t")]
+    pairs = list(column_pairs(iter(src), iter(sorted(tgt, key=lambda c: (c[0], -c[1])))))
+    assert len(pairs) == 301 and pairs[100] == ([(b"f:000100", 1, b"v")], [])
+    assert pairs[200] == ([(b"f:000200", 1, b"v")], [(b"f:000200", 7, b"extra"), (b"f:000200", 1, b"v")])
+    plan = plan_repair(src, tgt, exact_deletes=True)
+    assert plan.puts == [(b"f:000100", 1, b"v"), (b"g:q", 5, b"s")]
+    assert plan.deletes == [(b"f:000200", 7)] and plan.conflicts == []
+    # Thrift1: the target's newer version cannot go without hiding the source's older one of that column
+    plan = plan_repair(src, tgt)
+    assert plan.deletes == [] and [c[:2] for c in plan.conflicts] == [(b"f:000200", 7)]
+
+
 def test_repair_refuses_deletes_in_a_windowed_comparison():
     plan = plan_repair([], [(b"f:c", 9, b"x")], windowed=True)
     assert plan.deletes == [] and plan.conflicts[0][:2] == (b"f:c", 9)
@@ -296,8 +300,9 @@ def test_repair_refuses_deletes_in_a_windowed_comparison():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(level="cells"), "level must be one of rows, content, got 'cells'"),
-    (dict(batch_rows=100), "batch_rows must be a power of two, got 100"),
-    (dict(leaf_rows=0), "leaf_rows must be a positive integer"),
+    (dict(max_diff_rows=0), "max_diff_rows must be a positive integer"),
+    (dict(scan_batch_cells=0), "scan_batch_cells must be a positive integer"),
+    (dict(scan_call_cells="many"), "scan_call_cells must be a positive integer"),
     (dict(recompare_sleep_s=-1), "recompare_sleep_s must be seconds >= 0, got -1"),
     (dict(repair="yes"), "repair must be true or false, got 'yes'"),
     (dict(repair=True, level="rows"), "repair needs level 'content'"),

@@ -1,0 +1,101 @@
+"""The migration DAG end to end on secured clusters (the demo's `--secure` run, `airflow dags test`): minihbase
+`up --secure` with a real KDC serving DC1.TEST and DC2.TEST joined by a trust, a SASL ZooKeeper, dc1's gateways
+with SASL GSSAPI at QOP auth-conf, dc2's in HTTP mode with SPNEGO over TLS, SPNEGO on /jmx and WebHDFS, a shell
+that needs a ticket; the toolkit as hbase-migration@DC1.TEST (dc2 through the trust), a writer editing dc1
+throughout, and every version of every column compared by the demo's own client (each realm's hbase admin, no
+toolkit code). Then no secret anywhere: the run's whole log (every task, the Spark jobs), the ledger and the
+dashboard's page hold neither the toolkit's keytab (raw, base64, hex, or any of its keys) nor a Negotiate token."""
+import base64
+import re
+import struct
+from argparse import Namespace
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
+
+NEGOTIATE = re.compile(rb"Negotiate\s+[A-Za-z0-9+/]{24,}")
+
+
+def keytab_secrets(data: bytes) -> list[bytes]:
+    """Every form a keytab could leak in: the file (raw, base64, hex) and each key in it (raw, base64, hex)."""
+    keys, pos = [], 2
+    while pos + 4 <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if size <= 0:
+            pos += -size
+            continue
+        entry = data[pos:pos + size]
+        (count,) = struct.unpack_from(">H", entry, 0)
+        at = 2
+        for _ in range(count + 1):  # the realm, then the components
+            (n,) = struct.unpack_from(">H", entry, at)
+            at += 2 + n
+        at += 4 + 4 + 1 + 2  # name type, timestamp, vno8, enctype
+        (n,) = struct.unpack_from(">H", entry, at)
+        keys.append(entry[at + 2:at + 2 + n])
+        pos += size
+    assert keys, "no key found in the keytab: the scan below would prove nothing"
+    out = []
+    for blob in (data, *keys):
+        out += [blob, base64.b64encode(blob), blob.hex().encode()]
+    return out
+
+
+def test_migration_on_secured_clusters_across_realms_loses_no_version_and_leaks_no_secret(tmp_path):
+    from demo.run import run
+
+    workdir = tmp_path / "demo"
+    result = run(Namespace(rows=2000, write_rate=30.0, cores=2, timeout_s=1200.0, workdir=str(workdir),
+                           zookeeper=None, data_path="thrift2", repair=True, secure=True))
+    assert result["dag_exit_code"] == 0, result
+    assert result["run_status"] == "success", result
+    assert result["writer"]["errors"] == 0 and result["writer"]["puts"] > 0, result["writer"]
+    for table, r in result["tables"].items():
+        cmp = r["independent_comparison"]
+        assert cmp["differences"] == 0, (table, cmp)
+        assert cmp["source_cells"] == cmp["target_cells"] > cmp["source_rows"] > 0, (table, cmp)
+        assert r["verification"] in ("clean", "repaired"), (table, r)
+
+    security = result["security"]
+    assert security["toolkit"]["hbase_source"]["thrift"] == (
+        "SASL GSSAPI as hbase-migration@DC1.TEST to hbase/_HOST@DC1.TEST, QOP auth-conf")
+    assert security["toolkit"]["hbase_target"]["thrift"] == (
+        "HTTP mode, SPNEGO as hbase-migration@DC1.TEST to HTTP/_HOST@DC2.TEST, TLS")
+    for side in ("source", "target"):  # what the run's preflight found, endpoint by endpoint
+        assert security["preflight"][f"{side}_kerberos_login"].startswith("ok: ")
+        assert security["preflight"][f"{side}_authentication"].startswith("ok: ")
+        assert "(jmx, thrift1, thrift2, webhdfs, zookeeper)" in security["preflight"][f"{side}_authentication"]
+    assert security["preflight"]["source_thrift_qop"] == "ok: hbase_source: every gateway agreed on QOP auth-conf"
+    assert security["comparison_client"]["dc1"].startswith("Thrift2 SASL GSSAPI as hbase@DC1.TEST")
+    assert security["comparison_client"]["dc2"].startswith("Thrift2 HTTP mode, SPNEGO as hbase@DC2.TEST")
+
+    keytab = next(Path(p) for p in (workdir / "minihbase" / "keytabs").glob("hbase-migration*.keytab"))
+    secrets = keytab_secrets(keytab.read_bytes())
+    log = (workdir / "dags-test.log").read_bytes()
+    assert b"hbase-migration@DC1.TEST has a ticket from keytab" in log  # the logs do speak of the login...
+    ledger = (workdir / "ledger.db").read_bytes()
+    page = dashboard_page(workdir / "ledger.db", result["run_id"])
+    for name, text in (("the run's log", log), ("the ledger", ledger), ("the dashboard", page)):
+        assert not NEGOTIATE.search(text), f"a Negotiate token in {name}"  # ...never of what it holds
+        for secret in secrets:
+            assert secret not in text, f"keytab material in {name}"
+
+
+def dashboard_page(ledger_path: Path, run_id: str) -> bytes:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from plugins.hbase_migration_ui.app import create_app
+    from plugins.hbase_migration_ui.settings import resolve_ledger_url
+
+    app = FastAPI()
+    app.mount("/hbase-migration", create_app(resolve_ledger_url(f"sqlite:///{ledger_path}", None,
+                                                                ledger_path.parent)))
+    with TestClient(app) as client:
+        page = client.get(f"/hbase-migration/runs/{quote(run_id, safe='')}")
+    assert page.status_code == 200
+    return page.content
