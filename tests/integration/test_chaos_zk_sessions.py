@@ -82,7 +82,8 @@ def test_an_armed_proxy_expires_a_session_held_for_one_call(proxy, zookeeper):
     admin = KazooClient(hosts=zookeeper.hosts)
     admin.start(timeout=15)
     try:  # no ephemeral node of the expired session is left
-        stats = [admin.exists(f"/chaos-zk-test/{n}") for n in admin.get_children("/chaos-zk-test")]
+        names = admin.get_children("/chaos-zk-test") if admin.exists("/chaos-zk-test") else []  # none created yet
+        stats = [admin.exists(f"/chaos-zk-test/{n}") for n in names]
         assert fault.victim.session_id not in {s.ephemeralOwner for s in stats if s is not None}
     finally:  # the killed child's own ephemeral nodes go when its session times out, possibly meanwhile
         from kazoo.exceptions import NoNodeError, NotEmptyError
