@@ -228,6 +228,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if attempt == 1:
                 log("lifting the faults still held and timing their recovery")
                 nemesis.stop()
+                entry["phases_began_s"] = {p: round(t - t0, 1) for p, t in nemesis.tracker.started.items()}
             entry["retried_tasks"] = tries(rest, run_id)
             attempts.append(entry)
             if final["state"] == "success":

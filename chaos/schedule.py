@@ -15,9 +15,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 PHASES = ("peer_add", "copy", "catch_up", "verify")
-# Share of `duration_s` each phase's offsets are drawn from (the copy is the longest phase); every phase gets at
-# least MIN_WINDOW_S.
+# How the faults beyond one per phase are shared out among the phases.
 PHASE_WEIGHTS = {"peer_add": 0.15, "copy": 0.40, "catch_up": 0.20, "verify": 0.25}
+# Where in a phase a fault falls: within a fixed window for the phases whose length does not grow with the data
+# (the steps before the copy take ~25 s on the deployment, the catch-up ~15-30 s: three drained polls 5 s apart),
+# within a share of `duration_s` for the copy and the verification (at least MIN_WINDOW_S).
+FIXED_WINDOWS_S = {"peer_add": 15.0, "catch_up": 15.0}
+DURATION_SHARES = {"copy": 0.45, "verify": 0.30}
 MIN_WINDOW_S = 5.0
 MEAN_INTERVAL_S = 30.0  # one fault per this many seconds of `duration_s`, at least one per phase
 
@@ -132,7 +136,9 @@ def fault_count(duration_s: float) -> int:
 
 def phase_window_s(phase: str, duration_s: float) -> float:
     """Offsets into `phase` are drawn from [0, this)."""
-    return max(MIN_WINDOW_S, PHASE_WEIGHTS[phase] * duration_s)
+    if phase in FIXED_WINDOWS_S:
+        return FIXED_WINDOWS_S[phase]
+    return max(MIN_WINDOW_S, DURATION_SHARES[phase] * duration_s)
 
 
 def make_schedule(seed: int, duration_s: float, kinds: Sequence[str]) -> tuple[PlannedFault, ...]:

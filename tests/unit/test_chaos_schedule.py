@@ -22,25 +22,25 @@ from chaos.zksessions import parse_proc_net_tcp
 def test_a_seed_gives_exactly_this_schedule():
     faults = [f.as_dict() for f in make_schedule(7, 150, ["rs_kill", "gateway_latency", "worker_kill", "zk_expire"])]
     assert faults == [
-        {"index": 1, "phase": "peer_add", "offset_s": 11.4, "kind": "worker_kill", "target": "celery-worker-1",
+        {"index": 1, "phase": "peer_add", "offset_s": 7.6, "kind": "worker_kill", "target": "celery-worker-1",
          "hold_s": 11.5, "settings": {}},
-        {"index": 2, "phase": "copy", "offset_s": 4.2, "kind": "zk_expire", "target": "toolkit-session",
+        {"index": 2, "phase": "copy", "offset_s": 4.7, "kind": "zk_expire", "target": "toolkit-session",
          "hold_s": 0.0, "settings": {}},
-        {"index": 3, "phase": "copy", "offset_s": 58.6, "kind": "zk_expire", "target": "toolkit-session",
+        {"index": 3, "phase": "copy", "offset_s": 65.9, "kind": "zk_expire", "target": "toolkit-session",
          "hold_s": 0.0, "settings": {}},
-        {"index": 4, "phase": "catch_up", "offset_s": 24.8, "kind": "gateway_latency", "target": "dc1:thrift2:0",
+        {"index": 4, "phase": "catch_up", "offset_s": 12.4, "kind": "gateway_latency", "target": "dc1:thrift2:0",
          "hold_s": 16.7, "settings": {"latency_ms": 1016}},
-        {"index": 5, "phase": "verify", "offset_s": 35.5, "kind": "rs_kill", "target": "dc2:rs:0", "hold_s": 11.0,
+        {"index": 5, "phase": "verify", "offset_s": 42.6, "kind": "rs_kill", "target": "dc2:rs:0", "hold_s": 11.0,
          "settings": {}},
     ]
     assert [f.as_dict() for f in make_schedule(3, 120, ["gateway_reset", "postgres_restart"])] == [
-        {"index": 1, "phase": "peer_add", "offset_s": 6.7, "kind": "postgres_restart", "target": "postgres",
+        {"index": 1, "phase": "peer_add", "offset_s": 5.5, "kind": "postgres_restart", "target": "postgres",
          "hold_s": 7.0, "settings": {}},
-        {"index": 2, "phase": "copy", "offset_s": 3.1, "kind": "gateway_reset", "target": "dc1:thrift2:0",
+        {"index": 2, "phase": "copy", "offset_s": 3.5, "kind": "gateway_reset", "target": "dc1:thrift2:0",
          "hold_s": 35.1, "settings": {"reset_probability": 0.11}},
-        {"index": 3, "phase": "catch_up", "offset_s": 5.6, "kind": "gateway_reset", "target": "dc2:thrift2:1",
+        {"index": 3, "phase": "catch_up", "offset_s": 3.5, "kind": "gateway_reset", "target": "dc2:thrift2:1",
          "hold_s": 24.1, "settings": {"reset_probability": 0.26}},
-        {"index": 4, "phase": "verify", "offset_s": 14.3, "kind": "postgres_restart", "target": "postgres",
+        {"index": 4, "phase": "verify", "offset_s": 17.1, "kind": "postgres_restart", "target": "postgres",
          "hold_s": 3.2, "settings": {}},
     ]
 
@@ -77,7 +77,9 @@ def test_every_phase_and_every_kind_is_hit_within_its_bounds(seed):
 def test_a_short_duration_still_puts_one_fault_in_each_phase():
     faults = make_schedule(5, 30, ["gateway_kill"])
     assert [f.phase for f in faults] == list(PHASES)
-    assert [phase_window_s(p, 30) for p in PHASES] == [MIN_WINDOW_S, 12.0, 6.0, 7.5]
+    assert [phase_window_s(p, 30) for p in PHASES] == [15.0, 13.5, 15.0, 9.0]
+    assert [phase_window_s(p, 10) for p in PHASES] == [15.0, MIN_WINDOW_S, 15.0, MIN_WINDOW_S]
+    assert [phase_window_s(p, 600) for p in PHASES] == [15.0, 270.0, 15.0, 180.0]
     assert all(f.offset_s <= phase_window_s(f.phase, 30) for f in faults)
 
 
