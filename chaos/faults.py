@@ -62,23 +62,13 @@ class World:
             return json.load(r)
 
     def toolkit_pids(self) -> list[int]:
-        """The deployment's Python processes: Airflow's services and what they run (task supervisors, task
-        processes, spark-submit's Python driver). minihbase and this harness are not among them."""
+        """Every process of the deployment's Airflow services: the services and what they run (task
+        supervisors and task processes, whose titles Airflow rewrites; spark-submit and its Python driver).
+        minihbase and this harness are not among them."""
         from deploy.processes import recorded_sessions, session_members
 
-        pids = []
-        for sid, name in recorded_sessions(self.dep.workdir):
-            if not name.startswith("airflow-"):
-                continue
-            for pid in session_members(sid):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        exe = f.read().split(b"\0", 1)[0]
-                except OSError:
-                    continue
-                if b"python" in exe or exe.endswith(b"airflow"):
-                    pids.append(pid)
-        return pids
+        return [pid for sid, name in recorded_sessions(self.dep.workdir) if name.startswith("airflow-")
+                for pid in session_members(sid)]
 
 
 def describe_process(pid: int) -> str:

@@ -356,10 +356,10 @@ def retry_transient(fn: Callable[[], Any], what: str, retry_s: float, *,
 class LedgerStore:
     """Adapts the run ledger (any object with `partition_done`/`done_partitions`).
 
-    Recording a finished partition outlives a restart or failover of the ledger's database of up to
-    `retry_s` seconds (the write is an upsert: a retry of one that did commit changes nothing): without it, the
-    whole copy job failed at the first partition it finished during the outage, and the work of every partition
-    in flight was lost to the task's retry."""
+    Every read and write of the copy's progress outlives a restart or failover of the ledger's database of up
+    to `retry_s` seconds (a partition record is an upsert: a retry of one that did commit changes nothing):
+    without it, the whole copy job failed at the first partition it finished during the outage, and the work of
+    every partition in flight was lost to the task's retry (or a job starting then failed at its plan)."""
 
     def __init__(self, ledger: Any, retry_s: float = 120.0):
         for name in ("partition_done", "done_partitions"):
@@ -369,13 +369,15 @@ class LedgerStore:
         self.retry_s = retry_s
 
     def done_partitions(self, copy_id: str, table: str) -> set[str]:
-        return set(self.ledger.done_partitions(copy_id, table))
+        return set(retry_transient(lambda: self.ledger.done_partitions(copy_id, table),
+                                   f"reading the finished partitions of {table}", self.retry_s))
 
     def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
         from hbase_migration.resume import FinishedRange
 
-        return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"])
-                for r in self.ledger.finished_ranges(copy_id, table)]
+        rows = retry_transient(lambda: self.ledger.finished_ranges(copy_id, table),
+                               f"reading the finished key ranges of {table}", self.retry_s)
+        return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in rows]
 
     def partition_done(
         self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
@@ -393,7 +395,8 @@ class LedgerStore:
             ), f"recording partition {r['partition_id']} of {table}", self.retry_s)
 
     def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None) -> None:
-        self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows)
+        retry_transient(lambda: self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows),
+                        f"recording the partition plan of {table}", self.retry_s)
 
 
 def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:

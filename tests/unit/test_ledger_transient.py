@@ -94,3 +94,33 @@ def test_the_ledger_store_retries_each_partition_record(monkeypatch):
         {"partition_id": "p1", "start_row": b"", "stop_row": b"m", "rows": 1, "cells": 1, "bytes": 1},
         {"partition_id": "p2", "start_row": b"m", "stop_row": b"", "rows": 1, "cells": 1, "bytes": 1}])
     assert recorded == ["p1", "p2"] and waits == [1.0, 2.0]
+
+
+def test_the_ledger_stores_reads_and_plan_wait_too(monkeypatch):
+    failures, waits = {"finished_ranges": [REFUSED], "done_partitions": [REFUSED], "copy_plan": [REFUSED]}, []
+
+    class FlakyLedger:
+        def _maybe_fail(self, name):
+            if failures[name]:
+                raise failures[name].pop()
+
+        def done_partitions(self, copy_id, table):
+            self._maybe_fail("done_partitions")
+            return {"p1"}
+
+        def finished_ranges(self, copy_id, table):
+            self._maybe_fail("finished_ranges")
+            return [{"partition_id": "p1", "start_row": b"", "stop_row": b"m", "fingerprint": "f"}]
+
+        def partition_done(self, *args, **kwargs):
+            pass
+
+        def copy_plan(self, copy_id, table, partitions, est_rows=None):
+            self._maybe_fail("copy_plan")
+
+    monkeypatch.setattr("hbase_migration.progress.time.sleep", waits.append)
+    store = LedgerStore(FlakyLedger(), retry_s=30)
+    assert store.done_partitions("c", "t") == {"p1"}
+    assert [r.partition_id for r in store.finished_ranges("c", "t")] == ["p1"]
+    store.copy_plan("c", "t", 4)
+    assert waits == [1.0, 1.0, 1.0] and not any(failures.values())
