@@ -15,7 +15,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster demo-secure deploy-up deploy-down bench lock clean
+.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster demo-secure chaos deploy-up deploy-down bench lock clean
 
 help:
 	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
@@ -23,6 +23,8 @@ help:
 	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
 	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
 	@echo "make demo-secure   the same demo on secured clusters (Kerberos in two realms, SASL, SPNEGO, TLS)"
+	@echo "make chaos  the cluster demo under a seeded nemesis (CHAOS_ARGS=\"--seed 7 --duration 600 --faults rs_kill,...\"),"
+	@echo "            checked independently; JSON summary (every fault, its phase and time to recover) last"
 	@echo "make deploy-up / deploy-down  start / stop that deployment in .state/deploy (python -m deploy)"
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
@@ -135,6 +137,11 @@ demo-cluster: bootstrap
 # each channel authenticated.
 demo-secure: bootstrap
 	$(PY) -m demo.run --secure $(DEMO_ARGS)
+
+# The cluster demo under a seeded nemesis (chaos/): faults at random moments of every phase, an independent
+# comparison of every version afterwards; its last stdout line is the JSON summary. Leaves nothing running.
+chaos: bootstrap
+	$(PY) -m chaos $(CHAOS_ARGS)
 
 # Only the tests on the production-shaped deployment (they are part of `make test` too).
 test-deploy: bootstrap

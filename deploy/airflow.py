@@ -36,7 +36,8 @@ def _cmd(path: Path) -> str:
 class AirflowServices:
     def __init__(self, workdir: Path, env: Mapping[str, str], *, sql_alchemy_conn: str, broker_url: str,
                  result_backend: str, ledger_url: str, celery_workers: int = 2, worker_concurrency: int = 1,
-                 heartbeat_timeout_s: int = 30, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 heartbeat_timeout_s: int = 30, queued_timeout_s: int = 90,
+                 overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.workdir = Path(workdir)
         self.home = self.workdir / "airflow"
         self.secrets = self.home / "secrets"
@@ -48,10 +49,12 @@ class AirflowServices:
         self.result_backend = result_backend
         self.ledger_url = ledger_url
         self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.queued_timeout_s = queued_timeout_s
         self.overrides = overrides or {}
         self.env = {**env, "AIRFLOW_HOME": str(self.home), "AIRFLOW_CONFIG": str(self.home / "airflow.cfg")}
         self.procs: dict[str, subprocess.Popen] = {}
         self.worker_envs: dict[str, dict[str, str]] = {}
+        self.commands: dict[str, tuple[list[str], dict[str, str] | None]] = {}  # how each service was started
 
     @property
     def api_url(self) -> str:
@@ -90,6 +93,9 @@ class AirflowServices:
                 "simple_auth_manager_users": f"{ADMIN}:admin",
                 "simple_auth_manager_passwords_file": self.secrets / "passwords.json",
                 "parallelism": max(4, 2 * self.celery_workers * self.worker_concurrency),
+                # As many pool slots as the workers have: a task is queued (sent to Celery) only when a worker
+                # can take it, so "queued" for long means the worker that took it was lost (below).
+                "default_pool_task_slot_count": self.celery_workers * self.worker_concurrency,
             },
             "database": {"sql_alchemy_conn": self.sql_alchemy_conn,
                          # psycopg 3 has an asyncio driver; Airflow's default async URL would need asyncpg.
@@ -103,7 +109,11 @@ class AirflowServices:
                        "worker_concurrency": self.worker_concurrency, "worker_prefetch_multiplier": 1},
             # A worker that dies (the resume test kills one) is noticed after this many seconds without a
             # heartbeat, and its task instance fails (and retries) instead of waiting for the default 300 s.
-            "scheduler": {"task_instance_heartbeat_timeout": self.heartbeat_timeout_s},
+            # A task whose worker was lost after it took the task's message but before it ran it stays queued
+            # (Redis redelivers an unacknowledged message only after its visibility timeout, 24 h): the
+            # scheduler requeues it after task_queued_timeout (default 600 s), checked every 15 s here.
+            "scheduler": {"task_instance_heartbeat_timeout": self.heartbeat_timeout_s,
+                          "task_queued_timeout": self.queued_timeout_s, "task_queued_timeout_check_interval": 15},
             "hbase_migration": {"ledger_url": self.ledger_url, "ledger_conn_id": ""},
         }
         for section, values in self.overrides.items():
@@ -133,6 +143,7 @@ class AirflowServices:
 
     # -------------------------------------------------------------------------------------------- processes
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen:
+        self.commands[name] = (list(args), None if env is None else dict(env))
         proc = spawn(self.workdir, f"airflow-{name}", [str(Path(sys.executable).parent / "airflow"), *args],
                      env or self.env, self.log_path(name), cwd=self.home)
         self.procs[name] = proc
@@ -198,6 +209,36 @@ class AirflowServices:
         kill_session(proc.pid)
         proc.wait(10)
         return pids
+
+    SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+    def kill_service(self, name: str) -> list[int]:
+        """SIGKILL one service ("scheduler", "triggerer", "dag-processor", "api-server" or a Celery worker's
+        name) and every process of its session, as a lost machine would; returns the pids killed."""
+        from deploy.processes import kill_session, session_members
+
+        if name not in self.procs:
+            raise KeyError(f"no Airflow service {name!r}; running: {', '.join(sorted(self.procs))}")
+        proc = self.procs[name]
+        pids = session_members(proc.pid)
+        kill_session(proc.pid)
+        proc.wait(10)
+        return pids
+
+    def start_service(self, name: str) -> subprocess.Popen:
+        """Start a service again as it was started (a Celery worker through `start_worker`, without waiting)."""
+        if name.startswith("celery-worker-"):
+            return self.start_worker(int(name.rsplit("-", 1)[1]), wait=False)
+        if name not in self.commands:
+            raise KeyError(f"no Airflow service {name!r} was started")
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            raise RuntimeError(f"airflow {name} still runs (pid {proc.pid})")
+        log = self.log_path(name)
+        if log.exists():  # keep the old log beside the new one
+            log.rename(log.with_suffix(f".{len(list(log.parent.glob(name + '*')))}.log"))
+        args, env = self.commands[name]
+        return self._start(name, args, env)
 
     def stop(self) -> None:
         errors = []

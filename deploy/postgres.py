@@ -46,12 +46,34 @@ class PostgresServer:
             shutil.chown(self.dir, self.user)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
                   "--no-sync", "-E", "UTF8")
+        self._start_server()
+        return self
+
+    def _start_server(self) -> None:
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} -c fsync=off"
         if self.options:
             options += " " + self.options
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"),
                   "-w", "-t", "60", "start")
-        return self
+
+    def crash(self) -> None:
+        """Stop the server the way a crash does (`pg_ctl stop -m immediate`: no shutdown checkpoint, every
+        connection dropped); its data stays, and `resume()` starts it again (crash recovery replays the WAL)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again on its port and data after `crash()`; returns once it accepts connections."""
+        self._start_server()
+
+    def accepts_connections(self) -> bool:
+        import psycopg
+
+        try:
+            psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
+                            connect_timeout=3).close()
+            return True
+        except psycopg.OperationalError:
+            return False
 
     @property
     def pid(self) -> int | None:

@@ -115,14 +115,7 @@ class SparkStandalone:
         wait_until(lambda: self.state().get("status") == "ALIVE", timeout, "the Spark master",
                    proc=self.procs["master"], log_path=log)
         for i in range(self.n_workers):
-            wdir = self.worker_dir(i)
-            wdir.mkdir(parents=True, exist_ok=True)
-            self.procs[f"worker-{i + 1}"] = spawn(
-                self.workdir, f"spark-worker-{i + 1}",
-                [cls, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                 str(self.worker_cores), "--memory", self.worker_memory, "--work-dir", str(wdir / "work"),
-                 "--webui-port", str(self.worker_ui_ports[i]), self.master_url],
-                self.env, wdir / "worker.log", cwd=wdir)
+            self.start_worker(i + 1)
         wait_until(lambda: self.state().get("aliveworkers", 0) >= self.n_workers, timeout,
                    f"{self.n_workers} Spark workers to register", proc=self.procs["master"], log_path=log)
         return self
@@ -133,6 +126,38 @@ class SparkStandalone:
             if webui.rstrip("/").endswith(f":{port}"):
                 return self.worker_dir(i) / "work"
         return None
+
+    def start_worker(self, index: int) -> subprocess.Popen:
+        """Start worker `index` (1-based) on its own web UI port and work directory (again, after a kill: it
+        registers with the master as a new worker id)."""
+        proc = self.procs.get(f"worker-{index}")
+        if proc is not None and proc.poll() is None:
+            raise RuntimeError(f"Spark worker {index} still runs (pid {proc.pid})")
+        wdir = self.worker_dir(index - 1)
+        wdir.mkdir(parents=True, exist_ok=True)
+        cls = str(self.home / "bin" / "spark-class")
+        self.procs[f"worker-{index}"] = spawn(
+            self.workdir, f"spark-worker-{index}",
+            [cls, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
+             str(self.worker_cores), "--memory", self.worker_memory, "--work-dir", str(wdir / "work"),
+             "--webui-port", str(self.worker_ui_ports[index - 1]), self.master_url],
+            self.env, wdir / "worker.log", cwd=wdir)
+        return self.procs[f"worker-{index}"]
+
+    def kill_worker(self, index: int) -> list[int]:
+        """SIGKILL worker `index` (1-based) and its session (the executors it runs), as a lost machine; returns
+        the pids killed."""
+        from deploy.processes import kill_session, session_members
+
+        proc = self.procs[f"worker-{index}"]
+        pids = session_members(proc.pid)
+        kill_session(proc.pid)
+        proc.wait(10)
+        return pids
+
+    def alive_workers(self) -> int:
+        """How many workers the master lists ALIVE."""
+        return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
 
     def worker_pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self.procs.items() if name.startswith("worker-")}

@@ -51,6 +51,22 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def is_transient(exc: BaseException) -> bool:
+    """Whether a database error is one a retry can outlive: the server is restarting or failing over (a lost or
+    refused connection), or SQLite's file is busy. Statement errors (a missing table, a constraint) are not."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    module = type(orig).__module__ or ""
+    if module.startswith("psycopg"):  # psycopg.OperationalError / InterfaceError: the connection, not the SQL
+        return type(orig).__name__ in ("OperationalError", "InterfaceError")
+    if module == "sqlite3":
+        return "database is locked" in str(orig) or "database is busy" in str(orig)
+    return False
+
+
 # ---------------------------------------------------------------------------------------------------------
 # SQL files (pure)
 

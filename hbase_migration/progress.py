@@ -331,23 +331,53 @@ class SavepointFile:
             self._write(data)
 
 
-class LedgerStore:
-    """Adapts the run ledger (any object with `partition_done`/`done_partitions`)."""
+def retry_transient(fn: Callable[[], Any], what: str, retry_s: float, *,
+                    sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None) -> Any:
+    """`fn()`, again after a transient database error (`ledger.is_transient`: a restart or failover) for up to
+    `retry_s` seconds (waits of 1, 2, 4, then 10 s); any other error, or one past the bound, is raised."""
+    from hbase_migration.ledger import is_transient
 
-    def __init__(self, ledger: Any):
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
+    deadline = clock() + retry_s
+    delay = 1.0
+    while True:
+        try:
+            return fn()
+        except Exception as e:
+            if not is_transient(e) or clock() + delay > deadline:
+                raise
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
+            log.warning("%s: the ledger's database did not answer (%s); retrying in %.0fs (for up to %.0fs)",
+                        what, reason, delay, retry_s)
+            sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+class LedgerStore:
+    """Adapts the run ledger (any object with `partition_done`/`done_partitions`).
+
+    Every read and write of the copy's progress outlives a restart or failover of the ledger's database of up
+    to `retry_s` seconds (a partition record is an upsert: a retry of one that did commit changes nothing):
+    without it, the whole copy job failed at the first partition it finished during the outage, and the work of
+    every partition in flight was lost to the task's retry (or a job starting then failed at its plan)."""
+
+    def __init__(self, ledger: Any, retry_s: float = 120.0):
         for name in ("partition_done", "done_partitions"):
             if not callable(getattr(ledger, name, None)):
                 raise TypeError(f"ledger {ledger!r} has no {name}() method")
         self.ledger = ledger
+        self.retry_s = retry_s
 
     def done_partitions(self, copy_id: str, table: str) -> set[str]:
-        return set(self.ledger.done_partitions(copy_id, table))
+        return set(retry_transient(lambda: self.ledger.done_partitions(copy_id, table),
+                                   f"reading the finished partitions of {table}", self.retry_s))
 
     def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
         from hbase_migration.resume import FinishedRange
 
-        return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"])
-                for r in self.ledger.finished_ranges(copy_id, table)]
+        rows = retry_transient(lambda: self.ledger.finished_ranges(copy_id, table),
+                               f"reading the finished key ranges of {table}", self.retry_s)
+        return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in rows]
 
     def partition_done(
         self, copy_id: str, table: str, partition_id: str, start_row: bytes, stop_row: bytes,
@@ -359,13 +389,14 @@ class LedgerStore:
 
     def partitions_done(self, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:
         for r in records:
-            self.partition_done(
+            retry_transient(lambda r=r: self.partition_done(
                 copy_id, table, r["partition_id"], r["start_row"], r["stop_row"],
                 r["rows"], r["cells"], r["bytes"], fingerprint=r.get("fingerprint"),
-            )
+            ), f"recording partition {r['partition_id']} of {table}", self.retry_s)
 
     def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None) -> None:
-        self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows)
+        retry_transient(lambda: self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows),
+                        f"recording the partition plan of {table}", self.retry_s)
 
 
 def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:

@@ -8,6 +8,7 @@
     endpoints addresses (--json: {"clusters": {name: {...}}}, the truth about ports)
     kill-rs / start-rs CLUSTER SERVER   crash / restart one region server (slot index or servername)
     stop-gateway / start-gateway CLUSTER KIND INDEX   stop (as if it died) / restart a thrift or thrift2 gateway
+    gateway-fault CLUSTER KIND INDEX [--latency-ms MS] [--reset-probability P] [--reset-now]   a gateway's network
     latency CLUSTER MS, quota CLUSTER PATH [--space-bytes N] [--namespace N], roll-wals CLUSTER
     serve     (internal) run one cluster in this process
     shell     HBase shell lookalike (`shell -n`), provided by minihbase part 2
@@ -292,6 +293,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("cluster")
         p.add_argument("kind", choices=["thrift", "thrift2"])
         p.add_argument("index", type=int, nargs="?", default=0, help="gateway index (default 0)")
+    p = add("gateway-fault", "one Thrift gateway's network faults: its own latency, connection resets")
+    p.add_argument("cluster")
+    p.add_argument("kind", choices=["thrift", "thrift2"])
+    p.add_argument("index", type=int, nargs="?", default=0, help="gateway index (default 0)")
+    p.add_argument("--latency-ms", type=float, help="this gateway's own latency per call (0: none)")
+    p.add_argument("--reset-probability", type=float, help="chance that a call's connection is reset (0: none)")
+    p.add_argument("--reset-now", action="store_true", help="reset every open connection now")
     p = add("latency", "injected latency per RPC")
     p.add_argument("cluster")
     p.add_argument("ms", type=float)
@@ -327,6 +335,13 @@ def main(argv: list[str] | None = None) -> int:
         return _control_cmd(args, "/control/start-rs", {"server": args.server})
     if args.command in ("stop-gateway", "start-gateway"):
         return _control_cmd(args, f"/control/{args.command}", {"kind": args.kind, "index": args.index})
+    if args.command == "gateway-fault":
+        body = {"kind": args.kind, "index": args.index, "reset_now": args.reset_now}
+        if args.latency_ms is not None:
+            body["latency_ms"] = args.latency_ms
+        if args.reset_probability is not None:
+            body["reset_probability"] = args.reset_probability
+        return _control_cmd(args, "/control/gateway-fault", body)
     if args.command == "latency":
         return _control_cmd(args, "/control/latency", {"ms": args.ms})
     if args.command == "quota":

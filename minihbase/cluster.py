@@ -9,6 +9,7 @@ Control API (JSON over HTTP on the master info port; the CLI and `minihbase.test
   POST /control/latency     {"ms": 5}                        injected latency per RPC
   POST /control/stop-gateway  {"kind": "thrift"|"thrift2", "index": n}   as if that gateway process died
   POST /control/start-gateway {"kind": "thrift"|"thrift2", "index": n}   listen again on its port
+  POST /control/gateway-fault {"kind", "index", "latency_ms", "reset_probability", "reset_now"}   network faults
   POST /control/quota       {"path": "/hbase", "space_bytes": n, "namespace": n}   (-1 clears, absent keeps)
   POST /control/roll-wals   {"server": optional}             roll (and archive what is flushed)
   POST /control/flush       {"table": optional}              flush memstores (lets WALs be archived)
@@ -395,6 +396,26 @@ class MiniHBaseCluster:
         log.info("%s gateway %d (%s:%d) started", kind, index, gateway.host, gateway.port)
         return gateway.describe()
 
+    def gateway_fault(self, body: dict) -> dict:
+        """One gateway's network faults: its own latency, a per-call reset probability, a reset of every open
+        connection now. Checked whole before anything changes."""
+        unknown = set(body) - {"kind", "index", "latency_ms", "reset_probability", "reset_now"}
+        if unknown:
+            raise BadRequest(f"unknown gateway-fault field(s): {', '.join(sorted(unknown))}")
+        gateway = self._gateway(_required(body, "kind"), body.get("index", 0))
+        latency, p, now = body.get("latency_ms"), body.get("reset_probability"), body.get("reset_now", False)
+        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))
+                                    or latency < 0):
+            raise BadRequest(f"latency_ms must be a number >= 0, got {latency!r}")
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1):
+            raise BadRequest(f"reset_probability must be a number in [0, 1], got {p!r}")
+        if not isinstance(now, bool):
+            raise BadRequest(f"reset_now must be true or false, got {now!r}")
+        described = gateway.set_fault(latency, p, now)
+        log.warning("%s gateway %d faults: latency %s ms, reset probability %s%s", gateway.kind, gateway.index,
+                    gateway.fault_latency_ms, gateway.reset_probability, ", open connections reset" if now else "")
+        return described
+
     def roll_wals(self, server=None) -> list[str]:
         servers = [self.region_servers[self.resolve_slot(server)]] if server is not None else self.region_servers
         return [rs.roll_wal() for rs in servers if rs is not None and rs.online]
@@ -453,6 +474,7 @@ class MiniHBaseCluster:
             lambda b: {"gateway": self.stop_gateway(_required(b, "kind"), b.get("index"))}))
         c.route("POST", "/control/start-gateway", self._wrap(
             lambda b: {"gateway": self.start_gateway(_required(b, "kind"), b.get("index"))}))
+        c.route("POST", "/control/gateway-fault", self._wrap(lambda b: {"gateway": self.gateway_fault(b)}))
         c.route("POST", "/control/quota", self._wrap(self._set_quota))
         c.route("POST", "/control/roll-wals", self._wrap(lambda b: {"wals": self.roll_wals(b.get("server"))}))
         c.route("POST", "/control/flush", self._wrap(lambda b: {"flushed_regions": self.flush(b.get("table"))}))

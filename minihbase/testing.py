@@ -217,6 +217,18 @@ class MiniCluster:
         """Start a stopped gateway again on its own port (fresh state, as a restarted process)."""
         return self._control("/control/start-gateway", {"kind": kind, "index": index})["gateway"]
 
+    def gateway_fault(self, kind: str, index: int = 0, *, latency_ms: float | None = None,
+                      reset_probability: float | None = None, reset_now: bool = False) -> dict:
+        """One gateway's network faults: its own latency (ms, on top of `set_latency`'s), the probability that a
+        call's connection is reset (before or after the call runs), and `reset_now` every open connection reset
+        at once. None keeps a setting. Returns the gateway's description with its `fault` settings."""
+        body: dict[str, Any] = {"kind": kind, "index": index, "reset_now": reset_now}
+        if latency_ms is not None:
+            body["latency_ms"] = latency_ms
+        if reset_probability is not None:
+            body["reset_probability"] = reset_probability
+        return self._control("/control/gateway-fault", body)["gateway"]
+
     def set_quota(self, path: str, space_bytes: int | None = None, ns: int | None = None) -> dict:
         """Set HDFS quotas on a directory (None keeps a quota, -1 clears it); returns every quota."""
         body: dict = {"path": path}

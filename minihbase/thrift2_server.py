@@ -525,8 +525,9 @@ class Thrift2Processor(GatewayProcessor):
     """TIOError (the Java text) for HBase and HDFS errors, TIllegalArgument for unknown scanners; an
     IllegalArgumentException escapes HBase's Thrift2 handler everywhere, so it answers INTERNAL_ERROR."""
 
-    def __init__(self, handler: Thrift2Handler, latency_ms: Callable[[], float]):
-        super().__init__(T2.THBaseService, handler, latency_ms)
+    def __init__(self, handler: Thrift2Handler, latency_ms: Callable[[], float],
+                 reset_at: Callable[[], str | None] | None = None):
+        super().__init__(T2.THBaseService, handler, latency_ms, reset_at)
 
     def io_error(self, message: str):
         return T2.TIOError(message=message)
@@ -550,7 +551,7 @@ class Thrift2Gateway(GatewayServer):
 
     def make_processor(self) -> Thrift2Processor:
         self.handler = Thrift2Handler(self.cluster)
-        return Thrift2Processor(self.handler, lambda: self.cluster.latency_ms)
+        return Thrift2Processor(self.handler, self.call_latency_ms, self.call_reset)
 
 
 __all__ = ["T2", "Thrift2Gateway", "Thrift2Handler"]

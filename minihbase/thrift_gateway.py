@@ -6,11 +6,18 @@ without SO_REUSEPORT (thriftpy2's own server socket sets it, which would let two
 gateway can be stopped (its listening socket and every open connection closed, as when the gateway process
 dies) and started again on the same port, with fresh state (scanner ids start again at 0), as a restarted
 `hbase thrift` / `hbase thrift2` process would.
+
+Network faults of one gateway (`set_fault`): a latency of its own on every call (a slow link to that gateway, on
+top of the cluster's `latency_ms`), connections reset now (RST, as a load balancer or a flapping link does) and a
+probability that a call's connection is reset, either before the call runs (the request is lost) or after it ran
+and before its answer (the client cannot know whether it was applied: only an idempotent retry is safe).
 """
 from __future__ import annotations
 
 import logging
+import random
 import socket
+import struct
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,6 +36,22 @@ SCANNER_LEASE_S = 600.0  # scanners untouched this long are dropped (HBase: hbas
 
 class IllegalArgumentAnswer(Exception):
     """Answered as the IDL's illegal-argument exception (`IllegalArgument` / `TIllegalArgument`) with this text."""
+
+
+class InjectedReset(Exception):
+    """The gateway's fault knob decided to reset this call's connection (no answer is sent)."""
+
+
+def reset_socket(sock: socket.socket) -> None:
+    """Close with a TCP RST (SO_LINGER on, timeout 0), as a reset connection ends: the peer reads ECONNRESET."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 class ScannerRegistry:
@@ -71,9 +94,11 @@ class GatewayProcessor(TProcessor):
     <m> is not implemented by minihbase"); a method not in the IDL answers TApplicationException UNKNOWN_METHOD
     (its arguments are skipped, so the connection goes on)."""
 
-    def __init__(self, service, handler, latency_ms: Callable[[], float]):
+    def __init__(self, service, handler, latency_ms: Callable[[], float],
+                 reset_at: Callable[[], str | None] | None = None):
         super().__init__(service, handler)
         self.latency_ms = latency_ms
+        self.reset_at = reset_at or (lambda: None)  # "before" / "after" the call: reset its connection there
 
     # Subclasses: the IDL's I/O exception, and what each HBase-side exception becomes.
     def io_error(self, message: str):
@@ -92,6 +117,9 @@ class GatewayProcessor(TProcessor):
         delay = self.latency_ms()
         if delay > 0:
             time.sleep(delay / 1000.0)
+        reset = self.reset_at()
+        if reset == "before":
+            raise InjectedReset(api)
         if isinstance(result, TApplicationException):
             return self.send_exception(oprot, api, result, seqid)
         if not hasattr(self._handler, api):
@@ -104,6 +132,8 @@ class GatewayProcessor(TProcessor):
         try:
             result.success = call()
         except Exception as e:
+            if reset == "after":
+                raise InjectedReset(api) from None
             answered = self.answer(api, e, result)
             if answered is None:
                 return self.send_exception(oprot, api, TApplicationException(
@@ -116,6 +146,8 @@ class GatewayProcessor(TProcessor):
             else:
                 return self.send_exception(oprot, api, TApplicationException(
                     TApplicationException.INTERNAL_ERROR, f"Internal error processing {api}"), seqid)
+        if reset == "after":  # applied, but the client never hears so
+            raise InjectedReset(api)
         return self.send_result(oprot, api, result, seqid)
 
 
@@ -139,6 +171,11 @@ class GatewayServer:
         self._lock = threading.Lock()
         self._tfactory = TBufferedTransportFactory()
         self._pfactory = TBinaryProtocolFactory()
+        # Injected network faults of this gateway (`set_fault`); kept across stop/start, as a link's are.
+        self.fault_latency_ms = 0.0
+        self.reset_probability = 0.0
+        self.resets = 0  # connections reset by the fault knob (now or per call)
+        self._random = random.Random()
 
     @staticmethod
     def _listen(host: str, port: int) -> socket.socket:
@@ -155,12 +192,42 @@ class GatewayServer:
     def make_processor(self) -> TProcessor:
         raise NotImplementedError
 
+    def call_latency_ms(self) -> float:
+        """What every call of this gateway sleeps first: the cluster's latency plus this gateway's own."""
+        return self.cluster.latency_ms + self.fault_latency_ms
+
+    def call_reset(self) -> str | None:
+        """Whether to reset this call's connection: None, or "before" / "after" the call runs (even odds)."""
+        p = self.reset_probability
+        if p <= 0 or self._random.random() >= p:
+            return None
+        return "before" if self._random.random() < 0.5 else "after"
+
+    def set_fault(self, latency_ms: float | None = None, reset_probability: float | None = None,
+                  reset_now: bool = False) -> dict:
+        """Set this gateway's own latency and per-call reset probability (None keeps a value); `reset_now`
+        resets every open connection at once (the gateway keeps listening)."""
+        if latency_ms is not None:
+            self.fault_latency_ms = float(latency_ms)
+        if reset_probability is not None:
+            self.reset_probability = float(reset_probability)
+        if reset_now:
+            with self._lock:
+                clients = list(self._clients)
+                self._clients.clear()
+            for c in clients:
+                reset_socket(c)
+            self.resets += len(clients)
+        return self.describe()
+
     @property
     def alive(self) -> bool:
         return self._running
 
     def describe(self) -> dict:
-        return {"index": self.index, "host": self.host, "port": self.port, "alive": self.alive}
+        return {"index": self.index, "host": self.host, "port": self.port, "alive": self.alive,
+                "fault": {"latency_ms": self.fault_latency_ms, "reset_probability": self.reset_probability,
+                          "resets": self.resets}}
 
     def start(self) -> "GatewayServer":
         with self._lock:
@@ -201,6 +268,12 @@ class GatewayServer:
             prot = self._pfactory.get_protocol(self._tfactory.get_transport(raw))
             while self._generation == generation and self._running:
                 processor.process(prot, prot)
+        except InjectedReset:
+            with self._lock:
+                self._clients.discard(client)
+            self.resets += 1
+            reset_socket(client)
+            return
         except (TTransportException, OSError, EOFError):
             pass
         except Exception:

@@ -349,8 +349,9 @@ class Processor(GatewayProcessor):
     """Maps HBase-side exceptions to the IDL's: AlreadyExists, IOError (the Java text), IllegalArgument where
     HBase's handler catches IllegalArgumentException, else TApplicationException INTERNAL_ERROR."""
 
-    def __init__(self, handler: Handler, latency_ms: Callable[[], float]):
-        super().__init__(Hbase.Hbase, handler, latency_ms)
+    def __init__(self, handler: Handler, latency_ms: Callable[[], float],
+                 reset_at: Callable[[], str | None] | None = None):
+        super().__init__(Hbase.Hbase, handler, latency_ms, reset_at)
 
     def io_error(self, message: str):
         return Hbase.IOError(message=message)
@@ -378,4 +379,4 @@ class ThriftGateway(GatewayServer):
 
     def make_processor(self) -> Processor:
         self.handler = Handler(self.cluster)
-        return Processor(self.handler, lambda: self.cluster.latency_ms)
+        return Processor(self.handler, self.call_latency_ms, self.call_reset)

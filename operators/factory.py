@@ -115,13 +115,17 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         src = {"source_conn_id": spec("source_conn_id")}
         both = {**src, "target_conn_id": spec("target_conn_id")}
         peer = {"peer_id": spec("peer_id")}
+        # Every step is idempotent, so a lost worker or a database restart costs a retry, not the run; bad
+        # input and failed checks fail at once (AirflowFailException skips the retries).
         safe_retry = {"retries": 2, "retry_delay": timedelta(seconds=30)}
 
-        @task(task_id=_OPEN_TASK)
+        @task(task_id=_OPEN_TASK, **safe_retry)
         def open_run(**context) -> list[dict[str, Any]]:
+            from operators.steps import bad_input_fails_at_once
             from operators.steps import open_run as _open
 
-            return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id, plan))
+            with bad_input_fails_at_once():
+                return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id, plan))
 
         run = open_run()
         preflight = PreflightOperator(
@@ -131,7 +135,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"),
             sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
-            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}")
+            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}", **safe_retry)
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
             tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
@@ -225,12 +229,14 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms"),
                        "versions": spec("versions")}
 
-        @task(task_id=_OPEN_TASK)
+        @task(task_id=_OPEN_TASK, retries=2, retry_delay=timedelta(seconds=30))
         def open_window(**context) -> list[dict[str, Any]]:
+            from operators.steps import bad_input_fails_at_once
             from operators.steps import open_window as _open
 
-            return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id,
-                                           context.get("data_interval_start"), context.get("data_interval_end")))
+            with bad_input_fails_at_once():
+                return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id,
+                                               context.get("data_interval_start"), context.get("data_interval_end")))
 
         window = open_window()
         copy = HBaseCopyTableOperator.partial(

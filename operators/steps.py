@@ -6,13 +6,29 @@ connections, the data interval) and return the validated spec, which every later
 """
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from hbase_migration.runspec import BACKFILL, MIGRATION, InvalidRunInput, RunSpec
 from operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def bad_input_fails_at_once() -> Iterator[None]:
+    """A run's bad input (a parameter, a connection that does not describe a cluster, the same cluster twice)
+    fails the task without a retry: retrying cannot fix it. Anything else (a worker lost, the ledger's
+    database restarting) is left to the task's retries."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from hbase_migration.cluster import ClusterConfigError
+
+    try:
+        yield
+    except (InvalidRunInput, ClusterConfigError) as e:
+        raise AirflowFailException(str(e)) from e
 
 
 def _clusters(spec: RunSpec) -> tuple[Any, Any]:

@@ -47,3 +47,31 @@ def test_every_task_reads_the_validated_spec_not_the_raw_form():
         for name in getattr(task, "template_fields", ()):
             value = getattr(task, name, None)
             assert "params." not in str(value), f"{task.task_id}.{name} reads the raw form: {value}"
+
+
+def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once():
+    """Regression (the chaos harness, seed 1: a Celery worker SIGKILLed while it ran open_run): open_run and
+    preflight had no retries, so a lost worker (or the ledger's database restarting) failed the whole run.
+    Every step of the migration is idempotent and now retries; bad input still fails without a retry."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from hbase_migration.cluster import ClusterConfigError
+    from hbase_migration.runspec import InvalidRunInput
+    from operators.steps import bad_input_fails_at_once
+
+    bag = DagBag(dag_folder=str(DAGS_FOLDER))
+    for dag_id in ("hbase_table_migration", "hbase_backfill"):
+        dag = bag.dags[dag_id]
+        no_retry = sorted(t.task_id for t in dag.tasks if not t.retries)
+        # report closes the run in the ledger, state_left_behind runs after a failure (a re-run of either is
+        # a person's decision), a short-circuit decides from XCom, a sensor waits with its own timeout.
+        assert set(no_retry) <= {"report", "state_left_behind", "proceed_unless_dry_run", "verify_requested",
+                                 "wait_drained"}, (dag_id, no_retry)
+    for error in (InvalidRunInput("peer_id", "must be letters"), ClusterConfigError("same cluster twice")):
+        with pytest.raises(AirflowFailException, match=str(error)):
+            with bad_input_fails_at_once():
+                raise error
+    with pytest.raises(ConnectionError):  # anything else is left to the retries
+        with bad_input_fails_at_once():
+            raise ConnectionError("ledger database restarting")

@@ -28,6 +28,10 @@ def test_airflow_cfg_is_the_repositorys_with_the_deployments_settings_and_no_sec
     assert cfg["api"]["host"] == "127.0.0.1" and cfg["api"]["port"] == str(services.api_port)
     assert cfg["database"]["sql_alchemy_conn"] == cfg["database"]["sql_alchemy_conn_async"]
     assert cfg["scheduler"]["task_instance_heartbeat_timeout"] == "30"
+    # A worker lost after taking a task's message: the task is requeued after 90 s, not the default 600 s; the
+    # default pool has the workers' slots, so a task is queued only when a worker can take it.
+    assert cfg["scheduler"]["task_queued_timeout"] == "90"
+    assert cfg["core"]["default_pool_task_slot_count"] == "2"
     assert cfg["hbase_migration"]["ledger_url"] == "postgresql://postgres@127.0.0.1:5/ledger"
     assert cfg["hbase_migration"]["ledger_conn_id"] == ""
     # Settings of the repository's file that the deployment does not change are kept.

@@ -1,0 +1,5 @@
+import sys
+
+from chaos.run import main
+
+sys.exit(main())

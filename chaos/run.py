@@ -1,0 +1,383 @@
+"""`make chaos` (`python -m chaos`): the demo migration on the production-shaped deployment, with its live writer,
+while a seeded nemesis injects faults at random moments of every phase; then an independent checker.
+
+1. minihbase dc1/dc2 (two Thrift and two Thrift2 gateways each), the demo's tables loaded on dc1, the deployment
+   (`deploy/`: Airflow with Celery workers, Redis, PostgreSQL, Spark standalone) with alerts sent to an SMTP
+   server on loopback, the live writer on dc1.
+2. Attempt 1: `hbase_table_migration` triggered through the REST API; the nemesis (`chaos/nemesis.py`) follows
+   its phases and fires `chaos.schedule.make_schedule(seed, duration, kinds)`; a supervisor restarts services
+   that die by themselves. The nemesis stops when the run ends, every fault is lifted and its recovery timed.
+3. A failed attempt is recorded as it stopped: `state_left_behind`'s verdict, the ledger (phases that failed,
+   peer notes, copy partitions done of the plan), the peer's real state read independently (the source's
+   shell), and the failure alert's mail; then the harness triggers the same migration again (no faults).
+4. The checker, after the final drain: every version of every row of both sides compared by a plain Thrift2
+   client (`demo.workload.compare`, no toolkit code); verify's repairs of anything but the known HBase
+   version-retention case (`only_on_target`, README "Versions") count against the run.
+
+The JSON summary is the last stdout line (`faults`: every fault with kind, phase, time and time to recover);
+exit 0 when the migration ended in success (after at most one re-trigger) with 0 differences and every failed
+attempt's reported state was exact.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.schedule import KINDS, ScheduleError, make_schedule, parse_kinds
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+DAG_ID = "hbase_table_migration"
+PEER_ID = "chaos"
+DEFAULT_FAULTS = ("rs_kill", "gateway_kill", "gateway_latency", "gateway_reset", "worker_kill", "scheduler_kill",
+                  "triggerer_kill", "spark_worker_kill", "zk_expire", "postgres_restart")
+
+
+def log(msg: str) -> None:
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ attempts
+
+
+def follow(world: Any, client: Any, run_id: str, timeout_s: float, on_caught_up) -> dict[str, Any]:
+    """Wait for the run to end (REST polls every 2 s; an API that does not answer is polled again);
+    `on_caught_up()` once wait_drained succeeded."""
+    deadline = time.monotonic() + timeout_s
+    caught_up = False
+    while True:
+        try:
+            run = client.dag_run(DAG_ID, run_id)
+            if not caught_up:
+                tis = {(t["task_id"], t["map_index"]): t["state"] for t in client.task_instances(DAG_ID, run_id)}
+                if tis.get(("wait_drained", -1)) == "success":
+                    caught_up = True
+                    on_caught_up()
+            if run["state"] in ("success", "failed"):
+                return run
+        except Exception as e:  # the API server or its database is down for a moment (a fault)
+            log(f"REST API: {type(e).__name__}: {str(e)[:200]}")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"run {run_id} did not end within {timeout_s:.0f}s")
+        time.sleep(2.0)
+
+
+def tries(client: Any, run_id: str) -> dict[str, Any]:
+    """Every task instance that needed more than one try: its tries and final state."""
+    out = {}
+    for t in client.task_instances(DAG_ID, run_id):
+        if t["try_number"] and t["try_number"] > 1:
+            key = t["task_id"] + (f"[{t['map_index']}]" if t["map_index"] >= 0 else "")
+            out[key] = {"tries": t["try_number"], "state": t["state"]}
+    return out
+
+
+def peer_state_independently(dc1: dict) -> str:
+    """The peer's state as the source cluster's own shell lists it (ENABLED, DISABLED or ABSENT)."""
+    from demo.run import shell
+
+    for line in shell(dc1, ["list_peers"]).splitlines():
+        words = line.split()
+        if words and words[0] == PEER_ID:
+            return next((w for w in words if w in ("ENABLED", "DISABLED")), "UNKNOWN")
+    return "ABSENT"
+
+
+def left_behind(dep: Any, client: Any, run_id: str, dc1: dict, mailbox: Any) -> dict[str, Any]:
+    """What a failed attempt left: its verdict, the ledger's account, the peer read independently, the alert."""
+    from hbase_migration.ledger import Ledger
+
+    out: dict[str, Any] = {}
+    try:
+        out["state_left_behind"] = client.xcom(DAG_ID, run_id, "state_left_behind")
+    except Exception as e:
+        out["state_left_behind"] = {"error": f"no verdict: {e}"}
+    with Ledger.open(dep.ledger_url) as ledger:
+        summary = ledger.run_summary(run_id)
+        progress = ledger.copy_progress(summary["copy"]["copy_id"])
+    done: dict[str, int] = {}
+    for p in progress["partitions"]:
+        done[p["table_name"]] = done.get(p["table_name"], 0) + 1
+    out["ledger"] = {
+        "run_status": summary["run"].get("status"),
+        "failed_phases": {f"{table}/{phase}": (v.get("detail") or "")[:600]
+                          for table, phases in summary["phases"].items() for phase, v in phases.items()
+                          if v.get("status") == "failed"},
+        "peer_noted": summary["peer"]["state"],
+        "copy_partitions_done": {t: f"{done.get(t, 0)}/{plan.get('partitions')}"
+                                 for t, plan in progress["plans"].items()},
+    }
+    out["peer_state_read_independently"] = peer_state_independently(dc1)
+    reported = (out["state_left_behind"] or {}).get("state")
+    out["state_exact"] = reported == out["peer_state_read_independently"] or (
+        reported in (None, "ABSENT", "NONE", "NOT_STARTED") and out["peer_state_read_independently"] == "ABSENT")
+    deadline = time.monotonic() + 180
+    while not mailbox.for_run(run_id) and time.monotonic() < deadline and mailbox.port:
+        time.sleep(2)
+    mails = mailbox.for_run(run_id)
+    if mails:
+        text = mails[0].text
+        action = text.split("Action:", 1)[1].split("Airflow:", 1)[0].strip() if "Action:" in text else ""
+        out["alert"] = {"messages": len(mails), "subject": mails[0].subject,
+                        "state": next((ln for ln in text.splitlines() if ln.startswith("State:")), ""),
+                        "next": action}
+    else:
+        out["alert"] = None
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from chaos.faults import World
+    from chaos.mailbox import Mailbox
+    from chaos.nemesis import Nemesis, Supervisor
+    from chaos.zkproxy import ZkProxy
+    from demo.cluster import clusters_toml, gateway_settings
+    from demo.run import create_source_tables, minihbase, toolkit_connection
+    from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
+
+    kinds = parse_kinds(args.faults)
+    schedule = make_schedule(args.seed, args.duration, kinds)
+    log(f"seed {args.seed}, duration {args.duration}s, {len(schedule)} faults:")
+    for f in schedule:
+        log(f"  {f.index}. {f.phase} +{f.offset_s}s: {f.kind} on {f.target}, hold {f.hold_s}s {dict(f.settings)}")
+
+    workdir = Path(args.workdir).resolve()
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    mh = workdir / "minihbase"
+    started = time.monotonic()
+    config = clusters_toml(workdir, gateway_settings(), unique_parents=bool(args.zookeeper))
+    log(f"starting minihbase dc1/dc2 in {mh}")
+    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []),
+              *(["--config", str(config)] if config else []), workdir=mh)
+    dep = writer = nemesis = supervisor = zk_proxy = None
+    mailbox = Mailbox()
+    writers: list[Any] = []
+    attempts: list[dict[str, Any]] = []
+    try:
+        endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
+        dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
+        tables = sample_tables(args.rows)
+        log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
+        create_source_tables(dc1, tables)
+        client = Thrift2(dc1)
+        for t in tables:
+            load(client, t)
+        client.close()
+        if not args.no_alerts:
+            mailbox.start()
+        from deploy import Deployment
+
+        log(f"starting the deployment in {workdir / 'deploy'}")
+        dep = Deployment.start(workdir / "deploy", spark_workers=args.spark_workers,
+                               celery_workers=args.celery_workers,
+                               airflow_overrides=mailbox.airflow_settings() if mailbox.port else None)
+        rest = dep.client
+        if mailbox.port:
+            from chaos.mailbox import SMTP_CONN_ID
+
+            rest.set_connection(SMTP_CONN_ID, mailbox.connection())
+        # The toolkit reaches the source's ZooKeeper through the nemesis's proxy (zk_expire strikes there).
+        zk_proxy = ZkProxy(dc1["zookeeper"]["quorum"].split(",")[0], int(dc1["zookeeper"]["port"])).start()
+        source_conn = json.loads(toolkit_connection(dc1, "thrift2"))
+        source_conn["extra"]["zookeeper_port"] = zk_proxy.port
+        rest.set_connection("hbase_source", source_conn)
+        rest.set_connection("hbase_target", json.loads(toolkit_connection(dc2, "thrift2")))
+        world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log,
+                      zk_proxy=zk_proxy)
+        conf = {"tables": [t.name for t in tables], "peer_id": PEER_ID, "expected_copy_s": 600,
+                "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
+                "repair": True, **({"rows_per_s": args.rows_per_s} if args.rows_per_s else {})}
+
+        def start_writer() -> Any:
+            w = LiveWriter(lambda: Thrift2(dc1), tables, ops_per_second=args.write_rate, seed=args.seed).start()
+            writers.append(w)
+            return w
+
+        for attempt in (1, 2):
+            writer = writer or start_writer()
+            t0 = time.monotonic()
+            run_id = rest.trigger(DAG_ID, conf)["dag_run_id"]
+            log(f"attempt {attempt}: triggered {DAG_ID} run {run_id}" + (" with the nemesis" if attempt == 1 else ""))
+            if attempt == 1:
+                supervisor = Supervisor(world, t0)
+                supervisor.start()
+                nemesis = Nemesis(world, schedule, log).start(run_id, t0)
+
+            def caught_up() -> None:
+                nonlocal writer
+                if writer is not None:
+                    stats = writer.stop()
+                    log(f"catch-up drained; writer stopped after {stats.as_dict()}")
+                    writer = None
+
+            final = follow(world, rest, run_id, args.timeout_s, caught_up)
+            entry: dict[str, Any] = {"attempt": attempt, "run_id": run_id, "state": final["state"],
+                                     "nemesis": attempt == 1, "duration_s": round(time.monotonic() - t0, 1)}
+            log(f"attempt {attempt}: run {run_id} ended {final['state']} after {entry['duration_s']}s")
+            if attempt == 1:
+                log("lifting the faults still held and timing their recovery")
+                nemesis.stop()
+                entry["phases_began_s"] = {p: round(t - t0, 1) for p, t in nemesis.tracker.started.items()}
+            entry["retried_tasks"] = tries(rest, run_id)
+            attempts.append(entry)
+            if final["state"] == "success":
+                break
+            try:
+                entry["left_behind"] = left_behind(dep, rest, run_id, dc1, mailbox)
+            except Exception as e:  # the account is incomplete: the run cannot be judged exact
+                entry["left_behind"] = {"error": f"{type(e).__name__}: {e}", "state_exact": False}
+            log(f"attempt {attempt} left: {json.dumps(entry['left_behind'], default=str)[:1500]}")
+
+        log("waiting for the last edits to ship, then comparing every row of both sides")
+        env = {**os.environ, "PYTHONPATH": str(REPO), "AIRFLOW_CONN_HBASE_SOURCE": json.dumps(source_conn)}
+        subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", PEER_ID,
+                        "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env, cwd=REPO,
+                       capture_output=True, timeout=400)
+        per_table, differences = check(dc1, dc2, tables, compare, Thrift2)
+        if differences:  # edits still in flight get one more chance; lost ones stay different
+            log(f"{differences} differences; comparing again in 30 s")
+            time.sleep(30)
+            first = differences
+            per_table, differences = check(dc1, dc2, tables, compare, Thrift2)
+            for t in per_table.values():
+                t["first_comparison_differences"] = first
+        summary = verification(dep.ledger_url, attempts[-1]["run_id"], per_table)
+        return result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, differences, summary,
+                      writers, started)
+    finally:  # every step on its own: one that fails must not leave the others' processes running
+        steps = [("writer", w.stop) for w in writers]
+        steps += [("nemesis", lambda: nemesis and nemesis.stop(timeout=60)),
+                  ("supervisor", lambda: supervisor and supervisor.stop()),
+                  ("deployment", lambda: dep and (log("stopping the deployment"), dep.stop())),
+                  ("mailbox", mailbox.stop),
+                  ("zookeeper proxy", lambda: zk_proxy and zk_proxy.stop()),
+                  ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"),
+                                         minihbase("down", workdir=mh, check=False)))]
+        for name, step in steps:
+            try:
+                step()
+            except Exception as e:
+                log(f"stopping {name}: {type(e).__name__}: {e}")
+
+
+def check(dc1: dict, dc2: dict, tables: list, compare, Thrift2) -> tuple[dict[str, Any], int]:
+    """The independent comparison of every table (a plain Thrift2 client of each side)."""
+    src, dst = Thrift2(dc1), Thrift2(dc2)
+    try:
+        per_table = {t.name: {"independent_comparison": compare(src, dst, t.name).as_dict()} for t in tables}
+    finally:
+        src.close()
+        dst.close()
+    return per_table, sum(v["independent_comparison"]["differences"] for v in per_table.values())
+
+
+def verification(ledger_url: str, run_id: str, per_table: dict[str, Any]) -> dict[str, Any]:
+    """What the final run's verify found and repaired, per table; repairs other than `only_on_target`
+    (HBase's version-retention interplay) are unexpected: a lost or changed version the copy or replication
+    should have carried."""
+    from hbase_migration.ledger import Ledger
+
+    with Ledger.open(ledger_url) as ledger:
+        summary = ledger.run_summary(run_id)
+    unexpected = []
+    for table, entry in per_table.items():
+        detail = json.loads((summary["phases"].get(table, {}).get("verify") or {}).get("detail") or "{}")
+        found = detail.get("differing_versions_sample", [])
+        copied = summary["copy"]["tables"].get(table, {})
+        entry.update({"rows_copied": copied.get("rows"), "cells_copied": copied.get("cells"),
+                      "versions_found_different": found, "repair": detail.get("repair")})
+        unexpected += [{"table": table, **v} for v in found if v.get("kind") != "only_on_target"]
+    return {"run_status": summary["run"].get("status"), "unexpected_repairs": unexpected}
+
+
+def recovery_by_kind(records: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in records:
+        if not r.get("fired"):
+            continue
+        k = out.setdefault(r["kind"], {"fired": 0, "recovered": 0, "times_s": []})
+        k["fired"] += 1
+        if r.get("time_to_recover_s") is not None:
+            k["recovered"] += 1
+            k["times_s"].append(r["time_to_recover_s"])
+    for kind, k in out.items():
+        times = k["times_s"]
+        k["mean_s"] = round(sum(times) / len(times), 1) if times else None
+        k["max_s"] = max(times) if times else None
+        k["recovered_means"] = KINDS[kind].recovered
+    return out
+
+
+def result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, differences, verify, writers,
+           started) -> dict[str, Any]:
+    records = [{k: v for k, v in r.items() if k not in ("dispatched",)} for r in (nemesis.records if nemesis else [])]
+    writer = {}
+    for w in writers:
+        for k, v in w.stats.as_dict().items():
+            writer[k] = writer.get(k, 0) + v
+    failed = [a for a in attempts if a["state"] != "success"]
+    succeeded = bool(attempts) and attempts[-1]["state"] == "success"
+    exact = all(a.get("left_behind", {}).get("state_exact") for a in failed)
+    ok = succeeded and differences == 0 and not verify["unexpected_repairs"] and exact
+    return {
+        "chaos": DAG_ID, "seed": args.seed, "duration_s": args.duration, "kinds": list(kinds), "rows": args.rows,
+        "schedule": [f.as_dict() for f in schedule],
+        "faults": records,
+        "faults_fired": sum(1 for r in records if r.get("fired")),
+        "recovery_by_kind": recovery_by_kind(records),
+        "supervisor_restarts": supervisor.restarts if supervisor else [],
+        "attempts": attempts,
+        "retriggered": len(attempts) > 1,
+        "succeeded": succeeded,
+        "failed_attempts_state_exact": exact,
+        "differences": differences,
+        "verify_unexpected_repairs": verify["unexpected_repairs"],
+        "tables": per_table,
+        "writer": writer,
+        "wall_time_s": round(time.monotonic() - started, 1),
+        "ok": ok,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=1, help="the nemesis's seed (default 1)")
+    p.add_argument("--duration", type=float, default=600.0,
+                   help="seconds the nemesis spreads its faults over: one per 30 s, at least one per phase "
+                        "(default 600)")
+    p.add_argument("--faults", default=",".join(DEFAULT_FAULTS),
+                   help=f"fault kinds, comma-separated, or 'all' (default all: {', '.join(DEFAULT_FAULTS)})")
+    p.add_argument("--rows", type=int, default=20_000, help="rows loaded in all (default 20000)")
+    p.add_argument("--write-rate", type=float, default=20.0, help="live writer ops/s (default 20)")
+    p.add_argument("--rows-per-s", type=int, default=None, help="the copy's throttle per Spark task (default none)")
+    p.add_argument("--timeout-s", type=float, default=3600.0, help="per attempt")
+    p.add_argument("--workdir", default=str(REPO / ".state" / "chaos"))
+    p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
+    p.add_argument("--spark-workers", type=int, default=2)
+    p.add_argument("--celery-workers", type=int, default=2)
+    p.add_argument("--no-alerts", action="store_true", help="no SMTP receiver, no alert settings")
+    args = p.parse_args(argv)
+    try:
+        parse_kinds(args.faults)
+        make_schedule(args.seed, args.duration, parse_kinds(args.faults))
+    except ScheduleError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    summary = run(args)
+    print(json.dumps(summary, sort_keys=True, default=str), flush=True)
+    return 0 if summary["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

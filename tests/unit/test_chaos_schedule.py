@@ -1,0 +1,146 @@
+"""The nemesis's schedule is a pure function of (seed, duration, kinds), exactly; the phase is read from the
+run's task states; ZooKeeper's ConnectResponse, a request's type and /proc/net/tcp are decoded exactly."""
+from __future__ import annotations
+
+import pytest
+
+from chaos.schedule import (
+    KINDS,
+    MIN_WINDOW_S,
+    PHASES,
+    ScheduleError,
+    fault_count,
+    make_schedule,
+    parse_kinds,
+    phase_of,
+    phase_window_s,
+)
+from chaos.zkproxy import parse_connect_response, request_type
+from chaos.zksessions import parse_proc_net_tcp
+
+
+def test_a_seed_gives_exactly_this_schedule():
+    faults = [f.as_dict() for f in make_schedule(7, 150, ["rs_kill", "gateway_latency", "worker_kill", "zk_expire"])]
+    assert faults == [
+        {"index": 1, "phase": "peer_add", "offset_s": 7.6, "kind": "worker_kill", "target": "celery-worker-1",
+         "hold_s": 11.5, "settings": {}},
+        {"index": 2, "phase": "copy", "offset_s": 4.7, "kind": "zk_expire", "target": "toolkit-session",
+         "hold_s": 0.0, "settings": {}},
+        {"index": 3, "phase": "copy", "offset_s": 65.9, "kind": "zk_expire", "target": "toolkit-session",
+         "hold_s": 0.0, "settings": {}},
+        {"index": 4, "phase": "catch_up", "offset_s": 12.4, "kind": "gateway_latency", "target": "dc1:thrift2:0",
+         "hold_s": 16.7, "settings": {"latency_ms": 1016}},
+        {"index": 5, "phase": "verify", "offset_s": 42.6, "kind": "rs_kill", "target": "dc2:rs:0", "hold_s": 11.0,
+         "settings": {}},
+    ]
+    assert [f.as_dict() for f in make_schedule(3, 120, ["gateway_reset", "postgres_restart"])] == [
+        {"index": 1, "phase": "peer_add", "offset_s": 5.5, "kind": "postgres_restart", "target": "postgres",
+         "hold_s": 7.0, "settings": {}},
+        {"index": 2, "phase": "copy", "offset_s": 3.5, "kind": "gateway_reset", "target": "dc1:thrift2:0",
+         "hold_s": 35.1, "settings": {"reset_probability": 0.11}},
+        {"index": 3, "phase": "catch_up", "offset_s": 3.5, "kind": "gateway_reset", "target": "dc2:thrift2:1",
+         "hold_s": 24.1, "settings": {"reset_probability": 0.26}},
+        {"index": 4, "phase": "verify", "offset_s": 17.1, "kind": "postgres_restart", "target": "postgres",
+         "hold_s": 3.2, "settings": {}},
+    ]
+
+
+def test_the_same_inputs_give_the_same_schedule_and_others_another():
+    kinds = tuple(KINDS)
+    assert make_schedule(11, 600, kinds) == make_schedule(11, 600, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(12, 600, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(11, 630, kinds)
+    assert make_schedule(11, 600, kinds) != make_schedule(11, 600, kinds[:-1])
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_phase_and_every_kind_is_hit_within_its_bounds(seed):
+    kinds = tuple(KINDS)
+    duration = 600
+    faults = make_schedule(seed, duration, kinds)
+    assert len(faults) == fault_count(duration) == 20
+    assert [f.index for f in faults] == list(range(1, 21))
+    assert {f.phase for f in faults} == set(PHASES)
+    assert {f.kind for f in faults} == set(kinds)  # 20 faults >= 10 kinds: each dealt at least once
+    assert [(PHASES.index(f.phase), f.offset_s) for f in faults] == sorted(
+        (PHASES.index(f.phase), f.offset_s) for f in faults)
+    for f in faults:
+        spec = KINDS[f.kind]
+        assert 0 <= f.offset_s <= phase_window_s(f.phase, duration), f
+        assert f.target in spec.targets, f
+        assert spec.hold_s[0] <= f.hold_s <= spec.hold_s[1], f
+        assert set(f.settings) == set(spec.settings), f
+        for name, value in f.settings.items():
+            assert spec.settings[name][0] <= value <= spec.settings[name][1], f
+
+
+def test_a_short_duration_still_puts_one_fault_in_each_phase():
+    faults = make_schedule(5, 30, ["gateway_kill"])
+    assert [f.phase for f in faults] == list(PHASES)
+    assert [phase_window_s(p, 30) for p in PHASES] == [15.0, 13.5, 15.0, 9.0]
+    assert [phase_window_s(p, 10) for p in PHASES] == [15.0, MIN_WINDOW_S, 15.0, MIN_WINDOW_S]
+    assert [phase_window_s(p, 600) for p in PHASES] == [15.0, 270.0, 15.0, 180.0]
+    assert all(f.offset_s <= phase_window_s(f.phase, 30) for f in faults)
+
+
+@pytest.mark.parametrize("seed, duration, kinds, message", [
+    (-1, 60, "rs_kill", "--seed must be an integer >= 0, got -1"),
+    (True, 60, "rs_kill", "--seed must be an integer >= 0, got True"),
+    (1, 0, "rs_kill", "--duration must be a number of seconds > 0, got 0"),
+    (1, 60, "", "--faults is empty"),
+    (1, 60, "rs_kill,disk_full", "unknown fault kind(s) disk_full; known: rs_kill, gateway_kill"),
+    (1, 60, "rs_kill,rs_kill", "--faults names rs_kill more than once"),
+])
+def test_bad_inputs_are_refused_naming_the_input(seed, duration, kinds, message):
+    with pytest.raises(ScheduleError) as e:
+        make_schedule(seed, duration, kinds)
+    assert message in str(e.value)
+
+
+def test_all_means_every_kind():
+    assert parse_kinds("all") == tuple(KINDS)
+    assert parse_kinds(" rs_kill , zk_expire ") == ("rs_kill", "zk_expire")
+
+
+@pytest.mark.parametrize("states, phase", [
+    ({}, "peer_add"),
+    ({"open_run": ["running"]}, "peer_add"),
+    ({"open_run": ["success"], "preflight": ["success"], "add_peer": ["up_for_retry"]}, "peer_add"),
+    ({"add_peer": ["success"], "copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
+    ({"add_peer": ["success"], "copy": ["queued", None]}, "copy"),
+    ({"copy": ["success", "running"], "enable_peer": [None]}, "copy"),
+    ({"copy": ["success", "success"], "enable_peer": ["queued"]}, "catch_up"),
+    ({"enable_peer": ["success"], "wait_drained": ["deferred"]}, "catch_up"),
+    ({"wait_drained": ["success"], "verify": ["running", None]}, "verify"),
+    ({"verify": ["success"], "report": ["success"]}, "verify"),
+    ({"copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
+])
+def test_the_phase_is_the_last_one_whose_tasks_have_started(states, phase):
+    assert phase_of(states) == phase
+
+
+def test_proc_net_tcp_gives_the_established_connections_to_a_port():
+    text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+            "   0: 0100007F:A9CE 0100007F:0A8C 01 00000000:00000000 00:00000000 00000000     0        0 51234 1\n"
+            "   1: 0100007F:A9CF 0100007F:0A8C 06 00000000:00000000 00:00000000 00000000     0        0 0 1\n"
+            "   2: 0100007F:0A8C 0100007F:A9CE 01 00000000:00000000 00:00000000 00000000     0        0 51235 1\n")
+    assert parse_proc_net_tcp(text, 0x0A8C) == {0xA9CE: 51234}
+
+
+def test_a_connect_response_gives_the_session_id_and_password_and_a_request_its_type():
+    import struct
+
+    password = bytes(range(16))
+    payload = struct.pack(">iiqi", 0, 10000, 0x100005F436A0000, 16) + password + b"\x00"
+    assert parse_connect_response(payload) == (0x100005F436A0000, password)
+    negative = struct.pack(">iiqi", 0, 10000, -1, 16) + password  # Java's long, shown unsigned
+    assert parse_connect_response(negative) == (0xFFFFFFFFFFFFFFFF, password)
+    expired = struct.pack(">iiqi", 0, 0, 0, 16) + bytes(16)  # an expired session's answer: id 0
+    assert parse_connect_response(expired)[0] == 0
+    with pytest.raises(ValueError, match="too short"):
+        parse_connect_response(b"\x00" * 10)
+    with pytest.raises(ValueError, match="password of 16 bytes does not fit"):
+        parse_connect_response(struct.pack(">iiqi", 0, 1, 5, 16) + b"x")
+    assert request_type(struct.pack(">ii", 7, -11)) == -11  # closeSession
+    assert request_type(struct.pack(">ii", -2, 11)) == 11  # ping
+    assert request_type(b"\x00\x01") is None
