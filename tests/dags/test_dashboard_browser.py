@@ -229,8 +229,8 @@ def test_the_dashboard_during_and_after_a_live_migration(minihbase_pair, airflow
         assert "not verified" not in verification, verification
         for name in tables:
             # The migration's verification has no end time: every timestamp, future ones included (issue 18).
-            row = re.search(rf"{name} from the start \u2192 no end \(every timestamp\) ([\d,]+) ([\d,]+) ([\d,]+) 0 0 0 ",
-                            verification)
+            row = re.search(rf"{name} from the start \u2192 no end \(every timestamp\) "
+                            r"([\d,]+) ([\d,]+) ([\d,]+) 0 0 0 ", verification)
             assert row and row.group(1) == row.group(2) == row.group(3), verification
             assert int(row.group(1).replace(",", "")) >= ROWS
         quota = section_text(driver, "quota")
