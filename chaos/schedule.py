@@ -83,9 +83,9 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
     KindSpec("spark_worker_kill", "SIGKILL a Spark standalone worker and its executors; start it again after the "
              "hold", ("spark-worker-1", "spark-worker-2"), (5.0, 20.0),
              "the master lists every configured worker ALIVE again"),
-    KindSpec("zk_expire", "expire a ZooKeeper session the toolkit holds at that moment (found with `cons`; ended "
-             "server-side by a twin connection presenting its id and password, as tests/conftest.py's "
-             "expire_session does)", ("toolkit-session",), (0.0, 0.0),
+    KindSpec("zk_expire", "expire the next ZooKeeper session the toolkit opens to the source, in the middle of "
+             "its next request (seen through chaos/zkproxy.py; ended server-side by a twin connection presenting "
+             "its id and password, as tests/conftest.py's expire_session does)", ("toolkit-session",), (0.0, 0.0),
              "the toolkit holds a ZooKeeper session again: the same process opened a new one, or (a process that "
              "ended) any toolkit process did"),
     KindSpec("postgres_restart", "stop PostgreSQL (Airflow's metadata database and the ledger) as a crash does "
