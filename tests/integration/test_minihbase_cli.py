@@ -71,8 +71,9 @@ def test_up_endpoints_kill_start_status_down(zookeeper, instance):
         "shell_command": " ".join(dc1["shell_command"]),
         "thrift2_servers": f"{dc1['thrift2']['host']}:{dc1['thrift2']['port']}",  # one Thrift2 gateway by default
     }
-    assert dc1["thrift_gateways"] == [{"index": 0, **dc1["thrift"], "alive": True}]
-    assert dc1["thrift2_gateways"] == [{"index": 0, **dc1["thrift2"], "alive": True}]
+    no_fault = {"latency_ms": 0.0, "reset_probability": 0.0, "resets": 0}  # no gateway fault set (gateway-fault)
+    assert dc1["thrift_gateways"] == [{"index": 0, **dc1["thrift"], "alive": True, "fault": no_fault}]
+    assert dc1["thrift2_gateways"] == [{"index": 0, **dc1["thrift2"], "alive": True, "fault": no_fault}]
     assert dc1["thrift2"]["port"] not in (dc1["thrift"]["port"], clusters["dc2"]["thrift2"]["port"])
     assert dc1["connection_uri"].startswith(f"hbase://{conn['host']}:{conn['port']}/?__extra__=")
     hb = happybase.Connection(dc1["thrift"]["host"], dc1["thrift"]["port"])
