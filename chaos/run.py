@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -374,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScheduleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: through run()'s cleanup, which stops the
+    # deployment, minihbase and ZooKeeper (the default action would leave all of them running).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     summary = run(args)
     print(json.dumps(summary, sort_keys=True, default=str), flush=True)
     return 0 if summary["ok"] else 1
