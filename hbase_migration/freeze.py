@@ -90,19 +90,25 @@ def parse_readonly(describe_output: str, table: str) -> bool:
 def readonly_states(cluster: "Cluster", tables: Sequence[str]) -> dict[str, bool]:
     """Each table's READONLY attribute, from one `describe` session (a missing table fails it: ShellCommandError
     with the shell's `ERROR: Unknown table t!`)."""
+    sections = describe_sections(cluster, tables, FreezeError)
+    return {table: parse_readonly(text, table) for table, text in sections.items()}
+
+
+def describe_sections(cluster: "Cluster", tables: Sequence[str], error: type[Exception]) -> dict[str, str]:
+    """Each table's `describe` output, from one shell session (tables.py's schemas and the READONLY states read
+    it alike); `error` names a table the shell printed nothing for."""
     from hbase_migration import channels
 
-    tables = list(tables)
+    tables = list(dict.fromkeys(tables))
     if not tables:
         return {}
-    out = channels.shell(cluster, [describe_statement(t) for t in tables], timeout_s=max(cluster.shell_timeout_s, 60.0))
+    out = channels.shell(cluster, [describe_statement(t) for t in tables],
+                         timeout_s=max(cluster.shell_timeout_s, 60.0 + 5 * len(tables)))
     sections = split_describes(out.stdout)
-    states = {}
     for table in tables:
         if table not in sections:
-            raise FreezeError(f"cluster {cluster.name!r}: `describe` printed nothing for table {table!r}")
-        states[table] = parse_readonly(sections[table], table)
-    return states
+            raise error(f"cluster {cluster.name!r}: `describe` printed nothing for table {table!r}")
+    return {table: sections[table] for table in tables}
 
 
 def set_readonly(cluster: "Cluster", tables: Sequence[str], readonly: bool, *,

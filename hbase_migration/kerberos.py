@@ -217,12 +217,18 @@ def login(security: Security, cluster: str = "") -> KeytabLogin:
     if not security.kerberos:
         raise ValueError("login: the cluster is not Kerberized (no principal)")
     use_krb5_conf(security.krb5_conf, cluster)
+    return _one_per_keytab(_logins, KeytabLogin, security, cluster)
+
+
+def _one_per_keytab(registry: dict, make: Any, security: Security, cluster: str) -> Any:
+    """`registry`'s object for the security's (principal, keytab), made by `make(principal, keytab)` the first
+    time: one per pair in this process."""
     keytab = os.path.realpath(local_file(security.keytab, f"cluster {cluster!r}: keytab"))
     key = (security.principal, keytab)
     with _logins_lock:
-        found = _logins.get(key)
+        found = registry.get(key)
         if found is None:
-            found = _logins[key] = KeytabLogin(security.principal, keytab)
+            found = registry[key] = make(security.principal, keytab)
         return found
 
 
@@ -311,10 +317,4 @@ _caches: dict[tuple[str, str], ShellTicketCache] = {}
 
 def shell_cache(security: Security, cluster: str = "") -> ShellTicketCache:
     login(security, cluster).check_keytab()
-    keytab = os.path.realpath(local_file(security.keytab, f"cluster {cluster!r}: keytab"))
-    key = (security.principal, keytab)
-    with _logins_lock:
-        found = _caches.get(key)
-        if found is None:
-            found = _caches[key] = ShellTicketCache(security.principal, keytab)
-        return found
+    return _one_per_keytab(_caches, ShellTicketCache, security, cluster)

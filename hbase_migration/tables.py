@@ -34,7 +34,6 @@ from hbase_migration.schema import (
     coprocessor_class,
     create_namespace_statement,
     create_statement,
-    describe_statement,
     map_codec,
     parse_describe,
     parse_namespace,
@@ -174,22 +173,11 @@ def split_keys(cluster: "Cluster", table: str) -> list[bytes]:
 
 def describe_tables(cluster: "Cluster", tables: Sequence[str]) -> dict[str, TableSchema]:
     """Each table's schema from one `describe` session (every table must exist)."""
-    from hbase_migration import channels
-    from hbase_migration.freeze import split_describes
+    from hbase_migration.freeze import describe_sections
     from hbase_migration.schema import SchemaError
 
-    tables = list(dict.fromkeys(tables))
-    if not tables:
-        return {}
-    out = channels.shell(cluster, [describe_statement(t) for t in tables],
-                         timeout_s=max(cluster.shell_timeout_s, 60.0 + 5 * len(tables)))
-    sections = split_describes(out.stdout)
-    found = {}
-    for table in tables:
-        if table not in sections:
-            raise SchemaError(f"cluster {cluster.name!r}: `describe` printed nothing for table {table!r}")
-        found[table] = parse_describe(sections[table], table)
-    return found
+    sections = describe_sections(cluster, tables, SchemaError)
+    return {table: parse_describe(text, table) for table, text in sections.items()}
 
 
 def namespaces(cluster: "Cluster") -> list[str]:
