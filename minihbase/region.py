@@ -10,7 +10,10 @@ Because markers are permanent, a masked put can never be seen again and is dropp
 beyond VERSIONS are dropped at write time (HBase drops them at flush). Both keep memory bounded.
 
 Rows live in a dict; their keys in a sorted list (new keys beyond the end are appended, others wait in a small
-pending set merged on the next ordered read), so scans bisect instead of sorting.
+pending set merged on the next ordered read), so scans bisect instead of sorting. The invariant: the sorted list
+plus the pending set hold every key of `rows` exactly once, and nothing else. A key enters them when its row enters
+`rows` (`_add_key`), so a key whose row holds only delete markers must not be in them: a later put re-creates the
+row and adds the key again, and a scan would return that row twice (issue 31).
 """
 from __future__ import annotations
 
@@ -419,11 +422,13 @@ class Region:
         return dropped
 
     def compact_in_memory(self) -> None:
-        """Drop rows that hold nothing (all deleted) and recount the data size."""
+        """Drop rows that hold nothing (all deleted) and recount the data size. Their keys leave the ordered index
+        with them (their markers stay in `markers`, which reads consult by key): a put that brings such a row back
+        adds its key again."""
         empty = [k for k, cols in self.rows.items() if not cols]
         for k in empty:
             del self.rows[k]
-        self._keys = sorted(self.rows.keys() | self.markers.keys())
+        self._keys = sorted(self.rows)
         self._pending = set()
         self.data_size = sum(len(r) + sum(len(c) + sum(len(v) + 16 for _, v in vs) for c, vs in cols.items())
                              for r, cols in self.rows.items())
@@ -436,14 +441,19 @@ class Region:
         return mid if mid != self.info.start_key else None
 
     def split_into(self, left: "Region", right: "Region", mid: bytes) -> None:
-        """Move this region's rows and markers into two daughters (call with this region's lock held)."""
+        """Move this region's rows and markers into two daughters (call with this region's lock held). The markers
+        go by key, not through the ordered index: a row that holds only markers (deleted before any of its cells
+        reached this region) is not in the index, and its markers must still mask older puts in its daughter."""
         keys = self.sorted_keys()
         cut = bisect.bisect_left(keys, mid)
+        rows, markers = self.rows, self.markers
+        left.markers, right.markers = {}, {}
+        for k, m in markers.items():
+            (left if k < mid else right).markers[k] = m
         for daughter, part in ((left, keys[:cut]), (right, keys[cut:])):
-            rows, markers = self.rows, self.markers
-            daughter.rows = {k: rows[k] for k in part if k in rows}
-            daughter.markers = {k: markers[k] for k in part if k in markers}
-            daughter._keys = [k for k in part if k in daughter.rows or k in daughter.markers]
+            daughter.rows = {k: rows[k] for k in part}
+            daughter._keys = list(part)
+            daughter._pending = set()
             daughter.max_seq = daughter.flushed_seq = self.max_seq
             daughter.data_size = self.data_size * len(part) // max(len(keys), 1)
 
