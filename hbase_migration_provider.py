@@ -6,7 +6,7 @@ point, `pip install --no-deps .`). Airflow then lists `hbase` among the connecti
 hooks`), builds `operators.hooks.HBaseClusterHook` for it, and the Connections form shows the fields below:
 Airflow 3 reads them declaratively from here (`conn-fields`, `ui-field-behaviour`), without importing the
 hook or WTForms. Each extra is stored in the connection's extra JSON under its own name, which is what
-`hbase_migration.cluster.Cluster.from_connection` reads (README "Connections"); a test keeps the two lists
+`hbase_migration.clusters.cluster.Cluster.from_connection` reads (README "Connections"); a test keeps the two lists
 equal.
 
 Self-contained on purpose (no import): it is copied into site-packages, and a provider whose entry point

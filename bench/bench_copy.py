@@ -149,9 +149,9 @@ def job_copy_rate(source, target, table: str, target_table: str, workdir: Path,
 WORKER = r"""
 import json, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from hbase_migration.copy import CopyOptions, copy_partition
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.partitions import Partition
+from hbase_migration.data.copy import CopyOptions, copy_partition
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.data.partitions import Partition
 source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
 table = sys.argv[4]
 tracemalloc.start()

@@ -3,8 +3,8 @@
 Each trial, on minihbase dc1 -> dc2 (3 region servers each, a table in 3 regions, one per server): a writer puts
 rows on the source while the peer is DISABLED (a backlog over several WALs), the peer is enabled and the writer
 goes on while the backlog ships, then stops at a known instant, as the cut-over's freeze stops the clients. The
-sensor starts then and polls every `--poll-s` (`hbase_migration.lag.poll` with the history carried from poll to
-poll, exactly what `ReplicationDrainedSensor.poke` and the deferrable trigger do; thresholds as the DAGs set
+sensor starts then and polls every `--poll-s` (`hbase_migration.replication.lag.poll` with the history carried from
+poll to poll, exactly what `ReplicationDrainedSensor.poke` and the deferrable trigger do; thresholds as the DAGs set
 them). The true drain is the first instant at which the target reads every edit the writer had acknowledged,
 seen by a checker reading the target every 20 ms. Figures per trial: the true drain after the writer stopped,
 the sensor's drained verdict after the true drain, in seconds and in polls (`(verdict - true drain) / poll
@@ -79,8 +79,8 @@ def missing(conn, table: str, rows: list[bytes]) -> list[bytes]:
 
 def trial(dc1: MiniCluster, dc2: MiniCluster, n: int, poll_s: float, backlog_s: float, live_s: float,
           thresholds: dict, stop_before_enable: bool = False, enable_after_s: float = 0.0) -> dict:
-    from hbase_migration import lag
-    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.replication import lag
 
     table, peer = f"drain{n}", f"drain{n}"
     for c in (dc1, dc2):

@@ -70,8 +70,8 @@ def pair(workdir: Path, mode: str, stack, zookeeper) -> Iterator[tuple]:
 
 def load(src, rows: int) -> None:
     """The source table, loaded through the toolkit's own Thrift2 session (set-up, not measured)."""
-    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
-    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.data.jobargs import cluster_from_text
 
     T = hbase2()
     src.create_table("bench", {"a": {"max_versions": 1}, "b": {"max_versions": 1}}, SPLITS)
@@ -84,8 +84,8 @@ def load(src, rows: int) -> None:
 
 
 def copy_rate(src, dst, target_table: str, workdir: Path) -> float:
-    from hbase_migration.executors import LocalExecutor
-    from hbase_migration.runner import job_main
+    from hbase_migration.data.executors import LocalExecutor
+    from hbase_migration.data.runner import job_main
 
     dst.create_table(target_table, {"a": {"max_versions": 1}, "b": {"max_versions": 1}}, SPLITS)
     out = workdir / f"{target_table}.json"
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
     args = p.parse_args(argv)
-    from hbase_migration import kerberos
+    from hbase_migration.clusters import kerberos
     from minihbase.security.stack import SecureStack
     from minihbase.zookeeper import ZooKeeperServer
 

@@ -48,11 +48,11 @@ def written(cluster: MiniCluster) -> int:
 
 def scenario(dc1: MiniCluster, dc2: MiniCluster, target_table: str | None, load: bool, throttle: bool,
              args: argparse.Namespace) -> dict:
-    from hbase_migration.copy import CopyOptions
-    from hbase_migration.executors import LocalExecutor
-    from hbase_migration.jobargs import cluster_from_text
-    from hbase_migration.load import LoadLimits
-    from hbase_migration.runner import run_copy
+    from hbase_migration.data.copy import CopyOptions
+    from hbase_migration.data.executors import LocalExecutor
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.data.runner import run_copy
+    from hbase_migration.data.throttle import LoadLimits
 
     out: dict = {}
     thread = None

@@ -97,9 +97,9 @@ def measure(dc1, dc2, table: str, workdir: Path, latency: int, repeat: int, diff
 WORKER = r"""
 import json, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.partitions import Partition
-from hbase_migration.verify import VerifyOptions, verify_partition
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.data.partitions import Partition
+from hbase_migration.data.verify import VerifyOptions, verify_partition
 source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
 table = sys.argv[4]
 tracemalloc.start()

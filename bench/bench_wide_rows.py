@@ -35,10 +35,10 @@ TS = 1_600_000_000_000
 WORKER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from hbase_migration.copy import CopyOptions, copy_partition
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.partitions import Partition
-from hbase_migration.verify import VerifyOptions, verify_partition
+from hbase_migration.data.copy import CopyOptions, copy_partition
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.data.partitions import Partition
+from hbase_migration.data.verify import VerifyOptions, verify_partition
 source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
 task, table, extra = sys.argv[4], sys.argv[5], json.loads(sys.argv[6])
 partition = Partition(table, 0, b"", b"", "whole table", "p0")

@@ -14,7 +14,7 @@ from minihbase.zookeeper import ZooKeeperServer
 @contextmanager
 def clusters_and_spark(name: str) -> Iterator[tuple[Path, MiniCluster, MiniCluster]]:
     """Yields (workdir, dc1, dc2)."""
-    from hbase_migration import executors
+    from hbase_migration.data import executors
 
     workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     zk = ZooKeeperServer(workdir / "zk")

@@ -53,11 +53,11 @@ def both_sides(dc1, dc2, table: str) -> int:
 
 
 def main(argv=None) -> int:
-    from hbase_migration.datapath import open_data_path
-    from hbase_migration.jobargs import cluster_from_text
-    from hbase_migration.partitions import Partition
-    from hbase_migration.rowdiff import compare_sides
-    from hbase_migration.verify import VerifyOptions, verify_partition
+    from hbase_migration.data.datapath import open_data_path
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.data.partitions import Partition
+    from hbase_migration.data.rowdiff import compare_sides
+    from hbase_migration.data.verify import VerifyOptions, verify_partition
     from minihbase.testing import MiniCluster
     from minihbase.zookeeper import ZooKeeperServer
 

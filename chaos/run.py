@@ -93,7 +93,7 @@ def peer_state_independently(dc1: dict) -> str:
 
 def left_behind(dep: Any, client: Any, run_id: str, dc1: dict, mailbox: Any) -> dict[str, Any]:
     """What a failed attempt left: its verdict, the ledger's account, the peer read independently, the alert."""
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     out: dict[str, Any] = {}
     try:
@@ -287,7 +287,7 @@ def verification(ledger_url: str, run_id: str, per_table: dict[str, Any]) -> dic
     """What the final run's verify found and repaired, per table; repairs other than `only_on_target`
     (HBase's version-retention interplay) are unexpected: a lost or changed version the copy or replication
     should have carried."""
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     with Ledger.open(ledger_url) as ledger:
         summary = ledger.run_summary(run_id)

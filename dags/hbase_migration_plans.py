@@ -7,7 +7,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG
 
-from hbase_migration.plans import load_plans
+from hbase_migration.migration.plans import load_plans
 from operators.factory import build_migration_dag
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import DAG, task
 
-from hbase_migration.runspec import WATCH
+from hbase_migration.migration.runspec import WATCH
 from operators.factory import form_params
 
 with DAG(
@@ -23,7 +23,7 @@ with DAG(
 
     @task(task_id="clusters")
     def clusters(**context) -> list[str]:
-        from hbase_migration.runspec import RunSpec
+        from hbase_migration.migration.runspec import RunSpec
 
         return list(RunSpec.validate(context["params"], WATCH).clusters)
 

@@ -60,7 +60,9 @@ def shell(endpoint: dict, statements: list[str], env: dict[str, str] | None = No
 
 
 def create_source_tables(endpoint: dict, tables, env: dict[str, str] | None = None) -> None:
-    from hbase_migration.schema import ruby_string  # the demo's set-up may use the toolkit; the check does not
+    from hbase_migration.migration.schema import (
+        ruby_string,  # the demo's set-up may use the toolkit; the check does not
+    )
 
     statements = []
     for t in tables:
@@ -98,7 +100,7 @@ def security_summary(endpoints: dict, conns: dict[str, str], logins: dict, dag_l
     """How each channel authenticated: the toolkit's connections (as it reads them), what its preflight found at
     every endpoint (from the run's log), and the demo's own comparison client."""
     from demo import secure
-    from hbase_migration.cluster import Cluster
+    from hbase_migration.clusters.cluster import Cluster
 
     toolkit = {}
     for conn_id, text in conns.items():
@@ -122,7 +124,7 @@ def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
                       dag: subprocess.Popen) -> float | None:
     """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s).
     None when the run failed or ended first."""
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and dag.poll() is None:
@@ -249,7 +251,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env,
                            cwd=REPO, capture_output=True)
         src, dst = Thrift2(dc1, login=logins.get("dc1")), Thrift2(dc2, login=logins.get("dc2"))
-        from hbase_migration.ledger import Ledger
+        from hbase_migration.ledger.store import Ledger
 
         with Ledger.open(ledger_url) as ledger:
             run_id = run_id or next(r["run_id"] for r in ledger.recent_runs(5)

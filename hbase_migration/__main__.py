@@ -41,10 +41,10 @@ import sys
 import time
 from typing import Any, Callable, NoReturn, Sequence
 
-from hbase_migration.cluster import ClusterConfigError
-from hbase_migration.connections import ConnectionNotFound, resolve_cluster
+from hbase_migration.clusters.cluster import ClusterConfigError
+from hbase_migration.clusters.connections import ConnectionNotFound, resolve_cluster
+from hbase_migration.migration.runspec import BY_NAME, InvalidRunInput
 from hbase_migration.replication.model import InvalidPeerConfig, validate_peer_id
-from hbase_migration.runspec import BY_NAME, InvalidRunInput
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROG = "python -m hbase_migration"
@@ -68,7 +68,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def usage_line(error: BaseException, command: str | None) -> str:
     """The one line a usage error prints: its message on one line, with a way to fix it when it has none."""
-    from hbase_migration.zk import ZnodeMissing
+    from hbase_migration.clusters.zk import ZnodeMissing
 
     text = " ".join(str(error).split())
     if " — " not in text:
@@ -146,7 +146,7 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 def _distinct(source: Any, target: Any) -> None:
     """Refuse the same cluster as source and target (by normalized cluster key), as the DAG's form does."""
-    from hbase_migration.preflight import ensure_distinct
+    from hbase_migration.migration.preflight import ensure_distinct
 
     try:
         ensure_distinct(source, target)
@@ -159,9 +159,9 @@ def _distinct(source: Any, target: Any) -> None:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    from hbase_migration.preflight import run_preflight
-    from hbase_migration.runspec import parse_codec_map
-    from hbase_migration.sizing_probe import request_from_args
+    from hbase_migration.migration.preflight import run_preflight
+    from hbase_migration.migration.runspec import parse_codec_map
+    from hbase_migration.migration.sizing_probe import request_from_args
 
     try:
         sizing = request_from_args(args)
@@ -183,9 +183,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def _peer_add_checks(args: argparse.Namespace, source: Any, target: Any) -> dict[str, Any]:
-    """Preflight's checks for what the new peer touches (hbase_migration.peer_checks), or their skipping with
+    """Preflight's checks for what the new peer touches (hbase_migration.migration.peer_checks), or their skipping with
     --force, said on stderr. Refused (exit 2, nothing changed) when one fails; returns what --json shows."""
-    from hbase_migration.peer_checks import PEER_ADD_CHECKS, peer_add_report
+    from hbase_migration.migration.peer_checks import PEER_ADD_CHECKS, peer_add_report
 
     if args.force:
         print(f"warning: --force: peer add skipped its checks ({', '.join(PEER_ADD_CHECKS)})", file=sys.stderr)
@@ -203,7 +203,7 @@ def _peer_add_checks(args: argparse.Namespace, source: Any, target: Any) -> dict
 
 
 def cmd_peer(args: argparse.Namespace) -> int:
-    from hbase_migration import zk
+    from hbase_migration.clusters import zk
     from hbase_migration.replication import PeerNotOurs, peer_admin
 
     if args.action != "list" and not args.peer_id:
@@ -213,7 +213,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
     source = resolve_cluster(args.source)
     checks = None
     if args.action == "add":
-        from hbase_migration.preflight import migration_peer_config
+        from hbase_migration.migration.preflight import migration_peer_config
 
         target = resolve_cluster(args.target)
         _distinct(source, target)
@@ -253,7 +253,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
 
 
 def cmd_lag(args: argparse.Namespace) -> int:
-    from hbase_migration import lag
+    from hbase_migration.replication import lag
 
     source = resolve_cluster(args.source)
     thresholds = lag.thresholds_from({"stable_samples": args.stable_samples, "max_lag_ms": args.max_lag_ms,
@@ -285,7 +285,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
 
 def cmd_quota(args: argparse.Namespace) -> int:
-    from hbase_migration import quota
+    from hbase_migration.migration import quota
 
     sample = quota.measure(resolve_cluster(args.source), args.quota_mark, args.sample_gap_s)
     _emit(args, sample.to_dict(), sample.log_line())
@@ -294,7 +294,7 @@ def cmd_quota(args: argparse.Namespace) -> int:
 
 def _on_source(cluster: Any, tables: Sequence[str]) -> None:
     """Refuse tables the source does not have (as copy and verify do) before any shell statement runs."""
-    from hbase_migration.preflight import existing_tables
+    from hbase_migration.migration.preflight import existing_tables
 
     absent = [t for t in tables if t not in existing_tables(cluster, tables)]
     if absent:
@@ -303,8 +303,8 @@ def _on_source(cluster: Any, tables: Sequence[str]) -> None:
 
 
 def cmd_create_tables(args: argparse.Namespace) -> int:
-    from hbase_migration.runspec import parse_codec_map
-    from hbase_migration.tables import create_missing_tables
+    from hbase_migration.migration.runspec import parse_codec_map
+    from hbase_migration.migration.tables import create_missing_tables
 
     source, target = resolve_cluster(args.source), resolve_cluster(args.target)
     _distinct(source, target)
@@ -318,7 +318,7 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
-    from hbase_migration.freeze import readonly_states, set_readonly
+    from hbase_migration.migration.freeze import readonly_states, set_readonly
 
     cluster = resolve_cluster(args.source)
     tables = _tables(args.tables)
@@ -334,9 +334,9 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def cmd_switches(args: argparse.Namespace) -> int:
-    from hbase_migration import switches
-    from hbase_migration.ledger import Ledger
-    from hbase_migration.ledger_location import cli_ledger_url
+    from hbase_migration.data import switches
+    from hbase_migration.ledger.location import cli_ledger_url
+    from hbase_migration.ledger.store import Ledger
 
     cluster = resolve_cluster(args.source)
     with Ledger.open(args.ledger_url or cli_ledger_url()) as ledger:
@@ -359,10 +359,10 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     """The copy or verification in this process, partitions on threads (no Spark), with the same arguments
     as the Spark jobs plus `--workers N` (partitions at once, default 4). Its stdout is one JSON summary line
     (logs go to stderr), so `--json` is accepted for symmetry with the other commands and changes nothing."""
-    from hbase_migration import jobargs
-    from hbase_migration.executors import LocalExecutor
-    from hbase_migration.runner import prepare_job, run_job
-    from hbase_migration.scope import CopyConfigError
+    from hbase_migration.data import jobargs
+    from hbase_migration.data.executors import LocalExecutor
+    from hbase_migration.data.runner import prepare_job, run_job
+    from hbase_migration.data.scope import CopyConfigError
 
     own = ArgumentParser(prog=f"{PROG} {kind}", add_help=False, allow_abbrev=False)
     own.add_argument("--workers", type=WORKERS, default=4)
@@ -420,7 +420,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--allow-target-data", action="store_true",
                     help="accept existing target tables that already hold rows")
     peer_options(sp)
-    from hbase_migration.sizing_probe import add_cli_arguments
+    from hbase_migration.migration.sizing_probe import add_cli_arguments
 
     add_cli_arguments(sp)
     sp.set_defaults(func=cmd_preflight)
@@ -500,9 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and not argv[0].startswith("-") else None
-    from hbase_migration import jobargs
+    from hbase_migration.clusters.zk import ZnodeMissing
+    from hbase_migration.data import jobargs
     from hbase_migration.replication import PeerAdminError
-    from hbase_migration.zk import ZnodeMissing
 
     usage = (UsageError, jobargs.UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig,
              InvalidRunInput, ZnodeMissing)  # ZnodeMissing: a znode HBase always has is absent (a wrong parent)

@@ -1,6 +1,6 @@
 """The skeleton of the spark-submit jobs: the library's `job_main` with a Spark executor.
 
-The copy and verify themselves live in the library (`hbase_migration.runner`); the executors receive the
+The copy and verify themselves live in the library (`hbase_migration.data.runner`); the executors receive the
 library from what the job ships (`--py-files`, or the zip `SparkExecutor` adds), not from the driver's path.
 """
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
-from hbase_migration import jobargs
-from hbase_migration.executors import SparkExecutor
-from hbase_migration.runner import job_main
+from hbase_migration.data import jobargs
+from hbase_migration.data.executors import SparkExecutor
+from hbase_migration.data.runner import job_main
 
 
 def _spark(app_name: str, ns: Any) -> SparkExecutor:

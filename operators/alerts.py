@@ -2,7 +2,7 @@
 callback, the watch's breach starts and ends, and delivery through Airflow's notifiers: the SMTP provider's
 `SmtpNotifier` and this toolkit's `WebhookNotifier`.
 
-The text is the library's (`hbase_migration.alerts`); the ledger decides what is sent once (a message's key is
+The text is the library's (`hbase_migration.migration.alerts`); the ledger decides what is sent once (a message's key is
 its identity) and keeps each delivery until it is sent (a failed one is retried by the next watch run, for a
 day). Nothing configured: nothing is read, claimed or sent, and nothing fails. Alerting never fails the task or
 callback that triggers it: an error is logged (without any secret) and the run goes on as it would have.
@@ -78,7 +78,7 @@ def deliver(channel: Channel, subject: str, body: str, facts: Mapping[str, Any],
     notifier itself: calling it would render the subject and text as Jinja templates, and they are final (a `{{`
     in an error is text). (With a context, SmtpNotifier renders the connection's from_email with the DAG's
     template environment, which `airflow dags test`'s serialized DAG does not have.)"""
-    from hbase_migration.alerts import email_html, webhook_payload
+    from hbase_migration.migration.alerts import email_html, webhook_payload
 
     if channel.kind == "smtp":
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
@@ -170,7 +170,7 @@ def on_run_failed(context: Mapping[str, Any]) -> None:
 
 
 def _cluster_ref(conn_id: str | None, cluster_key: str | None) -> Any:
-    from hbase_migration.alerts import ClusterRef
+    from hbase_migration.migration.alerts import ClusterRef
 
     if cluster_key is None and conn_id:
         try:  # the connection only: no cluster is contacted
@@ -193,7 +193,7 @@ def run_url(dag_id: str, run_id: str) -> str | None:
 
 def failed_alert(ledger: Any, context: Mapping[str, Any], dag_id: str, run_id: str) -> Any:
     """The failure's message from the callback's context and the run's ledger summary."""
-    from hbase_migration.alerts import failed_run_alert
+    from hbase_migration.migration.alerts import failed_run_alert
 
     summary, planned = None, {}
     found = ledger.find_run(run_id)
@@ -223,8 +223,8 @@ def on_watch_reading(conn_id: str, cluster: Any, report: Any, thresholds: Any, d
         channels = configured_channels()
         if not channels:
             return []
-        from hbase_migration.alerts import ClusterRef, open_alerts, plan_watch_alerts
-        from hbase_migration.health import quota_facts
+        from hbase_migration.migration.alerts import ClusterRef, open_alerts, plan_watch_alerts
+        from hbase_migration.migration.health import quota_facts
         from operators.ledger import open_ledger
 
         cluster_key = str(cluster.cluster_key)

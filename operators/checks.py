@@ -6,7 +6,7 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from hbase_migration.hdfs import DEFAULT_QUOTA_MARK
+from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
 from operators.hooks import HBaseClusterHook, table_names
 
 
@@ -34,9 +34,9 @@ class PreflightOperator(BaseOperator):
     :param target_coprocessors: classes installed on the target (a coprocessor not listed is refused).
     :param allow_target_data: accept existing target tables that hold rows.
     :param serial: the peer is to be SERIAL. :param bandwidth: the peer's BANDWIDTH (bytes/s, 0 unlimited).
-    :param sizing: size the run first (`hbase_migration.sizing_probe`): per table regions, bytes and rows from the
-        region servers' metrics and a timed sample copy of one region into a scratch table on the target (dropped
-        after), then the projected copy time and the oldWALs pinned meanwhile against the quota and HDFS's free
+    :param sizing: size the run first (`hbase_migration.migration.sizing_probe`): per table regions, bytes and rows
+        from the region servers' metrics and a timed sample copy of one region into a scratch table on the target
+        (dropped after), then the projected copy time and the oldWALs pinned meanwhile against the quota and HDFS's free
         space (the `copy_projection` check refuses what does not fit). The figures go to the ledger (dashboard).
     :param copy_tasks: partitions the copies run at once (the projection divides the work by it).
     :param sample_timeout_s: the longest sample copy per table.
@@ -86,8 +86,8 @@ class PreflightOperator(BaseOperator):
         self.safety_factor = safety_factor
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.preflight import run_preflight
-        from hbase_migration.runspec import parse_codec_map
+        from hbase_migration.migration.preflight import run_preflight
+        from hbase_migration.migration.runspec import parse_codec_map
 
         report = run_preflight(
             HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
@@ -110,7 +110,7 @@ class PreflightOperator(BaseOperator):
     def _sizing_request(self) -> Any:
         if self.sizing is not True:
             return None
-        from hbase_migration.sizing_probe import SizingRequest
+        from hbase_migration.migration.sizing_probe import SizingRequest
 
         return SizingRequest(copy_tasks=int(self.copy_tasks), rows_per_s=float(self.rows_per_s or 0),
                              sample_timeout_s=float(self.sample_timeout_s), quota_policy=self.quota_policy,
@@ -118,7 +118,7 @@ class PreflightOperator(BaseOperator):
 
     def _record_sizing(self, sizing: Any) -> None:
         """Per table and for the run: what the dashboard shows before the copy starts."""
-        from hbase_migration.sizing_probe import record
+        from hbase_migration.migration.sizing_probe import record
         from operators.ledger import open_ledger
 
         with open_ledger() as ledger:
@@ -155,8 +155,8 @@ class CreateTargetTablesOperator(BaseOperator):
         self.target_coprocessors = target_coprocessors
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from hbase_migration.runspec import parse_codec_map
-        from hbase_migration.tables import TableRefused, create_missing_tables
+        from hbase_migration.migration.runspec import parse_codec_map
+        from hbase_migration.migration.tables import TableRefused, create_missing_tables
 
         try:
             done = create_missing_tables(

@@ -1,9 +1,10 @@
 """The cut-over's and rollback's operators: check, freeze/unfreeze, the final drain, the reverse peer, the
 forward peer's retirement. Thin: each builds its clusters from their connections in `execute()`, calls one
-library function (`hbase_migration.cutover`, `hbase_migration.freeze`), logs what it did and records it in the
-run ledger, and returns a small dict. Every step can be re-run (it finds its own work done and does nothing).
+library function (`hbase_migration.migration.cutover`, `hbase_migration.migration.freeze`), logs what it did and
+records it in the run ledger, and returns a small dict. Every step can be re-run (it finds its own work done and does
+nothing).
 
-`plan` arguments are the wire form of `hbase_migration.cutover.SwitchPlan` (what `open_cutover` /
+`plan` arguments are the wire form of `hbase_migration.migration.cutover.SwitchPlan` (what `open_cutover` /
 `open_rollback` push as XCom `plan`): the migration's clusters, peers and tables, as the ledger records them.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ def record_phase(run_id: str | None, phase: str, status: str, detail: Any = None
     """One run-wide phase of a cut-over/rollback run in the ledger (no ledger run: nothing)."""
     if not run_id:
         return
-    from hbase_migration.ledger import ALL_TABLES
+    from hbase_migration.ledger.store import ALL_TABLES
     from operators.ledger import open_ledger
 
     with open_ledger() as ledger:
@@ -67,8 +68,8 @@ class _SwitchCheckOperator(BaseOperator):
         raise NotImplementedError
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.cutover import SwitchPlan
-        from hbase_migration.preflight import ensure_distinct
+        from hbase_migration.migration.cutover import SwitchPlan
+        from hbase_migration.migration.preflight import ensure_distinct
 
         plan = SwitchPlan.from_dict(self.plan)
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
@@ -127,8 +128,8 @@ class CutoverCheckOperator(_SwitchCheckOperator):
         self.drain_timeout_s = drain_timeout_s
 
     def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
-        from hbase_migration import lag
-        from hbase_migration.cutover import evaluate_cutover, gather
+        from hbase_migration.migration.cutover import evaluate_cutover, gather
+        from hbase_migration.replication import lag
 
         thresholds = lag.thresholds_from({"max_lag_ms": self.max_lag_ms, "stable_samples": self.stable_samples,
                                           "caught_up_queue_size": self.caught_up_queue_size,
@@ -152,7 +153,7 @@ class RollbackCheckOperator(_SwitchCheckOperator):
     what = "rollback"
 
     def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
-        from hbase_migration.cutover import evaluate_rollback, gather
+        from hbase_migration.migration.cutover import evaluate_rollback, gather
 
         facts = gather(source, target, plan)
         return evaluate_rollback(plan, facts), facts
@@ -186,7 +187,7 @@ class SetReadOnlyOperator(BaseOperator):
         self.ledger_phase = ledger_phase or ("freeze" if readonly is True else "unfreeze")
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from hbase_migration.freeze import readonly_states, set_readonly
+        from hbase_migration.migration.freeze import readonly_states, set_readonly
 
         cluster = HBaseClusterHook(self.conn_id).get_cluster()
         tables = table_names(self.tables)
@@ -245,7 +246,7 @@ class AddReversePeerOperator(BaseOperator):
         self.ledger_run_id = ledger_run_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.cutover import SwitchPlan, add_reverse_peer
+        from hbase_migration.migration.cutover import SwitchPlan, add_reverse_peer
 
         plan = SwitchPlan.from_dict(self.plan)
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
@@ -283,7 +284,7 @@ class _PeerChangeAfterApproval(BaseOperator):
         raise NotImplementedError
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.cutover import SwitchPlan
+        from hbase_migration.migration.cutover import SwitchPlan
 
         plan = SwitchPlan.from_dict(self.plan)
         record_approval(self.ledger_run_id, self.approval, self.log)
@@ -315,7 +316,7 @@ class RetireForwardPeerOperator(_PeerChangeAfterApproval):
         self.source_conn_id = source_conn_id
 
     def change(self, cluster: Any, plan: Any) -> tuple[dict[str, Any], str, str, str]:
-        from hbase_migration.cutover import retire_forward_peer
+        from hbase_migration.migration.cutover import retire_forward_peer
 
         result = retire_forward_peer(cluster, plan)
         state = "REMOVED" if result.get("action") == "remove" else "ENABLED"
@@ -340,7 +341,7 @@ class RemoveReversePeerOperator(_PeerChangeAfterApproval):
         self.target_conn_id = target_conn_id
 
     def change(self, cluster: Any, plan: Any) -> tuple[dict[str, Any], str, str, str]:
-        from hbase_migration.cutover import remove_reverse_peer
+        from hbase_migration.migration.cutover import remove_reverse_peer
 
         result = remove_reverse_peer(cluster, plan)
         return result, plan.reverse_peer_id, "REMOVED", "rollback done: reverse peer removed"

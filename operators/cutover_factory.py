@@ -13,7 +13,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, TriggerRule, task
 
-from hbase_migration.runspec import CUTOVER, ROLLBACK
+from hbase_migration.migration.runspec import CUTOVER, ROLLBACK
 from operators.alerts import dag_callbacks
 from operators.cutover import (
     AddReversePeerOperator,

@@ -2,7 +2,7 @@
 migration or cut-over run from the ledger, make the plan), report it, undo a rejected switch, and say what a
 failed one left behind.
 
-Validation is the library's (`RunSpec.validate`, `hbase_migration.cutover.plan_cutover` / `plan_rollback`):
+Validation is the library's (`RunSpec.validate`, `hbase_migration.migration.cutover.plan_cutover` / `plan_rollback`):
 these callables add what needs Airflow (connections, the ledger's location) and return the validated spec and
 the plan, which every later task reads.
 """
@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from hbase_migration.runspec import CUTOVER, ROLLBACK, RunSpec
+from hbase_migration.migration.runspec import CUTOVER, ROLLBACK, RunSpec
 from operators.steps import _clusters
 
 log = logging.getLogger(__name__)
 
 
 def _summary(ledger: Any, run_id: str, what: str) -> dict[str, Any]:
-    from hbase_migration.cutover import SwitchRefused
-    from hbase_migration.ledger import LedgerError
+    from hbase_migration.ledger.store import LedgerError
+    from hbase_migration.migration.cutover import SwitchRefused
 
     try:
         return ledger.run_summary(run_id)
@@ -29,7 +29,7 @@ def _summary(ledger: Any, run_id: str, what: str) -> dict[str, Any]:
 
 
 def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
-    from hbase_migration.cutover import plan_cutover, plan_rollback
+    from hbase_migration.migration.cutover import plan_cutover, plan_rollback
     from operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, kind)
@@ -66,7 +66,7 @@ def open_rollback(params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[s
 
 def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     """Close the run as a success and say where things stand."""
-    from hbase_migration.ledger import ALL_TABLES
+    from hbase_migration.ledger.store import ALL_TABLES
     from operators.ledger import open_ledger
 
     with open_ledger() as ledger:
@@ -94,8 +94,8 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
     Cut-over: the source is unfrozen and the reverse peer (if this cut-over made it) removed; the forward peer is
     untouched, the migration goes on as before. Rollback: the target is unfrozen; the reverse peer stays (the
     cut-over's state)."""
-    from hbase_migration.cutover import SwitchPlan, remove_reverse_peer
-    from hbase_migration.freeze import set_readonly
+    from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer
+    from hbase_migration.migration.freeze import set_readonly
     from operators.cutover import note_peer, record_phase
     from operators.hooks import HBaseClusterHook
 
@@ -129,8 +129,8 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     """After a failure. Before the approval the clients are still on the side they started from, which may be
     frozen: the switch is undone (`abort`), so they can write again. After it (clients moved), nothing is undone:
     the state of both sides and both peers is read and said, with what to do."""
-    from hbase_migration.cutover import SwitchPlan
-    from hbase_migration.freeze import readonly_states
+    from hbase_migration.migration.cutover import SwitchPlan
+    from hbase_migration.migration.freeze import readonly_states
     from hbase_migration.replication import peer_admin
     from operators.hooks import HBaseClusterHook
     from operators.ledger import open_ledger

@@ -1,7 +1,7 @@
 """DAG builders: the migration DAG (one per plan, or the hand-triggered default) and the time-window backfill.
 
 Structure only: each task is one operator or a small callable from `operators.steps`. The trigger form's Params
-come from the library's run spec (`hbase_migration.runspec`); `open_run` validates them once and every later
+come from the library's run spec (`hbase_migration.migration.runspec`); `open_run` validates them once and every later
 task reads the validated spec from its XCom (`spec(...)` below), never the raw form values. Parse-time cost is
 constructing operators; nothing connects to anything until a task runs.
 """
@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from airflow.sdk import DAG, Param, TriggerRule, task
 
-from hbase_migration.runspec import BACKFILL, BY_NAME, MIGRATION, form_schema
+from hbase_migration.migration.runspec import BACKFILL, BY_NAME, MIGRATION, form_schema
 from operators.alerts import dag_callbacks
 from operators.checks import CreateTargetTablesOperator, PreflightOperator
 from operators.replication import AddPeerOperator, EnablePeerOperator

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
-    from hbase_migration.cluster import Cluster
+    from hbase_migration.clusters.cluster import Cluster
 
 
 def table_names(tables: Sequence[str] | str) -> list[str]:
@@ -34,7 +34,7 @@ class HBaseClusterHook(BaseHook):
         self.hbase_conn_id = hbase_conn_id
 
     def get_cluster(self) -> "Cluster":
-        from hbase_migration.cluster import Cluster
+        from hbase_migration.clusters.cluster import Cluster
 
         conn = self.get_connection(self.hbase_conn_id)
         return Cluster.from_connection(self.hbase_conn_id, conn.host, conn.port, conn.extra_dejson)

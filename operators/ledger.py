@@ -7,13 +7,13 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
 
 def ledger_url() -> str:
     from airflow.sdk import BaseHook, conf
 
-    from hbase_migration.ledger_location import (
+    from hbase_migration.ledger.location import (
         CONFIG_OPTION,
         CONFIG_SECTION,
         CONN_OPTION,
@@ -32,6 +32,6 @@ def ledger_url() -> str:
 
 
 def open_ledger() -> "Ledger":
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     return Ledger.open(ledger_url())

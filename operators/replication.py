@@ -81,7 +81,7 @@ class AddPeerOperator(_PeerOperator):
         self.bandwidth = bandwidth
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.preflight import ensure_distinct, migration_peer_config
+        from hbase_migration.migration.preflight import ensure_distinct, migration_peer_config
         from hbase_migration.replication import peer_admin
 
         source = HBaseClusterHook(self.source_conn_id).get_cluster()

@@ -71,7 +71,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
             return
         import json
 
-        from hbase_migration.ledger import ALL_TABLES
+        from hbase_migration.ledger.store import ALL_TABLES
         from operators.ledger import open_ledger
 
         with open_ledger() as ledger:
@@ -84,7 +84,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         return HBaseClusterHook(self.source_conn_id).get_cluster()
 
     def poke(self, context: Context) -> bool:
-        from hbase_migration import lag
+        from hbase_migration.replication import lag
 
         result = lag.poll(self._cluster(), self.peer_id, self._history, lag.thresholds_from(self._thresholds()),
                           time.time())
@@ -125,7 +125,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     def _run_canary(self) -> None:
         if not self.canary_table:
             return
-        from hbase_migration.metrics import canary
+        from hbase_migration.replication.metrics import canary
 
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         delay = canary(self._cluster(), target, self.canary_table, None, self.canary_timeout_s)

@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from hbase_migration.hdfs import DEFAULT_QUOTA_MARK
+from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
 from operators.hooks import HBaseClusterHook
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
     def _ship_credentials(self) -> None:
         """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
-        hosts without them find them where Spark put them (hbase_migration.security.local_file: the container's
+        hosts without them find them where Spark put them (hbase_migration.clusters.security.local_file: the container's
         working directory on YARN, SparkFiles' directory elsewhere) and log in from the keytab themselves."""
         from airflow.sdk import conf
 
@@ -155,7 +155,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     :param load_sample_s: load throttle: seconds between two samples of the source (taken by the Spark driver).
     :param copy_id: the name finished partitions are recorded under (default: `ledger_run_id`).
     :param hold_switches: turn the source's split/merge switch and normalizer off while the job runs and restore
-        what was found (`hbase_migration.switches`: counted in the ledger across concurrent copies of the source;
+        what was found (`hbase_migration.data.switches`: counted in the ledger across concurrent copies of the source;
         the last one restores). Done here, not in the job: its driver may run where no HBase shell
         is.""" + _COMMON_PARAMS
 
@@ -186,7 +186,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         self._breach: str | None = None
 
     def _prepare(self, summary_file: str) -> list[str]:
-        from hbase_migration.jobargs import copy_job_args
+        from hbase_migration.data.jobargs import copy_job_args
         from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id
@@ -198,7 +198,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             critical_load=self.critical_load, max_pause_s=self.max_pause_s, load_sample_s=self.load_sample_s)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.quota import Watchdog, check_policy
+        from hbase_migration.migration.quota import Watchdog, check_policy
         from operators.ledger import ledger_url
 
         try:
@@ -233,7 +233,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         if not self.hold_switches:
             self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
             return None
-        from hbase_migration.switches import SwitchError, SwitchHold, holder_name
+        from hbase_migration.data.switches import SwitchError, SwitchHold, holder_name
         from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
@@ -299,7 +299,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         self.repair = repair
 
     def _prepare(self, summary_file: str) -> list[str]:
-        from hbase_migration.jobargs import verify_job_args
+        from hbase_migration.data.jobargs import verify_job_args
 
         return verify_job_args(
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
@@ -312,7 +312,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         return self._run(context)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
-        from hbase_migration.verify import ledger_counts, repaired_clean
+        from hbase_migration.data.verify import ledger_counts, repaired_clean
 
         repaired = bool(summary) and self.repair and repaired_clean(summary)
         if summary and self.ledger_run_id and summary.get("level") == "content":

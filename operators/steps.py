@@ -10,7 +10,7 @@ import contextlib
 import logging
 from typing import Any, Iterator, Mapping
 
-from hbase_migration.runspec import BACKFILL, MIGRATION, InvalidRunInput, RunSpec
+from hbase_migration.migration.runspec import BACKFILL, MIGRATION, InvalidRunInput, RunSpec
 from operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ def bad_input_fails_at_once() -> Iterator[None]:
     database restarting) is left to the task's retries."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from hbase_migration.cluster import ClusterConfigError
+    from hbase_migration.clusters.cluster import ClusterConfigError
 
     try:
         yield
@@ -33,7 +33,7 @@ def bad_input_fails_at_once() -> Iterator[None]:
 
 def _clusters(spec: RunSpec) -> tuple[Any, Any]:
     """Both clusters from their connections (validated there), refused when they are the same cluster."""
-    from hbase_migration.preflight import ensure_distinct
+    from hbase_migration.migration.preflight import ensure_distinct
 
     source = HBaseClusterHook(spec.source_conn_id).get_cluster()
     target = HBaseClusterHook(spec.target_conn_id).get_cluster()
@@ -69,7 +69,7 @@ def _instant_ms(value: Any) -> int | None:
 def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_start: Any,
                 interval_end: Any) -> dict[str, Any]:
     """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
-    from hbase_migration.ledger import NO_PEER
+    from hbase_migration.ledger.store import NO_PEER
     from operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, BACKFILL)
@@ -89,7 +89,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
 
 def report(run_id: str) -> dict[str, Any]:
     """Close the run as a success and log its figures (they are also on the dashboard)."""
-    from hbase_migration.ledger import ALL_TABLES
+    from hbase_migration.ledger.store import ALL_TABLES
     from operators.ledger import open_ledger
 
     with open_ledger() as ledger:
@@ -126,7 +126,7 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
     """After a failure: read the peer's real state, say it plainly, record it, apply the quota policy.
 
     Without a spec, `open_run` itself failed (bad input): nothing was changed on either cluster."""
-    from hbase_migration.quota import settle_after_failure
+    from hbase_migration.migration.quota import settle_after_failure
     from operators.ledger import open_ledger
 
     where = ", ".join(failed_tasks) or "unknown task"
@@ -157,7 +157,7 @@ def record_verdict(ledger: Any, run_id: str, verdict: Mapping[str, Any]) -> None
     alert (`operators.alerts`) and the dashboard's failed phases read it there."""
     import json
 
-    from hbase_migration.ledger import ALL_TABLES
+    from hbase_migration.ledger.store import ALL_TABLES
 
     ledger.set_phase(run_id, ALL_TABLES, "report", "failed", json.dumps(verdict, sort_keys=True, default=str))
 
@@ -166,7 +166,7 @@ def release_switches(spec_dict: Mapping[str, Any] | None, run_id: str) -> dict[s
     """After every copy of the run ended: release the switch holds its copies still have (each copy releases its
     own when it ends; a copy killed and not retried cannot). The last hold on the source restores the state
     found before the copies."""
-    from hbase_migration.switches import release_run
+    from hbase_migration.data.switches import release_run
     from operators.ledger import open_ledger
 
     if not spec_dict or not RunSpec.from_dict(spec_dict).hold_switches:

@@ -24,7 +24,7 @@ class ReplicationDrainedTrigger(BaseTrigger):
     def __init__(self, cluster: dict[str, Any], peer_id: str, thresholds: dict[str, Any], poll_interval_s: float,
                  deadline: float, history: list[dict[str, Any]] | None = None,
                  ledger_run_id: str | None = None) -> None:
-        from hbase_migration.cluster import Cluster
+        from hbase_migration.clusters.cluster import Cluster
 
         super().__init__()
         self.cluster = cluster
@@ -45,7 +45,7 @@ class ReplicationDrainedTrigger(BaseTrigger):
         )
 
     def _poll(self) -> dict[str, Any]:
-        from hbase_migration import lag
+        from hbase_migration.replication import lag
 
         result = lag.poll(self._cluster, self.peer_id, self.history, lag.thresholds_from(self.thresholds), time.time())
         self.history = result.history

@@ -18,9 +18,9 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
     The ledger run (`<run_id>:<conn_id>`, plan "watch") is opened before the cluster is read and always
     ended: "failed" on a breach (the task fails without retrying) or on any error (an unreachable cluster, a
     ledger write refused), never left "running"."""
-    from hbase_migration import health, quota
-    from hbase_migration.ledger import ALL_TABLES, NO_PEER
-    from hbase_migration.runspec import WATCH, RunSpec
+    from hbase_migration.ledger.store import ALL_TABLES, NO_PEER
+    from hbase_migration.migration import health, quota
+    from hbase_migration.migration.runspec import WATCH, RunSpec
     from operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, WATCH)

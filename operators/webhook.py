@@ -87,7 +87,7 @@ def webhook_target(conn_id: str, conn_type: str | None, host: str | None, schema
 class WebhookNotifier(BaseNotifier):
     """POST one JSON payload to the webhook of an Airflow `http` connection (see the module's doc).
 
-    Delivery only: the payload is built elsewhere (`hbase_migration.alerts.webhook_payload`). A non-2xx answer
+    Delivery only: the payload is built elsewhere (`hbase_migration.migration.alerts.webhook_payload`). A non-2xx answer
     or a transport error raises `WebhookError` naming the connection, the receiver's host and the status.
 
     :param payload: the JSON object to send (templated).

@@ -37,7 +37,7 @@ def _restore_kerberos_env():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    kerberos = sys.modules.get("hbase_migration.kerberos")
+    kerberos = sys.modules.get("hbase_migration.clusters.kerberos")
     if kerberos is not None:
         kerberos.forget_krb5_conf()
 
@@ -60,7 +60,7 @@ def zookeeper(tmp_path_factory):
 @pytest.fixture(scope="module")
 def spark(request):
     """A Spark local[2] session for the module (the jobs find it already started), stopped afterwards."""
-    from hbase_migration import executors
+    from hbase_migration.data import executors
 
     session, created = executors.spark_session(f"test-{request.module.__name__}", "local[2]")
     yield session

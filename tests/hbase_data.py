@@ -44,7 +44,7 @@ def connection_json(cluster, data_path: str = "thrift2") -> str:
 
 def cluster_of(cluster, name: str, data_path: str = "thrift2"):
     """The toolkit's `Cluster` for a `MiniCluster`, reaching it through `data_path`."""
-    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.data.jobargs import cluster_from_text
 
     return cluster_from_text(name, connection_json(cluster, data_path))
 

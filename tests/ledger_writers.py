@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONCURRENT_COPY = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[2])
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     worker = int(sys.argv[3])
     with Ledger.open(sys.argv[1]) as ledger:

@@ -23,8 +23,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from hbase_migration import zk
-from hbase_migration.cluster import Cluster
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import zk_peers
 from hbase_migration.replication.errors import (
     PeerAdminError,
@@ -71,7 +71,7 @@ class PeerAdmin(abc.ABC):
     def __init__(self, cluster: Cluster, zk_client: "KazooClient | None" = None, owner: str = DEFAULT_OWNER,
                  confirm_timeout_s: float | None = None):
         if not isinstance(cluster, Cluster):
-            raise TypeError(f"cluster must be a hbase_migration.cluster.Cluster, got {cluster!r}")
+            raise TypeError(f"cluster must be a hbase_migration.clusters.cluster.Cluster, got {cluster!r}")
         if not isinstance(owner, str) or not owner.strip():
             raise InvalidPeerConfig(f"owner must be a non-empty string, got {owner!r}")
         self.cluster = cluster

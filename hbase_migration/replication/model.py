@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from hbase_migration import zk
-from hbase_migration.cluster import ClusterConfigError, ClusterKey
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import ClusterConfigError, ClusterKey
 
 OWNER_KEY = "hbase_migration.owner"
 DEFAULT_OWNER = "hbase_migration"

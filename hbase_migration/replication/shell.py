@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from hbase_migration.cluster import DEFAULT_SHELL_COMMAND
+from hbase_migration.clusters.cluster import DEFAULT_SHELL_COMMAND
 from hbase_migration.replication.errors import ShellCommandError
 from hbase_migration.replication.model import PeerConfig, validate_peer_id
 from hbase_migration.replication.shell_parsers import (  # noqa: F401 - re-exported for callers

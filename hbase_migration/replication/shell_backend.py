@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hbase_migration.cluster import Cluster
+from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import shell, zk_peers
 from hbase_migration.replication.admin import PeerAdmin
 from hbase_migration.replication.model import DEFAULT_OWNER, PeerConfig
@@ -34,7 +34,7 @@ class ShellPeerAdmin(PeerAdmin):
         self.shell_timeout_s = shell_timeout_s
 
     def run(self, statements: list[str]) -> shell.ShellOutput:
-        from hbase_migration import channels
+        from hbase_migration.clusters import channels
 
         return channels.shell(self.cluster, statements, self.shell_timeout_s)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hbase_migration import zk
+from hbase_migration.clusters import zk
 from hbase_migration.replication.model import InvalidPeerConfig, parse_table_cfs_string
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hbase_migration import zk
+from hbase_migration.clusters import zk
 from hbase_migration.replication.errors import PeerAdminError
 from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfig, parse_table_cfs_string
 

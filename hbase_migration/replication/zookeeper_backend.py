@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hbase_migration import zk
-from hbase_migration.cluster import Cluster
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import zk_peers
 from hbase_migration.replication.admin import PeerAdmin
 from hbase_migration.replication.errors import PeerAdminError, PeerConflict

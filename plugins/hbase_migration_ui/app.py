@@ -72,7 +72,7 @@ class LedgerSource:
             return None
         with self._lock:
             if self._ledger is None:
-                from hbase_migration.ledger import Ledger, LedgerError
+                from hbase_migration.ledger.store import Ledger, LedgerError
 
                 try:
                     self._ledger = Ledger.open(self.location.url)
@@ -272,7 +272,7 @@ def _ledger_or_503(source: LedgerSource) -> Any:
 
 def _read(ledger: Any, run_id: str, read: Callable[[], Any]) -> Any:
     """`read()` one run's figures; an unknown run (or no ledger yet) is a 404 naming the run."""
-    from hbase_migration.ledger import LedgerError
+    from hbase_migration.ledger.store import LedgerError
 
     if ledger is None:
         raise HTTPException(404, f"run {run_id!r} is not in the ledger: the ledger has no runs yet")

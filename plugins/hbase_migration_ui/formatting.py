@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from hbase_migration.progress import human_bytes, human_duration
-from hbase_migration.scope import LATEST_TIMESTAMP, to_string_binary
+from hbase_migration.data.progress import human_bytes, human_duration
+from hbase_migration.data.scope import LATEST_TIMESTAMP, to_string_binary
 
 MISSING = "\u2014"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -1,7 +1,7 @@
 """The peer's state as the source cluster has it now, for the dashboard (the ledger only knows what a task
 last noted: after `peer remove`, it would still say DISABLED).
 
-Read through the library (`hbase_migration.zk` and the peer znodes of `hbase_migration.replication`), one
+Read through the library (`hbase_migration.clusters.zk` and the peer znodes of `hbase_migration.replication`), one
 ZooKeeper session per source cluster, in worker threads with a time budget: a page never waits longer than
 `budget_s` for the clusters; one that did not answer in time is shown as unreachable (its read goes on in the
 background and fills the cache for the next page). Answers are kept `ttl_s` seconds, so pages that reload
@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from hbase_migration.ledger import NO_PEER
+from hbase_migration.ledger.store import NO_PEER
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class LivePeer:
 def read_peer_states(target: Any, peer_ids: Iterable[str], timeout_s: float) -> dict[str, str]:
     """The state of each of `peer_ids` on the cluster behind `target` (a `Cluster` or a `ClusterKey`), read from
     its peer znodes: ENABLED, DISABLED, or ABSENT."""
-    from hbase_migration import zk
+    from hbase_migration.clusters import zk
     from hbase_migration.replication import zk_peers
 
     parent = target.znode_parent
@@ -141,7 +141,7 @@ class PeerStates:
 
 def key_of_run(run: Mapping[str, Any]) -> Any:
     """The cluster key the ledger recorded for the run's source (what ZooKeeper reads need)."""
-    from hbase_migration.cluster import ClusterKey
+    from hbase_migration.clusters.cluster import ClusterKey
 
     return ClusterKey.parse(run["source_key"])
 
@@ -150,7 +150,7 @@ def connection_or_key(lookup: Callable[[str], Any]) -> Callable[[Mapping[str, An
     """`cluster_for` reading the run's source connection through `lookup(conn_id)` (an Airflow connection:
     host, port, extra_dejson); the recorded cluster key when the connection is missing, unreadable, or now
     points at another cluster than the one the run used."""
-    from hbase_migration.cluster import Cluster, ClusterKey
+    from hbase_migration.clusters.cluster import Cluster, ClusterKey
 
     def cluster_for(run: Mapping[str, Any]) -> Any:
         key = ClusterKey.parse(run["source_key"])

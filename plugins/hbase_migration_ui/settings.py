@@ -1,10 +1,10 @@
-"""Where the dashboard finds the run ledger: the toolkit's one rule (`hbase_migration.ledger_location`),
+"""Where the dashboard finds the run ledger: the toolkit's one rule (`hbase_migration.ledger.location`),
 fed from Airflow's configuration."""
 from __future__ import annotations
 
 import os
 
-from hbase_migration.ledger_location import (  # noqa: F401 - re-exported for the dashboard
+from hbase_migration.ledger.location import (  # noqa: F401 - re-exported for the dashboard
     CONFIG_OPTION,
     CONFIG_SECTION,
     CONN_OPTION,

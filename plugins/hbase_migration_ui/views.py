@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import quote
 
-from hbase_migration.ledger import ALL_TABLES, NO_PEER, PHASES
+from hbase_migration.ledger.store import ALL_TABLES, NO_PEER, PHASES
 
 from . import charts, formatting
 from .live import LivePeer

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hbase_migration.runspec import CUTOVER, ROLLBACK, form_schema
+from hbase_migration.migration.runspec import CUTOVER, ROLLBACK, form_schema
 
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
 

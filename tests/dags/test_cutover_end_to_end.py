@@ -80,14 +80,14 @@ def all_equal(dc1_ep, dc2_ep, tables):
 
 
 def readonly(cluster, tables) -> dict:
-    from hbase_migration.freeze import readonly_states
-    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.migration.freeze import readonly_states
 
     return readonly_states(cluster_from_text("c", cluster.connection_json), [t.name for t in tables])
 
 
 def peer(cluster, peer_id: str):
-    from hbase_migration.jobargs import cluster_from_text
+    from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.replication import peer_admin
 
     with peer_admin(cluster_from_text("c", cluster.connection_json)) as admin:
@@ -97,7 +97,7 @@ def peer(cluster, peer_id: str):
 def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_pair):
     from demo.run import create_source_tables, wait_for_catch_up
     from demo.workload import LiveWriter, Thrift2, load, sample_tables
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     dc1, dc2 = minihbase_pair
     ep1, ep2 = dc1.endpoints, dc2.endpoints

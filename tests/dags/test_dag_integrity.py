@@ -56,8 +56,8 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
     from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk.exceptions import AirflowFailException
 
-    from hbase_migration.cluster import ClusterConfigError
-    from hbase_migration.runspec import InvalidRunInput
+    from hbase_migration.clusters.cluster import ClusterConfigError
+    from hbase_migration.migration.runspec import InvalidRunInput
     from operators.steps import bad_input_fails_at_once
 
     bag = DagBag(dag_folder=str(DAGS_FOLDER))

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.dags]
 
 
 def test_a_dry_run_shows_the_sizing_and_changes_nothing(minihbase_pair, tmp_path):
-    from hbase_migration.ledger import ALL_TABLES, Ledger
+    from hbase_migration.ledger.store import ALL_TABLES, Ledger
 
     dc1, dc2 = minihbase_pair
     table = "dry_" + uuid.uuid4().hex[:6]

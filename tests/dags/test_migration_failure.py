@@ -39,7 +39,7 @@ def fill_after_add_peer(cluster, zk_hosts: str, peer_id: str, quota: int, fracti
 
 
 def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase_pair, zookeeper, tmp_path):
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     dc1, dc2 = minihbase_pair
     table = "fail_" + uuid.uuid4().hex[:6]

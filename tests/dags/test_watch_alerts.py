@@ -24,7 +24,8 @@ QUIET = {"wal_roll_period_s": 3600, "flush_interval_s": 3600}
 
 
 def max_age_ms(cluster, peer_id):
-    from hbase_migration import metrics, zk
+    from hbase_migration.clusters import zk
+    from hbase_migration.replication import metrics
 
     with zk.connect(cluster, timeout=5) as client:
         return metrics.peer_status(cluster, peer_id, client, time.time()).summary()["max_age_ms"]
@@ -61,9 +62,9 @@ class Roller:
 
 
 def test_each_breach_alerts_once_when_it_starts_and_once_when_it_ends(minihbase_factory, tmp_path):
-    from hbase_migration.connections import cluster_from_connection_text
-    from hbase_migration.ledger import Ledger
-    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.clusters.connections import cluster_from_connection_text
+    from hbase_migration.ledger.store import Ledger
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication import peer_admin
 
     dc1, dc2 = minihbase_factory("dc1", **QUIET), minihbase_factory("dc2", **QUIET)

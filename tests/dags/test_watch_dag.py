@@ -33,8 +33,8 @@ def test_quota_pressure_fails(minihbase_pair, tmp_path):
 
 
 def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
-    from hbase_migration.connections import cluster_from_connection_text
-    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.clusters.connections import cluster_from_connection_text
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication import peer_admin
 
     dc1, dc2 = minihbase_pair
@@ -54,7 +54,7 @@ def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
 
 
 def watch_runs(ledger_path):
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     with Ledger.open(f"sqlite:///{ledger_path}") as ledger:
         return [(r, ledger.run_summary(r["run_id"]), ledger.latest_samples(r["run_id"], 1000))
@@ -65,8 +65,8 @@ def test_enabled_peer_with_lag_data_records_one_row_per_queue(minihbase_pair, tm
     """Regression (issue 14, bug 1): an ENABLED peer has lag data, and the watch crashed writing it (one
     aggregated row with shipped_ops None), leaving its ledger run "running" forever. Now each region server's
     queue is one lag row, and the run ends."""
-    from hbase_migration.connections import cluster_from_connection_text
-    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.clusters.connections import cluster_from_connection_text
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication import peer_admin
     from tests.polling import wait_for
 

@@ -25,7 +25,7 @@ def probe(_):
 def main() -> None:
     from pyspark.sql import SparkSession
 
-    from hbase_migration.executors import ship_package
+    from hbase_migration.data.executors import ship_package
 
     spark = SparkSession.builder.appName("executor-probe").getOrCreate()
     sc = spark.sparkContext

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from hbase_migration.alerts import ClusterRef, failed_run_alert
-from hbase_migration.ledger import Ledger
+from hbase_migration.ledger.store import Ledger
+from hbase_migration.migration.alerts import ClusterRef, failed_run_alert
 from tests.alert_receivers import RECIPIENTS, SECRETS, SMTP_PASSWORD, SMTP_USER, alert_env, http_receiver, smtp_server
 
 pytestmark = pytest.mark.integration

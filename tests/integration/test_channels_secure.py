@@ -8,12 +8,12 @@ import dataclasses
 import pytest
 from kazoo.exceptions import NoAuthError
 
-from hbase_migration import channels, kerberos, zk
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.kerberos import KerberosError
-from hbase_migration.metrics import JmxUnavailable, fetch_jmx
-from hbase_migration.quota import webhdfs
+from hbase_migration.clusters import channels, kerberos, zk
+from hbase_migration.clusters.kerberos import KerberosError
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.migration.quota import webhdfs
 from hbase_migration.replication import zk_peers
+from hbase_migration.replication.metrics import JmxUnavailable, fetch_jmx
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_jmx_and_webhdfs_with_spnego_across_both_realms(clusters):
 def test_peers_written_to_zookeeper_carry_secure_hbases_acl_and_the_cross_realm_principal(clusters):
     """The HBase 1.x backend writes peer znodes itself: on a secured ZooKeeper they get the SASL entries of their
     parent (sasl:hbase and the superusers, ALL), no world access; the peer towards DC2 names DC2's principal."""
-    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication.zookeeper_backend import ZooKeeperPeerAdmin
 
     dc1, dc2 = clusters
@@ -92,9 +92,9 @@ def test_peers_written_to_zookeeper_carry_secure_hbases_acl_and_the_cross_realm_
 def _round_trip(cluster, table):
     """A put at a chosen timestamp and a read of every version through the toolkit's Thrift2 data path; the
     table listed through its Thrift1 session."""
-    from hbase_migration.datapath import open_data_path
-    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
-    from hbase_migration.thrift import ThriftSession
+    from hbase_migration.clusters.thrift import ThriftSession
+    from hbase_migration.data.datapath import open_data_path
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
 
     T = hbase2()
     with Thrift2Session(cluster) as session:
@@ -126,8 +126,8 @@ def test_the_other_qops(secure_cluster_factory, qop):
 
 
 def test_a_qop_mismatch_is_refused_before_any_data_naming_both(clusters):
-    from hbase_migration.datapath.thrift2 import Thrift2Session
-    from hbase_migration.sasl import QopMismatch
+    from hbase_migration.clusters.sasl import QopMismatch
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session
 
     dc1 = clusters[0]
     asks_int = dataclasses.replace(dc1, security=dataclasses.replace(dc1.security, thrift_qop="auth-int"))
@@ -138,7 +138,7 @@ def test_a_qop_mismatch_is_refused_before_any_data_naming_both(clusters):
 
 
 def test_a_plain_client_on_a_sasl_gateway_fails_and_does_not_hang(clusters):
-    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
 
     with pytest.raises(Exception):
         with Thrift2Session(open_copy(clusters[0]), timeout_s=5) as session:
@@ -166,8 +166,8 @@ def test_thrift_over_https_with_spnego_across_the_trust(secure_pair, clusters):
 
 
 def _round_trip_http(cluster, table):
-    from hbase_migration.datapath.thrift2 import Thrift2Session, hbase2
-    from hbase_migration.thrift import ThriftSession
+    from hbase_migration.clusters.thrift import ThriftSession
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
 
     T = hbase2()
     with Thrift2Session(cluster) as session:
@@ -183,7 +183,7 @@ def test_the_shell_backend_adds_the_cross_realm_peer_with_the_principal_in_its_c
     """Through the secured shell (a ticket cache of the toolkit's own): add_peer carries CONFIG =>
     {"hbase.regionserver.kerberos.principal" => "hbase/_HOST@DC2.TEST"}, read back from ZooKeeper; an existing
     peer of another CONFIG under the id is refused."""
-    from hbase_migration.preflight import migration_peer_config
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication import PeerConflict, peer_admin
 
     dc1, dc2 = clusters

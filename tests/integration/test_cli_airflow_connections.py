@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from hbase_migration.cluster import ClusterKey
-from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.clusters.cluster import ClusterKey
+from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.replication import PeerConfig, peer_admin
 from tests.airflow_home import BIN, REPO, make_home
 

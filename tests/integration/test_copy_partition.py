@@ -14,11 +14,11 @@ from contextlib import closing
 import happybase
 import pytest
 
-from hbase_migration.copy import CopyOptions, copy_partition
-from hbase_migration.datapath import open_data_path
-from hbase_migration.partitions import Partition, plan_partitions, sample_region
-from hbase_migration.runner import check_tables
-from hbase_migration.scope import CopyConfigError, TableScope
+from hbase_migration.data.copy import CopyOptions, copy_partition
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.partitions import Partition, plan_partitions, sample_region
+from hbase_migration.data.runner import check_tables
+from hbase_migration.data.scope import CopyConfigError, TableScope
 from tests.hbase_data import DATA_PATHS, cluster_of, raw_socket
 from tests.polling import wait_for
 

@@ -150,7 +150,7 @@ def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
     rc, summary = _run(copy_table, _args(dc1, dc2, name, "--target-table", target, "--families", "a", "b:z",
                                          "--ledger-url", ledger_url, "--copy-id", "run-42"), tmp_path)
     assert rc == 0 and summary["families"] == [["a", "a"], ["b", "z"]]
-    from hbase_migration.ledger import Ledger  # finished partitions went to the run ledger
+    from hbase_migration.ledger.store import Ledger  # finished partitions went to the run ledger
 
     assert Ledger.open(ledger_url).done_partitions("run-42", name) == {
         r["partition_id"] for r in summary["partition_results"]}

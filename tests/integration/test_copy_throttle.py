@@ -38,13 +38,13 @@ def rate(series: list[tuple[float, int]], start: float, end: float) -> float:
 
 
 def test_copy_slows_down_under_source_load_and_recovers(minihbase_factory, spark, tmp_path):
-    from hbase_migration.copy import CopyOptions
-    from hbase_migration.executors import SparkExecutor
-    from hbase_migration.jobargs import cluster_from_text
-    from hbase_migration.ledger import Ledger
-    from hbase_migration.load import LoadLimits
-    from hbase_migration.progress import LedgerStore
-    from hbase_migration.runner import run_copy
+    from hbase_migration.data.copy import CopyOptions
+    from hbase_migration.data.executors import SparkExecutor
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.data.progress import LedgerStore
+    from hbase_migration.data.runner import run_copy
+    from hbase_migration.data.throttle import LoadLimits
+    from hbase_migration.ledger.store import Ledger
 
     dc1 = minihbase_factory("dc1", region_servers=1, handler_count=4, metrics_period_s=1.0)
     dc2 = minihbase_factory("dc2", region_servers=1)
@@ -135,7 +135,7 @@ def test_a_copy_paused_too_long_gives_up_saying_why_and_resumes(minihbase_factor
     import subprocess
     import sys
 
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
     from tests.polling import wait_for
 
     dc1 = minihbase_factory("dc1", region_servers=1, handler_count=4, metrics_period_s=1.0)

@@ -16,11 +16,11 @@ import uuid
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from hbase_migration.cutover import SwitchRefused
-from hbase_migration.freeze import readonly_states
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.ledger import Ledger
-from hbase_migration.preflight import migration_peer_config
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.ledger.store import Ledger
+from hbase_migration.migration.cutover import SwitchRefused
+from hbase_migration.migration.freeze import readonly_states
+from hbase_migration.migration.preflight import migration_peer_config
 from hbase_migration.replication import peer_admin
 from operators import cutover_steps
 from operators.cutover import CutoverCheckOperator, FinalDrainSensor, RollbackCheckOperator, SetReadOnlyOperator
@@ -161,8 +161,8 @@ def test_bad_input_is_refused_and_changes_nothing(env):
 def test_a_failed_cutover_records_what_it_left_for_its_alert(env):
     """A cut-over that fails before the approval is undone by state_left_behind, which records its verdict in the
     ledger; the failure alert reads it there and tells the person what to run."""
-    from hbase_migration.alerts import ClusterRef, failed_run_alert, verdict_of
-    from hbase_migration.runspec import CUTOVER
+    from hbase_migration.migration.alerts import ClusterRef, failed_run_alert, verdict_of
+    from hbase_migration.migration.runspec import CUTOVER
 
     dc1, dc2, table, peer_id, url = env
     EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})

@@ -11,9 +11,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from hbase_migration.cluster import ClusterKey
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.ledger import Ledger
+from hbase_migration.clusters.cluster import ClusterKey
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.ledger.store import Ledger
 from hbase_migration.replication import PeerConfig, peer_admin
 from minihbase.zookeeper import free_port
 from plugins.hbase_migration_ui.app import create_app

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from hbase_migration.jobargs import cluster_from_text
+from hbase_migration.data.jobargs import cluster_from_text
 from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 from operators.sensors import ReplicationDrainedSensor
 from operators.triggers import ReplicationDrainedTrigger
@@ -117,7 +117,7 @@ def test_never_drained_while_edits_remain_poke_mode(replicated):
 
 def test_deferrable_trigger_waits_for_the_backlog(replicated, tmp_path, monkeypatch):
     dc1, dc2, table, peer_id = replicated
-    from hbase_migration.ledger import Ledger
+    from hbase_migration.ledger.store import Ledger
 
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_URL", ledger_url)

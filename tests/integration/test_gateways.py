@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from hbase_migration.copy import CopyOptions
-from hbase_migration.executors import LocalExecutor
-from hbase_migration.runner import run_copy
+from hbase_migration.data.copy import CopyOptions
+from hbase_migration.data.executors import LocalExecutor
+from hbase_migration.data.runner import run_copy
 from tests.hbase_data import DATA_PATHS, SPLITS, cluster_of, spread_key
 from tests.polling import wait_for
 

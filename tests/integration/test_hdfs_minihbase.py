@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from hbase_migration.hdfs import (
+from hbase_migration.clusters.hdfs import (
     HdfsPathNotFound,
     QuotaConstraint,
     WebHdfs,

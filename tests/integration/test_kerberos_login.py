@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from hbase_migration import kerberos
-from hbase_migration.kerberos import KerberosError, KeytabLogin, ShellTicketCache
+from hbase_migration.clusters import kerberos
+from hbase_migration.clusters.kerberos import KerberosError, KeytabLogin, ShellTicketCache
 from minihbase.kdc import Kdc
 from tests.polling import wait_for
 

@@ -26,8 +26,8 @@ def _record(pid: str) -> dict:
 
 
 def test_partition_records_wait_for_the_ledgers_database_to_come_back(own_postgres):
-    from hbase_migration.ledger import Ledger
-    from hbase_migration.progress import LedgerStore
+    from hbase_migration.data.progress import LedgerStore
+    from hbase_migration.ledger.store import Ledger
 
     url = own_postgres.create_database("ledger")
     ledger = Ledger.open(url)

@@ -9,7 +9,7 @@ import uuid
 import pytest
 import sqlalchemy
 
-from hbase_migration.ledger import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError, schema_migrations
+from hbase_migration.ledger.store import ALL_TABLES, SQL_DIR, LagRow, Ledger, LedgerError, schema_migrations
 from tests.ledger_writers import run_concurrent_copies
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from hbase_migration import zk
-from hbase_migration.cluster import Cluster
-from hbase_migration.metrics import (
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.replication.metrics import (
     CANARY_ROW_PREFIX,
     REPLICATION_BEAN,
     CanaryTimeout,

@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from hbase_migration import zk
-from hbase_migration.cluster import Cluster
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import (
     PeerConfig,
     PeerConflict,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from hbase_migration import zk
-from hbase_migration.cluster import Cluster
+from hbase_migration.clusters import zk
+from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import (
     OWNER_KEY,
     InvalidPeerConfig,

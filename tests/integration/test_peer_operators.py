@@ -86,7 +86,7 @@ def test_dry_run_prints_commands_and_changes_nothing(backend):
 
 
 def test_removing_a_foreign_peer_needs_force(backend):
-    from hbase_migration.connections import cluster_from_connection_text
+    from hbase_migration.clusters.connections import cluster_from_connection_text
     from hbase_migration.replication import PeerConfig, peer_admin
 
     name, dc1, zk = backend

@@ -8,10 +8,10 @@ import pytest
 import requests
 from airflow.sdk.exceptions import AirflowFailException
 
-from hbase_migration.cluster import ClusterKey
-from hbase_migration.jobargs import cluster_from_text
-from hbase_migration.ledger import Ledger
-from hbase_migration.quota import Watchdog, settle_after_failure
+from hbase_migration.clusters.cluster import ClusterKey
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.ledger.store import Ledger
+from hbase_migration.migration.quota import Watchdog, settle_after_failure
 from hbase_migration.replication import PeerConfig, peer_admin
 from tests.polling import wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import thriftpy2
 
-from hbase_migration import kerberos
+from hbase_migration.clusters import kerberos
 from tests.secure_thrift_clients import SaslClientTransport, thrift_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from hbase_migration.preflight import run_preflight
-from hbase_migration.sizing_probe import SizingRequest, size_migration
-from hbase_migration.tables import describe_tables
+from hbase_migration.migration.preflight import run_preflight
+from hbase_migration.migration.sizing_probe import SizingRequest, size_migration
+from hbase_migration.migration.tables import describe_tables
 from tests.hbase_data import SPLITS, cluster_of, spread_key
 from tests.polling import wait_for
 

@@ -20,8 +20,8 @@ def kdc(tmp_path_factory):
 
 def executor_login(absent_keytab: str, absent_krb5_conf: str) -> dict:
     """Runs on an executor: the connection names paths that do not exist there."""
-    from hbase_migration import kerberos
-    from hbase_migration.security import Security
+    from hbase_migration.clusters import kerberos
+    from hbase_migration.clusters.security import Security
 
     kerberos.forget_krb5_conf()
     security = Security(principal="shipped@DC1.TEST", keytab=absent_keytab, krb5_conf=absent_krb5_conf)

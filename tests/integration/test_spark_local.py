@@ -35,7 +35,7 @@ def test_local_session_runs_a_job():
 def test_partitions_run_one_task_each_or_dealt_to_fewer_tasks(spark):
     from pyspark import TaskContext
 
-    from hbase_migration.executors import run_partitions
+    from hbase_migration.data.executors import run_partitions
 
     def task(item):
         return item, TaskContext.get().partitionId()

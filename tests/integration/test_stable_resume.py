@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hbase_migration.ledger import Ledger
-from hbase_migration.switches import SwitchError, SwitchState, hold, release, source_key
+from hbase_migration.data.switches import SwitchError, SwitchState, hold, release, source_key
+from hbase_migration.ledger.store import Ledger
 from tests.hbase_data import SPLITS, cluster_of, connection_json, spread_key
 from tests.polling import wait_for
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from hbase_migration.cluster import Cluster
-from hbase_migration.preflight import run_preflight
+from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.migration.preflight import run_preflight
+from hbase_migration.migration.tables import TableRefused, create_missing_tables
 from hbase_migration.replication import peer_admin
 from hbase_migration.replication.model import DEFAULT_OWNER, PeerConfig
-from hbase_migration.tables import TableRefused, create_missing_tables
 from minihbase.testing import MiniCluster
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from contextlib import closing
 
 import pytest
 
-from hbase_migration.partitions import Partition
-from hbase_migration.verify import (
+from hbase_migration.data.partitions import Partition
+from hbase_migration.data.verify import (
     CONTENT_DIFFERENT,
     MATCHING,
     ONLY_IN_SOURCE,
@@ -180,8 +180,8 @@ def test_a_wide_row_is_compared_in_slices_recompared_and_repaired(clusters):
 def test_cells_with_future_timestamps_are_compared_without_an_end_time(clusters, tmp_path):
     import json
 
-    from hbase_migration.executors import LocalExecutor
-    from hbase_migration.runner import job_main
+    from hbase_migration.data.executors import LocalExecutor
+    from hbase_migration.data.runner import job_main
     from tests.hbase_data import connection_json
 
     dc1, dc2, src, _dst = clusters

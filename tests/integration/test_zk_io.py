@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from hbase_migration import zk
+from hbase_migration.clusters import zk
 from minihbase.zookeeper import free_port
 from tests.polling import wait_for
 

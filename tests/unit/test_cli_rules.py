@@ -8,14 +8,14 @@ import re
 
 import pytest
 
-from hbase_migration import jobargs
 from hbase_migration.__main__ import main, usage_line
-from hbase_migration.cluster import Cluster, ClusterConfigError
-from hbase_migration.connections import parse_connection, resolve_cluster
-from hbase_migration.preflight import ClusterFacts, Facts, evaluate
-from hbase_migration.runner import onto_itself
-from hbase_migration.schema import FamilySchema, TableSchema
-from hbase_migration.scope import CopyConfigError, TableScope
+from hbase_migration.clusters.cluster import Cluster, ClusterConfigError
+from hbase_migration.clusters.connections import parse_connection, resolve_cluster
+from hbase_migration.data import jobargs
+from hbase_migration.data.runner import onto_itself
+from hbase_migration.data.scope import CopyConfigError, TableScope
+from hbase_migration.migration.preflight import ClusterFacts, Facts, evaluate
+from hbase_migration.migration.schema import FamilySchema, TableSchema
 
 EXTRA = {"zookeeper_quorum": "zk1", "zookeeper_port": 2181, "znode_parent": "/hbase-dc1"}
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from hbase_migration.ledger import Ledger
+from hbase_migration.ledger.store import Ledger
 from minihbase.zookeeper import free_port
 from tests.airflow_home import api_server, make_home
 

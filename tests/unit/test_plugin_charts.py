@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from hbase_migration.ledger import ALL_TABLES
+from hbase_migration.ledger.store import ALL_TABLES
 from plugins.hbase_migration_ui import charts, views
 from plugins.hbase_migration_ui.live import LivePeer
 

@@ -20,10 +20,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from hbase_migration import sizing_probe
-from hbase_migration.hdfs import HdfsCapacity
-from hbase_migration.ledger import ALL_TABLES, Ledger
-from hbase_migration.sizing import SampleCopy, TableSizing, project, verdict
+from hbase_migration.clusters.hdfs import HdfsCapacity
+from hbase_migration.ledger.store import ALL_TABLES, Ledger
+from hbase_migration.migration import sizing_probe
+from hbase_migration.migration.sizing import SampleCopy, TableSizing, project, verdict
 from plugins.hbase_migration_plugin import URL_PREFIX, HBaseMigrationPlugin
 from plugins.hbase_migration_ui.app import SECURITY_HEADERS, create_app
 from plugins.hbase_migration_ui.settings import resolve_ledger_url

@@ -11,8 +11,8 @@ from urllib.parse import quote
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from hbase_migration.cluster import ClusterKey
-from hbase_migration.ledger import ALL_TABLES, NO_PEER, Ledger
+from hbase_migration.clusters.cluster import ClusterKey
+from hbase_migration.ledger.store import ALL_TABLES, NO_PEER, Ledger
 from plugins.hbase_migration_plugin import URL_PREFIX
 from plugins.hbase_migration_ui.app import create_app
 from plugins.hbase_migration_ui.live import PeerStates, connection_or_key

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hbase_migration import ledger as ledger_module
-from hbase_migration.ledger import ALL_TABLES
+from hbase_migration.ledger import store as ledger_module
+from hbase_migration.ledger.store import ALL_TABLES
 from plugins.hbase_migration_plugin import dashboard_href
 from plugins.hbase_migration_ui import formatting, views
 from plugins.hbase_migration_ui.settings import (

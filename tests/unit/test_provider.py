@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 import hbase_migration_provider as provider
-from hbase_migration.cluster import EXTRAS, Cluster
-from hbase_migration.connections import cli_json
+from hbase_migration.clusters.cluster import EXTRAS, Cluster
+from hbase_migration.clusters.connections import cli_json
 from operators.hooks import HBaseClusterHook
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,302 @@
+"""Every channel to a cluster opens here, with the cluster's security applied (ARCHITECTURE.md).
+
+- ZooKeeper: kazoo, with SASL GSSAPI when the cluster names `zookeeper_principal`;
+- Thrift1 (happybase) and Thrift2 (thriftpy2): plain binary as the cluster's transport/protocol say; SASL GSSAPI
+  with the QOP `thrift_qop` names; or HBase's HTTP mode (`thrift_http`) with SPNEGO, over TLS with `thrift_ssl`;
+- HTTP (`/jmx`, `/conf`, WebHDFS): SPNEGO when the cluster names `spnego_principal`, its CA bundle for https;
+- the HBase shell: a ticket cache of the toolkit's own, filled from the keytab (KRB5CCNAME, KRB5_CONFIG).
+
+An open cluster (no security extras) gets exactly the clients it always had, at no extra cost. Timeouts and
+retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers). An authentication failure raises
+`kerberos.KerberosError` or `sasl.SaslError`, never a ConnectionError: retrying would fail the same way.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hbase_migration.clusters.security import Security, server_principal
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from hbase_migration.clusters.cluster import Cluster, ClusterKey
+    from hbase_migration.replication.shell import ShellOutput
+
+log = logging.getLogger(__name__)
+
+
+def security_of(cluster: Any) -> Security | None:
+    return getattr(cluster, "security", None)
+
+
+def _login(cluster: "Cluster") -> Any:
+    from hbase_migration.clusters import kerberos
+
+    return kerberos.login(cluster.security, cluster.name)
+
+
+def auth_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "authentication failed" (for `except` clauses that must not wrap them)."""
+    from hbase_migration.clusters.kerberos import KerberosError
+    from hbase_migration.clusters.sasl import SaslError
+
+    return (KerberosError, SaslError)
+
+
+# --------------------------------------------------------------------------------------------------
+# ZooKeeper
+
+
+def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "KazooClient":
+    """A started KazooClient for a cluster's quorum (a `Cluster`, a `ClusterKey`, or a connect string
+    `h1:2181,h2:2181[/chroot]`). With SASL the first call confirms the authentication (kazoo reports the
+    connection before its SASL exchange). Raises zk.ZooKeeperUnreachable when no server answers in `timeout`."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import AuthFailedError
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from hbase_migration.clusters import zk
+
+    hosts = target if isinstance(target, str) else target.zk_hosts
+    if not hosts or not hosts.strip():
+        raise ValueError(f"ZooKeeper hosts must be 'host:port[,host:port][/chroot]', got {hosts!r}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    security = security_of(target)
+    errors: list[BaseException] = []
+    options: dict[str, Any] = {}
+    if security is not None and security.zookeeper_sasl:
+        from hbase_migration.clusters import sasl
+
+        login = _login(target)
+        login.credentials()  # a keytab problem is named now, not as a ZooKeeper time-out
+        options["sasl_options"] = {"mechanism": sasl.zookeeper_mechanism().name, "login": login,
+                                   "principal_pattern": security.zookeeper_principal, "errors": errors}
+    client = KazooClient(hosts=hosts, timeout=max(timeout, 1.0), **options)
+    try:
+        client.start(timeout=timeout)
+    except KazooTimeoutError:
+        client.stop()
+        client.close()
+        if errors:
+            raise _zk_auth_failure(target, security, errors) from None
+        raise zk.ZooKeeperUnreachable(
+            f"ZooKeeper quorum {hosts} did not answer within {timeout:g}s: check the quorum hosts, "
+            "the client port and that ZooKeeper is running") from None
+    if options:
+        try:
+            client.exists("/")
+        except AuthFailedError:
+            pass
+        if errors or client.client_state == "AUTH_FAILED":
+            client.stop()
+            client.close()
+            raise _zk_auth_failure(target, security, errors)
+    return client
+
+
+def _zk_auth_failure(target: Any, security: Security, errors: list[BaseException]) -> Exception:
+    from hbase_migration.clusters.kerberos import KerberosError
+
+    if errors and isinstance(errors[-1], auth_errors()):
+        return errors[-1]
+    detail = f"{type(errors[-1]).__name__}: {errors[-1]}" if errors else "the server closed the connection"
+    return KerberosError(
+        f"ZooKeeper {target.zk_hosts} refused SASL GSSAPI as {security.principal} for "
+        f"{security.zookeeper_principal} ({detail}). Fix: zookeeper_principal must be the servers' principal "
+        "(zoo.cfg's JAAS Server section), and the servers need authProvider.1=org.apache.zookeeper.server.auth."
+        "SASLAuthenticationProvider")
+
+
+# --------------------------------------------------------------------------------------------------
+# Thrift
+
+
+def _split(gateway: str) -> tuple[str, int]:
+    host, _, port = gateway.rpartition(":")
+    return host, int(port)
+
+
+def secured_thrift(cluster: Any) -> bool:
+    security = security_of(cluster)
+    return security is not None and (security.thrift_sasl or security.thrift_http)
+
+
+def _thrift_base(cluster: "Cluster", gateway: str, timeout_s: float) -> Any:
+    """The transport a secured gateway needs under the buffered transport: SASL over a socket, or HTTP."""
+    from thriftpy2.transport import TSocket
+
+    from hbase_migration.clusters.thrift_transports import THttpTransport, TSaslClientTransport
+
+    security = cluster.security
+    host, port = _split(gateway)
+    if security.thrift_http:
+        url = f"{'https' if security.thrift_ssl else 'http'}://{host}:{port}/"
+        return THttpTransport(url, lambda: _session(cluster), timeout_s, f"Thrift gateway {url}")
+    from hbase_migration.clusters.sasl import GssapiSaslClient
+
+    login = _login(cluster)
+    target = server_principal(security.thrift_service_principal, host)
+    endpoint = f"Thrift gateway {gateway} of {cluster.name}"
+    ms = int(timeout_s * 1000)
+    socket = TSocket(host, port, socket_timeout=ms, connect_timeout=ms)
+    return TSaslClientTransport(socket, lambda: GssapiSaslClient(login, target, (security.thrift_qop,), endpoint),
+                                endpoint)
+
+
+_secured_happybase: Any = None
+
+
+def thrift1(cluster: "Cluster | None", gateway: str, timeout_s: float) -> Any:
+    """A happybase Connection (not yet opened) to one Thrift1 gateway of `cluster` (None: a plain gateway with
+    happybase's defaults)."""
+    global _secured_happybase
+    import happybase
+
+    host, port = _split(gateway)
+    ms = int(timeout_s * 1000)
+    if not secured_thrift(cluster):
+        return happybase.Connection(host=host, port=port, timeout=ms, autoconnect=False,
+                                    transport=getattr(cluster, "thrift_transport", "buffered"),
+                                    protocol=getattr(cluster, "thrift_protocol", "binary"))
+    if _secured_happybase is None:
+        from happybase.connection import Hbase, TClient
+        from thriftpy2.transport import TCyBufferedTransport
+
+        class SecuredConnection(happybase.Connection):
+            """happybase over a SASL or HTTP transport: happybase builds its transport in
+            `_refresh_thrift_client` (also on every re-open), so that is where it is replaced."""
+
+            def __init__(self, base: Any, **kwargs: Any):
+                self._base = base
+                super().__init__(**kwargs)
+
+            def _refresh_thrift_client(self) -> None:
+                self.transport = TCyBufferedTransport(self._base())
+                self.client = TClient(Hbase, self._protocol_class(self.transport, decode_response=False))
+
+        _secured_happybase = SecuredConnection
+    return _secured_happybase(lambda: _thrift_base(cluster, gateway, timeout_s), host=host, port=port, timeout=ms,
+                              transport="buffered", protocol=cluster.thrift_protocol, autoconnect=False)
+
+
+def _thrift_factories(cluster: Any) -> tuple[Any, Any]:
+    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
+    from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
+
+    framed = cluster.thrift_transport == "framed" and not secured_thrift(cluster)  # SASL/HTTP frame themselves
+    transport = TFramedTransportFactory() if framed else TBufferedTransportFactory()
+    protocol = TCompactProtocolFactory() if cluster.thrift_protocol == "compact" else TBinaryProtocolFactory()
+    return transport, protocol
+
+
+def thrift2(cluster: "Cluster", gateway: str, timeout_s: float, service: Any) -> Any:
+    """An open thriftpy2 client of `service` (THBaseService) on one Thrift2 gateway of `cluster`."""
+    from thriftpy2.rpc import make_client
+
+    host, port = _split(gateway)
+    transport, protocol = _thrift_factories(cluster)
+    ms = int(timeout_s * 1000)
+    if not secured_thrift(cluster):
+        return make_client(service, host, port, timeout=ms, trans_factory=transport, proto_factory=protocol)
+    from thriftpy2.thrift import TClient
+
+    trans = transport.get_transport(_thrift_base(cluster, gateway, timeout_s))
+    trans.open()
+    return TClient(service, protocol.get_protocol(trans))
+
+
+def thrift_handshake(cluster: "Cluster", gateway: str, timeout_s: float) -> Any:
+    """Open and close a SASL connection to a binary gateway (preflight): the SASL client, which says the QOP the
+    gateway offered and the one agreed. Raises as opening a session would."""
+    base = _thrift_base(cluster, gateway, timeout_s)
+    base.open()
+    try:
+        return base.sasl
+    finally:
+        base.close()
+
+
+def thrift_call_probe(cluster: "Cluster", gateway: str, kind: str) -> None:
+    """One cheap call on a gateway (preflight of HTTP mode, where authentication happens per request)."""
+    if kind == "thrift2":
+        from hbase_migration.data.datapath.thrift2 import hbase2
+
+        client = thrift2(cluster, gateway, cluster.timeout_s, hbase2().THBaseService)
+        try:
+            client.getThriftServerType()
+        finally:
+            client.close()
+        return
+    connection = thrift1(cluster, gateway, cluster.timeout_s)
+    connection.open()
+    try:
+        connection.client.getTableNames()
+    finally:
+        connection.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# HTTP (/jmx, /conf, WebHDFS, Thrift's HTTP mode)
+
+_local = threading.local()
+
+
+def _session(cluster: "Cluster") -> Any:
+    import requests
+
+    from hbase_migration.clusters.spnego import SpnegoAuth
+
+    security = cluster.security
+    verify = security.ssl_ca if (security.ssl_verify and security.ssl_ca) else security.ssl_verify
+
+    class ClusterSession(requests.Session):
+        """`verify` passed with every request: a Session's own `verify` loses to REQUESTS_CA_BUNDLE and
+        CURL_CA_BUNDLE in the environment (requests merges those first), which would drop the cluster's CA."""
+
+        def request(self, method: str, url: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("verify", verify)
+            return super().request(method, url, **kwargs)
+
+    session = ClusterSession()
+    if security.http_spnego:
+        session.auth = SpnegoAuth(_login(cluster), security.spnego_principal)
+    return session
+
+
+def http(cluster: Any) -> Any:
+    """What HTTP requests to `cluster` go through: `requests` itself for an open cluster (or None), else a
+    requests.Session (one per thread and cluster) with SPNEGO and the cluster's TLS settings."""
+    import requests
+
+    security = security_of(cluster)
+    if security is None or not (security.http_spnego or security.ssl_ca or not security.ssl_verify):
+        return requests
+    sessions = getattr(_local, "sessions", None)
+    if sessions is None:
+        sessions = _local.sessions = {}
+    key = (cluster.name, security)
+    if key not in sessions:
+        sessions[key] = _session(cluster)
+    return sessions[key]
+
+
+# --------------------------------------------------------------------------------------------------
+# The HBase shell
+
+
+def shell(cluster: "Cluster", statements: Sequence[str], timeout_s: float | None = None) -> "ShellOutput":
+    """`statements` through the cluster's `shell_command` (replication.shell.run_shell), with a Kerberos ticket
+    of the toolkit's own when the cluster is Kerberized."""
+    from hbase_migration.replication.shell import run_shell
+
+    timeout = cluster.shell_timeout_s if timeout_s is None else timeout_s
+    security = security_of(cluster)
+    if security is None or not security.kerberos:
+        return run_shell(statements, cluster.shell_command, timeout)
+    from hbase_migration.clusters import kerberos
+
+    with kerberos.shell_cache(security, cluster.name).kept_fresh() as env:
+        return run_shell(statements, cluster.shell_command, timeout, env=env)

@@ -1,0 +1,138 @@
+"""A running HBase server's configuration through its `/conf` servlet, and what replication cannot carry.
+
+`GET http://<server>:<info port>/conf?format=json` answers `{"properties": [{"key", "value", "isFinal",
+"resource"}]}` (Hadoop's ConfServlet; `/conf` alone is the XML form, read here too). Every live region server is
+asked (info ports from their `rs/` znodes, as for `/jmx`): replication runs in the region servers, and one with
+another hbase-site.xml behaves differently.
+
+Bulk-loaded HFiles are not in the WAL: they replicate only when the source's region servers run with
+`hbase.replication.bulkload.enabled=true` and a `hbase.replication.cluster.id` (HBASE-13153; the sink also needs
+the source's file system configuration, `hbase.replication.conf.dir`). Without them every bulk load into a
+migrated table after T0 is lost on the target. `bulkload_findings` is the pure decision.
+"""
+from __future__ import annotations
+
+import logging
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from hbase_migration.clusters.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+BULKLOAD_ENABLED = "hbase.replication.bulkload.enabled"
+REPLICATION_CLUSTER_ID = "hbase.replication.cluster.id"
+
+
+class ConfUnreadable(ConnectionError):
+    """A server's /conf could not be read or parsed; the message names the server and why."""
+
+
+def parse_conf_json(payload: Any) -> dict[str, str]:
+    """`Configuration.dumpConfiguration` JSON -> {key: value}."""
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("properties"), list):
+        raise ValueError(f"not a /conf JSON document (no properties list): {str(payload)[:200]!r}")
+    out = {}
+    for prop in payload["properties"]:
+        if isinstance(prop, Mapping) and isinstance(prop.get("key"), str):
+            out[prop["key"]] = "" if prop.get("value") is None else str(prop["value"])
+    return out
+
+
+def parse_conf_xml(text: str | bytes) -> dict[str, str]:
+    """`Configuration.writeXml` -> {name: value}."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise ValueError(f"not a /conf XML document: {e}") from None
+    if root.tag != "configuration":
+        raise ValueError(f"not a /conf XML document (root <{root.tag}>)")
+    return {p.findtext("name"): p.findtext("value") or "" for p in root.iter("property") if p.findtext("name")}
+
+
+def fetch_conf(host: str, port: int, timeout_s: float = 10.0, session: Any = None) -> dict[str, str]:
+    """One server's configuration (JSON form; the XML form when JSON is not understood)."""
+    import requests
+
+    if session is None:
+        from hbase_migration.clusters import channels
+
+        session = channels.http(None)
+    http = session
+    url = f"http://{host}:{port}/conf"
+    try:
+        response = http.get(url, params={"format": "json"}, timeout=timeout_s)
+        if response.status_code == 200:
+            try:
+                return parse_conf_json(response.json())
+            except ValueError:
+                pass
+        response = http.get(url, timeout=timeout_s)
+        if response.status_code != 200:
+            raise ConfUnreadable(f"{host}:{port}: GET {url} answered HTTP {response.status_code}: "
+                                 f"{response.text[:200]}")
+        return parse_conf_xml(response.content)
+    except (requests.ConnectionError, requests.Timeout) as e:
+        raise ConfUnreadable(f"{host}:{port}: GET {url} failed: {type(e).__name__}: {e}") from None
+    except ValueError as e:
+        raise ConfUnreadable(f"{host}:{port}: {url}: {e}") from None
+
+
+@dataclass(frozen=True)
+class ServerConf:
+    """One live region server's configuration, or why it could not be read."""
+
+    servername: str
+    properties: Mapping[str, str] | None = None
+    error: str | None = None
+
+
+def read_region_server_confs(cluster: "Cluster", zk_client: Any, max_workers: int = 8) -> tuple[ServerConf, ...]:
+    """`/conf` of every live region server of `cluster`."""
+    from hbase_migration.clusters import channels, zk
+
+    servers = zk.live_region_servers(zk_client, cluster.znode_parent)
+
+    def read(server: Any) -> ServerConf:
+        port = cluster.info_port or server.info_port
+        if port is None:
+            return ServerConf(server.servername, error="info port unknown (no RegionServerInfo in its rs/ znode "
+                                                       "and no info_port on the connection)")
+        try:
+            return ServerConf(server.servername, fetch_conf(server.host, port, cluster.timeout_s,
+                                                                 session=channels.http(cluster)))
+        except ConfUnreadable as e:
+            log.warning("/conf of %s: %s", server.servername, e)
+            return ServerConf(server.servername, error=str(e))
+
+    if not servers:
+        return ()
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(servers))), thread_name_prefix="conf") as pool:
+        return tuple(pool.map(read, servers))
+
+
+def bulkload_findings(confs: Sequence[ServerConf]) -> tuple[bool | None, str]:
+    """(True: bulk loads replicate from every server; False: not from some, named; None: unknown), reason."""
+    if not confs:
+        return None, "no live region server to read /conf from"
+    unread = [c for c in confs if c.properties is None]
+    problems = []
+    for conf in confs:
+        if conf.properties is None:
+            continue
+        enabled = conf.properties.get(BULKLOAD_ENABLED, "false").strip().lower() == "true"
+        cluster_id = conf.properties.get(REPLICATION_CLUSTER_ID, "").strip()
+        if not enabled:
+            problems.append(f"{conf.servername}: {BULKLOAD_ENABLED}="
+                            f"{conf.properties.get(BULKLOAD_ENABLED, 'false (unset)')}")
+        elif not cluster_id:
+            problems.append(f"{conf.servername}: {BULKLOAD_ENABLED}=true but {REPLICATION_CLUSTER_ID} is unset")
+    if problems:
+        return False, "; ".join(problems)
+    if unread:
+        return None, "; ".join(f"{c.servername}: {c.error}" for c in unread)
+    ids = sorted({c.properties[REPLICATION_CLUSTER_ID].strip() for c in confs})
+    return True, f"{BULKLOAD_ENABLED}=true, {REPLICATION_CLUSTER_ID}={','.join(ids)} on all {len(confs)} server(s)"

@@ -1,0 +1,312 @@
+"""Command-line arguments of the copy and verify (the Spark jobs and the CLI share them), and the argv the
+Airflow layer renders for a `SparkSubmitOperator`'s `application_args`. No Spark and no Airflow here.
+
+A cluster is given as one argument, in any of these forms:
+- the cluster's wire form, `Cluster.to_dict()` as JSON (what the Airflow operators pass);
+- Airflow connection JSON, as `AIRFLOW_CONN_*` or minihbase's `endpoints[...]["connection"]` hold it:
+  `{"conn_type": "hbase", "host": "...", "port": 9090, "extra": {"zookeeper_quorum": "...", ...}}`;
+- an Airflow connection URI: `hbase://thrift-host:9090?zookeeper_quorum=zk1,zk2&znode_parent=/hbase`;
+- an Airflow connection id (`hbase_source`), resolved as the CLI resolves it.
+Connection fields are decoded by `Cluster.from_connection`, the one place that reads a connection's extras.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any, Mapping, NoReturn, Sequence
+
+from hbase_migration.clusters.cluster import Cluster, ClusterConfigError
+from hbase_migration.data.copy import CopyOptions
+from hbase_migration.data.scope import CopyConfigError, timestamp_ms, to_bytes_binary
+from hbase_migration.data.verify import VerifyOptions
+
+
+class UsageError(ValueError):
+    """A job argument is wrong; the job exits 2 and changes nothing."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are a `UsageError` (one line naming the argument, exit 2 from the caller) rather
+    than a usage text and an exit from inside the parser."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} — see `{self.prog} --help`")
+
+
+FORMS = "a connection id, Airflow connection JSON or URI, or the cluster's JSON"
+
+
+def cluster_from_text(name: str, text: str) -> Cluster:
+    """A `Cluster` from one of the forms in the module docstring; errors name the argument."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"--{name}: a cluster description is required — give {FORMS}")
+    text = text.strip()
+    try:
+        if text.startswith(("{", "[")):
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise UsageError(f"--{name}: expected a JSON object — give {FORMS}")
+            if "thrift_host" in data:
+                return Cluster.from_dict({"name": name, **data})
+            return _from_connection(name, data)
+        if "://" in text:
+            from hbase_migration.clusters.connections import parse_connection
+
+            return _from_connection(name, parse_connection(text))
+        from hbase_migration.clusters.connections import ConnectionNotFound, resolve_cluster
+        from hbase_migration.migration.runspec import CONN_ID
+
+        if not CONN_ID.match(text):
+            raise UsageError(f"--{name}: {text!r} is not an Airflow connection id (letters, digits, '_', '-', '.'), "
+                             f"nor connection JSON or a URI — give {FORMS}")
+        try:
+            return resolve_cluster(text)
+        except ConnectionNotFound as e:
+            raise UsageError(f"--{name}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--{name}: not valid JSON ({e.msg} at column {e.colno}) — give {FORMS}") from None
+    except (ClusterConfigError, TypeError) as e:
+        fix = "" if " — " in str(e) else f" — fix the cluster description given to --{name}"
+        raise UsageError(f"--{name}: {e}{fix}") from None
+
+
+def _from_connection(name: str, data: Mapping[str, Any]) -> Cluster:
+    from hbase_migration.clusters.connections import parse_extra
+
+    extra = parse_extra(data.get("extra"), "the connection's extra")
+    return Cluster.from_connection(data.get("conn_id") or name, data.get("host"), data.get("port"), extra)
+
+
+def _finite(text: str) -> float:
+    """A float argument that is a real number: argparse's `float` takes 'nan' and turns '1e400' into inf,
+    which the checks after it would report as 'got inf', not as what was typed."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number (a float holds up to 1.8e308)")
+    return value
+
+
+def _instant(text: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 date-time with its offset (as the trigger form takes them)."""
+    try:
+        return timestamp_ms(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (e.g. 1714521600000 or 2024-05-01T00:00:00Z)") from None
+
+
+def _add_scope(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", required=True, help="source cluster (connection JSON/URI, Cluster JSON or conn id)")
+    p.add_argument("--target", required=True, help="target cluster (same forms as --source)")
+    p.add_argument("--table", required=True, help="source table (ns:name for a namespace)")
+    p.add_argument("--target-table", help="target table (default: the source table's name)")
+    p.add_argument("--start-row", help="first row (inclusive), \\xNN escapes as CopyTable's --startrow")
+    p.add_argument("--stop-row", help="last row (exclusive), \\xNN escapes")
+    p.add_argument("--start-time-ms", type=_instant,
+                   help="copy cells with timestamp >= this (ms, inclusive; or ISO 8601 with an offset)")
+    p.add_argument("--end-time-ms", type=_instant,
+                   help="only cells with timestamp < this (ms, exclusive; or ISO 8601 with an offset); none: all")
+    p.add_argument("--families", nargs="+", help="families, CopyTable style: cf1 src:dst (or cf1,src:dst)")
+    p.add_argument("--versions", default="all",
+                   help="versions per column: 'all' (default: every version each family keeps) or N, the newest N "
+                        "(CopyTable's --versions; its default of 1 loses the older versions)")
+    p.add_argument("--rows-per-partition", type=int,
+                   help="sample regions (key-only scan) and split those with more rows than this")
+    p.add_argument("--options-json", help="further library options as a JSON object (see CopyOptions/VerifyOptions)")
+    p.add_argument("--master", help="Spark master when run with python (spark-submit sets it otherwise)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+    p.add_argument("--summary-file", help="also write the final JSON summary to this file")
+    p.add_argument("--log-level", default="INFO", help="Python log level of the driver and tasks")
+
+
+def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog=prog or "copy_table.py",
+        description="Copy an HBase table between clusters over Thrift, keeping every cell's timestamp "
+                    "(a PySpark CopyTable). Prints one JSON summary line; exit 0 when every partition was "
+                    "copied, 1 when one failed, 2 on a usage error.",
+    )
+    _add_scope(p)
+    p.add_argument("--copy-id", help="name of this copy in the savepoint/ledger (default: from clusters+tables)")
+    p.add_argument("--savepoint", help="JSON file recording finished partitions (resume skips them)")
+    p.add_argument("--ledger-url", help="record finished partitions in the run ledger at this SQLAlchemy URL")
+    p.add_argument("--writers", type=int, help="target connections per task")
+    p.add_argument("--pipeline", type=int, help="write calls in flight per connection (mutateRowsTs or putMultiple)")
+    p.add_argument("--scan-batch-rows", type=int, help="rows per scanner call")
+    p.add_argument("--rows-per-s", type=_finite, help="per-task throttle on rows read from the source")
+    p.add_argument("--bytes-per-s", type=_finite, help="per-task throttle on bytes read from the source")
+    p.add_argument("--max-load", help="load throttle: slow down when a source region server reaches any of these "
+                                      "/jmx figures, 'metric=threshold,...' (e.g. numCallsInGeneralQueue=10,"
+                                      "write_p99_ms=100; see hbase_migration/data/throttle.py)")
+    p.add_argument("--critical-load", help="load throttle: pause while a source region server is past any of these")
+    p.add_argument("--max-pause-s", type=_finite, help="load throttle: paused this long, the copy gives up "
+                                                     "(default 600; finished partitions stay recorded)")
+    p.add_argument("--load-sample-s", type=_finite, help="load throttle: seconds between two samples (default 5)")
+    p.add_argument("--no-hold-switches", action="store_true",
+                   help="leave the source's split/merge and normalizer switches as they are (the CLI copy turns "
+                        "them off while it runs and restores them; see hbase_migration/data/switches.py)")
+    return p
+
+
+def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog=prog or "verify_table.py",
+        description="Compare a table on two clusters: row counts, or every version of every cell of both "
+                    "sides merge-joined by row key, a re-compare, optionally a repair. Without --end-time-ms "
+                    "every cell is compared, future timestamps included. Prints one JSON result line; exit 0 "
+                    "when identical, 1 when differences were found (or a partition failed), 2 on a usage error.",
+    )
+    _add_scope(p)
+    p.add_argument("--level", choices=("rows", "content"), default="content",
+                   help="rows: row counts only (key-only scans); content: every cell (default)")
+    p.add_argument("--recompare-sleep-s", type=_finite, default=0.0,
+                   help="pause before differing rows are compared again (edits in flight)")
+    p.add_argument("--sample-limit", type=int, default=20, help="differing row keys listed per kind")
+    p.add_argument("--repair", action="store_true",
+                   help="write source cells (with their timestamps) to the target and delete target-only cells")
+    return p
+
+
+def _scope_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if ns.options_json:
+        try:
+            extra = json.loads(ns.options_json)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--options-json: not valid JSON: {e}") from None
+        if not isinstance(extra, dict):
+            raise UsageError("--options-json: expected a JSON object")
+    kwargs: dict[str, Any] = dict(extra)
+    kwargs.update(
+        table=ns.table,
+        target_table=ns.target_table,
+        start_row=to_bytes_binary(ns.start_row) if ns.start_row else b"",
+        stop_row=to_bytes_binary(ns.stop_row) if ns.stop_row else b"",
+        start_time_ms=ns.start_time_ms,
+        end_time_ms=ns.end_time_ms,
+        families=",".join(ns.families) if ns.families else (),
+        versions=ns.versions,
+    )
+    if ns.rows_per_partition is not None:
+        kwargs["rows_per_partition"] = ns.rows_per_partition
+    return kwargs
+
+
+def copy_options(ns: argparse.Namespace) -> CopyOptions:
+    kwargs = _scope_kwargs(ns)
+    for name in ("writers", "pipeline", "scan_batch_rows", "rows_per_s", "bytes_per_s"):
+        value = getattr(ns, name)
+        if value is not None:
+            kwargs[name] = value
+    try:
+        return CopyOptions.from_dict(kwargs)
+    except CopyConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def load_limits(ns: argparse.Namespace) -> Any:
+    """The copy's load throttle from --max-load/--critical-load/--max-pause-s/--load-sample-s (None: off)."""
+    from hbase_migration.data.throttle import LoadLimits
+
+    try:
+        return LoadLimits.from_options(ns.max_load, ns.critical_load, ns.max_pause_s, ns.load_sample_s)
+    except ValueError as e:
+        raise UsageError(f"--max-load/--critical-load: {e}") from None
+
+
+def verify_options(ns: argparse.Namespace) -> VerifyOptions:
+    """VerifyOptions from the arguments. Without --end-time-ms every cell is compared, timestamps in the future
+    included (a cutoff at the job's start would never compare them); edits in flight then differ at first and
+    the re-compare (--recompare-sleep-s) sees them again."""
+    kwargs = _scope_kwargs(ns)
+    kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
+                  repair=ns.repair)
+    try:
+        return VerifyOptions.from_dict(kwargs)
+    except CopyConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def spark_conf(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf: expected KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# argv builders for the Airflow layer (SparkSubmitOperator application_args)
+
+
+def _scope_argv(source: str, target: str, table: str, target_table: str | None, start_time_ms: int | None,
+                end_time_ms: int | None, families: Sequence[str] | str | None, versions: int | None,
+                rows_per_partition: int | None, options: Mapping[str, Any] | None) -> list[str]:
+    argv = ["--source", source, "--target", target, "--table", table]
+    if target_table:
+        argv += ["--target-table", target_table]
+    if start_time_ms is not None:
+        argv += ["--start-time-ms", str(start_time_ms)]
+    if end_time_ms is not None:
+        argv += ["--end-time-ms", str(end_time_ms)]
+    if families:
+        argv += ["--families", families if isinstance(families, str) else ",".join(families)]
+    if versions is not None:
+        argv += ["--versions", str(versions)]
+    if rows_per_partition:
+        argv += ["--rows-per-partition", str(rows_per_partition)]
+    if options:
+        argv += ["--options-json", json.dumps(dict(options), sort_keys=True)]
+    return argv
+
+
+def copy_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
+                  start_time_ms: int | None = None, end_time_ms: int | None = None,
+                  families: Sequence[str] | str | None = None, versions: int | None = None,
+                  rows_per_partition: int | None = None, rows_per_s: float | None = None,
+                  copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
+                  options: Mapping[str, Any] | None = None, summary_file: str | None = None,
+                  max_load: str | None = None, critical_load: str | None = None,
+                  max_pause_s: float | None = None, load_sample_s: float | None = None) -> list[str]:
+    """`application_args` for jobs/copy_table.py."""
+    argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions,
+                       rows_per_partition, options)
+    if rows_per_s:
+        argv += ["--rows-per-s", str(rows_per_s)]
+    if max_load or critical_load:
+        for flag, value in (("--max-load", max_load), ("--critical-load", critical_load),
+                            ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
+            if value:
+                argv += [flag, str(value)]
+    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url),
+                        ("--summary-file", summary_file)):
+        if value:
+            argv += [flag, value]
+    return argv
+
+
+def verify_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
+                    start_time_ms: int | None = None, end_time_ms: int | None = None,
+                    families: Sequence[str] | str | None = None,
+                    versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
+                    repair: bool = False, sample_limit: int | None = None,
+                    options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
+    """`application_args` for jobs/verify_table.py."""
+    argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
+                       options)
+    if level != "content":
+        argv += ["--level", level]
+    if recompare_sleep_s:
+        argv += ["--recompare-sleep-s", str(recompare_sleep_s)]
+    if sample_limit:
+        argv += ["--sample-limit", str(sample_limit)]
+    if repair:
+        argv += ["--repair"]
+    if summary_file:
+        argv += ["--summary-file", summary_file]
+    return argv

@@ -1,0 +1,543 @@
+"""The run spec: every run parameter of the toolkit's DAGs, defined once, validated once.
+
+Each `Field` holds a parameter's name, type, default, bounds and the words the trigger form shows. From this one
+table come the DAGs' trigger forms (`form_schema`, wrapped into Airflow `Param`s by the Airflow layer), the plan
+files' fields (`plan_key`: `[quota] mark` is `quota_mark`), and `RunSpec.validate`, which every entry point calls
+(the DAG's `open_run`, plan loading, the CLI) and whose output the tasks use as is. Adding a parameter is one
+`Field` here, one attribute of `RunSpec`, and the code that uses it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Callable, Mapping
+
+from hbase_migration.data.scope import timestamp_ms
+from hbase_migration.data.throttle import (
+    DEFAULT_CRITICAL_LOAD,
+    DEFAULT_MAX_LOAD,
+    DEFAULT_MAX_PAUSE_S,
+    LoadLimits,
+    limits_text,
+    parse_limits,
+)
+from hbase_migration.migration.quota import DEFAULT_QUOTA_MARK, POLICIES
+from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
+
+CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
+
+MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
+
+
+class InvalidRunInput(ValueError):
+    """A run parameter is invalid; `field` names it (the form's name, or the plan file's `section.key`)."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.reason = message
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Value checks: each returns the canonical value or raises ValueError saying what is wanted.
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise ValueError(f"must be an integer, got {value!r}")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number, got {value!r}") from None
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _conn_id(value: Any) -> str:
+    text = _string(value)
+    if not CONN_ID.match(text):
+        raise ValueError(f"{text!r} is not an Airflow connection id (letters, digits, '_', '-', '.')")
+    return text
+
+
+def _name_list(value: Any, what: str, each: Callable[[str], str]) -> tuple[str, ...]:
+    """A list of names (or one comma-separated string): each checked by `each`, blanks and repeats dropped."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of {what}s, got {value!r}")
+    names = tuple(dict.fromkeys(each(v.strip()) for v in value if v.strip()))
+    if not names:
+        raise ValueError(f"at least one {what} is required")
+    return names
+
+
+def _tables(value: Any) -> tuple[str, ...]:
+    return _name_list(value, "table", normalize_table)
+
+
+def _table_subset(value: Any) -> tuple[str, ...] | None:
+    """Tables, or None for an empty list (every table of the run)."""
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, str) and v.strip() for v in value):
+        return None
+    return _tables(value)
+
+
+def _conn_ids(value: Any) -> tuple[str, ...]:
+    return _name_list(value, "connection id", _conn_id)
+
+
+def _peer_id(value: Any) -> str:
+    return validate_peer_id(value.strip() if isinstance(value, str) else value)
+
+
+def _run_id(value: Any) -> str:
+    text = _string(value)
+    if len(text) > 250:
+        raise ValueError(f"must be an Airflow run id (at most 250 characters), got {text[:60]!r}...")
+    return text
+
+
+def _load_limits(value: Any) -> str | None:
+    """gh-ost style `metric=threshold,...` (see hbase_migration.data.throttle), canonical; empty: no limit."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    limits = parse_limits(value, "limit")
+    return limits_text(limits) or None
+
+
+def _versions(value: Any) -> int | None:
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return None
+    try:
+        n = _integer(value)
+    except ValueError:
+        raise ValueError(f"must be 'all' or a number of versions >= 1, got {value!r}") from None
+    if n < 1:
+        raise ValueError(f"must be 'all' or a number of versions >= 1, got {value!r}")
+    return n
+
+
+def parse_codec_map(value: Any) -> dict[str, str]:
+    """`SNAPPY=ZSTD,LZO=GZ` (or a mapping) -> {"SNAPPY": "ZSTD", "LZO": "GZ"}: each side one of HBase's codecs."""
+    from hbase_migration.migration.schema import CODECS
+
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    elif isinstance(value, str):
+        pairs = []
+        for item in (i.strip() for i in value.split(",")):
+            if not item:
+                continue
+            source, sep, target = item.partition("=")
+            if not sep:
+                raise ValueError(f"{item!r} is not SOURCE=TARGET (e.g. SNAPPY=ZSTD)")
+            pairs.append((source, target))
+    else:
+        raise ValueError(f"must be SOURCE=TARGET pairs such as SNAPPY=ZSTD,LZO=GZ, got {value!r}")
+    out: dict[str, str] = {}
+    for source, target in pairs:
+        source, target = str(source).strip().upper(), str(target).strip().upper()
+        for codec in (source, target):
+            if codec not in CODECS:
+                raise ValueError(f"{codec!r} is not an HBase compression codec ({', '.join(CODECS)})")
+        if source in out:
+            raise ValueError(f"{source} is mapped twice")
+        out[source] = target
+    return out
+
+
+def _codec_map(value: Any) -> str | None:
+    """The canonical text of a codec map (sorted pairs); empty: None."""
+    codecs = parse_codec_map(value)
+    return ",".join(f"{k}={v}" for k, v in sorted(codecs.items())) or None
+
+
+_CLASS = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$")
+
+
+def _class_names(value: Any) -> tuple[str, ...]:
+    """Java class names (a list, or one comma-separated string); empty: none."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of Java class names, got {value!r}")
+    names = tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
+    bad = [n for n in names if not _CLASS.match(n)]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not a Java class name (e.g. org.example.hbase.AuditObserver)")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The fields
+
+
+def at_least(low: int, what: str) -> dict[str, Any]:
+    """A lower bound, for the form (JSON schema) and for validation alike."""
+    return {"bounds": {"minimum": low}, "check": lambda v: v >= low, "wanted": f"{what} >= {low}"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One run parameter.
+
+    `kind` is its JSON schema type on the form; `parse` turns any accepted input into the canonical value;
+    `plan_key` is its `section.key` in a plan file ("" when plans cannot set it); `dags` says which DAGs show
+    it; `bounds` are extra JSON-schema keywords (minimum, enum, pattern...) mirrored by `parse`.
+    """
+
+    name: str
+    kind: str | list[str]
+    default: Any
+    title: str
+    description: str
+    parse: Callable[[Any], Any]
+    plan_key: str = ""
+    dags: frozenset[str] = frozenset({MIGRATION})
+    nullable: bool = False
+    bounds: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[Any], bool] | None = None
+    wanted: str = ""
+
+    def value(self, raw: Any) -> Any:
+        """The canonical value of `raw`, or InvalidRunInput naming this field."""
+        if raw is None or (isinstance(raw, str) and not raw.strip() and self.nullable):
+            if self.nullable:
+                return None
+            raise InvalidRunInput(self.name, "is required")
+        try:
+            value = self.parse(raw)
+        except ValueError as e:
+            raise InvalidRunInput(self.name, str(e)) from None
+        if self.check is not None and not self.check(value):
+            raise InvalidRunInput(self.name, f"must be {self.wanted}, got {raw!r}")
+        return value
+
+    def schema(self, default: Any) -> dict[str, Any]:
+        """Keyword arguments of Airflow's `Param` for the trigger form."""
+        kind = self.kind if not self.nullable else ["null", *([self.kind] if isinstance(self.kind, str)
+                                                             else self.kind)]
+        return {"default": default, "type": kind, "title": self.title, "description": self.description,
+                **dict(self.bounds)}
+
+
+BOTH = frozenset({MIGRATION, BACKFILL})
+CONNS = frozenset({MIGRATION, BACKFILL, CUTOVER, ROLLBACK})
+SWITCHES = frozenset({CUTOVER, ROLLBACK})
+
+FIELDS: tuple[Field, ...] = (
+    Field("source_conn_id", "string", "hbase_source", "Source cluster",
+          "Airflow connection id of the cluster the tables are copied from", _conn_id, "migration.source_conn_id",
+          CONNS),
+    Field("target_conn_id", "string", "hbase_target", "Target cluster",
+          "Airflow connection id of the cluster the tables are copied to", _conn_id, "migration.target_conn_id",
+          CONNS),
+    Field("tables", "array", ["users"], "Tables",
+          "tables to migrate, every family of each ('ns:table' for a namespace)", _tables, "migration.tables",
+          BOTH, bounds={"items": {"type": "string", "minLength": 1}, "minItems": 1}),
+    Field("peer_id", "string", "migration1", "Replication peer id",
+          "letters, digits and '_', not 'lock' (no '-': HBase names recovered queues '<peer>-<server>')",
+          _peer_id, "migration.peer_id", bounds={"pattern": PEER_ID_PATTERN}),
+    Field("start_time_ms", ["integer", "string"], None, "Window start (ms since the epoch, inclusive)",
+          "copy and verify only cells with timestamp >= this; epoch ms or ISO 8601 (2024-01-31T00:00:00Z); "
+          "empty: from the first cell (backfill: the run's data interval)", timestamp_ms, "copy.start_time_ms",
+          BOTH, nullable=True),
+    Field("end_time_ms", ["integer", "string"], None, "Window end (ms since the epoch, exclusive)",
+          "copy and verify only cells with timestamp < this; epoch ms or ISO 8601; empty: up to the copy's "
+          "start (backfill: the run's data interval)", timestamp_ms, "copy.end_time_ms", BOTH, nullable=True),
+    Field("versions", ["integer", "string"], None, "Versions per column",
+          "empty or 'all': every version each source family keeps (its VERSIONS), so no history is lost; N: the "
+          "newest N of each column (CopyTable's --versions; its default, 1, drops the older versions). The copy "
+          "and the verification both cover these versions", _versions, "copy.versions", BOTH, nullable=True,
+          bounds={"minimum": 1, "pattern": "^all$"}),
+    Field("rows_per_s", "integer", 0, "Throttle per copy task (rows/s)",
+          "rows read from the source per second and copy task, to spare its region servers; 0: no limit",
+          _integer, "copy.rows_per_s", BOTH, **at_least(0, "an integer")),
+    Field("max_load", "string", DEFAULT_MAX_LOAD, "Load throttle: slow down past (metric=threshold,...)",
+          "while copying, the source's region servers' /jmx is sampled (sub=IPC gauges such as "
+          "numCallsInGeneralQueue, queueSize, numActiveHandler; sub=Server latencies such as Put_99th_percentile, or "
+          "write_p99_ms / read_p99_ms, in ms); when any server reaches one of these, the copy's rate is halved "
+          "(recovering step by step once under). Empty: no slow-down", _load_limits, "copy.max_load", BOTH,
+          nullable=True),
+    Field("critical_load", "string", DEFAULT_CRITICAL_LOAD, "Load throttle: pause past (metric=threshold,...)",
+          "when any source region server reaches one of these, the copy pauses until it is back under them. "
+          "Empty: never pause", _load_limits, "copy.critical_load", BOTH, nullable=True),
+    Field("max_pause_s", "number", DEFAULT_MAX_PAUSE_S, "Load throttle: longest pause (s)",
+          "paused this long, the copy task fails with the reason; finished partitions are recorded and a retry "
+          "resumes", _number, "copy.max_pause_s", BOTH, bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
+          wanted="a number of seconds > 0"),
+    Field("hold_switches", "boolean", True, "Hold splits, merges and the normalizer off while copying",
+          "the source's split/merge switch and normalizer are turned off while the copies run and restored to "
+          "exactly what they were (the state found is kept in the ledger, the copies of one source are counted, "
+          "so the last one restores it, also after a failure or a killed and retried copy)", _boolean,
+          "copy.hold_switches", BOTH),
+    Field("create_missing_tables", "boolean", True, "Create absent target tables",
+          "create a target table that does not exist with the source's families and split keys", _boolean,
+          "copy.create_missing_tables"),
+    Field("codec_map", "string", None, "Compression codecs to map (SOURCE=TARGET,...)",
+          "the target tables this run creates get the source's COMPRESSION (and compaction compression) unless "
+          "mapped here, e.g. SNAPPY=ZSTD,LZO=GZ for codecs the target's region servers cannot load (preflight "
+          "checks the target loads each codec it will use). Empty: every codec as on the source", _codec_map,
+          "tables.codec_map", nullable=True),
+    Field("target_coprocessors", "array", [], "Classes installed on the target",
+          "coprocessor (and custom SPLIT_POLICY) classes installed on the target's region servers: a source "
+          "table's coprocessor among them is carried to the target table; one not listed is refused by name "
+          "(install it on the target first, or remove it from the source table)", _class_names,
+          "tables.target_coprocessors", bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("allow_target_data", "boolean", False, "Accept target tables that already hold data",
+          "a target table that already holds rows is refused (its cells would mix with the copy's) unless this "
+          "migration's own peer already exists (a resumed or repeated run) or this is on", _boolean,
+          "tables.allow_target_data"),
+    Field("serial", "boolean", False, "Serial replication (HBase 2.1+)",
+          "the peer is created SERIAL => true: edits of a region ship in order across region moves, splits and "
+          "merges (HBASE-20046), at some cost in throughput. Needs the shell peer-admin backend", _boolean,
+          "peer.serial"),
+    Field("bandwidth", "integer", 0, "Peer bandwidth (bytes/s per region server)",
+          "the peer's BANDWIDTH: each source region server ships at most this many bytes/s to it; 0: unlimited "
+          "(replication.source.per.peer.node.bandwidth)", _integer, "peer.bandwidth", **at_least(0, "an integer")),
+    Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
+          "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
+          "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
+    Field("stable_samples", "integer", 3, "Drained: consecutive samples",
+          "drained samples in a row, on every region server, before the run moves on", _integer,
+          "catch_up.stable_samples", frozenset({MIGRATION}) | SWITCHES, **at_least(2, "an integer")),
+    Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
+          "1 on HBase 2.x (the WAL being written stays queued), 0 on 1.x", _integer, "catch_up.caught_up_queue_size",
+          frozenset({MIGRATION}) | SWITCHES, bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1),
+          wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
+    Field("idle_window_s", "number", 30.0, "Drained: idle window (s)",
+          "with writes frozen, HBase 2.x keeps the age of the last shipped edit in its gauge: a queue whose "
+          "counters stay frozen this long at its caught-up size counts as caught up whatever that stale age",
+          _number, "", SWITCHES, **at_least(0, "a number")),
+    Field("canary", "boolean", False, "Drained: canary row",
+          "after the queues drain, write a marker row (key prefix __hbase_migration_canary__/) to the first "
+          "table on the source, wait until the target reads it, then delete it on both sides", _boolean,
+          "catch_up.canary"),
+    Field("quota_policy", "string", "fail", "On oldWALs quota pressure",
+          "fail: stop the copy and leave the peer DISABLED; enable_peer: enable the peer early so the cleaner "
+          "can free shipped WALs", _string, "quota.policy", bounds={"enum": list(POLICIES)},
+          check=lambda v: v in POLICIES, wanted="'fail' or 'enable_peer'"),
+    Field("quota_mark", "number", DEFAULT_QUOTA_MARK, "oldWALs quota mark (fraction)",
+          "fraction of an oldWALs HDFS quota that counts as pressure: preflight refuses to start above it, the "
+          "copy's watchdog applies the policy when it is reached", _number, "quota.mark",
+          frozenset({MIGRATION, WATCH}), bounds={"exclusiveMinimum": 0, "maximum": 1}, check=lambda v: 0 < v <= 1,
+          wanted="a fraction in (0, 1]"),
+    Field("expected_copy_s", "integer", 3600, "Expected copy duration (s)",
+          "preflight checks that oldWALs' quota holds what a disabled peer pins for this long (x2)", _integer,
+          "quota.expected_copy_s", **at_least(1, "an integer")),
+    Field("sizing", "boolean", True, "Size the migration in preflight",
+          "per table: regions, store file bytes and a row estimate from the region servers' metrics, and a timed "
+          "copy of one region into a scratch table on the target (dropped afterwards); then the projected copy "
+          "time and the oldWALs the disabled peer pins meanwhile, against the quota and HDFS free space: preflight "
+          "refuses a run that would not fit. Off: expected_copy_s is trusted instead", _boolean, "quota.sizing"),
+    Field("copy_tasks", "integer", 4, "Sizing: partitions copied at once",
+          "how many partitions the copies run at the same time across the run (Spark executor cores given to the "
+          "copy jobs, or the CLI's --workers); the projection divides the work by this", _integer,
+          "quota.copy_tasks", **at_least(1, "an integer")),
+    Field("sample_timeout_s", "integer", 300, "Sizing: longest sample copy (s)",
+          "the sample copy of one region per table stops after this long; a table whose sample did not finish "
+          "is not projected (a warning says so)", _integer, "quota.sample_timeout_s", **at_least(1, "an integer")),
+    Field("recompare_sleep_s", "number", 5, "Verify: pause before re-comparing (s)",
+          "rows that differ are compared again after this pause (edits in flight)", _number,
+          "verify.recompare_sleep_s", BOTH | SWITCHES, **at_least(0, "a number")),
+    Field("repair", "boolean", False, "Verify: repair what differs",
+          "after the re-compare, make the rows that still differ equal on the target (source versions put with "
+          "their timestamps, target-only versions deleted; exact-version deletes need Thrift2); the verification "
+          "passes when every repaired row reads back equal. Off: verification only reads", _boolean,
+          "verify.repair", BOTH),
+    Field("verify", "boolean", True, "Verify the window after the copy", "compare both sides' cells in the window",
+          _boolean, dags=frozenset({BACKFILL})),
+    Field("dry_run", "boolean", False, "Dry run", "run the checks and log the exact peer commands; change nothing",
+          _boolean),
+    Field("migration_run_id", "string", None, "Migration run to cut over",
+          "the run id of the finished hbase_table_migration run (or plan DAG run) whose tables are cut over: its "
+          "peer, tables and verification are read from the run ledger", _run_id, dags=frozenset({CUTOVER})),
+    Field("only_tables", "array", None, "Tables to cut over (empty: all of the run's)",
+          "a subset of the run's tables; the forward peer then keeps replicating the others", _table_subset,
+          dags=frozenset({CUTOVER}), nullable=True, bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("reverse_peer_id", "string", None, "Reverse peer id (empty: <peer>_rev)",
+          "the peer created on the target, ENABLED, replicating the cut-over tables back to the source so a "
+          "rollback loses nothing", _peer_id, dags=frozenset({CUTOVER}), nullable=True,
+          bounds={"pattern": PEER_ID_PATTERN}),
+    Field("unfreeze_source", "boolean", True, "Unfreeze the source after the switch",
+          "after the approval and the forward peer's removal, make the source tables writable again so the "
+          "reverse peer can apply the target's edits (a READONLY table refuses replicated edits too: they would "
+          "wait in the target's WALs). Off: the source stays READONLY, the reverse backlog grows until you "
+          "unfreeze it (python -m hbase_migration freeze --unfreeze) or roll back", _boolean,
+          dags=frozenset({CUTOVER})),
+    Field("cutover_run_id", "string", None, "Cut-over run to roll back",
+          "the run id of the hbase_cutover run whose reverse peer brings the tables back to the source", _run_id,
+          dags=frozenset({ROLLBACK})),
+    Field("clusters", "array", ["hbase_source"], "Source clusters to watch",
+          "Airflow connection ids of the clusters whose peers and oldWALs are watched", _conn_ids,
+          dags=frozenset({WATCH}), bounds={"items": {"type": "string"}, "minItems": 1}),
+    Field("max_disabled_s", "number", 3600, "Alert: peer disabled longer than (s)",
+          "a disabled peer pins every WAL since it was disabled", _number, dags=frozenset({WATCH}),
+          **at_least(0, "a number")),
+    Field("alert_lag_ms", "integer", 300_000, "Alert: enabled peer lagging more than (ms)",
+          "worst ageOfLastShippedOp of an enabled peer before the watch fails", _integer, dags=frozenset({WATCH}),
+          **at_least(0, "an integer")),
+    Field("min_exhaustion_s", "number", 86_400, "Alert: quota projected to run out within (s)",
+          "the watch fails when oldWALs' growth would exhaust its quota sooner", _number, dags=frozenset({WATCH}),
+          **at_least(0, "a number")),
+    Field("quota_sample_gap_s", "number", 5, "Gap between two oldWALs readings (s)",
+          "the growth rate is measured between two readings this far apart", _number, dags=frozenset({WATCH}),
+          **at_least(0, "a number")),
+)
+
+BY_NAME = {f.name: f for f in FIELDS}
+BY_PLAN_KEY = {f.plan_key: f for f in FIELDS if f.plan_key}
+
+
+def fields_of(dag_kind: str) -> tuple[Field, ...]:
+    return tuple(f for f in FIELDS if dag_kind in f.dags)
+
+
+def form_schema(dag_kind: str, defaults: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each field of a DAG kind as `Param` keyword arguments, with `defaults` (a plan's values) applied."""
+    defaults = dict(defaults or {})
+    out = {}
+    for f in fields_of(dag_kind):
+        default = defaults.get(f.name, f.default)
+        if isinstance(default, tuple):
+            default = list(default)
+        out[f.name] = f.schema(default)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The validated spec
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run's validated parameters: what `open_run` hands to every task (as `to_dict()`)."""
+
+    source_conn_id: str = "hbase_source"
+    target_conn_id: str = "hbase_target"
+    tables: tuple[str, ...] = ("users",)
+    peer_id: str | None = None
+    start_time_ms: int | None = None
+    end_time_ms: int | None = None
+    versions: int | None = None
+    rows_per_s: int = 0
+    max_load: str | None = DEFAULT_MAX_LOAD
+    critical_load: str | None = DEFAULT_CRITICAL_LOAD
+    max_pause_s: float = DEFAULT_MAX_PAUSE_S
+    hold_switches: bool = True
+    create_missing_tables: bool = True
+    codec_map: str | None = None
+    target_coprocessors: tuple[str, ...] = ()
+    allow_target_data: bool = False
+    serial: bool = False
+    bandwidth: int = 0
+    max_lag_ms: int = 30_000
+    stable_samples: int = 3
+    caught_up_queue_size: int = 1
+    idle_window_s: float = 30.0
+    canary: bool = False
+    quota_policy: str = "fail"
+    quota_mark: float = DEFAULT_QUOTA_MARK
+    expected_copy_s: int = 3600
+    sizing: bool = True
+    copy_tasks: int = 4
+    sample_timeout_s: int = 300
+    recompare_sleep_s: float = 5.0
+    repair: bool = False
+    verify: bool = True
+    dry_run: bool = False
+    clusters: tuple[str, ...] = ("hbase_source",)
+    max_disabled_s: float = 3600.0
+    alert_lag_ms: int = 300_000
+    min_exhaustion_s: float = 86_400.0
+    quota_sample_gap_s: float = 5.0
+    migration_run_id: str | None = None
+    only_tables: tuple[str, ...] | None = None
+    reverse_peer_id: str | None = None
+    unfreeze_source: bool = True
+    cutover_run_id: str | None = None
+
+    @classmethod
+    def validate(cls, values: Mapping[str, Any], dag_kind: str = MIGRATION) -> "RunSpec":
+        """Check every field the DAG kind has (unknown names are refused), then the rules between fields."""
+        known = {f.name for f in fields_of(dag_kind)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidRunInput(unknown[0], f"unknown parameter (known: {', '.join(sorted(known))})")
+        parsed = {f.name: f.value(values.get(f.name, f.default)) for f in fields_of(dag_kind)}
+        return cls.from_dict(parsed).checked(dag_kind)
+
+    def checked(self, dag_kind: str = MIGRATION) -> "RunSpec":
+        """The rules between fields."""
+        if dag_kind == WATCH:
+            return self
+        if self.start_time_ms is not None and self.end_time_ms is not None \
+                and self.start_time_ms >= self.end_time_ms:
+            raise InvalidRunInput("end_time_ms", f"must be greater than start_time_ms {self.start_time_ms} (the "
+                                                 f"window [{self.start_time_ms}, {self.end_time_ms}) would be "
+                                                 "reversed or empty)")
+        if self.source_conn_id == self.target_conn_id:
+            raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
+        if dag_kind in (MIGRATION, BACKFILL) and (self.max_load or self.critical_load):
+            try:
+                LoadLimits(self.max_load or {}, self.critical_load or {}, self.max_pause_s)
+            except ValueError as e:
+                raise InvalidRunInput("critical_load", str(e)) from None
+        return self
+
+    def load_limits(self) -> LoadLimits | None:
+        """The copy's load throttle (None: neither limit set)."""
+        return LoadLimits.from_options(self.max_load, self.critical_load, self.max_pause_s)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+        """From `to_dict()` (an XCom); fields absent keep their defaults."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for name in ("tables", "clusters", "only_tables", "target_coprocessors"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tables"], d["clusters"] = list(self.tables), list(self.clusters)
+        d["only_tables"] = None if self.only_tables is None else list(self.only_tables)
+        d["target_coprocessors"] = list(self.target_coprocessors)
+        return d
+
+    def codecs(self) -> dict[str, str]:
+        """The codec map as a mapping (source codec -> target codec)."""
+        return parse_codec_map(self.codec_map or "")
+
+    def with_window(self, start_ms: int | None, end_ms: int | None) -> "RunSpec":
+        return RunSpec.from_dict({**self.to_dict(), "start_time_ms": start_ms, "end_time_ms": end_ms}).checked()
+
+    def copies(self) -> list[dict[str, Any]]:
+        """What the mapped copy and verify tasks expand over: one {table} per table."""
+        return [{"table": t} for t in self.tables]
