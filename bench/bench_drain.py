@@ -3,9 +3,9 @@
 Each trial, on minihbase dc1 -> dc2 (3 region servers each, a table in 3 regions, one per server): a writer puts
 rows on the source while the peer is DISABLED (a backlog over several WALs), the peer is enabled and the writer
 goes on while the backlog ships, then stops at a known instant, as the cut-over's freeze stops the clients. The
-sensor starts then and polls every `--poll-s` (`hbase_migration.replication.lag.poll` with the history carried from
-poll to poll, exactly what `ReplicationDrainedSensor.poke` and the deferrable trigger do; thresholds as the DAGs set
-them). The true drain is the first instant at which the target reads every edit the writer had acknowledged,
+sensor starts then and polls every `--poll-s` (`hbase_migration.replication.lag.poll` with the history carried
+from poll to poll, exactly what `ReplicationDrainedSensor.poke` and the deferrable trigger do; thresholds as the DAGs
+set them). The true drain is the first instant at which the target reads every edit the writer had acknowledged,
 seen by a checker reading the target every 20 ms. Figures per trial: the true drain after the writer stopped,
 the sensor's drained verdict after the true drain, in seconds and in polls (`(verdict - true drain) / poll
 interval`), and whether the verdict came before the true drain (it must not; at the verdict the target is also

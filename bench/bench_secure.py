@@ -70,7 +70,8 @@ def pair(workdir: Path, mode: str, stack, zookeeper) -> Iterator[tuple]:
 
 def load(src, rows: int) -> None:
     """The source table, loaded through the toolkit's own Thrift2 session (set-up, not measured)."""
-    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.clusters.idl import hbase2
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session
     from hbase_migration.data.jobargs import cluster_from_text
 
     T = hbase2()

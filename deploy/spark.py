@@ -2,10 +2,10 @@
 (`spark-class org.apache.spark.deploy.master.Master` / `...worker.Worker`), all bound to 127.0.0.1.
 
 The workers' environment has no PYTHONPATH (nothing of this repository): the executors import the toolkit only
-from what a job ships (`hbase_migration/data/executors.py: ship_package`, spark-submit `--py-files`). PYSPARK_PYTHON
-is the venv's interpreter (it has happybase, thriftpy2, tenacity). Applications get `spark-defaults.conf` from
-`client_conf_dir` (the Airflow workers export it as SPARK_CONF_DIR): executor memory, cores per application,
-the executors' Python.
+from what a job ships (`hbase_migration/data/executors.py: ship_package`, spark-submit `--py-files`).
+PYSPARK_PYTHON is the venv's interpreter (it has happybase, thriftpy2, tenacity). Applications get
+`spark-defaults.conf` from `client_conf_dir` (the Airflow workers export it as SPARK_CONF_DIR): executor memory, cores
+per application, the executors' Python.
 """
 from __future__ import annotations
 

@@ -204,7 +204,8 @@ def _peer_add_checks(args: argparse.Namespace, source: Any, target: Any) -> dict
 
 def cmd_peer(args: argparse.Namespace) -> int:
     from hbase_migration.clusters import zk
-    from hbase_migration.replication import PeerNotOurs, peer_admin
+    from hbase_migration.replication import peer_admin
+    from hbase_migration.replication.errors import PeerNotOurs
 
     if args.action != "list" and not args.peer_id:
         raise UsageError(f"peer {args.action} needs --peer-id", "e.g. --peer-id mig1")
@@ -294,7 +295,7 @@ def cmd_quota(args: argparse.Namespace) -> int:
 
 def _on_source(cluster: Any, tables: Sequence[str]) -> None:
     """Refuse tables the source does not have (as copy and verify do) before any shell statement runs."""
-    from hbase_migration.migration.preflight import existing_tables
+    from hbase_migration.migration.tables import existing_tables
 
     absent = [t for t in tables if t not in existing_tables(cluster, tables)]
     if absent:
@@ -502,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv and not argv[0].startswith("-") else None
     from hbase_migration.clusters.zk import ZnodeMissing
     from hbase_migration.data import jobargs
-    from hbase_migration.replication import PeerAdminError
+    from hbase_migration.replication.errors import PeerAdminError
 
     usage = (UsageError, jobargs.UsageError, ClusterConfigError, ConnectionNotFound, InvalidPeerConfig,
              InvalidRunInput, ZnodeMissing)  # ZnodeMissing: a znode HBase always has is absent (a wrong parent)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
     from hbase_migration.clusters.cluster import Cluster, ClusterKey
-    from hbase_migration.replication.shell import ShellOutput
+    from hbase_migration.clusters.shell import ShellOutput
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +49,17 @@ def auth_errors() -> tuple[type[BaseException], ...]:
 # ZooKeeper
 
 
+class ZooKeeperUnreachable(ConnectionError):
+    """No ZooKeeper server of the quorum answered within the timeout."""
+
+
 def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "KazooClient":
     """A started KazooClient for a cluster's quorum (a `Cluster`, a `ClusterKey`, or a connect string
     `h1:2181,h2:2181[/chroot]`). With SASL the first call confirms the authentication (kazoo reports the
-    connection before its SASL exchange). Raises zk.ZooKeeperUnreachable when no server answers in `timeout`."""
+    connection before its SASL exchange). Raises ZooKeeperUnreachable when no server answers in `timeout`."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import AuthFailedError
     from kazoo.handlers.threading import KazooTimeoutError
-
-    from hbase_migration.clusters import zk
 
     hosts = target if isinstance(target, str) else target.zk_hosts
     if not hosts or not hosts.strip():
@@ -82,7 +84,7 @@ def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "K
         client.close()
         if errors:
             raise _zk_auth_failure(target, security, errors) from None
-        raise zk.ZooKeeperUnreachable(
+        raise ZooKeeperUnreachable(
             f"ZooKeeper quorum {hosts} did not answer within {timeout:g}s: check the quorum hosts, "
             "the client port and that ZooKeeper is running") from None
     if options:
@@ -222,7 +224,7 @@ def thrift_handshake(cluster: "Cluster", gateway: str, timeout_s: float) -> Any:
 def thrift_call_probe(cluster: "Cluster", gateway: str, kind: str) -> None:
     """One cheap call on a gateway (preflight of HTTP mode, where authentication happens per request)."""
     if kind == "thrift2":
-        from hbase_migration.data.datapath.thrift2 import hbase2
+        from hbase_migration.clusters.idl import hbase2
 
         client = thrift2(cluster, gateway, cluster.timeout_s, hbase2().THBaseService)
         try:
@@ -288,9 +290,9 @@ def http(cluster: Any) -> Any:
 
 
 def shell(cluster: "Cluster", statements: Sequence[str], timeout_s: float | None = None) -> "ShellOutput":
-    """`statements` through the cluster's `shell_command` (replication.shell.run_shell), with a Kerberos ticket
+    """`statements` through the cluster's `shell_command` (clusters.shell.run_shell), with a Kerberos ticket
     of the toolkit's own when the cluster is Kerberized."""
-    from hbase_migration.replication.shell import run_shell
+    from hbase_migration.clusters.shell import run_shell
 
     timeout = cluster.shell_timeout_s if timeout_s is None else timeout_s
     security = security_of(cluster)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from typing import Any, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hbase_migration.clusters.cluster import Cluster, ClusterConfigError
+
+CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")  # what Airflow accepts as a connection id
 
 
 class ConnectionNotFound(LookupError):

@@ -9,18 +9,12 @@ import random
 import socket
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from hbase_migration.clusters.idl import THRIFT2_MODULE
+
 if TYPE_CHECKING:
     from hbase_migration.clusters.cluster import Cluster
 
 log = logging.getLogger(__name__)
-
-
-def hbase_thrift() -> Any:
-    """The thriftpy2 module happybase generated from Hbase.thrift (TScan, Mutation, ...)."""
-    import happybase  # noqa: F401  (loads and registers the Hbase_thrift module)
-    import Hbase_thrift
-
-    return Hbase_thrift
 
 
 # HBase exceptions (as named in a Thrift IOError's message, which carries the Java stack trace)
@@ -37,8 +31,8 @@ SCANNER_LOST_ERRORS = ("UnknownScannerException", "LeaseException", "ScannerRese
 
 
 # The IDL exception types that carry an HBase exception's text: Thrift1's IOError (happybase's module) and
-# Thrift2's TIOError (the toolkit's own IDL, hbase_migration/data/datapath/hbase2.thrift).
-HBASE_IO_ERRORS = {("IOError", "Hbase_thrift"), ("TIOError", "hbase_migration_thrift2_thrift")}
+# Thrift2's TIOError (the toolkit's own IDL, hbase_migration/clusters/hbase2.thrift).
+HBASE_IO_ERRORS = {("IOError", "Hbase_thrift"), ("TIOError", THRIFT2_MODULE)}
 
 
 def is_transient(exc: BaseException) -> bool:

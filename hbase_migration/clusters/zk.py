@@ -34,10 +34,6 @@ class ZnodeFormatError(ValueError):
     """A znode's bytes are not what HBase would have written there."""
 
 
-class ZooKeeperUnreachable(ConnectionError):
-    """No ZooKeeper server of the quorum answered within the timeout."""
-
-
 class ZnodeMissing(LookupError):
     """A znode HBase always creates is absent (usually a wrong znode parent)."""
 
@@ -547,7 +543,7 @@ def connect(cluster_or_hosts: "Cluster | ClusterKey | str", timeout: float = 10.
 
     `cluster_or_hosts` is a `Cluster` (its security applied: SASL GSSAPI on a secured ZooKeeper), a
     `ClusterKey` or a connect string (`h1:2181,h2:2181[/chroot]`). Opened by `channels.zookeeper`. When no
-    server answers within `timeout` seconds, raises ZooKeeperUnreachable naming the quorum.
+    server answers within `timeout` seconds, raises channels.ZooKeeperUnreachable naming the quorum.
     """
     from hbase_migration.clusters import channels
 

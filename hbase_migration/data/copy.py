@@ -20,7 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from hbase_migration.data.datapath import open_data_path, prefetch, rows_in
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.datapath.base import prefetch, rows_in
 from hbase_migration.data.partitions import Partition
 from hbase_migration.data.progress import ProgressMeter, Throttle, human_bytes
 from hbase_migration.data.scope import (

@@ -54,8 +54,7 @@ def cluster_from_text(name: str, text: str) -> Cluster:
             from hbase_migration.clusters.connections import parse_connection
 
             return _from_connection(name, parse_connection(text))
-        from hbase_migration.clusters.connections import ConnectionNotFound, resolve_cluster
-        from hbase_migration.migration.runspec import CONN_ID
+        from hbase_migration.clusters.connections import CONN_ID, ConnectionNotFound, resolve_cluster
 
         if not CONN_ID.match(text):
             raise UsageError(f"--{name}: {text!r} is not an Airflow connection id (letters, digits, '_', '-', '.'), "

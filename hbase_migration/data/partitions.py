@@ -11,7 +11,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from hbase_migration.data.datapath import Region, open_data_path
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.datapath.base import Region
 from hbase_migration.data.scope import CopyConfigError, TableScope, to_string_binary
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hbase_migration.data.copy import CopyOptions, PartitionResult, copy_partition_safely, default_copy_id, summarize
-from hbase_migration.data.datapath import Region, open_data_path
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.datapath.base import Region
 from hbase_migration.data.partitions import Partition, plan_partitions, sample_region
 from hbase_migration.data.progress import ProgressMeter, record_done, record_plan
 from hbase_migration.data.resume import FinishedRange, resume_plan

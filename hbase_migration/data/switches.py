@@ -101,7 +101,7 @@ def holder_name(copy_id: str, table: str) -> str:
 
 def _shell(cluster: "Cluster", statements: list[str], what: str) -> str:
     from hbase_migration.clusters import channels
-    from hbase_migration.replication.errors import ShellCommandError
+    from hbase_migration.clusters.shell import ShellCommandError
 
     try:
         return channels.shell(cluster, statements, timeout_s=max(cluster.shell_timeout_s, 60.0)).stdout

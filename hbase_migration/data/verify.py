@@ -43,7 +43,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from hbase_migration.data.datapath import DataPath, open_data_path, prefetch, rows_in
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.datapath.base import DataPath, prefetch, rows_in
 from hbase_migration.data.partitions import Partition
 from hbase_migration.data.rowdiff import (
     CONTENT_DIFFERENT,

@@ -298,10 +298,10 @@ def retire_action(forward_tables: Sequence[str], cut_tables: Sequence[str]) -> t
 
 
 def _scopes(cluster: "Cluster", tables: Sequence[str]) -> dict[str, dict[str, int | None]]:
-    from hbase_migration.migration.preflight import describe_tables, existing_tables
+    from hbase_migration.migration.tables import describe_present, existing_tables
 
     present = existing_tables(cluster, tables)
-    described = describe_tables(cluster, tables, present)
+    described = describe_present(cluster, tables, present)
     return {t: {f.name: f.replication_scope for f in s.families} for t, s in described.items() if s is not None}
 
 

@@ -121,7 +121,7 @@ def set_readonly(cluster: "Cluster", tables: Sequence[str], readonly: bool, *,
     outcome (frozen | unfrozen | unchanged | would_freeze | would_unfreeze), statement (None when unchanged).
     """
     from hbase_migration.clusters import channels
-    from hbase_migration.replication.errors import ShellCommandError
+    from hbase_migration.clusters.shell import ShellCommandError
 
     tables = list(dict.fromkeys(tables))
     if not tables:

@@ -14,7 +14,8 @@ import contextlib
 from typing import Sequence
 
 from hbase_migration.clusters.cluster import Cluster
-from hbase_migration.migration.preflight import Facts, PreflightReport, evaluate, gather_facts, migration_peer_config
+from hbase_migration.migration.checks import PreflightReport
+from hbase_migration.migration.preflight import Facts, evaluate, gather_facts, migration_peer_config
 
 PEER_ADD_CHECKS = ("source_reachable", "target_reachable", "distinct_clusters", "source_tables",
                    "replication_scope")

@@ -18,58 +18,20 @@ from typing import Any, Callable, Mapping, Sequence
 from hbase_migration.clusters import hdfs
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.clusters.hbase_conf import BULKLOAD_ENABLED, REPLICATION_CLUSTER_ID, ServerConf, bulkload_findings
+from hbase_migration.migration.checks import ERROR, SKIPPED, WARNING, CheckResult, PreflightReport
 from hbase_migration.migration.schema import TableSchema, alter_scope_statement, ruby_string
-from hbase_migration.migration.tables import class_refusals, codecs_used, compare_tables, needs_create_check
+from hbase_migration.migration.tables import (
+    class_refusals,
+    codecs_used,
+    compare_tables,
+    describe_present,
+    existing_tables,
+    first_rows,
+    needs_create_check,
+)
 from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfig, is_ours, validate_peer_id
 
 log = logging.getLogger(__name__)
-
-ERROR = "error"
-WARNING = "warning"
-SKIPPED = "skipped"  # a check that could not be made (what it checks is absent): it neither passes nor fails
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    ok: bool
-    reason: str
-    severity: str = ERROR  # an ERROR that is not ok fails preflight; a WARNING only informs
-    fix: str | None = None  # what an operator can run to make it pass
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "severity": self.severity, "reason": self.reason,
-                "fix": self.fix}
-
-
-@dataclass(frozen=True)
-class PreflightReport:
-    results: tuple[CheckResult, ...]
-    sizing: Any = None  # sizing_probe.SizingReport when the run was sized
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok or r.severity != ERROR for r in self.results)
-
-    @property
-    def failures(self) -> list[CheckResult]:
-        return [r for r in self.results if not r.ok and r.severity == ERROR]
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"ok": self.ok, "checks": [r.to_dict() for r in self.results]}
-        if self.sizing is not None:
-            out["sizing"] = self.sizing.to_dict()
-        return out
-
-    def text(self) -> str:
-        lines = [self.sizing.text()] if self.sizing is not None else []
-        for r in self.results:
-            mark = "ok  " if r.ok else {ERROR: "FAIL", SKIPPED: "skip"}.get(r.severity, "warn")
-            lines.append(f"[{mark}] {r.name}: {r.reason}")
-            if r.fix and not r.ok:
-                lines.append(f"       fix: {r.fix}")
-        return "\n".join(lines)
-
 
 @dataclass(frozen=True)
 class ClusterFacts:
@@ -460,38 +422,6 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
 # Gathering facts (I/O)
 
 
-def describe_tables(cluster: Cluster, tables: Sequence[str], present: set[str]) -> dict[str, TableSchema | None]:
-    """Schemas through the shell (one session) for the tables that exist; None for the others."""
-    from hbase_migration.migration import tables as target_tables
-
-    found = target_tables.describe_tables(cluster, [t for t in tables if t in present])
-    return {t: found.get(t) for t in tables}
-
-
-def first_rows(cluster: Cluster, tables: Sequence[str]) -> dict[str, bytes | None]:
-    """Each table's first row key (None: the table holds no row), read through the data path."""
-    from hbase_migration.data.datapath import open_data_path
-
-    out = {}
-    with open_data_path(cluster) as path:
-        for table in tables:
-            scan = path.scan(table, b"", b"", first_key_only=True, batch_rows=1, versions=1)
-            try:
-                batch = next(scan, [])
-            finally:
-                scan.close()  # closes the scanner on the server
-            out[table] = batch[0][0] if batch else None  # a row is (key, cells)
-    return out
-
-
-def existing_tables(cluster: Cluster, tables: Sequence[str]) -> set[str]:
-    """Which of `tables` exist on the cluster (through its data path, Thrift2 or Thrift1)."""
-    from hbase_migration.data.datapath import open_data_path
-
-    with open_data_path(cluster) as path:
-        return {t for t in tables if path.families(t)}
-
-
 def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> ClusterFacts:
     from hbase_migration.clusters import zk
 
@@ -499,7 +429,7 @@ def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> C
     try:
         cluster_id = zk.read_cluster_id(zk_client, cluster.znode_parent)
         present = existing_tables(cluster, tables)
-        schemas = describe_tables(cluster, tables, present)
+        schemas = describe_present(cluster, tables, present)
     except Exception as e:  # any failure to reach is reported as the check's reason
         return ClusterFacts(cluster.name, key, error=f"{type(e).__name__}: {e}")
     return ClusterFacts(cluster.name, key, cluster_id, schemas)

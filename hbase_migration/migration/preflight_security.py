@@ -5,7 +5,7 @@ every endpoint (ZooKeeper servers, Thrift1/Thrift2 gateways, region servers' /jm
 through the cross-realm trust; each endpoint accepts it (a SASL handshake, an HTTP request with SPNEGO); the
 gateways offer the QOP the connection names; the servers' clocks (HTTP `Date`) are within Kerberos' skew of
 this host's. `gather` collects the facts (I/O, read-only: no znode, table or peer is touched), `evaluate`
-turns them into `preflight.CheckResult`s (pure, unit-tested as a table). Each failure names the principal, the
+turns them into `checks.CheckResult`s (pure, unit-tested as a table). Each failure names the principal, the
 endpoint and the fix; secrets never appear (only names, paths and what the servers answered).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from hbase_migration.clusters.security import explain, server_principal
-from hbase_migration.migration.preflight import WARNING, CheckResult
+from hbase_migration.migration.checks import WARNING, CheckResult
 
 if TYPE_CHECKING:
     from hbase_migration.clusters.cluster import Cluster

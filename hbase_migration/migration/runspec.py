@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping
 
+from hbase_migration.clusters.connections import CONN_ID
 from hbase_migration.data.scope import timestamp_ms
 from hbase_migration.data.throttle import (
     DEFAULT_CRITICAL_LOAD,
@@ -23,8 +24,6 @@ from hbase_migration.data.throttle import (
 )
 from hbase_migration.migration.quota import DEFAULT_QUOTA_MARK, POLICIES
 from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
-
-CONN_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,250}$")
 
 MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
 

@@ -109,8 +109,8 @@ def _shell(cluster: "Cluster", statements: list[str]) -> None:
 
 
 def _create_scratch(target: "Cluster", schema: "TableSchema", name: str, codec_map: Mapping[str, str] | None) -> None:
+    from hbase_migration.clusters.shell import ShellCommandError
     from hbase_migration.migration.schema import create_statement, ruby_string
-    from hbase_migration.replication.errors import ShellCommandError
 
     families = tuple(dataclasses.replace(f, attributes={**f.attributes, "REPLICATION_SCOPE": "0"})
                      for f in schema.families)

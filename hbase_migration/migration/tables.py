@@ -200,7 +200,7 @@ def check_create(target: "Cluster", schema: TableSchema, peer_id: str,
     """Create the table's scratch twin on the target and drop it at once; None when the target took it, else
     HBase's refusal. A scratch table left by an earlier check is dropped first."""
     from hbase_migration.clusters import channels
-    from hbase_migration.replication.errors import ShellCommandError
+    from hbase_migration.clusters.shell import ShellCommandError
 
     scratch = ruby_string(scratch_name(peer_id, schema.name))
     statement = create_statement(schema, [], name=scratch_name(peer_id, schema.name), codec_map=codec_map)
@@ -238,8 +238,7 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
     returns what was (or would be) done per table. Every check comes first: a refused coprocessor stops the
     whole call before anything is created."""
     from hbase_migration.clusters import channels
-    from hbase_migration.migration.preflight import existing_tables
-    from hbase_migration.replication.errors import ShellCommandError
+    from hbase_migration.clusters.shell import ShellCommandError
 
     tables = list(dict.fromkeys(tables))
     present = existing_tables(target, tables)
@@ -288,3 +287,33 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
         done.append({"table": table, "outcome": "created", "statement": statement, "splits": len(keys),
                      "namespace_statement": ns_statement})
     return done
+
+
+def describe_present(cluster: Cluster, tables: Sequence[str], present: set[str]) -> dict[str, TableSchema | None]:
+    """Schemas through the shell (one session) for the tables that exist; None for the others."""
+    found = describe_tables(cluster, [t for t in tables if t in present])
+    return {t: found.get(t) for t in tables}
+
+
+def first_rows(cluster: Cluster, tables: Sequence[str]) -> dict[str, bytes | None]:
+    """Each table's first row key (None: the table holds no row), read through the data path."""
+    from hbase_migration.data.datapath import open_data_path
+
+    out = {}
+    with open_data_path(cluster) as path:
+        for table in tables:
+            scan = path.scan(table, b"", b"", first_key_only=True, batch_rows=1, versions=1)
+            try:
+                batch = next(scan, [])
+            finally:
+                scan.close()  # closes the scanner on the server
+            out[table] = batch[0][0] if batch else None  # a row is (key, cells)
+    return out
+
+
+def existing_tables(cluster: Cluster, tables: Sequence[str]) -> set[str]:
+    """Which of `tables` exist on the cluster (through its data path, Thrift2 or Thrift1)."""
+    from hbase_migration.data.datapath import open_data_path
+
+    with open_data_path(cluster) as path:
+        return {t for t in tables if path.families(t)}

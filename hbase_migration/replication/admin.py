@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from hbase_migration.clusters import zk
 from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.clusters.shell import ShellCommandError
 from hbase_migration.replication import zk_peers
 from hbase_migration.replication.errors import (
     PeerAdminError,
@@ -170,7 +171,7 @@ class PeerAdmin(abc.ABC):
         """Run a backend action; if it fails, say in the error what ZooKeeper shows afterwards."""
         try:
             return action()
-        except PeerAdminError as exc:
+        except (PeerAdminError, ShellCommandError) as exc:
             try:
                 found = zk_peers.read_peer(self.zk, self.parent, peer_id)
                 shown = "absent" if found is None else f"{found.state} with config {_json(found.config)}"
@@ -325,20 +326,3 @@ class PeerAdmin(abc.ABC):
                               f"{current.state} with table_cfs {wanted.table_cfs}")
         return self._result("set_table_cfs", peer_id, "updated", False, commands, found,
                             f"table-CFs of peer {peer_id} on {self._where()} are now {wanted.table_cfs}")
-
-
-def peer_admin(cluster: Cluster, zk_client: "KazooClient | None" = None, **options: Any) -> PeerAdmin:
-    """The PeerAdmin for `cluster.peer_admin`: "shell" (HBase 2.x+) or "zookeeper" (HBase 1.x).
-
-    options: owner, confirm_timeout_s; for the shell backend shell_timeout_s;
-    for the ZooKeeper backend legacy_table_cfs_znode.
-    """
-    if cluster.peer_admin == "shell":
-        from hbase_migration.replication.shell_backend import ShellPeerAdmin
-
-        return ShellPeerAdmin(cluster, zk_client, **options)
-    if cluster.peer_admin == "zookeeper":
-        from hbase_migration.replication.zookeeper_backend import ZooKeeperPeerAdmin
-
-        return ZooKeeperPeerAdmin(cluster, zk_client, **options)
-    raise InvalidPeerConfig(f"cluster {cluster.name!r}: unknown peer_admin backend {cluster.peer_admin!r}")

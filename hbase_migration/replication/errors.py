@@ -31,12 +31,3 @@ class PeerStateMismatch(PeerAdminError):
     def __init__(self, message: str, found: Any = None):
         super().__init__(message)
         self.found = found
-
-
-class ShellCommandError(PeerAdminError):
-    """`hbase shell -n` failed: non-zero exit, an `ERROR` line, or a timeout."""
-
-    def __init__(self, message: str, returncode: int | None = None, output: str = ""):
-        super().__init__(message)
-        self.returncode = returncode
-        self.output = output

@@ -11,10 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.clusters.shell import ShellOutput
 from hbase_migration.replication import shell, zk_peers
 from hbase_migration.replication.admin import PeerAdmin
 from hbase_migration.replication.model import DEFAULT_OWNER, PeerConfig
-from hbase_migration.replication.shell_parsers import ListedPeer, ReplicationStatus
+from hbase_migration.replication.shell_parsers import (
+    ListedPeer,
+    ReplicationStatus,
+    parse_list_peers,
+    parse_replication_status,
+)
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -33,7 +39,7 @@ class ShellPeerAdmin(PeerAdmin):
             raise ValueError(f"shell_timeout_s must be positive, got {shell_timeout_s!r}")
         self.shell_timeout_s = shell_timeout_s
 
-    def run(self, statements: list[str]) -> shell.ShellOutput:
+    def run(self, statements: list[str]) -> ShellOutput:
         from hbase_migration.clusters import channels
 
         return channels.shell(self.cluster, statements, self.shell_timeout_s)
@@ -60,7 +66,7 @@ class ShellPeerAdmin(PeerAdmin):
     # -- what the shell itself reports (a second opinion next to ZooKeeper) --------------------
 
     def shell_list_peers(self) -> list[ListedPeer]:
-        return shell.parse_list_peers(self.run([shell.list_peers()]).stdout)
+        return parse_list_peers(self.run([shell.list_peers()]).stdout)
 
     def replication_status(self) -> ReplicationStatus:
-        return shell.parse_replication_status(self.run([shell.status_replication()]).stdout)
+        return parse_replication_status(self.run([shell.status_replication()]).stdout)

@@ -92,9 +92,10 @@ def test_peers_written_to_zookeeper_carry_secure_hbases_acl_and_the_cross_realm_
 def _round_trip(cluster, table):
     """A put at a chosen timestamp and a read of every version through the toolkit's Thrift2 data path; the
     table listed through its Thrift1 session."""
+    from hbase_migration.clusters.idl import hbase2
     from hbase_migration.clusters.thrift import ThriftSession
     from hbase_migration.data.datapath import open_data_path
-    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session
 
     T = hbase2()
     with Thrift2Session(cluster) as session:
@@ -138,7 +139,8 @@ def test_a_qop_mismatch_is_refused_before_any_data_naming_both(clusters):
 
 
 def test_a_plain_client_on_a_sasl_gateway_fails_and_does_not_hang(clusters):
-    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.clusters.idl import hbase2
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session
 
     with pytest.raises(Exception):
         with Thrift2Session(open_copy(clusters[0]), timeout_s=5) as session:
@@ -166,8 +168,9 @@ def test_thrift_over_https_with_spnego_across_the_trust(secure_pair, clusters):
 
 
 def _round_trip_http(cluster, table):
+    from hbase_migration.clusters.idl import hbase2
     from hbase_migration.clusters.thrift import ThriftSession
-    from hbase_migration.data.datapath.thrift2 import Thrift2Session, hbase2
+    from hbase_migration.data.datapath.thrift2 import Thrift2Session
 
     T = hbase2()
     with Thrift2Session(cluster) as session:
@@ -184,7 +187,8 @@ def test_the_shell_backend_adds_the_cross_realm_peer_with_the_principal_in_its_c
     {"hbase.regionserver.kerberos.principal" => "hbase/_HOST@DC2.TEST"}, read back from ZooKeeper; an existing
     peer of another CONFIG under the id is refused."""
     from hbase_migration.migration.preflight import migration_peer_config
-    from hbase_migration.replication import PeerConflict, peer_admin
+    from hbase_migration.replication import peer_admin
+    from hbase_migration.replication.errors import PeerConflict
 
     dc1, dc2 = clusters
     config = migration_peer_config(dc2, ["shell_probe"], source=dc1)

@@ -13,7 +13,8 @@ import pytest
 
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.data.jobargs import cluster_from_text
-from hbase_migration.replication import PeerConfig, peer_admin
+from hbase_migration.replication import peer_admin
+from hbase_migration.replication.model import PeerConfig
 from tests.airflow_home import BIN, REPO, make_home
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ import uuid
 import happybase.connection
 import pytest
 
+from hbase_migration.clusters.shell import ShellCommandError
 from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.migration.freeze import FreezeError, readonly_states
-from hbase_migration.replication.errors import ShellCommandError
 from operators.cutover import SetReadOnlyOperator
 
 pytestmark = pytest.mark.integration

@@ -13,13 +13,11 @@ import pytest
 
 from hbase_migration.clusters import zk
 from hbase_migration.clusters.cluster import Cluster
-from hbase_migration.replication import (
-    PeerConfig,
-    PeerConflict,
-    ShellCommandError,
-    peer_admin,
-)
+from hbase_migration.clusters.shell import ShellCommandError
+from hbase_migration.replication import peer_admin
 from hbase_migration.replication import shell as shell_statements
+from hbase_migration.replication.errors import PeerConflict
+from hbase_migration.replication.model import PeerConfig
 from hbase_migration.replication.shell_backend import ShellPeerAdmin
 
 pytestmark = pytest.mark.integration

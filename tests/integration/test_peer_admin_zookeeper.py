@@ -9,18 +9,11 @@ import time
 
 import pytest
 
-from hbase_migration.clusters import zk
+from hbase_migration.clusters import channels, zk
 from hbase_migration.clusters.cluster import Cluster
-from hbase_migration.replication import (
-    OWNER_KEY,
-    InvalidPeerConfig,
-    PeerAdminError,
-    PeerConfig,
-    PeerConflict,
-    PeerNotFound,
-    PeerStateMismatch,
-    peer_admin,
-)
+from hbase_migration.replication import peer_admin
+from hbase_migration.replication.errors import PeerAdminError, PeerConflict, PeerNotFound, PeerStateMismatch
+from hbase_migration.replication.model import OWNER_KEY, InvalidPeerConfig, PeerConfig
 from hbase_migration.replication.zookeeper_backend import ZooKeeperPeerAdmin
 from minihbase.zookeeper import free_port
 
@@ -277,7 +270,7 @@ def test_unreachable_zookeeper_is_a_clear_quick_error():
                       peer_admin="zookeeper", timeout_s=1.5)
     started = time.monotonic()
     with peer_admin(cluster) as admin:
-        with pytest.raises(zk.ZooKeeperUnreachable, match=r"quorum 127\.0\.0\.1:\d+ did not answer"):
+        with pytest.raises(channels.ZooKeeperUnreachable, match=r"quorum 127\.0\.0\.1:\d+ did not answer"):
             admin.list_peers()
     assert time.monotonic() - started < 10
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from kazoo.client import KazooClient
 
-from hbase_migration.replication import PeerConflict
+from hbase_migration.replication.errors import PeerConflict
 from operators.replication import AddPeerOperator, DisablePeerOperator, EnablePeerOperator, RemovePeerOperator
 
 pytestmark = pytest.mark.integration
@@ -87,7 +87,8 @@ def test_dry_run_prints_commands_and_changes_nothing(backend):
 
 def test_removing_a_foreign_peer_needs_force(backend):
     from hbase_migration.clusters.connections import cluster_from_connection_text
-    from hbase_migration.replication import PeerConfig, peer_admin
+    from hbase_migration.replication import peer_admin
+    from hbase_migration.replication.model import PeerConfig
 
     name, dc1, zk = backend
     peer_id = f"foreign_{name}"

@@ -15,7 +15,7 @@ import pytest
 
 from hbase_migration.clusters import kerberos, zk
 from hbase_migration.data.jobargs import cluster_from_text
-from hbase_migration.migration.preflight import existing_tables
+from hbase_migration.migration.tables import existing_tables
 from hbase_migration.replication import zk_peers
 from minihbase.security.stack import INTRUDER
 

@@ -12,7 +12,8 @@ from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.ledger.store import Ledger
 from hbase_migration.migration.quota import Watchdog, settle_after_failure
-from hbase_migration.replication import PeerConfig, peer_admin
+from hbase_migration.replication import peer_admin
+from hbase_migration.replication.model import PeerConfig
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration

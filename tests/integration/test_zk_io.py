@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from hbase_migration.clusters import zk
+from hbase_migration.clusters import channels, zk
 from minihbase.zookeeper import free_port
 from tests.polling import wait_for
 
@@ -124,7 +124,7 @@ def test_connect_reads_through_a_chroot(zookeeper, zk_chroot, zk_client, parent)
 def test_unreachable_zookeeper_is_a_clear_and_quick_error():
     hosts = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
-    with pytest.raises(zk.ZooKeeperUnreachable, match=rf"ZooKeeper quorum {hosts} did not answer within 2s"):
+    with pytest.raises(channels.ZooKeeperUnreachable, match=rf"ZooKeeper quorum {hosts} did not answer within 2s"):
         with zk.connect(hosts, timeout=2):
             pass  # pragma: no cover - never reached
     assert time.monotonic() - started < 10

@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from hbase_migration.clusters.thrift import ThriftSession, hbase_thrift, is_transient, retrying
-from hbase_migration.data.datapath import (
+from hbase_migration.clusters.idl import hbase_thrift
+from hbase_migration.clusters.thrift import ThriftSession, is_transient, retrying
+from hbase_migration.data.datapath.base import (
     FIRST_KEY_ONLY,
     KEY_ONLY,
     CallSize,

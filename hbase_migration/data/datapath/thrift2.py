@@ -10,14 +10,13 @@ Cluster ids cannot be set through Thrift2 either: writes carry the receiving clu
 """
 from __future__ import annotations
 
-import io
 import logging
-import pkgutil
 import socket
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from hbase_migration.clusters.idl import hbase2
 from hbase_migration.clusters.thrift import connect_any, failover, is_transient, pipelined, retrying
-from hbase_migration.data.datapath import (
+from hbase_migration.data.datapath.base import (
     FIRST_KEY_ONLY,
     KEY_ONLY,
     CallSize,
@@ -36,21 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODULE_NAME = "hbase_migration_thrift2_thrift"  # thriftpy2 wants the suffix; is_transient names it too
 ALL_VERSIONS = (1 << 31) - 1  # Scan.readAllVersions(): Integer.MAX_VALUE; each family still keeps its VERSIONS
-_idl: Any = None
-
-
-def hbase2() -> Any:
-    """The generated module (TScan, TPut, THBaseService...). Read with pkgutil, so it also loads from the zip
-    the Spark jobs ship to their executors."""
-    global _idl
-    if _idl is None:
-        import thriftpy2
-
-        text = pkgutil.get_data("hbase_migration.data.datapath", "hbase2.thrift").decode("utf-8")
-        _idl = thriftpy2.load_fp(io.StringIO(text), module_name=MODULE_NAME)
-    return _idl
 
 
 def table_name(table: str) -> Any:

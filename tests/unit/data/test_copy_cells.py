@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import socket
 
-from hbase_migration.clusters.thrift import hbase_thrift, is_transient
+from hbase_migration.clusters.idl import hbase_thrift
+from hbase_migration.clusters.thrift import is_transient
 from hbase_migration.data.copy import PartitionResult, summarize
 from hbase_migration.data.datapath.thrift1 import group_by_timestamp, merge_versions
 from hbase_migration.data.scope import rename_column, window_cells
@@ -125,7 +126,7 @@ def test_thrift2_cells_keep_hbase_order_which_is_the_toolkits_order():
 
 
 def test_a_reopened_scan_resumes_inside_a_wide_row_without_repeating_or_skipping():
-    from hbase_migration.data.datapath import ScanPosition
+    from hbase_migration.data.datapath.base import ScanPosition
 
     pos = ScanPosition(b"a")
     assert pos.trim([(b"a", [(b"f:1", 5, b"")])]) == [(b"a", [(b"f:1", 5, b"")])]  # nothing yielded yet
@@ -143,7 +144,7 @@ def test_a_reopened_scan_resumes_inside_a_wide_row_without_repeating_or_skipping
 
 
 def test_a_scan_asks_for_fewer_results_once_rows_turn_out_wide():
-    from hbase_migration.data.datapath import CallSize, rows_in
+    from hbase_migration.data.datapath.base import CallSize, rows_in
 
     size = CallSize(1000, None, None)
     size.observe(1000, 10 ** 6)
@@ -166,7 +167,7 @@ def test_a_scan_asks_for_fewer_results_once_rows_turn_out_wide():
 def test_a_scan_refuses_rows_outside_what_is_left_of_its_range():
     import pytest
 
-    from hbase_migration.data.datapath import PartitionFailed, check_in_range
+    from hbase_migration.data.datapath.base import PartitionFailed, check_in_range
 
     check_in_range(b"b", b"c", b"b", b"d", "t")  # in order, inside [b, d)
     check_in_range(b"x", b"z", b"b", b"", "t")  # open end

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from hbase_migration.data.copy import CopyOptions
-from hbase_migration.data.datapath import Region
+from hbase_migration.data.datapath.base import Region
 from hbase_migration.data.datapath.thrift1 import regions_from_thrift
 from hbase_migration.data.partitions import Partition, RegionSample, partition_id, plan_partitions, split_points
 from hbase_migration.data.scope import CopyConfigError, TableScope, parse_families, to_string_binary

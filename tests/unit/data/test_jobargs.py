@@ -152,7 +152,7 @@ def test_a_package_imports_from_its_zip_through_the_compiled_modules(tmp_path):
 
     path = package_zip(dest_dir=str(tmp_path))
     code = (f"import sys; sys.path.insert(0, {path!r}); import hbase_migration.data.rowdiff as m, "
-            "hbase_migration.data.datapath.thrift2 as t; t.hbase2(); print(m.__file__)")
+            "hbase_migration.clusters.idl as t; t.hbase2(); print(m.__file__)")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(tmp_path)).stdout.strip()
     assert out == f"{path}/hbase_migration/data/rowdiff.pyc"  # and the IDL loads from the zip too

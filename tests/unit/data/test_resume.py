@@ -2,7 +2,7 @@
 splits, merges and partial progress, exactly."""
 import pytest
 
-from hbase_migration.data.datapath import Region
+from hbase_migration.data.datapath.base import Region
 from hbase_migration.data.partitions import partition_id, plan_partitions
 from hbase_migration.data.resume import FinishedRange, merge_ranges, relevant, resume_plan, subtract
 from hbase_migration.data.scope import TableScope

@@ -1,6 +1,6 @@
 """The security preflight's decisions over gathered facts (pure): each failure names the principal or endpoint
 and says the fix; passing checks say what was checked."""
-from hbase_migration.migration.preflight import ERROR, WARNING
+from hbase_migration.migration.checks import ERROR, WARNING
 from hbase_migration.migration.preflight_security import LoginFact, Probe, SecurityFacts, evaluate
 
 OK_LOGIN = LoginFact("source", "hbase_source", "hbase-migration@DC1.TEST", "/k/m.keytab")

@@ -202,7 +202,7 @@ def test_region_names_and_scratch_names():
 
 
 def test_the_smallest_region_holding_data_is_sampled_and_without_names_the_middle_one_approximately():
-    from hbase_migration.data.datapath import Region
+    from hbase_migration.data.datapath.base import Region
     from hbase_migration.migration.sizing_probe import _table_sizing
 
     names = {b"": "a" * 32, b"g": "b" * 32, b"p": "c" * 32}
