@@ -1,0 +1,195 @@
+"""`python -m realhbase`: two real Apache HBase clusters (dc1, dc2) on real HDFS, with minihbase's verbs.
+
+    up        resolve the jars (first use), start ZooKeeper (unless --zookeeper) and both clusters; returns when
+              every role answers; exit 1 naming the process that failed (and the tail of its log), nothing left
+    down      stop every process `up` started; exit 1 naming any that survived SIGKILL
+    status    liveness of every role; exit 0 when everything runs
+    endpoints addresses (--json: {"clusters": {name: {...}}}, minihbase's schema)
+    kill-rs / start-rs CLUSTER SERVER   SIGKILL / start again one region server JVM (slot index or servername)
+    quota CLUSTER PATH [--space-bytes N] [--namespace N]   HDFS quotas through DFSAdmin (-1 clears)
+    roll-wals CLUSTER   every live region server's WAL rolled (the shell's wal_roll)
+    shell -n --cluster NAME   the real HBase shell (reads standard input; exit status as `hbase shell -n`)
+
+Every subcommand takes --workdir (default <repo>/.state/realhbase). Bad input: exit 2 with one line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from realhbase.config import CLUSTERS
+from realhbase.jars import RealHBaseError
+from realhbase.testbed import DEFAULT_WORKDIR, RealHBase
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse prints the whole usage first)
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _workdir(text: str) -> Path:
+    return Path(text).resolve()
+
+
+def _cluster(text: str) -> str:
+    if text not in CLUSTERS:
+        raise argparse.ArgumentTypeError(f"unknown cluster {text!r} (known: {', '.join(CLUSTERS)})")
+    return text
+
+
+def _server(text: str):
+    return int(text) if text.isdigit() else text
+
+
+def cmd_shell(argv: list[str]) -> int:
+    parser = _Parser(prog="python -m realhbase shell", description="the real HBase shell (hbase shell)")
+    parser.add_argument("--cluster", type=_cluster, required=True)
+    parser.add_argument("--workdir", type=_workdir, default=DEFAULT_WORKDIR)
+    args, rest = parser.parse_known_args(argv)  # -n, -d, SCRIPT ... go to jar-bootstrap.rb as they are
+    try:
+        cmd, env = RealHBase(args.workdir).shell_java_command(args.cluster, rest)
+    except RealHBaseError as e:
+        print(e, file=sys.stderr)
+        return 1
+    os.execvpe(cmd[0], cmd, env)  # standard input, output and the exit status are the shell's own
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["shell"]:
+        return cmd_shell(argv[1:])
+    parser = _Parser(prog="python -m realhbase", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, help_: str):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--workdir", type=_workdir, default=DEFAULT_WORKDIR,
+                       help=f"instance directory (default {DEFAULT_WORKDIR})")
+        return p
+
+    p = add("up", "start ZooKeeper and both clusters")
+    p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting Debian's")
+    p.add_argument("--timeout", type=float, default=300.0)
+    add("down", "stop everything `up` started")
+    p = add("status", "liveness of every role")
+    p.add_argument("--json", action="store_true")
+    p = add("endpoints", "addresses of the clusters")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--cluster", type=_cluster)
+    for name, help_ in (("kill-rs", "SIGKILL one region server JVM"), ("start-rs", "start a region server again")):
+        p = add(name, help_)
+        p.add_argument("cluster", type=_cluster)
+        p.add_argument("server", type=_server, help="slot index or servername")
+    p = add("quota", "set HDFS quotas on a directory (-1 clears)")
+    p.add_argument("cluster", type=_cluster)
+    p.add_argument("path")
+    p.add_argument("--space-bytes", type=int)
+    p.add_argument("--namespace", type=int)
+    p = add("roll-wals", "roll every region server's WAL")
+    p.add_argument("cluster", type=_cluster)
+    args = parser.parse_args(argv)
+
+    bed = RealHBase(args.workdir, zookeeper_hosts=getattr(args, "zookeeper", None),
+                    timeout=getattr(args, "timeout", 300.0))
+    try:
+        return COMMANDS[args.command](bed, args)
+    except RealHBaseError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except ValueError as e:  # a slot or servername that does not exist
+        print(f"python -m realhbase {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+def _up(bed: RealHBase, args) -> int:
+    bed.up()
+    return 0
+
+
+def _down(bed: RealHBase, args) -> int:
+    survivors = bed.down()
+    if survivors:
+        print(f"realhbase down: still running after SIGKILL: {', '.join(survivors)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _status(bed: RealHBase, args) -> int:
+    running = bed.running()
+    endpoints = bed.endpoints() if running else {}
+    ok = bool(endpoints)
+    report = {"workdir": str(bed.workdir), "clusters": {}}
+    for name, ep in endpoints.items():
+        rs_ok = all(r["alive"] for r in ep["region_servers"])
+        up = ep["master"]["alive"] and ep["thrift_gateways"][0]["alive"]
+        ok = ok and rs_ok and up
+        report["clusters"][name] = {"running": up, "cluster_key": ep["cluster_key"], "master": ep["master"],
+                                    "region_servers": ep["region_servers"], "thrift_gateways": ep["thrift_gateways"],
+                                    "thrift2_gateways": ep["thrift2_gateways"]}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0 if ok else 1
+    if not endpoints:
+        print(f"no realhbase test bed runs under {bed.workdir}")
+        return 1
+    for name, c in report["clusters"].items():
+        alive = sum(1 for r in c["region_servers"] if r["alive"])
+        print(f"{name}: {'up' if c['running'] else 'DOWN'}  master {'up' if c['master']['alive'] else 'DOWN'}  "
+              f"cluster key {c['cluster_key']}  region servers {alive}/{len(c['region_servers'])} alive")
+        for r in c["region_servers"]:
+            print(f"  [{r['slot']}] {r['servername'] or '-'}  info port {r['info_port']}  {r['state']}")
+        for kind in ("thrift", "thrift2"):
+            for g in c[f"{kind}_gateways"]:
+                print(f"  {kind} gateway [{g['index']}] {g['host']}:{g['port']}  {'up' if g['alive'] else 'DOWN'}")
+    return 0 if ok else 1
+
+
+def _endpoints(bed: RealHBase, args) -> int:
+    clusters = {n: ep for n, ep in bed.endpoints().items() if not args.cluster or n == args.cluster}
+    if not clusters:
+        print(f"realhbase endpoints: no cluster under {bed.workdir}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"clusters": clusters}, indent=1, sort_keys=True))
+    else:
+        for name, ep in clusters.items():
+            print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  thrift2 "
+                  f"{ep['thrift2']['host']}:{ep['thrift2']['port']}  cluster key {ep['cluster_key']}  "
+                  f"webhdfs {ep['webhdfs_url']}  rootdir {ep['rootdir']}")
+    return 0
+
+
+def _kill_rs(bed: RealHBase, args) -> int:
+    print(json.dumps({"killed": bed.kill_rs(args.cluster, args.server)}))
+    return 0
+
+
+def _start_rs(bed: RealHBase, args) -> int:
+    print(json.dumps({"started": bed.start_rs(args.cluster, args.server)}))
+    return 0
+
+
+def _quota(bed: RealHBase, args) -> int:
+    if args.space_bytes is None and args.namespace is None:
+        print("python -m realhbase quota: give --space-bytes and/or --namespace", file=sys.stderr)
+        return 2
+    bed.set_quota(args.cluster, args.path, args.space_bytes, args.namespace)
+    print(json.dumps({"path": args.path, "space_bytes": args.space_bytes, "namespace": args.namespace}))
+    return 0
+
+
+def _roll_wals(bed: RealHBase, args) -> int:
+    print(json.dumps({"rolled": bed.roll_wals(args.cluster)}))
+    return 0
+
+
+COMMANDS = {"up": _up, "down": _down, "status": _status, "endpoints": _endpoints, "kill-rs": _kill_rs,
+            "start-rs": _start_rs, "quota": _quota, "roll-wals": _roll_wals}
+
+if __name__ == "__main__":
+    sys.exit(main())

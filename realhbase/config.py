@@ -1,0 +1,222 @@
+"""What each realhbase cluster runs with: its ports, its `conf/` directory (hbase-site.xml, core-site.xml,
+hdfs-site.xml, log4j2 and metrics2 properties) and each JVM's command line.
+
+Every setting that differs from HBase's or Hadoop's default says why next to it (and in the XML it writes).
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from minihbase.zookeeper import free_port
+
+HOST = "127.0.0.1"
+CLUSTERS = {"dc1": "/hbase-dc1", "dc2": "/hbase-dc2"}  # name -> zookeeper.znode.parent, as minihbase's
+REGION_SERVERS = 2
+ROOTDIR = "/hbase"
+# Set on /hbase when a cluster's HDFS is first formatted, as minihbase's clusters.toml does: (namespace, bytes).
+ROOT_QUOTA = (100000, 4 << 30)
+# Explicit heaps: 2 cores and 8 JVMs; the master JVM also holds the NameNode and the DataNode.
+HEAP = {"master": "640m", "rs": "512m", "thrift": "256m", "shell": "512m", "tool": "256m"}
+
+# bin/hbase's flags on JDK 11+ (HBase 2.6): without one of them a netty or HDFS call fails with
+# InaccessibleObjectException.
+JDK17_FLAGS = [
+    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
+    "--add-modules", "jdk.unsupported",
+    "--add-opens", "java.base/java.io=ALL-UNNAMED",
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports", "java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+    "--add-exports", "java.base/sun.net.dns=ALL-UNNAMED",
+    "--add-exports", "java.base/sun.net.util=ALL-UNNAMED",
+]
+# Every JVM: a small footprint and a quick start on a 2-core machine (a test bed, not a benchmark).
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.net.preferIPv4Stack=true"]
+
+PORT_NAMES = ["namenode", "namenode_http", "master", "master_info", "thrift", "thrift_info", "thrift2",
+              "thrift2_info"] + [f"rs{i}" for i in range(REGION_SERVERS)] + [f"rs{i}_info" for i in range(REGION_SERVERS)]
+
+
+def port_free(port: int, host: str = HOST) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def plan_ports(saved: dict[str, int]) -> dict[str, int]:
+    """The cluster's ports: the ones of its last start when still free (stable addresses across restarts),
+    free ones otherwise."""
+    ports: dict[str, int] = {}
+    for name in PORT_NAMES:
+        port = saved.get(name)
+        if not port or port in ports.values() or not port_free(port):
+            port = free_port(HOST)
+            while port in ports.values():
+                port = free_port(HOST)
+        ports[name] = port
+    return ports
+
+
+def split_zk_hosts(hosts: str) -> tuple[str, int]:
+    """"127.0.0.1:2181" -> ("127.0.0.1", 2181): HBase's quorum and client port (one port for every host)."""
+    pairs = [h.strip().rpartition(":") for h in hosts.split(",")]
+    if any(not host or not port.isdigit() for host, _, port in pairs) or "/" in hosts:
+        raise ValueError(f"zookeeper must be HOST:PORT[,HOST:PORT...] without a chroot, got {hosts!r}")
+    if len({port for _, _, port in pairs}) != 1:
+        raise ValueError(f"every ZooKeeper host must use the same port (HBase's clientPort), got {hosts!r}")
+    return ",".join(host for host, _, _ in pairs), int(pairs[0][2])
+
+
+def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+    quorum, zk_port = split_zk_hosts(zk_hosts)
+    return [
+        ("hbase.cluster.distributed", "true", "every daemon in its own process, the rootdir on HDFS"),
+        ("hbase.rootdir", f"hdfs://{HOST}:{ports['namenode']}{ROOTDIR}", "this cluster's own HDFS"),
+        ("hbase.tmp.dir", str(cluster_dir / "tmp"), "local scratch inside the workdir"),
+        ("hbase.zookeeper.quorum", quorum, "the shared ZooKeeper (Debian's), as TestReplicationBase shares one"),
+        ("hbase.zookeeper.property.clientPort", str(zk_port), ""),
+        ("zookeeper.znode.parent", CLUSTERS[name], "one znode parent per cluster on the shared ZooKeeper"),
+        ("zookeeper.session.timeout", "20000",
+         "a SIGKILLed region server is declared dead after 20 s (HBase: 90 s); long enough for a 2-core machine"),
+        ("hbase.master.ipc.address", HOST, "loopback only"),
+        ("hbase.regionserver.ipc.address", HOST, "loopback only"),
+        ("hbase.master.port", str(ports["master"]), "a free port chosen at up"),
+        ("hbase.master.info.port", str(ports["master_info"]), "the master's info server: /jmx, /conf"),
+        ("hbase.master.info.bindAddress", HOST, "loopback only"),
+        ("hbase.master.infoserver.redirect", "false", "no extra redirect port"),
+        ("hbase.regionserver.info.bindAddress", HOST,
+         "loopback only; each region server's rpc and info port are given on its command line"),
+        ("hbase.master.wait.on.regionservers.mintostart", str(REGION_SERVERS),
+         "assign hbase:meta only once every region server has checked in"),
+        ("hbase.master.wait.on.regionservers.maxtostart", str(REGION_SERVERS),
+         "and not wait the 4.5 s timeout once they all have"),
+        ("hbase.replication", "true", "production's default: replication on, REPLICATION_SCOPE honoured"),
+        ("replication.source.sleepforretries", "100",
+         "TestReplicationBase: a source retries after 100 ms (HBase: 1 s)"),
+        ("replication.source.maxretriesmultiplier", "10",
+         "TestReplicationBase: the retry back-off stops at 1 s (HBase: 300 x sleepforretries)"),
+        ("replication.source.ratio", "1.0", "TestReplicationBase: ship to every sink region server"),
+        ("replication.sleep.before.failover", "2000",
+         "TestReplicationBase: a dead server's queues are claimed after 2 s (HBase: 30 s)"),
+        ("replication.stats.thread.period.seconds", "5",
+         "TestReplicationBase: replication statistics logged every 5 s (HBase: 300 s)"),
+        ("hbase.master.logcleaner.ttl", "10000",
+         "oldWALs no peer needs go after 10 s (HBase: 10 min; TestReplicationBase: 10 ms)"),
+        ("hbase.master.cleaner.interval", "10000", "the log cleaner chore runs every 10 s (HBase: 10 min)"),
+        ("hbase.server.thread.wakefrequency", "1000", "chores and waits poll every second (HBase: 10 s)"),
+        ("hbase.regionserver.msginterval", "1000",
+         "region servers report load (status 'replication') every second (HBase: 3 s)"),
+        ("hbase.regionserver.metrics.period", "2000",
+         "region server gauges recomputed every 2 s (HBase: 5 s), with *.period=2 in the metrics2 files"),
+        ("hbase.hregion.memstore.flush.size", str(4 << 20),
+         "memstores flush at 4 MiB (HBase: 128 MiB), as minihbase: flushes and HFiles happen in tests"),
+        ("hbase.regionserver.optionalcacheflushinterval", "300000",
+         "an idle memstore flushes after 5 min (HBase: 1 h), as minihbase"),
+        ("hbase.hregion.max.filesize", str(8 << 20),
+         "regions split past 8 MiB (HBase: 10 GiB), as minihbase: demo tables spread over both region servers"),
+        ("hbase.regionserver.logroll.period", "60000", "WALs roll every 60 s (HBase: 1 h), as minihbase"),
+        ("hbase.regionserver.maxlogs", "10",
+         "TestReplicationBase: past 10 WALs the oldest regions are flushed (HBase: 32)"),
+        ("hbase.regionserver.handler.count", "30", "HBase's default, as minihbase"),
+    ]
+
+
+def core_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+    return [
+        ("fs.defaultFS", f"hdfs://{HOST}:{ports['namenode']}", "this cluster's NameNode"),
+        ("hadoop.tmp.dir", str(cluster_dir / "hadoop-tmp"), "local scratch inside the workdir"),
+    ]
+
+
+def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+    return [
+        ("dfs.namenode.name.dir", f"file://{cluster_dir / 'hdfs' / 'name'}", ""),
+        ("dfs.datanode.data.dir", f"file://{cluster_dir / 'hdfs' / 'data'}", ""),
+        ("dfs.namenode.rpc-address", f"{HOST}:{ports['namenode']}", ""),
+        ("dfs.namenode.http-address", f"{HOST}:{ports['namenode_http']}", "WebHDFS (on by default in Hadoop 3)"),
+        ("dfs.webhdfs.enabled", "true", ""),
+        ("dfs.datanode.address", f"{HOST}:0", "the DataNode's ports are free ones: nothing outside HDFS uses them"),
+        ("dfs.datanode.http.address", f"{HOST}:0", ""),
+        ("dfs.datanode.ipc.address", f"{HOST}:0", ""),
+        ("dfs.datanode.hostname", HOST, "WebHDFS redirects name the DataNode by its loopback address"),
+        ("dfs.replication", "1", "one DataNode"),
+        ("dfs.blocksize", str(1 << 20),
+         "1 MiB blocks (HDFS: 128 MiB, the smallest allowed is 1 MiB): a new block reserves one block against a "
+         "space quota, so small quotas work; WALs roll at about this size"),
+        ("dfs.namenode.safemode.extension", "0", "leave safe mode as soon as the blocks are reported (HDFS: 30 s)"),
+        ("dfs.namenode.safemode.min.datanodes", "1", ""),
+    ]
+
+
+def site_xml(props: list[tuple[str, str, str]]) -> str:
+    lines = ['<?xml version="1.0"?>', "<!-- Written by realhbase (realhbase/config.py): do not edit. -->",
+             "<configuration>"]
+    for key, value, why in props:
+        if why:
+            lines.append(f"  <!-- {escape(why)} -->")
+        lines.append(f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>")
+    return "\n".join(lines + ["</configuration>", ""])
+
+
+LOG4J2 = """# realhbase: each JVM logs to standard error, which the test bed writes to <cluster>/logs/<role>.log
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %.2000m%n
+rootLogger = {level},console
+logger.zookeeper.name = org.apache.zookeeper
+logger.zookeeper.level = WARN
+logger.statechange.name = org.apache.hadoop.hdfs.StateChange
+logger.statechange.level = WARN
+logger.clienttrace.name = org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace
+logger.clienttrace.level = WARN
+logger.audit.name = org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit
+logger.audit.level = WARN
+logger.blockstate.name = BlockStateChange
+logger.blockstate.level = WARN
+logger.metrics.name = org.apache.hadoop.metrics2
+logger.metrics.level = WARN
+"""
+# Metrics snapshots (and so /jmx values) every 2 s (HBase: 10 s), as minihbase's metrics_period_s.
+METRICS2 = "*.period=2\n"
+
+
+def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int]) -> Path:
+    conf = cluster_dir / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    for sub in ("tmp", "hadoop-tmp", "logs"):
+        (cluster_dir / sub).mkdir(exist_ok=True)
+    (conf / "hbase-site.xml").write_text(site_xml(hbase_site(name, cluster_dir, zk_hosts, ports)))
+    (conf / "core-site.xml").write_text(site_xml(core_site(cluster_dir, ports)))
+    (conf / "hdfs-site.xml").write_text(site_xml(hdfs_site(cluster_dir, ports)))
+    (conf / "log4j2.properties").write_text(LOG4J2.replace("{level}", "INFO"))
+    (conf / "log4j2-client.properties").write_text(LOG4J2.replace("{level}", "WARN"))
+    for metrics in ("hadoop-metrics2.properties", "hadoop-metrics2-hbase.properties"):
+        (conf / metrics).write_text(METRICS2)
+    return conf
+
+
+def save_ports(cluster_dir: Path, ports: dict[str, int], zk_hosts: str) -> None:
+    (cluster_dir / "cluster.json").write_text(json.dumps({"ports": ports, "zookeeper": zk_hosts}, indent=1))
+
+
+def load_cluster(cluster_dir: Path) -> dict:
+    try:
+        return json.loads((cluster_dir / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}

@@ -1,0 +1,173 @@
+"""The test bed's jars: resolved by Maven from the repository's `pom.xml` into a cache on first use, then read
+from a class path file; the one-file Java launcher compiled against them with javac.
+
+Cache layout (`REALHBASE_CACHE`, default `~/.cache/realhbase`):
+    m2/                               Maven's local repository (every jar; ~210 MB)
+    <hbase version>/classpath.txt     `mvn dependency:build-classpath` output, keyed by the pom's content
+    <hbase version>/classpath.key
+    <hbase version>/launcher/         RealHBaseLauncher.class, keyed by its source
+    <hbase version>/versions.json     the versions the pom resolved (hbase, hadoop, thrift, shell, jruby)
+
+`REALHBASE_VERSION` picks another HBase (e.g. 2.5.13-hadoop3); its Hadoop is read from that release's
+hbase-server pom unless `REALHBASE_HADOOP_VERSION` says it. Only the pom's defaults are tested.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+POM = REPO / "pom.xml"
+LAUNCHER_SOURCE = Path(__file__).resolve().parent / "java" / "RealHBaseLauncher.java"
+MAVEN_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+class RealHBaseError(RuntimeError):
+    """Something the test bed needs is missing or failed; the message says what and where to look."""
+
+
+@dataclass(frozen=True)
+class Jars:
+    classpath: list[str]       # every jar, in Maven's order
+    launcher_dir: Path         # holds RealHBaseLauncher.class
+    versions: dict             # {"hbase": ..., "hadoop": ..., "hbase-thrift": ..., "hbase-shell": ..., "jruby": ...}
+    java: str                  # the java executable
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("REALHBASE_CACHE") or Path.home() / ".cache" / "realhbase")
+
+
+def pom_properties(pom: Path = POM) -> dict[str, str]:
+    root = ET.parse(pom).getroot()
+    props = root.find("m:properties", MAVEN_NS)
+    return {child.tag.split("}")[1]: (child.text or "").strip() for child in props}
+
+
+def tool(name: str, hint: str) -> str:
+    """The path of `name` (JAVA_HOME's for java/javac), or a one-line error naming it."""
+    java_home = os.environ.get("JAVA_HOME")
+    if name in ("java", "javac") and java_home and (Path(java_home) / "bin" / name).exists():
+        return str(Path(java_home) / "bin" / name)
+    found = shutil.which(name)
+    if not found:
+        raise RealHBaseError(f"realhbase: `{name}` not found on PATH ({hint})")
+    return found
+
+
+def hbase_version() -> str:
+    return os.environ.get("REALHBASE_VERSION") or pom_properties()["hbase.version"]
+
+
+def _mvn(args: list[str], what: str, progress: bool) -> str:
+    """Run Maven in batch mode; its output goes to stderr as it comes (download progress) when `progress`.
+    A failure raises one line naming the artifact Maven could not get."""
+    mvn = tool("mvn", "install Maven 3.8+: apt-get install maven")
+    cmd = [mvn, "-B", "-f", str(POM), f"-Dmaven.repo.local={cache_dir() / 'm2'}", *args]
+    repo_url = os.environ.get("REALHBASE_MAVEN_REPOSITORY")
+    if repo_url:
+        cmd.append(f"-Drealhbase.repository={repo_url}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
+                            env={**os.environ, "MAVEN_OPTS": os.environ.get("MAVEN_OPTS", "-Xmx512m")})
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if progress and ("Download" in line or "ERROR" in line or "BUILD" in line):
+            sys.stderr.write("realhbase: mvn " + line.replace("[INFO] ", ""))
+    if proc.wait() != 0:
+        raise RealHBaseError(f"realhbase: resolving {what} with Maven failed: {maven_error(''.join(lines))}")
+    return "".join(lines)
+
+
+def maven_error(output: str) -> str:
+    """The gist of a failed Maven run, on one line: the artifact it could not get and why."""
+    for pattern in (r"Could not find artifact (\S+)", r"Could not transfer artifact (\S+) from/to \S+ \(([^)]*)\): "
+                    r"([^\n]*)", r"Plugin (\S+) or one of its dependencies could not be resolved",
+                    r"Failed to read artifact descriptor for (\S+)", r"could not be resolved: (\S+)"):
+        m = re.search(pattern, output)
+        if m:
+            artifact = m.group(1).rstrip(":,")
+            reason = "not found in the repository" if "find" in pattern else "repository unreachable"
+            if m.lastindex and m.lastindex >= 3:
+                reason = f"repository {m.group(2)} unreachable: {m.group(3).strip()}"
+            return f"{artifact}: {reason}"
+    errors = [line.replace("[ERROR] ", "").strip() for line in output.splitlines() if line.startswith("[ERROR]")]
+    return errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "no output"
+
+
+def _hadoop_for(version: str, progress: bool) -> str:
+    """The Hadoop version `version`'s hbase-server was built with (its published pom's hadoop-common)."""
+    if os.environ.get("REALHBASE_HADOOP_VERSION"):
+        return os.environ["REALHBASE_HADOOP_VERSION"]
+    props = pom_properties()
+    if version == props["hbase.version"]:
+        return props["hadoop.version"]
+    _mvn(["dependency:get", f"-Dartifact=org.apache.hbase:hbase-server:{version}:pom", "-Dtransitive=false"],
+         f"org.apache.hbase:hbase-server:{version}:pom", progress)
+    pom = cache_dir() / "m2" / "org" / "apache" / "hbase" / "hbase-server" / version / f"hbase-server-{version}.pom"
+    m = re.search(r"<artifactId>hadoop-common</artifactId>\s*<version>([^<$]+)</version>", pom.read_text())
+    if not m:
+        raise RealHBaseError(f"realhbase: cannot tell which Hadoop hbase-server {version} was built with ({pom}); "
+                             "set REALHBASE_HADOOP_VERSION")
+    return m.group(1)
+
+
+def resolve(progress: bool = True) -> Jars:
+    """The class path for the selected version: from the cache, or resolved by Maven now (once)."""
+    java = tool("java", "install a JDK 17: apt-get install openjdk-17-jdk-headless")
+    version = hbase_version()
+    vdir = cache_dir() / version
+    key = hashlib.sha256(POM.read_bytes() + version.encode()
+                         + os.environ.get("REALHBASE_HADOOP_VERSION", "").encode()).hexdigest()
+    cp_file, key_file, versions_file = vdir / "classpath.txt", vdir / "classpath.key", vdir / "versions.json"
+    classpath = None
+    if cp_file.exists() and key_file.exists() and key_file.read_text() == key:
+        classpath = cp_file.read_text().strip().split(os.pathsep)
+        if not all(os.path.exists(j) for j in classpath):
+            classpath = None  # the Maven cache was pruned: resolve again
+    if classpath is None:
+        vdir.mkdir(parents=True, exist_ok=True)
+        if progress:
+            print(f"realhbase: resolving HBase {version}'s jars with Maven into {cache_dir() / 'm2'} "
+                  "(first use only)", file=sys.stderr)
+        hadoop = _hadoop_for(version, progress)
+        _mvn(["dependency:build-classpath", f"-Dhbase.version={version}", f"-Dhadoop.version={hadoop}",
+              f"-Dmdep.outputFile={cp_file}"], f"HBase {version} (Hadoop {hadoop})", progress)
+        classpath = cp_file.read_text().strip().split(os.pathsep)
+        props = pom_properties()
+        versions_file.write_text(json.dumps({
+            "hbase": version, "hadoop": hadoop, "hbase-thrift": props["hbase.thrift.version"],
+            "hbase-shell": props["hbase.shell.version"], "jruby": props["jruby.version"]}, indent=1))
+        key_file.write_text(key)
+    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java)
+
+
+def _launcher(classpath: list[str], vdir: Path) -> Path:
+    """RealHBaseLauncher compiled against these jars (again only when its source changes)."""
+    source = LAUNCHER_SOURCE.read_bytes()
+    out = vdir / "launcher"
+    stamp = out / "source.sha256"
+    digest = hashlib.sha256(source).hexdigest()
+    # hadoop-hdfs's jar as served here has no webapps/: the NameNode's and DataNode's HTTP servers only need
+    # the directories to exist (WebHDFS, /jmx and /conf are servlets they add themselves).
+    for app in ("hdfs", "datanode", "static"):
+        (out / "webapps" / app).mkdir(parents=True, exist_ok=True)
+    if stamp.exists() and stamp.read_text() == digest and (out / "RealHBaseLauncher.class").exists():
+        return out
+    javac = tool("javac", "install a JDK 17 (not only a JRE): apt-get install openjdk-17-jdk-headless")
+    shutil.rmtree(out / "RealHBaseLauncher.class", ignore_errors=True)
+    proc = subprocess.run([javac, "-nowarn", "-d", str(out), "-cp", os.pathsep.join(classpath), str(LAUNCHER_SOURCE)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RealHBaseError(f"realhbase: javac failed on {LAUNCHER_SOURCE}: "
+                             f"{(proc.stderr or proc.stdout).strip().splitlines()[0]}")
+    stamp.write_text(digest)
+    return out

@@ -1,0 +1,128 @@
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.master.HMaster;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.server.datanode.DataNode;
+import org.apache.hadoop.hdfs.server.namenode.NameNode;
+import org.apache.hadoop.metrics2.lib.DefaultMetricsSystem;
+import org.apache.hadoop.util.ShutdownHookManager;
+import org.apache.hadoop.util.ToolRunner;
+
+/**
+ * Runs several daemons of one realhbase cluster in one JVM, to save the start time and memory of JVMs that the
+ * test bed does not need apart (a region server always gets its own JVM: replication metrics are per JVM).
+ *
+ *   master   a NameNode, a DataNode and the HMaster (configuration from the class path's *-site.xml). SIGTERM
+ *            shuts the HBase cluster down (the region servers flush and exit), then HDFS. On the first start
+ *            (the NameNode formatted now) `-Drealhbase.quota=PATH:NAMESPACE:SPACE_BYTES` sets that quota.
+ *   thrift   the Thrift1 and Thrift2 gateways: `thrift ARGS... -- ARGS...` (each side as `hbase thrift[2]` takes).
+ *
+ * Either mode exits the JVM (status 1) as soon as one of its daemons ends on its own, so that the process's
+ * death is what the caller watches.
+ */
+public final class RealHBaseLauncher {
+  private RealHBaseLauncher() {
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length == 0) {
+      System.err.println("usage: RealHBaseLauncher master | thrift T1ARGS... -- T2ARGS...");
+      System.exit(2);
+    }
+    switch (args[0]) {
+      case "master":
+        master();
+        break;
+      case "thrift":
+        thrift(args);
+        break;
+      default:
+        System.err.println("RealHBaseLauncher: unknown mode " + args[0]);
+        System.exit(2);
+    }
+  }
+
+  private static void master() throws Exception {
+    // NameNode, DataNode and HMaster register metrics sources in one JVM, as MiniDFSCluster's do.
+    DefaultMetricsSystem.setMiniClusterMode(true);
+    Configuration hdfsConf = new HdfsConfiguration();
+    File nameDir = new File(hdfsConf.get("dfs.namenode.name.dir").replaceFirst("^file:(//)?", ""));
+    boolean fresh = !new File(nameDir, "current/VERSION").exists();
+    if (fresh) {
+      NameNode.format(hdfsConf);
+    }
+    NameNode nameNode = NameNode.createNameNode(new String[0], hdfsConf);
+    DataNode dataNode = DataNode.createDataNode(new String[0], new HdfsConfiguration());
+    while (nameNode.getNamesystem().getNumLiveDataNodes() < 1 || nameNode.isInSafeMode()) {
+      Thread.sleep(100);
+    }
+    String quota = System.getProperty("realhbase.quota");
+    if (fresh && quota != null) {
+      String[] q = quota.split(":");
+      DistributedFileSystem fs = (DistributedFileSystem) FileSystem.get(hdfsConf);
+      fs.mkdirs(new Path(q[0]));
+      fs.setQuota(new Path(q[0]), Long.parseLong(q[1]), Long.parseLong(q[2]));
+    }
+    System.out.println("realhbase: HDFS is up");
+
+    Configuration conf = HBaseConfiguration.create();
+    HMaster master = HMaster.constructMaster(HMaster.class, conf);
+    // Above FileSystem's own hook (priority 10): HBase stops before its file system is closed.
+    ShutdownHookManager.get().addShutdownHook(() -> {
+      try {
+        if (!master.isStopped()) {
+          master.shutdown();  // the cluster: region servers close their regions and exit
+        }
+        master.join();
+      } catch (Exception e) {
+        e.printStackTrace();
+      }
+      dataNode.shutdown();
+      nameNode.stop();
+    }, 100, 120, java.util.concurrent.TimeUnit.SECONDS);
+    master.start();
+    master.join();
+    System.err.println("realhbase: HMaster ended" + (master.isAborted() ? " (aborted)" : ""));
+    System.exit(1);
+  }
+
+  private static void thrift(String[] args) throws Exception {
+    List<String> one = new ArrayList<>();
+    List<String> two = new ArrayList<>();
+    List<String> side = one;
+    for (int i = 1; i < args.length; i++) {
+      if (args[i].equals("--")) {
+        side = two;
+      } else {
+        side.add(args[i]);
+      }
+    }
+    Configuration conf = HBaseConfiguration.create();
+    Thread t1 = gateway("thrift1", new org.apache.hadoop.hbase.thrift.ThriftServer(new Configuration(conf)), one);
+    Thread t2 = gateway("thrift2", new org.apache.hadoop.hbase.thrift2.ThriftServer(new Configuration(conf)), two);
+    t1.join();
+    t2.join();
+  }
+
+  private static Thread gateway(String name, org.apache.hadoop.util.Tool tool, List<String> args) {
+    Thread t = new Thread(() -> {
+      int rc;
+      try {
+        rc = ToolRunner.run(tool.getConf(), tool, args.toArray(new String[0]));
+      } catch (Throwable e) {
+        e.printStackTrace();
+        rc = 1;
+      }
+      System.err.println("realhbase: " + name + " gateway ended with " + rc);
+      System.exit(1);
+    }, name + "-main");
+    t.start();
+    return t;
+  }
+}

@@ -1,0 +1,638 @@
+"""Two real Apache HBase clusters (dc1, dc2), each on its own HDFS, on one machine: start, find, stop, break.
+
+Per cluster, four JVMs (`<workdir>/<cluster>/logs/<role>.log` each):
+    master    NameNode + DataNode + HMaster (RealHBaseLauncher master)
+    rs0, rs1  one HRegionServer each: replication metrics are one set per JVM, as in production
+    thrift    the Thrift1 and Thrift2 gateways (RealHBaseLauncher thrift)
+plus Debian's ZooKeeper, shared by both clusters (znode parents /hbase-dc1, /hbase-dc2), unless one is given.
+
+Every JVM carries `-Drealhbase.workdir=<workdir> -Drealhbase.role=<cluster>/<role>` on its command line: `down`
+and the checks for survivors find them in /proc, pid files or not.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+from realhbase import config
+from realhbase.config import CLUSTERS, HOST, REGION_SERVERS, ROOTDIR
+from realhbase.jars import Jars, RealHBaseError, resolve
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_WORKDIR = REPO / ".state" / "realhbase"
+ROLES = ["master", *[f"rs{i}" for i in range(REGION_SERVERS)], "thrift"]
+LAUNCHER = "RealHBaseLauncher"
+REGION_SERVER_MAIN = "org.apache.hadoop.hbase.regionserver.HRegionServer"
+
+__all__ = ["RealHBase", "RealHBaseError", "DEFAULT_WORKDIR"]
+
+
+# ---------------------------------------------------------------------------------------------- processes
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def pid_alive(pid: int) -> bool:
+    """Running and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def processes(workdir: Path) -> dict[int, str]:
+    """pid -> "<cluster>/<role>" (or "zookeeper") of every live process this workdir's test bed started."""
+    marker = f"-Drealhbase.workdir={workdir}"
+    zoo_cfg = str(workdir / "zookeeper" / "zoo.cfg")
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        argv = _cmdline(int(entry.name))
+        if marker in argv:
+            role = next((a.split("=", 1)[1] for a in argv if a.startswith("-Drealhbase.role=")), "?")
+        elif "org.apache.zookeeper.server.ZooKeeperServerMain" in argv and zoo_cfg in argv:
+            role = "zookeeper"
+        else:
+            continue
+        if pid_alive(int(entry.name)):
+            found[int(entry.name)] = role
+    return found
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(pids, timeout: float) -> set[int]:
+    """Waits until none of `pids` runs (reaping our own children); returns those still running."""
+    deadline = time.monotonic() + timeout
+    left = set(pids)
+    while True:
+        for pid in list(left):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            if not pid_alive(pid):
+                left.discard(pid)
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.1)
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    """The last lines of a log, for an error message."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join("    " + line[:400] for line in text[-lines:])
+
+
+# ---------------------------------------------------------------------------------------------- probes
+def _http_json(url: str, timeout: float = 5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def _answers(url: str) -> bool:
+    try:
+        _http_json(url, timeout=3)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def zk_ruok(hosts: str, timeout: float = 2.0) -> bool:
+    import socket
+
+    for part in hosts.split(","):
+        host, _, port = part.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as s:
+                s.sendall(b"ruok")
+                if s.recv(16) == b"imok":
+                    return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def strip_zk_metadata(data: bytes) -> bytes:
+    """HBase's znode payload without RecoverableZooKeeper's header (0xFF, int32 id length, id+salt)."""
+    if data[:1] == b"\xff":
+        id_len = int.from_bytes(data[1:5], "big")
+        return data[5 + id_len:]
+    return data
+
+
+def _thrift_modules():
+    import thriftpy2
+
+    idl = REPO / "minihbase"
+    return (thriftpy2.load(str(idl / "Hbase.thrift"), module_name="realhbase_Hbase_thrift"),
+            thriftpy2.load(str(idl / "hbase2.thrift"), module_name="realhbase_hbase2_thrift"))
+
+
+def thrift_answers(port: int, kind: str) -> bool:
+    """Thrift1 getTableNames / Thrift2 getTableNamesByPattern answer: gateway, master and hbase:meta all up."""
+    from thriftpy2.rpc import make_client
+
+    hbase1, hbase2 = _thrift_modules()
+    try:
+        if kind == "thrift":
+            client = make_client(hbase1.Hbase, HOST, port, timeout=3000)
+            try:
+                client.getTableNames()
+            finally:
+                client.close()
+        else:
+            client = make_client(hbase2.THBaseService, HOST, port, timeout=3000)
+            try:
+                client.getTableNamesByPattern(None, True)
+            finally:
+                client.close()
+        return True
+    except Exception:  # refused, reset, or HBase's TIOError while the master initializes
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- the test bed
+class RealHBase:
+    """Both clusters of one workdir. Start-once-per-session friendly: `up()` returns at once when all runs.
+
+        bed = RealHBase(tmp / "realhbase", zookeeper_hosts="127.0.0.1:2181")
+        bed.up(); bed.endpoints()["dc1"]["thrift"]; bed.shell("dc1", "list").stdout
+        bed.kill_rs("dc1", 0); bed.start_rs("dc1", 0); bed.down()
+    """
+
+    def __init__(self, workdir: Path | str = DEFAULT_WORKDIR, zookeeper_hosts: str | None = None,
+                 timeout: float = 300.0, progress: bool = True):
+        self.workdir = Path(workdir).resolve()
+        self.zookeeper_hosts = zookeeper_hosts
+        self.timeout = timeout
+        self.progress = progress
+        self._jars: Jars | None = None
+
+    # ------------------------------------------------------------------------------------------ helpers
+    @property
+    def jars(self) -> Jars:
+        if self._jars is None:
+            self._jars = resolve(progress=self.progress)
+        return self._jars
+
+    def cluster_dir(self, name: str) -> Path:
+        return self.workdir / name
+
+    def _instance(self) -> dict:
+        try:
+            return json.loads((self.workdir / "instance.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _check_cluster(self, name: str) -> None:
+        if name not in CLUSTERS:
+            raise ValueError(f"unknown cluster {name!r} (known: {', '.join(CLUSTERS)})")
+
+    def _log(self, message: str) -> None:
+        if self.progress:
+            print(f"realhbase: {message}", file=sys.stderr, flush=True)
+
+    def java_command(self, name: str, role: str, heap: str, main: str, args: list[str],
+                     extra: list[str] = (), log_config: str = "log4j2.properties") -> list[str]:
+        jars = self.jars
+        d = self.cluster_dir(name)
+        classpath = os.pathsep.join([str(d / "conf"), str(jars.launcher_dir), *jars.classpath])
+        return [jars.java, f"-Xmx{heap}", *config.JVM_FLAGS, *config.JDK17_FLAGS,
+                # a client (shell, DFSAdmin) is no part of the test bed: `down` and `running()` leave it alone
+                f"-Drealhbase.{'client.' if role == 'client' else ''}workdir={self.workdir}",
+                f"-Drealhbase.role={name}/{role}",
+                f"-Dlog4j2.configurationFile={d / 'conf' / log_config}", f"-Djava.io.tmpdir={d / 'tmp'}",
+                *extra, "-cp", classpath, main, *args]
+
+    def _role_command(self, name: str, role: str, ports: dict[str, int]) -> list[str]:
+        if role == "master":
+            ns, space = config.ROOT_QUOTA
+            return self.java_command(name, role, config.HEAP["master"], LAUNCHER, ["master"],
+                                     [f"-Drealhbase.quota={ROOTDIR}:{ns}:{space}"])
+        if role == "thrift":
+            def side(kind):
+                return ["-b", HOST, "-p", str(ports[kind]), "--infoport", str(ports[f"{kind}_info"]),
+                        "-threadpool", "start"]
+            return self.java_command(name, role, config.HEAP["thrift"], LAUNCHER,
+                                     ["thrift", *side("thrift"), "--", *side("thrift2")])
+        return self.java_command(name, role, config.HEAP["rs"], REGION_SERVER_MAIN,
+                                 [f"-Dhbase.regionserver.port={ports[role]}",
+                                  f"-Dhbase.regionserver.info.port={ports[role + '_info']}", "start"])
+
+    def _spawn(self, name: str, role: str, ports: dict[str, int]) -> subprocess.Popen:
+        log = self.cluster_dir(name) / "logs" / f"{role}.log"
+        with open(log, "ab") as out:
+            out.write(f"\n==== realhbase: starting {name}/{role} at {time.strftime('%F %T')}\n".encode())
+            out.flush()
+            return subprocess.Popen(self._role_command(name, role, ports), stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=str(self.cluster_dir(name)))
+
+    def _ports(self, name: str) -> dict[str, int]:
+        ports = config.load_cluster(self.cluster_dir(name)).get("ports")
+        if not ports:
+            raise RealHBaseError(f"realhbase: cluster {name} was never started under {self.workdir}")
+        return ports
+
+    # ------------------------------------------------------------------------------------------ up / down
+    def running(self) -> dict[str, int]:
+        """"<cluster>/<role>" -> pid of every live JVM of the clusters (ZooKeeper not included)."""
+        return {role: pid for pid, role in processes(self.workdir).items() if role != "zookeeper"}
+
+    def up(self) -> dict[str, dict]:
+        """Starts ZooKeeper (unless given) and both clusters; returns once every role answers. Already up:
+        returns at once. A failure stops everything this call started and raises, naming the process and
+        showing the tail of its log."""
+        expected = {f"{n}/{r}" for n in CLUSTERS for r in ROLES}
+        running = self.running()
+        if running:
+            if set(running) >= expected and self._instance():
+                zk = self._instance()["zookeeper"]
+                if self.zookeeper_hosts and self.zookeeper_hosts != zk:
+                    raise RealHBaseError(f"realhbase: the clusters under {self.workdir} already run on ZooKeeper "
+                                         f"{zk}, not {self.zookeeper_hosts}")
+                self.zookeeper_hosts = zk
+                return self.endpoints()
+            raise RealHBaseError(f"realhbase: part of a test bed runs under {self.workdir} "
+                                 f"({', '.join(sorted(running))}); run `python -m realhbase down --workdir "
+                                 f"{self.workdir}` first")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        jars = self.jars  # resolves (and reports) before anything starts
+        zk_owned = self.zookeeper_hosts is None
+        try:
+            if zk_owned:
+                self.zookeeper_hosts = self._start_zookeeper()
+            elif not zk_ruok(self.zookeeper_hosts):
+                raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
+            self._ensure_parents()
+            procs = {}
+            for name in CLUSTERS:
+                d = self.cluster_dir(name)
+                ports = config.plan_ports(config.load_cluster(d).get("ports", {}))
+                config.write_conf(name, d, self.zookeeper_hosts, ports)
+                config.save_ports(d, ports, self.zookeeper_hosts)
+                for role in ROLES:
+                    procs[f"{name}/{role}"] = self._spawn(name, role, ports)
+            self._log(f"started {len(procs)} JVMs (HBase {jars.versions['hbase']}, Hadoop "
+                      f"{jars.versions['hadoop']}); waiting for them to answer")
+            deadline = time.monotonic() + self.timeout
+            for name in CLUSTERS:
+                self._wait_ready(name, deadline)
+        except BaseException:
+            self._stop_everything(stop_zookeeper=zk_owned)
+            if zk_owned:
+                self.zookeeper_hosts = None
+            raise
+        (self.workdir / "instance.json").write_text(json.dumps({
+            "zookeeper": self.zookeeper_hosts, "zookeeper_owned": zk_owned, "clusters": sorted(CLUSTERS),
+            "versions": jars.versions, "up_seconds": round(time.monotonic() - started, 1)}, indent=1))
+        self._log(f"up in {time.monotonic() - started:.1f} s")
+        return self.endpoints()
+
+    def _start_zookeeper(self) -> str:
+        from minihbase.zookeeper import ZooKeeperServer
+
+        zk_dir = self.workdir / "zookeeper"
+        port = self._instance().get("zookeeper_port")
+        server = ZooKeeperServer(zk_dir, port=port if port and config.port_free(port) else None)
+        try:
+            server.start()
+        except RuntimeError as e:
+            raise RealHBaseError(f"realhbase: ZooKeeper did not start: {e}\n{tail(zk_dir / 'zookeeper.log')}")
+        instance = self._instance()
+        instance.update(zookeeper=server.hosts, zookeeper_owned=True, zookeeper_port=server.port)
+        (self.workdir / "instance.json").write_text(json.dumps(instance, indent=1))
+        return server.hosts
+
+    def _dead_role(self, name: str, roles) -> None:
+        """Raises naming the first of `roles` whose JVM is gone, with its log's tail."""
+        running = self.running()
+        for role in roles:
+            if f"{name}/{role}" not in running:
+                log = self.cluster_dir(name) / "logs" / f"{role}.log"
+                raise RealHBaseError(f"realhbase: {name}/{role} exited while starting; tail of {log}:\n{tail(log)}")
+
+    def _wait_ready(self, name: str, deadline: float, roles=ROLES) -> None:
+        """Polls every check of `roles` until all pass; raises on a dead JVM, a lost ZooKeeper or the deadline."""
+        ports = self._ports(name)
+        checks = self._readiness_checks(name, ports, roles)
+        pending = list(checks)
+        while pending:
+            self._dead_role(name, roles)
+            if not zk_ruok(self.zookeeper_hosts):
+                raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} stopped answering while "
+                                     f"{name} started")
+            pending = [what for what in pending if not checks[what]() or self._dead_role(name, roles)]
+            if not pending:
+                break
+            if time.monotonic() >= deadline:
+                log = self.cluster_dir(name) / "logs" / "master.log"
+                raise RealHBaseError(f"realhbase: {name} not ready within {self.timeout:.0f}s: still waiting for "
+                                     f"{', '.join(pending)}; tail of {log}:\n{tail(log)}")
+            time.sleep(0.5)
+        self._log(f"{name} ready")
+
+    def _readiness_checks(self, name: str, ports: dict[str, int], roles) -> dict:
+        checks = {}
+        if "master" in roles:
+            checks["WebHDFS"] = lambda: _answers(
+                f"http://{HOST}:{ports['namenode_http']}/webhdfs/v1/?op=GETFILESTATUS")
+            checks["master info server"] = lambda: _answers(f"http://{HOST}:{ports['master_info']}/jmx?qry=x:y=z")
+        for role in roles:
+            if role.startswith("rs"):
+                checks[f"{role} info server"] = (
+                    lambda p=ports[f"{role}_info"]: _answers(f"http://{HOST}:{p}/jmx?qry=x:y=z"))
+                checks[f"{role} in ZooKeeper"] = lambda r=role: self._servername(name, r, ports) is not None
+        if "thrift" in roles:
+            checks["Thrift1 (master initialized)"] = lambda: thrift_answers(ports["thrift"], "thrift")
+            checks["Thrift2"] = lambda: thrift_answers(ports["thrift2"], "thrift2")
+        return checks
+
+    def down(self) -> list[str]:
+        """Stops every process of this workdir (the clusters gracefully, then SIGKILL at a deadline) and the
+        ZooKeeper `up` started; returns the survivors ("dc1/rs0 (pid 123)"), normally none."""
+        owned = self._instance().get("zookeeper_owned", False)
+        survivors = self._stop_everything(stop_zookeeper=owned)
+        for name in CLUSTERS:
+            (self.cluster_dir(name) / "ready").unlink(missing_ok=True)
+        return [f"{role} (pid {pid})" for pid, role in sorted(survivors.items())]
+
+    def _stop_everything(self, stop_zookeeper: bool) -> dict[int, str]:
+        procs = {pid: role for pid, role in processes(self.workdir).items() if role != "zookeeper"}
+        gateways = [p for p, r in procs.items() if r.endswith("/thrift")]
+        masters = [p for p, r in procs.items() if r.endswith("/master")]
+        for pid in gateways + masters:
+            _signal(pid, signal.SIGTERM)  # a master's hook shuts its cluster down: region servers flush and exit
+        _wait_gone(masters, 90)
+        left = _wait_gone(procs, 0)
+        for pid in left:  # region servers of a cluster that shut down are exiting; others (master dead) not
+            _signal(pid, signal.SIGTERM)
+        left = _wait_gone(left, 30)
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        left = _wait_gone(left, 10)
+        survivors = {pid: procs[pid] for pid in left}
+        if stop_zookeeper:
+            zk = [p for p, r in processes(self.workdir).items() if r == "zookeeper"]
+            for pid in zk:
+                _signal(pid, signal.SIGTERM)
+            left = _wait_gone(zk, 15)
+            for pid in left:
+                _signal(pid, signal.SIGKILL)
+            survivors.update({pid: "zookeeper" for pid in _wait_gone(left, 10)})
+            (self.workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
+        return survivors
+
+    # ------------------------------------------------------------------------------------------ region servers
+    def _slot(self, name: str, server) -> int:
+        self._check_cluster(name)
+        if isinstance(server, int) or (isinstance(server, str) and server.isdigit()):
+            slot = int(server)
+            if not 0 <= slot < REGION_SERVERS:
+                raise ValueError(f"region server index {slot} out of range 0..{REGION_SERVERS - 1}")
+            return slot
+        ports = self._ports(name)
+        for slot in range(REGION_SERVERS):
+            if str(server).split(",")[1:2] == [str(ports[f"rs{slot}"])]:
+                return slot
+        raise ValueError(f"unknown region server {server!r} of {name}")
+
+    def kill_rs(self, name: str, server) -> str:
+        """SIGKILL one region server's JVM (a crash: nothing flushed); returns its servername."""
+        slot = self._slot(name, server)
+        role = f"{name}/rs{slot}"
+        pid = self.running().get(role)
+        if pid is None:
+            raise RealHBaseError(f"realhbase: region server {role} is not running")
+        servername = self._servername(name, f"rs{slot}", self._ports(name))
+        _signal(pid, signal.SIGKILL)
+        if _wait_gone([pid], 10):
+            raise RealHBaseError(f"realhbase: {role} (pid {pid}) survived SIGKILL")
+        return servername or f"{role} (pid {pid})"
+
+    def start_rs(self, name: str, server, timeout: float = 120.0) -> str:
+        """Starts the region server of that slot again (same ports when free); returns its new servername once
+        it has registered in ZooKeeper."""
+        slot = self._slot(name, server)
+        role = f"rs{slot}"
+        if f"{name}/{role}" in self.running():
+            raise RealHBaseError(f"realhbase: region server {name}/{role} is running")
+        ports = self._ports(name)
+        self.zookeeper_hosts = self.zookeeper_hosts or self._instance().get("zookeeper")
+        for key in (role, f"{role}_info"):
+            if not config.port_free(ports[key]):
+                ports[key] = config.free_port(HOST)
+        config.save_ports(self.cluster_dir(name), ports, self.zookeeper_hosts)
+        before = self._servername(name, role, ports)
+        self._spawn(name, role, ports)
+        deadline = time.monotonic() + timeout
+        while True:
+            self._dead_role(name, [role])
+            current = self._servername(name, role, ports)
+            if current is not None and current != before:
+                return current
+            if time.monotonic() >= deadline:
+                log = self.cluster_dir(name) / "logs" / f"{role}.log"
+                raise RealHBaseError(f"realhbase: {name}/{role} did not register within {timeout:.0f}s; tail "
+                                     f"of {log}:\n{tail(log)}")
+            time.sleep(0.3)
+
+    # ------------------------------------------------------------------------------------------ addresses
+    def _zk(self):
+        from kazoo.client import KazooClient
+
+        hosts = self.zookeeper_hosts or self._instance().get("zookeeper")
+        if not hosts:
+            raise RealHBaseError(f"realhbase: no test bed under {self.workdir}")
+        client = KazooClient(hosts=hosts, timeout=10)
+        client.start(timeout=10)
+        return client
+
+    def _registered(self, name: str) -> list[str]:
+        """Servernames under <parent>/rs (the live region servers), as ZooKeeper lists them; none when
+        ZooKeeper does not answer in time."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            client = self._zk()
+        except KazooTimeoutError:
+            return []
+        try:
+            return client.get_children(f"{CLUSTERS[name]}/rs")
+        except (NoNodeError, KazooException):
+            return []
+        finally:
+            client.stop()
+            client.close()
+
+    def _ensure_parents(self) -> None:
+        """Each cluster's znode parent, created before its JVMs start: a region server that starts before its
+        master has created it retries with an error per second until it has."""
+        client = self._zk()
+        try:
+            for parent in CLUSTERS.values():
+                client.ensure_path(parent)
+        finally:
+            client.stop()
+            client.close()
+
+    def _servername(self, name: str, role: str, ports: dict[str, int], registered=None) -> str | None:
+        """The slot's live servername (host,port,startcode) in ZooKeeper: the newest one on its port."""
+        names = self._registered(name) if registered is None else registered
+        mine = [s for s in names if s.split(",")[1:2] == [str(ports[role])]]
+        return max(mine, key=lambda s: int(s.rsplit(",", 1)[1])) if mine else None
+
+    def cluster_id(self, name: str) -> str | None:
+        """The cluster id from <parent>/hbaseid (ZooKeeper metadata header, "PBUF", ClusterId{1: string})."""
+        from kazoo.exceptions import NoNodeError
+
+        client = self._zk()
+        try:
+            data, _ = client.get(f"{CLUSTERS[name]}/hbaseid")
+        except NoNodeError:
+            return None
+        finally:
+            client.stop()
+            client.close()
+        payload = strip_zk_metadata(data)
+        if payload.startswith(b"PBUF") and payload[4:5] == b"\x0a":
+            return payload[6:6 + payload[5]].decode()
+        return payload.decode(errors="replace")
+
+    def shell_command(self, name: str) -> list[str]:
+        return [sys.executable, "-m", "realhbase", "shell", "-n", "--cluster", name, "--workdir", str(self.workdir)]
+
+    def endpoints(self) -> dict[str, dict]:
+        """Each cluster's entry of `endpoints --json`, in minihbase's schema (plus backend, hbase_version)."""
+        instance = self._instance()
+        self.zookeeper_hosts = self.zookeeper_hosts or instance.get("zookeeper")
+        running = self.running()
+        out = {}
+        for name in CLUSTERS:
+            if not (self.cluster_dir(name) / "cluster.json").exists():
+                continue
+            out[name] = self._cluster_endpoints(name, running, instance.get("versions")
+                                                or self.jars.versions)
+        return out
+
+    def _cluster_endpoints(self, name: str, running: dict[str, int], versions: dict) -> dict:
+        state = config.load_cluster(self.cluster_dir(name))
+        ports, zk_hosts = state["ports"], state["zookeeper"]
+        quorum, zk_port = config.split_zk_hosts(zk_hosts)
+        parent = CLUSTERS[name]
+        registered = self._registered(name) if zk_ruok(zk_hosts) else []
+        webhdfs_url = f"http://{HOST}:{ports['namenode_http']}"
+        shell_command = self.shell_command(name)
+        thrift_alive = f"{name}/thrift" in running
+        gateways = {kind: [{"index": 0, "host": HOST, "port": ports[kind], "info_port": ports[f"{kind}_info"],
+                            "alive": thrift_alive}] for kind in ("thrift", "thrift2")}
+        extra = {"zookeeper_quorum": quorum, "zookeeper_port": zk_port, "znode_parent": parent,
+                 "webhdfs_url": webhdfs_url, "rootdir": ROOTDIR, "peer_admin": "shell",
+                 "shell_command": shlex.join(shell_command), "thrift2_servers": f"{HOST}:{ports['thrift2']}"}
+        region_servers = []
+        for slot in range(REGION_SERVERS):
+            role = f"rs{slot}"
+            servername = self._servername(name, role, ports, registered)
+            alive = f"{name}/{role}" in running
+            state_word = ("online" if servername and alive else "starting" if alive else "aborted")
+            region_servers.append({"slot": slot, "servername": servername, "host": HOST, "port": ports[role],
+                                   "info_port": ports[f"{role}_info"], "alive": bool(servername and alive),
+                                   "state": state_word, "pid": running.get(f"{name}/{role}")})
+        connection = {"conn_type": "hbase", "host": HOST, "port": ports["thrift"], "extra": extra}
+        return {
+            "name": name,
+            "backend": "realhbase",
+            "hbase_version": versions["hbase"],
+            "versions": versions,
+            "thrift": {"host": HOST, "port": ports["thrift"]},
+            "thrift2": {"host": HOST, "port": ports["thrift2"]},
+            "thrift_gateways": gateways["thrift"],
+            "thrift2_gateways": gateways["thrift2"],
+            "zookeeper": {"quorum": quorum, "port": zk_port, "znode_parent": parent, "hosts": zk_hosts},
+            "cluster_key": f"{quorum}:{zk_port}:{parent}",
+            "cluster_id": self.cluster_id(name) if registered else None,
+            "master": {"host": HOST, "port": ports["master"], "info_port": ports["master_info"],
+                       "alive": f"{name}/master" in running},
+            "region_servers": region_servers,
+            "namenode": {"host": HOST, "port": ports["namenode"], "http_port": ports["namenode_http"]},
+            "webhdfs_url": webhdfs_url,
+            "rootdir": ROOTDIR,
+            "workdir": str(self.workdir),
+            "conf_dir": str(self.cluster_dir(name) / "conf"),
+            "logs_dir": str(self.cluster_dir(name) / "logs"),
+            "shell_command": shell_command,
+            "connection": connection,
+            "connection_uri": f"hbase://{HOST}:{ports['thrift']}/?__extra__="
+                              + quote(json.dumps(extra, sort_keys=True), safe=""),
+        }
+
+    # ------------------------------------------------------------------------------------------ tools
+    def _client_command(self, name: str, main: str, args: list[str], heap: str = config.HEAP["tool"],
+                        extra: list[str] = ()) -> list[str]:
+        self._check_cluster(name)
+        if not (self.cluster_dir(name) / "conf" / "hbase-site.xml").exists():
+            raise RealHBaseError(f"realhbase: cluster {name} has no configuration under {self.workdir} "
+                                 f"(run `python -m realhbase up --workdir {self.workdir}`)")
+        return self.java_command(name, "client", heap, main, args, extra, log_config="log4j2-client.properties")
+
+    def shell_java_command(self, name: str, args: list[str]) -> tuple[list[str], dict]:
+        """The real `hbase shell` as bin/hbase runs it: JarBootstrapMain (jar-bootstrap.rb in hbase-shell's jar),
+        JRUBY_OPTS=-X+O; the cluster's conf/ first on the class path."""
+        cmd = self._client_command(name, "org.jruby.JarBootstrapMain", args, heap=config.HEAP["shell"])
+        env = {**os.environ, "JRUBY_OPTS": "-X+O"}
+        return cmd, env
+
+    def shell(self, name: str, script: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
+        """`hbase shell -n` with `script` on standard input (exit status: 0, or non-zero on the first error)."""
+        cmd, env = self.shell_java_command(name, ["-n"])
+        return subprocess.run(cmd, input=script, capture_output=True, text=True, env=env, timeout=timeout)
+
+    def set_quota(self, name: str, path: str, space_bytes: int | None = None,
+                  namespace: int | None = None) -> None:
+        """HDFS quotas on `path` through DFSAdmin (-1 clears one)."""
+        fs = f"-Dfs.defaultFS=hdfs://{HOST}:{self._ports(name)['namenode']}"
+        ops = []
+        if space_bytes is not None:
+            ops.append(["-clrSpaceQuota", path] if space_bytes < 0 else ["-setSpaceQuota", str(space_bytes), path])
+        if namespace is not None:
+            ops.append(["-clrQuota", path] if namespace < 0 else ["-setQuota", str(namespace), path])
+        for op in ops:
+            cmd = self._client_command(name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op])
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                raise RealHBaseError(f"realhbase: DFSAdmin {' '.join(op)} on {name} failed: "
+                                     f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+
+    def roll_wals(self, name: str) -> list[str]:
+        """Every live region server's WAL rolled (the shell's wal_roll); returns their servernames."""
+        servers = self._registered(name)
+        if not servers:
+            raise RealHBaseError(f"realhbase: {name} has no live region server")
+        proc = self.shell(name, "".join(f"wal_roll '{s}'\n" for s in servers))
+        if proc.returncode != 0:
+            raise RealHBaseError(f"realhbase: wal_roll on {name} failed: {proc.stdout.strip()[-500:]}")
+        return servers
