@@ -117,6 +117,10 @@ class ZkProxy:
     def stop(self) -> None:
         self._running = False
         if self._sock is not None:
+            try:  # shutdown first: a close alone leaves the socket listening while accept() blocks on it
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             try:
                 self._sock.close()
             except OSError:

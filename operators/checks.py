@@ -4,14 +4,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator, Context
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
 from operators.hooks import HBaseClusterHook, table_names
 
 
 class PreflightOperator(BaseOperator):
-    """Runs every preflight check against both clusters and fails (without retry) if one fails.
+    """Runs every preflight check against both clusters and fails (without retry) if one refuses; a check that
+    could not be made because an endpoint did not answer fails the attempt, which the task's retries repeat.
 
     Checks: both clusters reachable and distinct; tables on both sides: an existing target table with the
     source's families, VERSIONS, MIN_VERSIONS, TTL and KEEP_DELETED_CELLS (other attributes reported) and no
@@ -102,8 +103,16 @@ class PreflightOperator(BaseOperator):
         if report.sizing is not None and self.ledger_run_id:
             self._record_sizing(report.sizing)
         if not report.ok:
-            raise AirflowFailException(
-                "preflight failed: " + "; ".join(f"{r.name}: {r.reason}" for r in report.failures))
+            failed = "; ".join(f"{r.name}: {r.reason}" for r in report.failures)
+            if report.retryable:  # nothing refused: an endpoint did not answer, which a retry may get past
+                try_number = int(getattr(context.get("ti"), "try_number", None) or 1)
+                retries_left = max(int(self.retries or 0) - (try_number - 1), 0)
+                self.log.warning("preflight could not make %d check(s) because an endpoint did not answer; "
+                                 "%s", len(report.failures), f"the task retries ({retries_left} retr"
+                                 f"{'y' if retries_left == 1 else 'ies'} left)" if retries_left else
+                                 "no retry left: the run fails, nothing was changed")
+                raise AirflowException(f"preflight could not reach: {failed}")
+            raise AirflowFailException(f"preflight failed: {failed}")
         return report.to_dict()
 
 

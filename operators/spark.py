@@ -229,7 +229,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
                     self.log.error("the source's switches were not restored: %s", e)
 
     def _hold_switches(self, context: Context) -> Any:
-        """The switch hold of this copy (None when off); a refusal fails the task without a retry."""
+        """The switch hold of this copy (None when off); a refusal fails the task without a retry, a shell that did
+        not answer fails the attempt (retried)."""
         if not self.hold_switches:
             self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
             return None
@@ -243,6 +244,10 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             return hold.__enter__()
         except SwitchError as e:
             self._ledger_phase("copy", "failed", {"error": str(e)})
+            from hbase_migration.clusters.reachability import unreachable
+
+            if unreachable(e):  # the shell or the master did not answer: the task's retry takes the hold again
+                raise
             raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
 
     def _on_quota_fail(self, message: str) -> None:

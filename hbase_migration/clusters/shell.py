@@ -25,10 +25,11 @@ log = logging.getLogger(__name__)
 class ShellCommandError(RuntimeError):
     """`hbase shell -n` failed: non-zero exit, an `ERROR` line, or a timeout."""
 
-    def __init__(self, message: str, returncode: int | None = None, output: str = ""):
+    def __init__(self, message: str, returncode: int | None = None, output: str = "", timed_out: bool = False):
         super().__init__(message)
         self.returncode = returncode
         self.output = output
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def run_shell(statements: Sequence[str], command: Sequence[str] = DEFAULT_SHELL_
         stdout, stderr = proc.communicate()
         raise ShellCommandError(
             f"`{shown}` did not finish within {timeout_s:g}s running: {'; '.join(statements)}; "
-            f"output so far:\n{_tail(stdout + stderr)}", None, stdout) from None
+            f"output so far:\n{_tail(stdout + stderr)}", None, stdout, timed_out=True) from None
     output = ShellOutput(command, tuple(statements), proc.returncode, stdout, stderr,
                          time.monotonic() - started)
     errors = error_lines(stdout)

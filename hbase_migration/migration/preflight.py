@@ -18,7 +18,15 @@ from typing import Any, Callable, Mapping, Sequence
 from hbase_migration.clusters import hdfs
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.clusters.hbase_conf import BULKLOAD_ENABLED, REPLICATION_CLUSTER_ID, ServerConf, bulkload_findings
-from hbase_migration.migration.checks import ERROR, SKIPPED, WARNING, CheckResult, PreflightReport
+from hbase_migration.migration.checks import (
+    ERROR,
+    SKIPPED,
+    WARNING,
+    CheckResult,
+    PreflightReport,
+    Unlearned,
+    transient,
+)
 from hbase_migration.migration.schema import TableSchema, alter_scope_statement, ruby_string
 from hbase_migration.migration.tables import (
     class_refusals,
@@ -33,15 +41,17 @@ from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfi
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class ClusterFacts:
-    """What one cluster showed; `error` set when it could not be reached."""
+    """What one cluster showed; `error` set when it could not be reached. Every `*_error` of the facts is an
+    `Unlearned` (plain text in tests): whether the endpoint did not answer decides if a retry may help."""
 
     name: str
     cluster_key: str
     cluster_id: str | None = None
     tables: Mapping[str, TableSchema | None] = field(default_factory=dict)  # None: table absent
-    error: str | None = None
+    error: str | Unlearned | None = None
 
 
 @dataclass(frozen=True)
@@ -52,11 +62,11 @@ class Facts:
     peer_id: str
     wanted_peer: PeerConfig | None
     peers: tuple[Peer, ...] = ()
-    peers_error: str | None = None
+    peers_error: str | Unlearned | None = None
     queued_wals: Mapping[str, int] = field(default_factory=dict)  # peer id -> most WALs in one of its queues
     recovered_queues: Mapping[str, int] = field(default_factory=dict)
     headroom: Any = None  # hdfs.HeadroomDecision, or None when not checked
-    headroom_error: str | None = None
+    headroom_error: str | Unlearned | None = None
     create_missing: bool = True
     owner: str | None = None
     lag_wal_threshold: int = 2  # more WALs than this in one queue of another peer: it lags
@@ -64,13 +74,13 @@ class Facts:
     target_coprocessors: tuple[str, ...] = ()
     allow_target_data: bool = False
     target_first_rows: Mapping[str, bytes | None] = field(default_factory=dict)  # existing target table -> a row
-    target_rows_error: str | None = None
+    target_rows_error: str | Unlearned | None = None
     create_checks: Mapping[str, str | None] = field(default_factory=dict)  # table to create -> None ok / refusal
     source_confs: tuple[ServerConf, ...] | None = None  # None: not read
-    source_conf_error: str | None = None
+    source_conf_error: str | Unlearned | None = None
     peer_backend: str = "shell"
     sizing: Any = None  # sizing_probe.SizingReport, None when not sized
-    sizing_error: str | None = None
+    sizing_error: str | Unlearned | None = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -79,7 +89,8 @@ class Facts:
 
 def _reachable(which: str, facts: ClusterFacts) -> CheckResult:
     if facts.error:
-        return CheckResult(f"{which}_reachable", False, f"{facts.name} ({facts.cluster_key}): {facts.error}")
+        return CheckResult(f"{which}_reachable", False, f"{facts.name} ({facts.cluster_key}): {facts.error}",
+                           transient=transient(facts.error))
     return CheckResult(f"{which}_reachable", True,
                        f"{facts.name} ({facts.cluster_key}) answers; cluster id {facts.cluster_id}")
 
@@ -178,7 +189,8 @@ def _own_peer_exists(facts: Facts) -> bool:
 def _target_data(facts: Facts) -> CheckResult:
     if facts.target_rows_error:
         return CheckResult("target_data", False, f"cannot tell whether the target tables hold rows: "
-                                                 f"{facts.target_rows_error}")
+                                                 f"{facts.target_rows_error}",
+                           transient=transient(facts.target_rows_error))
     holding = {t: row for t, row in facts.target_first_rows.items() if row is not None}
     if not holding:
         return CheckResult("target_data", True, "existing target tables hold no row (or there is none)")
@@ -318,7 +330,8 @@ def _peer_id(facts: Facts) -> CheckResult:
     except InvalidPeerConfig as e:
         return CheckResult("peer_id", False, str(e))
     if facts.peers_error:
-        return CheckResult("peer_id", False, f"cannot list peers on the source: {facts.peers_error}")
+        return CheckResult("peer_id", False, f"cannot list peers on the source: {facts.peers_error}",
+                           transient=transient(facts.peers_error))
     existing = next((p for p in facts.peers if p.id == facts.peer_id), None)
     if existing is None:
         return CheckResult("peer_id", True, f"peer {facts.peer_id!r} is free")
@@ -338,7 +351,8 @@ def _peer_id(facts: Facts) -> CheckResult:
 
 def _pinning_peers(facts: Facts) -> CheckResult:
     if facts.peers_error:
-        return CheckResult("pinning_peers", False, f"cannot list peers on the source: {facts.peers_error}")
+        return CheckResult("pinning_peers", False, f"cannot list peers on the source: {facts.peers_error}",
+                           transient=transient(facts.peers_error))
     others = [p for p in facts.peers if p.id != facts.peer_id]
     disabled = [p.id for p in others if p.enabled is False]
     recovered = {k: v for k, v in facts.recovered_queues.items() if k != facts.peer_id and v}
@@ -371,7 +385,8 @@ def _projected(facts: Facts) -> bool:
 
 def _headroom(facts: Facts) -> CheckResult:
     if facts.headroom_error:
-        return CheckResult("oldwals_headroom", False, facts.headroom_error)
+        return CheckResult("oldwals_headroom", False, str(facts.headroom_error),
+                           transient=transient(facts.headroom_error))
     if facts.headroom is None:
         return CheckResult("oldwals_headroom", False, "not checked: the source has no webhdfs_url",
                            severity=WARNING)
@@ -431,7 +446,7 @@ def _cluster_facts(cluster: Cluster, tables: Sequence[str], zk_client: Any) -> C
         present = existing_tables(cluster, tables)
         schemas = describe_present(cluster, tables, present)
     except Exception as e:  # any failure to reach is reported as the check's reason
-        return ClusterFacts(cluster.name, key, error=f"{type(e).__name__}: {e}")
+        return ClusterFacts(cluster.name, key, error=Unlearned.of(e))
     return ClusterFacts(cluster.name, key, cluster_id, schemas)
 
 
@@ -443,7 +458,7 @@ def gather_facts(cluster: Cluster, tables: Sequence[str], stack: contextlib.Exit
     try:
         client = stack.enter_context(zk.connect(cluster, timeout=cluster.timeout_s))
     except Exception as e:
-        return ClusterFacts(cluster.name, str(cluster.cluster_key), error=f"{type(e).__name__}: {e}"), None
+        return ClusterFacts(cluster.name, str(cluster.cluster_key), error=Unlearned.of(e)), None
     return _cluster_facts(cluster, tables, client), client
 
 
@@ -469,7 +484,7 @@ def migration_peer_config(target: Cluster, tables: Sequence[str], serial: bool =
 
 
 def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: float, quota_mark: float,
-                    sample_gap_s: float, clock: Callable[[], float]) -> tuple[Any, str | None]:
+                    sample_gap_s: float, clock: Callable[[], float]) -> tuple[Any, Unlearned | None]:
     if not cluster.webhdfs_url:
         return None, None
     try:
@@ -487,7 +502,8 @@ def _headroom_facts(cluster: Cluster, expected_copy_s: float, safety_factor: flo
             first = second
         return hdfs.headroom_decision(first, rate, expected_copy_s, safety_factor, quota_mark), None
     except Exception as e:
-        return None, f"cannot read oldWALs usage through {cluster.webhdfs_url}: {type(e).__name__}: {e}"
+        why = Unlearned.of(e)
+        return None, Unlearned(f"cannot read oldWALs usage through {cluster.webhdfs_url}: {why}", why.transient)
 
 
 def _target_facts(source: Cluster, target: Cluster, src: ClusterFacts, tgt: ClusterFacts, peer_id: str,
@@ -505,7 +521,7 @@ def _target_facts(source: Cluster, target: Cluster, src: ClusterFacts, tgt: Clus
     try:
         rows = first_rows(target, existing)
     except Exception as e:  # reported by the target_data check
-        rows_error = f"{type(e).__name__}: {e}"
+        rows_error = Unlearned.of(e)
     checks: dict[str, str | None] = {}
     for table, schema in src.tables.items():
         if schema is None or tgt.tables.get(table) is not None or not create_missing:
@@ -557,7 +573,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                     if q.recovered:
                         recovered[q.peer_id] = recovered.get(q.peer_id, 0) + 1
             except Exception as e:
-                peers_error = f"{type(e).__name__}: {e}"
+                peers_error = Unlearned.of(e)
         source_confs, source_conf_error = None, None
         if src_zk is not None and not src_facts.error:
             from hbase_migration.clusters.hbase_conf import read_region_server_confs
@@ -565,7 +581,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
             try:
                 source_confs = read_region_server_confs(source, src_zk)
             except Exception as e:
-                source_conf_error = f"{type(e).__name__}: {e}"
+                source_conf_error = Unlearned.of(e)
     rows, rows_error, checks = _target_facts(source, target, src_facts, tgt_facts, peer_id, create_missing,
                                              codec_map or {}, target_coprocessors)
     report, sizing_error = None, None
@@ -576,7 +592,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
             report = size_migration(source, target, tables, src_facts.tables, peer_id, sizing,
                                     codec_map=codec_map, quota_mark=quota_mark, safety_factor=safety_factor)
         except Exception as e:  # reported by the copy_projection check
-            sizing_error = f"{type(e).__name__}: {e}"
+            sizing_error = Unlearned.of(e)
     headroom, headroom_error = (None, None)
     if not src_facts.error:
         projected = report is not None and report.projection.copy_s is not None \

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from hbase_migration.clusters.reachability import unreachable
 from hbase_migration.clusters.security import explain, server_principal
 from hbase_migration.migration.checks import WARNING, CheckResult
 
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 MAX_SKEW_S = 300.0  # krb5.conf's clockskew default, which Java's Kerberos shares
 WARN_SKEW_S = 60.0
 JMX_PROBE_BEAN = "Hadoop:service=HBase,name=RegionServer,sub=Server"
+NO_ANSWER = ("unreachable", "kdc_unreachable")  # a probe's kinds that mean "not checked now": the task retries
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def evaluate(facts: SecurityFacts) -> list[CheckResult]:
         name = f"{login.which}_kerberos_login"
         if login.error:
             failed_logins.add(login.which)
-            results.append(CheckResult(name, False, f"{login.cluster}: {login.error}", fix=login.fix))
+            results.append(CheckResult(name, False, f"{login.cluster}: {login.error}", fix=login.fix,
+                                       transient=login.kind in NO_ANSWER))
         else:
             results.append(CheckResult(name, True, f"{login.cluster}: {login.principal} has a ticket from keytab "
                                                    f"{login.keytab}"))
@@ -121,7 +124,8 @@ def evaluate(facts: SecurityFacts) -> list[CheckResult]:
         for (kind, fix), group in by_kind.items():
             where = "; ".join(f"{p.channel} {p.endpoint}" + (f" ({p.service})" if p.service else "")
                               + f": {p.error}" for p in group)
-            results.append(CheckResult(f"{which}_authentication", False, f"{group[0].cluster}: {where}", fix=fix))
+            results.append(CheckResult(f"{which}_authentication", False, f"{group[0].cluster}: {where}", fix=fix,
+                                       transient=kind in NO_ANSWER))
         if not auth:
             channels = sorted({p.channel for p in probes})
             results.append(CheckResult(f"{which}_authentication", True,
@@ -180,8 +184,7 @@ def _problem(error: BaseException, principal: str | None, service: str | None) -
     if isinstance(error, QopMismatch):
         return str(error), "qop", ""
     problem = getattr(error, "problem", None) or explain(str(error), principal, service)
-    kind = problem.kind if problem.kind != "other" else (
-        "refused" if "refused" in str(error) or "401" in str(error) else "unreachable")
+    kind = problem.kind if problem.kind != "other" else ("unreachable" if unreachable(error) else "refused")
     return f"{type(error).__name__}: {error}", kind, problem.fix
 
 

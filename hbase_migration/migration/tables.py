@@ -198,8 +198,10 @@ def namespace_configuration(cluster: "Cluster", namespace: str) -> dict[str, str
 def check_create(target: "Cluster", schema: TableSchema, peer_id: str,
                  codec_map: Mapping[str, str] | None = None) -> str | None:
     """Create the table's scratch twin on the target and drop it at once; None when the target took it, else
-    HBase's refusal. A scratch table left by an earlier check is dropped first."""
+    HBase's refusal. A scratch table left by an earlier check is dropped first. A shell or master that did not
+    answer is raised (the check was not made), not returned as a refusal."""
     from hbase_migration.clusters import channels
+    from hbase_migration.clusters.reachability import unreachable
     from hbase_migration.clusters.shell import ShellCommandError
 
     scratch = ruby_string(scratch_name(peer_id, schema.name))
@@ -215,8 +217,8 @@ def check_create(target: "Cluster", schema: TableSchema, peer_id: str,
                 log.warning("a scratch table %s from an earlier check is on %s: dropping it", scratch, target.name)
                 channels.shell(target, [f"disable {scratch}", f"drop {scratch}"], timeout_s=timeout)
                 continue
-            if "Created table" in (e.output or ""):
-                raise  # created but not dropped: the caller must say so (a scratch table is left)
+            if "Created table" in (e.output or "") or unreachable(e):
+                raise  # created but not dropped (a scratch table is left), or not checked: the caller says so
             lines = [line for line in text.splitlines() if line.startswith("ERROR")]
             return "; ".join(lines) if lines else text.splitlines()[-1]
     return None

@@ -6,6 +6,7 @@ import pytest
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.clusters.hbase_conf import ServerConf
 from hbase_migration.clusters.hdfs import HeadroomDecision
+from hbase_migration.migration.checks import Unlearned
 from hbase_migration.migration.preflight import ClusterFacts, Facts, evaluate
 from hbase_migration.migration.schema import FamilySchema, TableSchema
 from hbase_migration.replication.model import DEFAULT_OWNER, Peer, PeerConfig
@@ -290,3 +291,53 @@ def test_the_projection_check_warns_when_it_cannot_judge():
                                                                    "no shell"
     assert result(evaluate(facts(), same_key=False), "copy_projection").reason == (
         "not sized (sizing off): oldwals_headroom trusts expected_copy_s")
+
+
+# A fact, or a failure to learn one (issue 24): a check not made because an endpoint did not answer is retried;
+# a refusal is final. The facts' errors are `Unlearned` (made by `Unlearned.of` from the exception met).
+
+NO_ANSWER = Unlearned("ConnectionLoss: ", transient=True)
+ANSWERED = Unlearned("ZnodeMissing: /hbase-dc1/hbaseid does not exist (a wrong znode parent?)", transient=False)
+
+
+@pytest.mark.parametrize("case, changes, check", [
+    ("source zookeeper session lost", dict(source=ClusterFacts("s", "k", error=NO_ANSWER)), "source_reachable"),
+    ("target gateway silent", dict(target=ClusterFacts("t", TARGET_KEY, error=NO_ANSWER)), "target_reachable"),
+    ("peers not listed", dict(peers_error=NO_ANSWER), "peer_id"),
+    ("target rows not read", dict(target_rows_error=NO_ANSWER), "target_data"),
+    ("webhdfs silent", dict(headroom=None, headroom_error=NO_ANSWER), "oldwals_headroom"),
+])
+def test_a_check_an_endpoint_kept_from_being_made_is_retried(case, changes, check):
+    report = evaluate(facts(**changes), same_key=False)
+    assert not report.ok and report.retryable, case
+    assert result(report, check).transient
+    assert all(r.transient for r in report.failures)
+    assert "(no answer: not checked now)" in report.text()
+    assert report.to_dict()["retryable"] is True
+
+
+@pytest.mark.parametrize("case, changes", [
+    ("a wrong znode parent", dict(source=ClusterFacts("s", "k", error=ANSWERED))),
+    ("an error given as text (what older callers pass): a fact", dict(peers_error="PeerAdminError: unreadable")),
+    ("one endpoint silent, one definite refusal", dict(
+        target=ClusterFacts("t", TARGET_KEY, error=NO_ANSWER),
+        source=ClusterFacts("s", "k", "id-1", {"t1": schema("t1", ("3",))}))),
+])
+def test_a_definite_refusal_fails_at_once(case, changes):
+    report = evaluate(facts(**changes), same_key=False)
+    assert not report.ok and not report.retryable, case
+
+
+def test_a_passing_report_is_not_retryable():
+    assert not evaluate(facts(), same_key=False).retryable
+
+
+def test_unlearned_of_an_exception_keeps_its_text_and_class():
+    from kazoo.exceptions import SessionExpiredError
+
+    from hbase_migration.clusters.zk import ZnodeMissing
+
+    expired = Unlearned.of(SessionExpiredError())
+    assert (str(expired), expired.transient) == ("SessionExpiredError: ", True)
+    missing = Unlearned.of(ZnodeMissing("/x/hbaseid does not exist"))
+    assert (str(missing), missing.transient) == ("ZnodeMissing: /x/hbaseid does not exist", False)

@@ -112,3 +112,14 @@ def test_a_small_skew_warns_and_no_skew_measured_says_nothing():
 def test_different_krb5_conf_files_are_refused():
     result = by_name(evaluate(SecurityFacts((), (), "the connections name different krb5.conf files")))["krb5_conf"]
     assert not result.ok and "same krb5.conf" in result.fix
+
+
+def test_an_endpoint_or_kdc_that_did_not_answer_is_retried_a_refusal_is_not():
+    silent = probe(error="ConnectionRefusedError: [Errno 111] Connection refused", kind="unreachable")
+    refused = probe("source", error="SaslError: GSS failure: bad key", kind="bad_key", fix="ktadd ...")
+    no_kdc = LoginFact("target", "hbase_target", "hbase-migration@DC1.TEST", "/k/m.keytab",
+                       "Cannot contact any KDC for realm 'DC2.TEST'", "kdc_unreachable")
+    results = by_name(evaluate(SecurityFacts((OK_LOGIN, OK_TARGET), (silent, refused))))
+    assert results["target_authentication"].transient and not results["source_authentication"].transient
+    login = by_name(evaluate(SecurityFacts((OK_LOGIN, no_kdc), ())))["target_kerberos_login"]
+    assert not login.ok and login.transient
