@@ -40,6 +40,7 @@ class Jars:
     launcher_dir: Path         # holds RealHBaseLauncher.class
     versions: dict             # {"hbase": ..., "hadoop": ..., "hbase-thrift": ..., "hbase-shell": ..., "jruby": ...}
     java: str                  # the java executable
+    shell_extra: list[str]     # appended to the shell's class path only (pom.xml's shell.compat.artifacts)
 
 
 def cache_dir() -> Path:
@@ -143,11 +144,22 @@ def resolve(progress: bool = True) -> Jars:
               f"-Dmdep.outputFile={cp_file}"], f"HBase {version} (Hadoop {hadoop})", progress)
         classpath = cp_file.read_text().strip().split(os.pathsep)
         props = pom_properties()
+        shell_extra = [_single_artifact(a, progress) for a in props["shell.compat.artifacts"].split(",")]
         versions_file.write_text(json.dumps({
             "hbase": version, "hadoop": hadoop, "hbase-thrift": props["hbase.thrift.version"],
-            "hbase-shell": props["hbase.shell.version"], "jruby": props["jruby.version"]}, indent=1))
+            "hbase-shell": props["hbase.shell.version"], "jruby": props["jruby.version"],
+            "shell-compat": props["shell.compat.artifacts"].split(",")}, indent=1))
+        (vdir / "shell-extra.txt").write_text(os.pathsep.join(shell_extra))
         key_file.write_text(key)
-    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java)
+    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java,
+                (vdir / "shell-extra.txt").read_text().split(os.pathsep))
+
+
+def _single_artifact(coordinates: str, progress: bool) -> str:
+    """One jar without its dependencies (group:artifact:version), fetched into the Maven cache; its path."""
+    group, artifact, version = coordinates.strip().split(":")
+    _mvn(["dependency:get", f"-Dartifact={group}:{artifact}:{version}", "-Dtransitive=false"], coordinates, progress)
+    return str(cache_dir() / "m2" / Path(*group.split(".")) / artifact / version / f"{artifact}-{version}.jar")
 
 
 def _launcher(classpath: list[str], vdir: Path) -> Path:

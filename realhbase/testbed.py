@@ -216,10 +216,11 @@ class RealHBase:
             print(f"realhbase: {message}", file=sys.stderr, flush=True)
 
     def java_command(self, name: str, role: str, heap: str, main: str, args: list[str],
-                     extra: list[str] = (), log_config: str = "log4j2.properties") -> list[str]:
+                     extra: list[str] = (), log_config: str = "log4j2.properties",
+                     classpath_tail: list[str] = ()) -> list[str]:
         jars = self.jars
         d = self.cluster_dir(name)
-        classpath = os.pathsep.join([str(d / "conf"), str(jars.launcher_dir), *jars.classpath])
+        classpath = os.pathsep.join([str(d / "conf"), str(jars.launcher_dir), *jars.classpath, *classpath_tail])
         return [jars.java, f"-Xmx{heap}", *config.JVM_FLAGS, *config.JDK17_FLAGS,
                 # a client (shell, DFSAdmin) is no part of the test bed: `down` and `running()` leave it alone
                 f"-Drealhbase.{'client.' if role == 'client' else ''}workdir={self.workdir}",
@@ -592,17 +593,19 @@ class RealHBase:
 
     # ------------------------------------------------------------------------------------------ tools
     def _client_command(self, name: str, main: str, args: list[str], heap: str = config.HEAP["tool"],
-                        extra: list[str] = ()) -> list[str]:
+                        classpath_tail: list[str] = ()) -> list[str]:
         self._check_cluster(name)
         if not (self.cluster_dir(name) / "conf" / "hbase-site.xml").exists():
             raise RealHBaseError(f"realhbase: cluster {name} has no configuration under {self.workdir} "
                                  f"(run `python -m realhbase up --workdir {self.workdir}`)")
-        return self.java_command(name, "client", heap, main, args, extra, log_config="log4j2-client.properties")
+        return self.java_command(name, "client", heap, main, args, log_config="log4j2-client.properties",
+                                 classpath_tail=classpath_tail)
 
     def shell_java_command(self, name: str, args: list[str]) -> tuple[list[str], dict]:
         """The real `hbase shell` as bin/hbase runs it: JarBootstrapMain (jar-bootstrap.rb in hbase-shell's jar),
         JRUBY_OPTS=-X+O; the cluster's conf/ first on the class path."""
-        cmd = self._client_command(name, "org.jruby.JarBootstrapMain", args, heap=config.HEAP["shell"])
+        cmd = self._client_command(name, "org.jruby.JarBootstrapMain", args, heap=config.HEAP["shell"],
+                                   classpath_tail=self.jars.shell_extra)
         env = {**os.environ, "JRUBY_OPTS": "-X+O"}
         return cmd, env
 
