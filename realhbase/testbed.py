@@ -463,7 +463,11 @@ class RealHBase:
 
     # ------------------------------------------------------------------------------------------ addresses
     def _zk(self):
+        import logging
+
         from kazoo.client import KazooClient
+
+        logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # "Connection dropped" while a server starts
 
         hosts = self.zookeeper_hosts or self._instance().get("zookeeper")
         if not hosts:

@@ -82,9 +82,7 @@ public final class RealHBaseLauncher {
         master.join();
       } catch (Exception e) {
         e.printStackTrace();
-      }
-      dataNode.shutdown();
-      nameNode.stop();
+      }  // then the NameNode's and DataNode's own hooks (lower priorities) stop HDFS
     }, 100, 120, java.util.concurrent.TimeUnit.SECONDS);
     master.start();
     master.join();
