@@ -6,8 +6,8 @@ point, `pip install --no-deps .`). Airflow then lists `hbase` among the connecti
 hooks`), builds `operators.hooks.HBaseClusterHook` for it, and the Connections form shows the fields below:
 Airflow 3 reads them declaratively from here (`conn-fields`, `ui-field-behaviour`), without importing the
 hook or WTForms. Each extra is stored in the connection's extra JSON under its own name, which is what
-`hbase_migration.clusters.cluster.Cluster.from_connection` reads (README "Connections"); a test keeps the two lists
-equal.
+`hbase_migration.clusters.cluster.Cluster.from_connection` reads (docs/configuration.md "Connections"); a test keeps
+the two lists equal.
 
 Self-contained on purpose (no import): it is copied into site-packages, and a provider whose entry point
 fails to import would break Airflow's provider discovery for every command.
@@ -56,7 +56,7 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                                                   "comma-separated. The lossless data path: every version."),
     "data_path": _field("Data path", "How cells are read and written. auto: thrift2 when Thrift2 gateways are "
                                      "set, else thrift1.", default="auto", enum=["auto", "thrift1", "thrift2"]),
-    # Secured clusters (README "Secured clusters"): names and paths only; the keytab is read where the task runs.
+    # Secured clusters (docs/secured-clusters.md): names and paths only; the keytab is read where the task runs.
     "principal": _field("Kerberos principal", "The toolkit's own principal on this cluster, with its realm "
                                               "(hbase-migration@DC1.EXAMPLE.COM). Empty: an open cluster."),
     "keytab": _field("Keytab", "Path of the principal's keytab on the Airflow workers (and shipped to Spark "

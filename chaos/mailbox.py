@@ -1,5 +1,5 @@
 """Where a chaos run's failure alerts land: a real SMTP server (aiosmtpd) on a loopback port, and the Airflow
-settings that point the toolkit's alerts at it (README "Alerts": `[hbase_migration] alert_smtp_conn_id` and
+settings that point the toolkit's alerts at it (docs/alerts.md: `[hbase_migration] alert_smtp_conn_id` and
 `alert_email_to`, an `smtp` connection)."""
 from __future__ import annotations
 

@@ -201,8 +201,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "column and single-version deletes)")
         conf = {"tables": [t.name for t in tables], "peer_id": "demo", "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
-                # HBase's version retention can leave an extra old version on the target (see README "Versions"):
-                # verify names it, and repairs it (exact-version deletes) only because the demo asks.
+                # HBase's version retention can leave an extra old version on the target (docs/data-path.md
+                # "Versions"): verify names it, and repairs it (exact-version deletes) only because the demo asks.
                 "repair": args.repair}
         run_id = None
         if cluster_mode:

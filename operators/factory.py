@@ -52,7 +52,7 @@ MIGRATION_DOC = """
 
 On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
 quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert (mail and/or chat webhook,
-when configured: README "Alerts") naming the run, the clusters, the state left behind and the action.
+when configured: docs/alerts.md) naming the run, the clusters, the state left behind and the action.
 """
 
 
@@ -182,7 +182,9 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
             return _report(context["run_id"])
 
-        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED)
+        # Retried like the steps: reading (and with `enable_peer` enabling) the peer is idempotent, and the source
+        # that failed the run may still be out of reach for a moment.
+        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
             from operators.steps import state_left_behind
 

@@ -94,7 +94,8 @@ def _znode_parent(value: str, what: str) -> str:
 THRIFT_TRANSPORTS = ("buffered", "framed")
 THRIFT_PROTOCOLS = ("binary", "compact")
 
-# Connection extras -> Cluster fields. The one place a connection's extras are decoded (README "Connections").
+# Connection extras -> Cluster fields. The one place a connection's extras are decoded (docs/configuration.md
+# "Connections").
 EXTRAS = {
     "zookeeper_quorum": "zk_quorum", "zookeeper_port": "zk_port", "znode_parent": "znode_parent",
     "info_port": "info_port", "webhdfs_url": "webhdfs_url", "rootdir": "rootdir", "peer_admin": "peer_admin",

@@ -1,6 +1,6 @@
 """How a cluster is secured: Kerberos principals and keytab, SASL QOP, Thrift's transport mode, TLS. Pure.
 
-`Security` is decoded from a connection's security extras (README "Secured clusters"; the names are the ones
+`Security` is decoded from a connection's security extras (docs/secured-clusters.md; the names are the ones
 `hbase-site.xml` operators know: `hbase_principal` is `hbase.regionserver.kerberos.principal`, `thrift_qop` is
 `hbase.thrift.security.qop`, ...). Every field is validated when it is built and named in the error. It holds
 paths and names only: a keytab's contents are read by `kerberos.py` when a channel opens, never kept here,
@@ -27,7 +27,7 @@ QOP_NAMES = {"auth": "auth", "authentication": "auth", "auth-int": "auth-int", "
 # RFC 4752's security-layer bits, as Java's GSSAPI SASL offers and chooses them.
 QOP_BITS = {"auth": 1, "auth-int": 2, "auth-conf": 4}
 
-# Connection extras that describe security (README "Secured clusters"), in the form's order.
+# Connection extras that describe security (docs/secured-clusters.md), in the form's order.
 SECURITY_EXTRAS = ("principal", "keytab", "krb5_conf", "hbase_principal", "thrift_principal", "spnego_principal",
                    "zookeeper_principal", "thrift_qop", "thrift_http", "thrift_ssl", "ssl_ca", "ssl_verify")
 

@@ -290,7 +290,7 @@ def _action_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] |
         return (f"clear the failed task(s) of DAG run {dag_run_id} in {dag_id}: the copy resumes, finished "
                 "partitions are skipped")
     return (f"read the peer's state ({CLI} peer list --source {conn}), then clear the failed task(s) of DAG run "
-            f"{dag_run_id} in {dag_id} to resume (README: 'When a run fails halfway')")
+            f"{dag_run_id} in {dag_id} to resume (docs/operations.md: 'When a run fails halfway')")
 
 
 def failed_run_alert(*, dag_id: str, dag_run_id: str, reason: str | None, task_id: str | None,

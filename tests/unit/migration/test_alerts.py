@@ -153,8 +153,8 @@ def test_failed_run_whose_state_left_behind_did_not_record_names_the_last_note()
         "at T0)")
     assert lines["Action"] == (
         "read the peer's state (python -m hbase_migration peer list --source hbase_source), then clear the failed "
-        "task(s) of DAG run manual__2023-11-14T22:00:00+00:00 in hbase_table_migration to resume (README: 'When a "
-        "run fails halfway')")
+        "task(s) of DAG run manual__2023-11-14T22:00:00+00:00 in hbase_table_migration to resume "
+        "(docs/operations.md: 'When a run fails halfway')")
 
 
 def test_failed_backfill_touches_no_peer():
