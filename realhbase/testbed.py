@@ -11,6 +11,7 @@ and the checks for survivors find them in /proc, pid files or not.
 """
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shlex
@@ -586,6 +587,9 @@ class RealHBase:
             "namenode": {"host": HOST, "port": ports["namenode"], "http_port": ports["namenode_http"]},
             "webhdfs_url": webhdfs_url,
             "rootdir": ROOTDIR,
+            # HDFS checks permissions: the daemons' user is its superuser (WebHDFS `user.name`); anonymous calls
+            # are `dr.who`, refused a summary of the whole rootdir (HBase makes /hbase/staging 711)
+            "hdfs_superuser": getpass.getuser(),
             "workdir": str(self.workdir),
             "conf_dir": str(self.cluster_dir(name) / "conf"),
             "logs_dir": str(self.cluster_dir(name) / "logs"),

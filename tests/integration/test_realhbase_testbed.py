@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -98,7 +99,8 @@ def test_real_shell_creates_a_replicated_table_puts_and_scans(realhbase):
     assert "REPLICATION_SCOPE => '1'" in out
     failed = realhbase.shell("dc1", f"put 'no_such_table_{table}', 'r', 'cf:q', 'v'\nlist\n")
     assert failed.returncode != 0  # `hbase shell -n` stops at the first error
-    assert "TableNotFoundException" in failed.stdout + failed.stderr
+    said = failed.stdout + failed.stderr
+    assert f"Unknown table no_such_table_{table}!" in said or "TableNotFoundException" in said, said[-2000:]
 
 
 def test_thrift1_and_thrift2_answer(realhbase):
@@ -142,13 +144,23 @@ def test_info_servers_jmx_and_conf(realhbase):
 
 def test_webhdfs_content_summary_and_quota(realhbase):
     ep = realhbase.endpoints()["dc2"]
-    summary = _http_json(f"{ep['webhdfs_url']}/webhdfs/v1{ep['rootdir']}?op=GETCONTENTSUMMARY")["ContentSummary"]
-    assert summary["directoryCount"] >= 1 and summary["spaceQuota"] == 4 << 30  # set when HDFS was formatted
+    root = f"{ep['webhdfs_url']}/webhdfs/v1{ep['rootdir']}"
+    # HDFS checks permissions: anonymous WebHDFS calls are `dr.who`, and HBase makes /hbase/staging 711, so a
+    # summary of the whole rootdir needs a user (the HDFS superuser: whoever runs the daemons)
+    for op in ("GETCONTENTSUMMARY", "GETQUOTAUSAGE"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _http_json(f"{root}?op={op}")
+        assert refused.value.code == 403 and "/hbase/staging" in refused.value.read().decode()
+    assert _http_json(f"{root}/oldWALs?op=GETCONTENTSUMMARY")["ContentSummary"]["spaceQuota"] == -1
+    user = f"user.name={ep['hdfs_superuser']}"
+    assert _http_json(f"{root}?op=GETQUOTAUSAGE&{user}")["QuotaUsage"]["spaceQuota"] == 4 << 30  # set at format
+    as_superuser = f"{root}?op=GETCONTENTSUMMARY&{user}"
+    summary = _http_json(as_superuser)["ContentSummary"]
+    assert summary["directoryCount"] >= 10 and summary["spaceQuota"] == 4 << 30
     proc = _cli("quota", "dc2", "/hbase", "--space-bytes", str(3 << 30), "--workdir", str(realhbase.workdir))
     assert proc.returncode == 0, proc.stderr
     try:
-        summary = _http_json(f"{ep['webhdfs_url']}/webhdfs/v1/hbase?op=GETCONTENTSUMMARY")["ContentSummary"]
-        assert summary["spaceQuota"] == 3 << 30
+        assert _http_json(as_superuser)["ContentSummary"]["spaceQuota"] == 3 << 30
     finally:
         realhbase.set_quota("dc2", "/hbase", space_bytes=4 << 30)
 
