@@ -347,11 +347,16 @@ class RealHBase:
             if not zk_ruok(self.zookeeper_hosts):
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} stopped answering while "
                                      f"{name} started")
-            pending = [what for what in pending if not checks[what]() or self._dead_role(name, roles)]
+            # in order, up to the first that fails: a Thrift probe before the master runs only piles retries
+            # up in the gateway
+            while pending and checks[pending[0]]():
+                pending.pop(0)
             if not pending:
                 break
             if time.monotonic() >= deadline:
-                log = self.cluster_dir(name) / "logs" / "master.log"
+                role = pending[0].split()[0] if pending[0].startswith("rs") else (
+                    "thrift" if pending[0].startswith("Thrift") else "master")
+                log = self.cluster_dir(name) / "logs" / f"{role}.log"
                 raise RealHBaseError(f"realhbase: {name} not ready within {self.timeout:.0f}s: still waiting for "
                                      f"{', '.join(pending)}; tail of {log}:\n{tail(log)}")
             time.sleep(0.5)

@@ -226,3 +226,16 @@ def test_cli_bad_input_is_one_line_exit_2(realhbase, args):
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "dc9" in proc.stderr or "out of range" in proc.stderr
+
+
+def test_up_on_a_zookeeper_that_does_not_answer_fails_cleanly(tmp_path):
+    from minihbase.zookeeper import free_port
+
+    workdir = tmp_path / "bed"
+    proc = _cli("up", "--zookeeper", f"127.0.0.1:{free_port()}", "--workdir", str(workdir), timeout=600)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("realhbase: ZooKeeper 127.0.0.1:"), proc.stderr
+    from realhbase.testbed import processes
+
+    assert processes(workdir) == {}
+    assert _cli("down", "--workdir", str(workdir)).returncode == 0
