@@ -12,11 +12,16 @@ while a seeded nemesis injects faults at random moments of every phase; then an 
    shell), and the failure alert's mail; then the harness triggers the same migration again (no faults).
 4. The checker, after the final drain: every version of every row of both sides compared by a plain Thrift2
    client (`demo.workload.compare`, no toolkit code); verify's repairs of anything but the known HBase
-   version-retention case (`only_on_target`, README "Versions") count against the run.
+   version-retention case (`only_on_target`, docs/data-path.md "Versions") count against the run.
 
-The JSON summary is the last stdout line (`faults`: every fault with kind, phase, time and time to recover);
-exit 0 when the migration ended in success (after at most one re-trigger) with 0 differences and every failed
-attempt's reported state was exact.
+With `--fail-first-attempt` the first attempt meets a fault no retry outlasts (the toolkit cut off from the source's
+ZooKeeper until its preflight has failed for good) and the nemesis strikes the re-triggered attempt instead: the
+recovery path of step 3, forced.
+
+The JSON summary is the last stdout line (`status`; `faults`: every fault with kind, phase, time and time to
+recover; `attempts`, each with its own faults and, when it failed, what it left); `status` is `success` and the
+exit code 0 only when the migration ended in success (after at most one re-trigger) with 0 differences and every
+failed attempt's reported state was exact.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +74,46 @@ def follow(world: Any, client: Any, run_id: str, timeout_s: float, on_caught_up)
         if time.monotonic() >= deadline:
             raise TimeoutError(f"run {run_id} did not end within {timeout_s:.0f}s")
         time.sleep(2.0)
+
+
+class Partition:
+    """`--fail-first-attempt`: the toolkit cut off from the source's ZooKeeper (the proxy drops every connection)
+    from the first attempt's trigger until its preflight has failed for good, longer than any retry of preflight
+    can outlast. It is healed then, so the run's own `state_left_behind` can read the source and say what the
+    attempt left (no peer). Recorded like a nemesis fault, in the attempt it failed."""
+
+    kind = "zk_partition"
+
+    def __init__(self, proxy: Any, client: Any, run_id: str, t0: float) -> None:
+        self.proxy, self.client, self.run_id, self.t0 = proxy, client, run_id, t0
+        self.record: dict[str, Any] = {"kind": self.kind, "phase": "preflight", "target": "source zookeeper",
+                                       "forced": True, "fired": False, "hold": "until preflight failed for good"}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._heal_when_failed, name="chaos-partition", daemon=True)
+
+    def start(self) -> "Partition":
+        self.proxy.block()
+        self.record.update(fired=True, injected_at_s=round(time.monotonic() - self.t0, 1))
+        log(f"forced fault: {self.kind}: the toolkit cannot reach the source's ZooKeeper until preflight fails")
+        self._thread.start()
+        return self
+
+    def _heal_when_failed(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                states = {t["task_id"]: t["state"] for t in self.client.task_instances(DAG_ID, self.run_id)}
+            except Exception:  # the API answers again at the next poll
+                continue
+            if states.get("preflight") in ("failed", "upstream_failed"):
+                self.heal("preflight failed after every retry")
+                return
+
+    def heal(self, why: str) -> None:
+        self._stop.set()
+        if self.record.get("healed_at_s") is None and self.record["fired"]:
+            self.proxy.unblock()
+            self.record.update(healed_at_s=round(time.monotonic() - self.t0, 1), healed_because=why)
+            log(f"forced fault healed ({why})")
 
 
 def tries(client: Any, run_id: str) -> dict[str, Any]:
@@ -205,12 +251,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             writers.append(w)
             return w
 
+        # With --fail-first-attempt the first attempt meets a partition no retry outlasts and the nemesis strikes
+        # the re-triggered one, which must succeed; otherwise the nemesis strikes the first.
+        nemesis_attempt = 2 if args.fail_first_attempt else 1
         for attempt in (1, 2):
             writer = writer or start_writer()
             t0 = time.monotonic()
             run_id = rest.trigger(DAG_ID, conf)["dag_run_id"]
-            log(f"attempt {attempt}: triggered {DAG_ID} run {run_id}" + (" with the nemesis" if attempt == 1 else ""))
-            if attempt == 1:
+            log(f"attempt {attempt}: triggered {DAG_ID} run {run_id}"
+                + (" with the nemesis" if attempt == nemesis_attempt else ""))
+            forced = Partition(zk_proxy, rest, run_id, t0).start() if attempt == 1 and args.fail_first_attempt \
+                else None
+            if attempt == nemesis_attempt:
                 supervisor = Supervisor(world, t0)
                 supervisor.start()
                 nemesis = Nemesis(world, schedule, log).start(run_id, t0)
@@ -222,14 +274,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     log(f"catch-up drained; writer stopped after {stats.as_dict()}")
                     writer = None
 
-            final = follow(world, rest, run_id, args.timeout_s, caught_up)
+            try:
+                final = follow(world, rest, run_id, args.timeout_s, caught_up)
+            finally:
+                if forced is not None:
+                    forced.heal("the attempt ended")
             entry: dict[str, Any] = {"attempt": attempt, "run_id": run_id, "state": final["state"],
-                                     "nemesis": attempt == 1, "duration_s": round(time.monotonic() - t0, 1)}
+                                     "nemesis": attempt == nemesis_attempt,
+                                     "duration_s": round(time.monotonic() - t0, 1)}
             log(f"attempt {attempt}: run {run_id} ended {final['state']} after {entry['duration_s']}s")
-            if attempt == 1:
+            entry["faults"] = [forced.record] if forced is not None else []
+            if attempt == nemesis_attempt:
                 log("lifting the faults still held and timing their recovery")
                 nemesis.stop()
                 entry["phases_began_s"] = {p: round(t - t0, 1) for p, t in nemesis.tracker.started.items()}
+                entry["faults"] += [{k: v for k, v in r.items() if k != "dispatched"} for r in nemesis.records]
             entry["retried_tasks"] = tries(rest, run_id)
             attempts.append(entry)
             if final["state"] == "success":
@@ -332,6 +391,9 @@ def result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, diff
     exact = all(a.get("left_behind", {}).get("state_exact") for a in failed)
     ok = succeeded and differences == 0 and not verify["unexpected_repairs"] and exact
     return {
+        # success only when the migration finally succeeded, with 0 differences and every failed attempt's
+        # account exact
+        "status": "success" if ok else "failed",
         "chaos": DAG_ID, "seed": args.seed, "duration_s": args.duration, "kinds": list(kinds), "rows": args.rows,
         "schedule": [f.as_dict() for f in schedule],
         "faults": records,
@@ -368,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spark-workers", type=int, default=2)
     p.add_argument("--celery-workers", type=int, default=2)
     p.add_argument("--no-alerts", action="store_true", help="no SMTP receiver, no alert settings")
+    p.add_argument("--fail-first-attempt", action="store_true",
+                   help="cut the toolkit off from the source's ZooKeeper until the first attempt's preflight has "
+                        "failed for good (the recovery path: state left behind, re-trigger); the nemesis then "
+                        "strikes the second attempt")
     args = p.parse_args(argv)
     try:
         parse_kinds(args.faults)

@@ -100,6 +100,7 @@ class ZkProxy:
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()
         self._running = False
+        self._blocked = False  # a network partition: every connection through the proxy is cut, new ones too
         # Called with each new session before the client hears it is established (its socket is then open, so
         # its process can be found); set while the nemesis wants to know who opens sessions.
         self.on_session: Callable[[Session], object] | None = None
@@ -153,12 +154,31 @@ class ZkProxy:
         with self._lock:
             self._armed = None
 
+    def block(self) -> None:
+        """Cut the toolkit off from the source's ZooKeeper (a partition): open connections drop, new ones are
+        closed as soon as they are accepted, until `unblock()`."""
+        with self._lock:
+            self._blocked = True
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def unblock(self) -> None:
+        with self._lock:
+            self._blocked = False
+
     def sessions_since(self, instant: float) -> list[Session]:
         with self._lock:
             return [s for s in self.sessions if s.established_at >= instant]
 
     # ---------------------------------------------------------------------------------------------- pumps
     def _serve(self, client: socket.socket) -> None:
+        if self._blocked:
+            client.close()
+            return
         try:
             upstream = socket.create_connection(self.upstream, timeout=10)
         except OSError:

@@ -179,7 +179,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             return abort(context["run_id"], kind, ti.xcom_pull(task_ids=_OPEN_TASK, key="plan"), s["source_conn_id"],
                          s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}")
 
-        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED)
+        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
             from operators.cutover_steps import state_left_behind
 

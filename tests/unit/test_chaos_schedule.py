@@ -144,3 +144,30 @@ def test_a_connect_response_gives_the_session_id_and_password_and_a_request_its_
     assert request_type(struct.pack(">ii", 7, -11)) == -11  # closeSession
     assert request_type(struct.pack(">ii", -2, 11)) == 11  # ping
     assert request_type(b"\x00\x01") is None
+
+
+def summary_of(attempts, differences=0, unexpected=()):
+    from argparse import Namespace
+
+    from chaos.run import result
+
+    args = Namespace(seed=1, duration=60.0, rows=10)
+    return result(args, ("rs_kill",), [], None, None, attempts, {}, differences,
+                  {"unexpected_repairs": list(unexpected)}, [], 0.0)
+
+
+@pytest.mark.parametrize("attempts, differences, unexpected, status", [
+    ([{"state": "success"}], 0, (), "success"),
+    ([{"state": "failed", "left_behind": {"state_exact": True}}, {"state": "success"}], 0, (), "success"),
+    ([{"state": "failed", "left_behind": {"state_exact": False}}, {"state": "success"}], 0, (), "failed"),
+    ([{"state": "failed", "left_behind": {"state_exact": True}}, {"state": "failed",
+                                                                  "left_behind": {"state_exact": True}}],
+     0, (), "failed"),
+    ([{"state": "success"}], 3, (), "failed"),
+    ([{"state": "success"}], 0, ({"kind": "missing_on_target"},), "failed"),
+])
+def test_the_summary_says_success_only_for_a_finished_migration_with_zero_differences(attempts, differences,
+                                                                                      unexpected, status):
+    summary = summary_of(attempts, differences, unexpected)
+    assert summary["status"] == status and summary["ok"] is (status == "success")
+    assert summary["retriggered"] is (len(attempts) > 1)
