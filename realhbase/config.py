@@ -42,8 +42,9 @@ JDK17_FLAGS = [
 # Every JVM: a small footprint and a quick start on a 2-core machine (a test bed, not a benchmark).
 JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.net.preferIPv4Stack=true"]
 
-PORT_NAMES = ["namenode", "namenode_http", "master", "master_info", "thrift", "thrift_info", "thrift2",
-              "thrift2_info"] + [f"rs{i}" for i in range(REGION_SERVERS)] + [f"rs{i}_info" for i in range(REGION_SERVERS)]
+PORT_NAMES = (["namenode", "namenode_http", "master", "master_info", "thrift", "thrift_info", "thrift2",
+               "thrift2_info"] + [f"rs{i}" for i in range(REGION_SERVERS)]
+              + [f"rs{i}_info" for i in range(REGION_SERVERS)])
 
 
 def port_free(port: int, host: str = HOST) -> bool:

@@ -283,6 +283,7 @@ class RealHBase:
         self.workdir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         jars = self.jars  # resolves (and reports) before anything starts
+        self._log(f"jars ready after {time.monotonic() - started:.1f} s")
         zk_owned = self.zookeeper_hosts is None
         try:
             if zk_owned:
