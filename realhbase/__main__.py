@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -50,12 +49,11 @@ def cmd_shell(argv: list[str]) -> int:
     parser.add_argument("--cluster", type=_cluster, required=True)
     parser.add_argument("--workdir", type=_workdir, default=DEFAULT_WORKDIR)
     args, rest = parser.parse_known_args(argv)  # -n, -d, SCRIPT ... go to jar-bootstrap.rb as they are
-    try:
-        cmd, env = RealHBase(args.workdir).shell_java_command(args.cluster, rest)
+    try:  # standard input, output and the exit status are the shell's own
+        return RealHBase(args.workdir).shell(args.cluster, None, rest, timeout=None, capture=False).returncode
     except RealHBaseError as e:
         print(e, file=sys.stderr)
         return 1
-    os.execvpe(cmd[0], cmd, env)  # standard input, output and the exit status are the shell's own
 
 
 def main(argv: list[str] | None = None) -> int:

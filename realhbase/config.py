@@ -40,7 +40,9 @@ JDK17_FLAGS = [
     "--add-exports", "java.base/sun.net.util=ALL-UNNAMED",
 ]
 # Every JVM: a small footprint and a quick start on a 2-core machine (a test bed, not a benchmark).
-JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.net.preferIPv4Stack=true"]
+# The JVM's own warnings (class data sharing's, say) go to stderr, not into a shell's output.
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.net.preferIPv4Stack=true",
+             "-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 PORT_NAMES = (["namenode", "namenode_http", "master", "master_info", "thrift", "thrift_info", "thrift2",
                "thrift2_info"] + [f"rs{i}" for i in range(REGION_SERVERS)]

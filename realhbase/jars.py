@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +38,11 @@ class RealHBaseError(RuntimeError):
 @dataclass(frozen=True)
 class Jars:
     classpath: list[str]       # every jar, in Maven's order
-    launcher_dir: Path         # holds RealHBaseLauncher.class
+    launcher_dir: Path         # holds launcher.jar (RealHBaseLauncher) and the empty webapps/ HDFS needs
     versions: dict             # {"hbase": ..., "hadoop": ..., "hbase-thrift": ..., "hbase-shell": ..., "jruby": ...}
     java: str                  # the java executable
     shell_extra: list[str]     # appended to the shell's class path only (pom.xml's shell.compat.artifacts)
+    cds_dir: Path              # class data sharing archives for exactly these jars (realhbase/cds.py)
 
 
 def cache_dir() -> Path:
@@ -151,8 +153,10 @@ def resolve(progress: bool = True) -> Jars:
             "shell-compat": props["shell.compat.artifacts"].split(",")}, indent=1))
         (vdir / "shell-extra.txt").write_text(os.pathsep.join(shell_extra))
         key_file.write_text(key)
-    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java,
-                (vdir / "shell-extra.txt").read_text().split(os.pathsep))
+    shell_extra = (vdir / "shell-extra.txt").read_text().split(os.pathsep)
+    cds_key = hashlib.sha256(os.pathsep.join([java, *classpath, *shell_extra]).encode()).hexdigest()[:16]
+    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java, shell_extra,
+                vdir / "cds" / cds_key)
 
 
 def _single_artifact(coordinates: str, progress: bool) -> str:
@@ -172,14 +176,19 @@ def _launcher(classpath: list[str], vdir: Path) -> Path:
     # the directories to exist (WebHDFS, /jmx and /conf are servlets they add themselves).
     for app in ("hdfs", "datanode", "static"):
         (out / "webapps" / app).mkdir(parents=True, exist_ok=True)
-    if stamp.exists() and stamp.read_text() == digest and (out / "RealHBaseLauncher.class").exists():
+    if stamp.exists() and stamp.read_text() == digest and (out / "launcher.jar").exists():
         return out
     javac = tool("javac", "install a JDK 17 (not only a JRE): apt-get install openjdk-17-jdk-headless")
-    shutil.rmtree(out / "RealHBaseLauncher.class", ignore_errors=True)
+    (out / "launcher.jar").unlink(missing_ok=True)
     proc = subprocess.run([javac, "-nowarn", "-d", str(out), "-cp", os.pathsep.join(classpath), str(LAUNCHER_SOURCE)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise RealHBaseError(f"realhbase: javac failed on {LAUNCHER_SOURCE}: "
                              f"{(proc.stderr or proc.stdout).strip().splitlines()[0]}")
+    # a jar, not a directory of classes: a class data sharing archive cannot hold classes from a directory
+    with zipfile.ZipFile(out / "launcher.jar", "w") as jar:
+        for cls in sorted(out.glob("RealHBaseLauncher*.class")):
+            jar.write(cls, cls.name)
+            cls.unlink()
     stamp.write_text(digest)
     return out

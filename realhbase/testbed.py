@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
-from realhbase import config
+from realhbase import cds, config
 from realhbase.config import CLUSTERS, HOST, REGION_SERVERS, ROOTDIR
 from realhbase.jars import Jars, RealHBaseError, resolve
 
@@ -221,7 +221,10 @@ class RealHBase:
                      classpath_tail: list[str] = ()) -> list[str]:
         jars = self.jars
         d = self.cluster_dir(name)
-        classpath = os.pathsep.join([str(d / "conf"), str(jars.launcher_dir), *jars.classpath, *classpath_tail])
+        # jars first, in the same order for every JVM of a kind, directories last: what a class data sharing
+        # archive requires (no jar holds a *-site.xml, so conf/ last still wins)
+        classpath = os.pathsep.join([*jars.classpath, *classpath_tail, str(jars.launcher_dir / "launcher.jar"),
+                                     str(jars.launcher_dir), str(d / "conf")])
         return [jars.java, f"-Xmx{heap}", *config.JVM_FLAGS, *config.JDK17_FLAGS,
                 # a client (shell, DFSAdmin) is no part of the test bed: `down` and `running()` leave it alone
                 f"-Drealhbase.{'client.' if role == 'client' else ''}workdir={self.workdir}",
@@ -229,28 +232,60 @@ class RealHBase:
                 f"-Dlog4j2.configurationFile={d / 'conf' / log_config}", f"-Djava.io.tmpdir={d / 'tmp'}",
                 *extra, "-cp", classpath, main, *args]
 
-    def _role_command(self, name: str, role: str, ports: dict[str, int]) -> list[str]:
+    def _role_command(self, name: str, role: str, ports: dict[str, int], cds_flags: list[str] = ()) -> list[str]:
         if role == "master":
             ns, space = config.ROOT_QUOTA
             return self.java_command(name, role, config.HEAP["master"], LAUNCHER, ["master"],
-                                     [f"-Drealhbase.quota={ROOTDIR}:{ns}:{space}"])
+                                     [*cds_flags, f"-Drealhbase.quota={ROOTDIR}:{ns}:{space}"])
         if role == "thrift":
             def side(kind):
                 return ["-b", HOST, "-p", str(ports[kind]), "--infoport", str(ports[f"{kind}_info"]),
                         "-threadpool", "start"]
             return self.java_command(name, role, config.HEAP["thrift"], LAUNCHER,
-                                     ["thrift", *side("thrift"), "--", *side("thrift2")])
+                                     ["thrift", *side("thrift"), "--", *side("thrift2")], cds_flags)
         return self.java_command(name, role, config.HEAP["rs"], REGION_SERVER_MAIN,
                                  [f"-Dhbase.regionserver.port={ports[role]}",
-                                  f"-Dhbase.regionserver.info.port={ports[role + '_info']}", "start"])
+                                  f"-Dhbase.regionserver.info.port={ports[role + '_info']}", "start"], cds_flags)
 
     def _spawn(self, name: str, role: str, ports: dict[str, int]) -> subprocess.Popen:
         log = self.cluster_dir(name) / "logs" / f"{role}.log"
         with open(log, "ab") as out:
             out.write(f"\n==== realhbase: starting {name}/{role} at {time.strftime('%F %T')}\n".encode())
             out.flush()
-            return subprocess.Popen(self._role_command(name, role, ports), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True, cwd=str(self.cluster_dir(name)))
+            kind = "rs" if role.startswith("rs") else role
+            cds_flags, dump = cds.flags(self.jars.cds_dir, kind)
+            proc = subprocess.Popen(self._role_command(name, role, ports, cds_flags), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                    cwd=str(self.cluster_dir(name)))
+        if dump:
+            cds.dumping(self.jars.cds_dir, kind, proc.pid)
+        return proc
+
+    def _run_client(self, kind: str, command, env=None, script: str | None = None, capture: bool = True,
+                    timeout: float | None = None) -> subprocess.CompletedProcess:
+        """A client JVM (shell, DFSAdmin) to its end; `command(cds_flags)` builds its command line. Without
+        `capture` it shares this process's standard input and output (the CLI's `shell`)."""
+        cds_flags, dump = cds.flags(self.jars.cds_dir, kind)
+        pipe = subprocess.PIPE if capture else None
+        proc = subprocess.Popen(command(cds_flags), env=env, text=True, stdout=pipe, stderr=pipe,
+                                stdin=subprocess.PIPE if script is not None else None)
+        if dump:
+            cds.dumping(self.jars.cds_dir, kind, proc.pid)
+        try:
+            out, err = proc.communicate(script, timeout=timeout)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            cds.settle(self.jars.cds_dir, {proc.pid})
+            raise
+        cds.settle(self.jars.cds_dir)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def _settle_cds(self, killed: set[int] = frozenset()) -> None:
+        """Class data archives of JVMs that have ended (see realhbase/cds.py); `up` settles what a `down` in
+        another process left."""
+        if self._jars is not None:
+            cds.settle(self._jars.cds_dir, killed)
 
     def _ports(self, name: str) -> dict[str, int]:
         ports = config.load_cluster(self.cluster_dir(name)).get("ports")
@@ -283,6 +318,7 @@ class RealHBase:
         self.workdir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         jars = self.jars  # resolves (and reports) before anything starts
+        self._settle_cds()
         self._log(f"jars ready after {time.monotonic() - started:.1f} s")
         zk_owned = self.zookeeper_hosts is None
         try:
@@ -401,8 +437,10 @@ class RealHBase:
         left = _wait_gone(left, 30)
         for pid in left:
             _signal(pid, signal.SIGKILL)
+        killed = set(left)
         left = _wait_gone(left, 10)
         survivors = {pid: procs[pid] for pid in left}
+        self._settle_cds(killed)
         if stop_zookeeper:
             zk = [p for p, r in processes(self.workdir).items() if r == "zookeeper"]
             for pid in zk:
@@ -439,6 +477,7 @@ class RealHBase:
         _signal(pid, signal.SIGKILL)
         if _wait_gone([pid], 10):
             raise RealHBaseError(f"realhbase: {role} (pid {pid}) survived SIGKILL")
+        self._settle_cds({pid})  # a JVM that was to dump its classes at exit did not
         return servername or f"{role} (pid {pid})"
 
     def start_rs(self, name: str, server, timeout: float = 120.0) -> str:
@@ -607,26 +646,29 @@ class RealHBase:
 
     # ------------------------------------------------------------------------------------------ tools
     def _client_command(self, name: str, main: str, args: list[str], heap: str = config.HEAP["tool"],
-                        classpath_tail: list[str] = ()) -> list[str]:
+                        classpath_tail: list[str] = (), cds_flags: list[str] = ()) -> list[str]:
         self._check_cluster(name)
         if not (self.cluster_dir(name) / "conf" / "hbase-site.xml").exists():
             raise RealHBaseError(f"realhbase: cluster {name} has no configuration under {self.workdir} "
                                  f"(run `python -m realhbase up --workdir {self.workdir}`)")
-        return self.java_command(name, "client", heap, main, args, log_config="log4j2-client.properties",
+        return self.java_command(name, "client", heap, main, args, cds_flags, log_config="log4j2-client.properties",
                                  classpath_tail=classpath_tail)
 
-    def shell_java_command(self, name: str, args: list[str]) -> tuple[list[str], dict]:
+    def shell_java_command(self, name: str, args: list[str], cds_flags: list[str] = ()) -> tuple[list[str], dict]:
         """The real `hbase shell` as bin/hbase runs it: JarBootstrapMain (jar-bootstrap.rb in hbase-shell's jar),
-        JRUBY_OPTS=-X+O; the cluster's conf/ first on the class path."""
+        JRUBY_OPTS=-X+O; the cluster's conf/ on the class path."""
         cmd = self._client_command(name, "org.jruby.JarBootstrapMain", args, heap=config.HEAP["shell"],
-                                   classpath_tail=self.jars.shell_extra)
+                                   classpath_tail=self.jars.shell_extra, cds_flags=cds_flags)
         env = {**os.environ, "JRUBY_OPTS": "-X+O"}
         return cmd, env
 
-    def shell(self, name: str, script: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
-        """`hbase shell -n` with `script` on standard input (exit status: 0, or non-zero on the first error)."""
-        cmd, env = self.shell_java_command(name, ["-n"])
-        return subprocess.run(cmd, input=script, capture_output=True, text=True, env=env, timeout=timeout)
+    def shell(self, name: str, script: str | None, args: list[str] = ("-n",), timeout: float | None = 300.0,
+              capture: bool = True) -> subprocess.CompletedProcess:
+        """`hbase shell -n` with `script` on standard input (exit status: 0, or non-zero on the first error).
+        `script=None, capture=False`: the shell reads and writes this process's standard streams."""
+        _, env = self.shell_java_command(name, list(args))  # checks the cluster before anything runs
+        return self._run_client("shell", lambda flags: self.shell_java_command(name, list(args), flags)[0], env=env,
+                                script=script, capture=capture, timeout=timeout)
 
     def set_quota(self, name: str, path: str, space_bytes: int | None = None,
                   namespace: int | None = None) -> None:
@@ -638,8 +680,8 @@ class RealHBase:
         if namespace is not None:
             ops.append(["-clrQuota", path] if namespace < 0 else ["-setQuota", str(namespace), path])
         for op in ops:
-            cmd = self._client_command(name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op])
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            proc = self._run_client("tool", lambda flags, op=op: self._client_command(
+                name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op], cds_flags=flags), timeout=120)
             if proc.returncode != 0:
                 raise RealHBaseError(f"realhbase: DFSAdmin {' '.join(op)} on {name} failed: "
                                      f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
