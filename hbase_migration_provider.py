@@ -33,6 +33,8 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                                                    "rs/ znode.", "integer"),
     "webhdfs_url": _field("WebHDFS URL", "The namenode's WebHDFS, e.g. http://namenode:9870 (the oldWALs quota "
                                          "watch). Empty: oldWALs is not watched."),
+    "webhdfs_user": _field("WebHDFS user", "Without Kerberos: the user WebHDFS calls run as (user.name), HBase's "
+                                           "own (e.g. hbase): others may not read <rootdir>. Empty: anonymous."),
     "rootdir": _field("HBase root directory", "hbase.rootdir as an HDFS path; oldWALs is <rootdir>/oldWALs.",
                       default="/hbase"),
     "peer_admin": _field("Peer admin backend", "shell: HBase 2.x+ (the master's procedures through hbase shell "

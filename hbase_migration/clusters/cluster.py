@@ -98,7 +98,8 @@ THRIFT_PROTOCOLS = ("binary", "compact")
 # "Connections").
 EXTRAS = {
     "zookeeper_quorum": "zk_quorum", "zookeeper_port": "zk_port", "znode_parent": "znode_parent",
-    "info_port": "info_port", "webhdfs_url": "webhdfs_url", "rootdir": "rootdir", "peer_admin": "peer_admin",
+    "info_port": "info_port", "webhdfs_url": "webhdfs_url", "webhdfs_user": "webhdfs_user", "rootdir": "rootdir",
+    "peer_admin": "peer_admin",
     "shell_command": "shell_command", "shell_timeout_s": "shell_timeout_s", "timeout_s": "timeout_s",
     "thrift_transport": "thrift_transport", "thrift_protocol": "thrift_protocol",
     "zk_legacy_table_cfs": "zk_legacy_table_cfs",
@@ -158,6 +159,10 @@ class Cluster:
     znode_parent: str = "/hbase"
     info_port: int | None = None  # None: read each region server's from its rs/ znode
     webhdfs_url: str | None = None
+    # WebHDFS's `user.name` on a cluster without Kerberos (HDFS's simple auth): HBase makes <rootdir>/staging 711,
+    # so only its own user (or HDFS's superuser) can sum up <rootdir>; anonymous calls run as dr.who and are
+    # refused. Ignored by a Kerberized NameNode, where SPNEGO says who calls.
+    webhdfs_user: str | None = None
     rootdir: str = "/hbase"
     peer_admin: str = "shell"
     shell_command: tuple[str, ...] = DEFAULT_SHELL_COMMAND
@@ -307,6 +312,7 @@ class Cluster:
             "thrift2": ",".join(self.thrift2_servers) or None,
             "cluster_key": str(self.cluster_key),
             "webhdfs_url": self.webhdfs_url,
+            "webhdfs_user": self.webhdfs_user,
             "rootdir": self.rootdir,
             "peer_admin": self.peer_admin,
             "security": self.security.channels() if self.security is not None else "none (open cluster)",

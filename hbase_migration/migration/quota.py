@@ -60,7 +60,8 @@ def webhdfs(cluster: Cluster) -> hdfs.WebHdfs:
         raise QuotaUnavailable(f"cluster {cluster.name!r} has no webhdfs_url: oldWALs cannot be watched")
     from hbase_migration.clusters import channels
 
-    return hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s, session=channels.http(cluster))
+    return hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=cluster.timeout_s, session=channels.http(cluster),
+                        user=cluster.webhdfs_user)
 
 
 def sample(cluster: Cluster, quota_mark: float, taken_at: float,

@@ -106,8 +106,13 @@ class Thrift2Session:
         return pipelined(self.client, api, calls)
 
 
-def _is_missing_table(exc: BaseException) -> bool:
-    return type(exc).__name__ == "TIOError" and "TableNotFoundException" in str(getattr(exc, "message", "") or "")
+def _is_missing_table(exc: BaseException, table: str) -> bool:
+    """A TIOError for a table that does not exist: real HBase's handler passes TableNotFoundException's message,
+    which is the bare table name (seen on HBase 2.6); older gateways and minihbase name the class."""
+    if type(exc).__name__ != "TIOError":
+        return False
+    message = str(getattr(exc, "message", "") or "")
+    return "TableNotFoundException" in message or message in (table, f"default:{table}")
 
 
 def _cells(result: Any) -> list[Cell]:
@@ -128,10 +133,12 @@ class Thrift2Path(DataPath):
         self.gateway = gateway
 
     def read_families(self, table: str) -> dict[bytes, int]:
+        if not self.session.call("tableExists", table_name(table)):
+            return {}
         try:
             desc = self.session.call("getTableDescriptor", table_name(table))
         except Exception as e:
-            if _is_missing_table(e):
+            if _is_missing_table(e, table):  # dropped in between
                 return {}
             raise
         return {bytes(c.name): int(c.maxVersions or 1) for c in desc.columns or ()}
@@ -140,7 +147,7 @@ class Thrift2Path(DataPath):
         try:
             locations = self.session.call("getAllRegionLocations", table.encode("utf-8"))
         except Exception as e:
-            if _is_missing_table(e):
+            if _is_missing_table(e, table):
                 return []
             raise
         out = []
