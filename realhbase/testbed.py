@@ -602,7 +602,9 @@ class RealHBase:
         gateways = {kind: [{"index": 0, "host": HOST, "port": ports[kind], "info_port": ports[f"{kind}_info"],
                             "alive": thrift_alive}] for kind in ("thrift", "thrift2")}
         extra = {"zookeeper_quorum": quorum, "zookeeper_port": zk_port, "znode_parent": parent,
-                 "webhdfs_url": webhdfs_url, "rootdir": ROOTDIR, "peer_admin": "shell",
+                 # the daemons' user: anonymous WebHDFS (dr.who) may not sum up the root (HBase makes staging 711)
+                 "webhdfs_url": webhdfs_url, "webhdfs_user": getpass.getuser(), "rootdir": ROOTDIR,
+                 "peer_admin": "shell",
                  "shell_command": shlex.join(shell_command), "thrift2_servers": f"{HOST}:{ports['thrift2']}"}
         region_servers = []
         for slot in range(REGION_SERVERS):
