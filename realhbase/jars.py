@@ -83,7 +83,7 @@ def _mvn(args: list[str], what: str, progress: bool) -> str:
     lines = []
     for line in proc.stdout:
         lines.append(line)
-        if progress and ("Download" in line or "ERROR" in line or "BUILD" in line):
+        if progress and line.startswith("[INFO] Download"):
             sys.stderr.write("realhbase: mvn " + line.replace("[INFO] ", ""))
     if proc.wait() != 0:
         raise RealHBaseError(f"realhbase: resolving {what} with Maven failed: {maven_error(''.join(lines))}")
@@ -101,7 +101,7 @@ def maven_error(output: str) -> str:
             reason = "not found in the repository" if "find" in pattern else "repository unreachable"
             if m.lastindex and m.lastindex >= 3:
                 reason = f"repository {m.group(2)} unreachable: {m.group(3).strip()}"
-            return f"{artifact}: {reason}"
+            return f"{artifact}: {reason}".replace(" -> [Help 1]", "")
     errors = [line.replace("[ERROR] ", "").strip() for line in output.splitlines() if line.startswith("[ERROR]")]
     return errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "no output"
 
