@@ -29,7 +29,7 @@ MINIHBASE_KEYS = {"name", "thrift", "thrift2", "thrift_gateways", "thrift2_gatew
                   "cluster_id", "master", "region_servers", "webhdfs_url", "rootdir", "workdir", "shell_command",
                   "connection", "connection_uri"}
 EXTRA_KEYS = {"zookeeper_quorum", "zookeeper_port", "znode_parent", "webhdfs_url", "rootdir", "peer_admin",
-              "shell_command", "thrift2_servers"}
+              "shell_command", "thrift2_servers", "webhdfs_user"}
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -155,6 +155,7 @@ def test_webhdfs_content_summary_and_quota(realhbase):
             _http_json(f"{root}?op={op}")
         assert refused.value.code == 403 and "/hbase/staging" in refused.value.read().decode()
     assert _http_json(f"{root}/oldWALs?op=GETCONTENTSUMMARY")["ContentSummary"]["spaceQuota"] == -1
+    assert ep["connection"]["extra"]["webhdfs_user"] == ep["hdfs_superuser"]
     user = f"user.name={ep['hdfs_superuser']}"
     assert _http_json(f"{root}?op=GETQUOTAUSAGE&{user}")["QuotaUsage"]["spaceQuota"] == 4 << 30  # set at format
     as_superuser = f"{root}?op=GETCONTENTSUMMARY&{user}"
