@@ -346,6 +346,7 @@ class RealHBase:
                 self.zookeeper_hosts = None
             raise
         (self.workdir / "instance.json").write_text(json.dumps({
+            **self._instance(),  # the port of a ZooKeeper `up` started: the next `up` takes it again
             "zookeeper": self.zookeeper_hosts, "zookeeper_owned": zk_owned, "clusters": sorted(CLUSTERS),
             "versions": jars.versions, "up_seconds": round(time.monotonic() - started, 1)}, indent=1))
         self._log(f"up in {time.monotonic() - started:.1f} s")
