@@ -1,6 +1,8 @@
 """The demo migration on the embedded default: `make demo` (or `python -m demo.run`).
 
-Starts ZooKeeper and the minihbase clusters dc1 and dc2, creates and loads sample tables on dc1 (several
+Starts ZooKeeper and two real HBase clusters dc1 and dc2 (realhbase: Apache HBase and HDFS from Maven Central's
+jars, fetched on first use; `--stand-in` runs on minihbase, the project's fast stand-in, instead), creates and
+loads sample tables on dc1 (several
 multi-region tables whose families keep 1, 2 or 3 versions, rows written with several versions at old
 timestamps), keeps a writer doing puts, new versions, old-timestamp puts, row, column and single-version deletes
 on dc1 throughout, runs the `hbase_table_migration` DAG through `airflow dags test`, stops the writer once the
@@ -41,14 +43,6 @@ PY = sys.executable
 
 def log(msg: str) -> None:
     print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def minihbase(*args: str, workdir: Path, check: bool = True) -> str:
-    proc = subprocess.run([PY, "-m", "minihbase", *args, "--workdir", str(workdir)], cwd=REPO,
-                          capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"minihbase {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return proc.stdout
 
 
 def shell(endpoint: dict, statements: list[str], env: dict[str, str] | None = None) -> str:
@@ -145,32 +139,37 @@ def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from demo.backends import TestBed
     from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
 
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    mh = workdir / "minihbase"
     started = time.monotonic()
+    backend = "minihbase" if getattr(args, "stand_in", False) else "realhbase"
+    testbed_dir = getattr(args, "testbed", None)
+    peer_id = getattr(args, "peer_id", None) or "demo"
     cluster_mode = bool(getattr(args, "cluster", False))
     extra: dict[str, Any] = {}
     from demo.cluster import clusters_toml, gateway_settings
 
-    gateways = gateway_settings() if cluster_mode else {}
+    gateways = gateway_settings() if cluster_mode and backend == "minihbase" else {}
     if cluster_mode:
-        extra["gateways"] = gateways or "one per cluster (minihbase has no thrift_gateways yet)"
+        extra["gateways"] = gateways or "one Thrift1 and one Thrift2 gateway per cluster"
     # On a ZooKeeper shared with other runs (the tests'), znode parents of this run's own: a peer an earlier
     # run left would otherwise be found by this one's add_peer.
-    config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper))
-    config_args = ["--config", str(config)] if config else []
+    config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper)) if backend == "minihbase" else None
     secured = bool(getattr(args, "secure", False))
-    log(f"starting ZooKeeper and minihbase dc1/dc2 in {mh}" + (" (secured: KDC, SASL, SPNEGO, TLS)" if secured else ""))
-    minihbase("up", *(["--secure"] if secured else []), *(["--zookeeper", args.zookeeper] if args.zookeeper else []),
-              *config_args, workdir=mh)
+    bed = TestBed(backend, Path(testbed_dir) if testbed_dir else workdir / backend, zookeeper=args.zookeeper,
+                  config=config, secure=secured, reuse=bool(testbed_dir))
+    log(f"{'using the running' if testbed_dir else 'starting ZooKeeper and'} {backend} dc1/dc2 in {bed.workdir}"
+        + (" (secured: KDC, SASL, SPNEGO, TLS)" if secured else "")
+        + (" (the first run resolves HBase's jars with Maven)" if backend == "realhbase" and not testbed_dir else ""))
+    bed.up()
     writer = None
     own_deployment = None
     try:
-        described = json.loads(minihbase("endpoints", "--json", workdir=mh))
+        described = bed.described()
         endpoints = described["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
         logins = {name: admin_login(described, name) for name in ("dc1", "dc2")} if secured else {}
@@ -180,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             os.environ["KRB5_CONFIG"] = described["security"]["krb5_conf"]  # the demo's own Kerberos clients
             shell_env = kinit_env(*logins["dc1"], described["security"].get("krb5_conf"), workdir / "tickets")
-        tables = sample_tables(args.rows)
+        tables = sample_tables(args.rows, getattr(args, "table_prefix", None) or "")
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
         create_source_tables(dc1, tables, shell_env)
         client = Thrift2(dc1, login=logins.get("dc1"))
@@ -199,7 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             ops_per_second=args.write_rate).start()
         log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "
             "column and single-version deletes)")
-        conf = {"tables": [t.name for t in tables], "peer_id": "demo", "expected_copy_s": 600,
+        conf = {"tables": [t.name for t in tables], "peer_id": peer_id, "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 # HBase's version retention can leave an extra old version on the target (docs/data-path.md
                 # "Versions"): verify names it, and repairs it (exact-version deletes) only because the demo asks.
@@ -247,7 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"airflow dags test exited {rc}")
         log("waiting for the last edits to ship, then comparing every row of both sides")
         if rc == 0:
-            subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", "demo",
+            subprocess.run([PY, "-m", "hbase_migration", "lag", "--source", "hbase_source", "--peer-id", peer_id,
                             "--watch", "--interval-s", "2", "--watch-timeout-s", "300", "--json"], env=env,
                            cwd=REPO, capture_output=True)
         src, dst = Thrift2(dc1, login=logins.get("dc1")), Thrift2(dc2, login=logins.get("dc2"))
@@ -280,7 +279,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
         src.close()
         dst.close()
-        return {"demo": "hbase_table_migration", "data_path": args.data_path, "dag_exit_code": rc, "run_id": run_id,
+        return {"demo": "hbase_table_migration", "backend": backend, "hbase_version": bed.version(dc1),
+                "data_path": args.data_path, "dag_exit_code": rc, "run_id": run_id,
                 "run_status": summary["run"].get("status"), "writer": stats.as_dict(),
                 # what the catch-up sensor saw, poll by poll, as the ledger recorded it
                 "catch_up": {"lag_samples": summary["lag"]["samples"],
@@ -299,8 +299,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if own_deployment is not None:
             log("stopping the deployment")
             own_deployment.stop()
-        log("stopping minihbase and ZooKeeper")
-        minihbase("down", workdir=mh, check=False)
+        if not testbed_dir:
+            log(f"stopping {backend} and ZooKeeper")
+        bed.down()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,13 +316,23 @@ def main(argv: list[str] | None = None) -> int:
                    help="let the migration's verify repair what still differs after its re-compare (default on)")
     p.add_argument("--data-path", choices=("thrift2", "thrift1"), default="thrift2",
                    help="how the toolkit reaches the clusters: their Thrift2 gateways (default), or Thrift1 only")
+    p.add_argument("--stand-in", action="store_true",
+                   help="run on minihbase, the project's fast stand-in, instead of real HBase (realhbase)")
+    p.add_argument("--testbed", help="the workdir of a realhbase test bed that is already up: use it, do not stop "
+                                     "it (give --table-prefix and --peer-id of this run's own)")
+    p.add_argument("--table-prefix", default="", help="prefix of the demo's table names (default none)")
+    p.add_argument("--peer-id", default="demo", help="the migration's replication peer (default demo)")
     p.add_argument("--secure", action="store_true",
-                   help="secured clusters (minihbase up --secure): Kerberos in two realms, SASL, SPNEGO, TLS")
+                   help="secured clusters (minihbase up --secure, so with --stand-in): Kerberos in two realms, "
+                        "SASL, SPNEGO, TLS")
     p.add_argument("--cluster", action="store_true",
                    help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
+    if args.secure and not args.stand_in:
+        log("--secure: the secured clusters are minihbase's for now (--stand-in)")
+        args.stand_in = True
     args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else
                                                           "demo-secure" if args.secure else "demo"))
     result = run(args)

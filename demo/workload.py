@@ -118,14 +118,16 @@ class SampleTable:
         return [f for f, o in self.families.items() if o.get("max_versions", 1) > 1]
 
 
-def sample_tables(total_rows: int = 100_000) -> list[SampleTable]:
-    """Several multi-region tables, about `total_rows` rows in all; families keeping 1, 2 and 3 versions."""
+def sample_tables(total_rows: int = 100_000, prefix: str = "") -> list[SampleTable]:
+    """Several multi-region tables, about `total_rows` rows in all; families keeping 1, 2 and 3 versions. `prefix`
+    keeps tables apart on clusters other runs share (a test session's realhbase)."""
     splits = tuple(b"%02x" % b for b in (0x40, 0x80, 0xC0))
     return [
-        SampleTable("users", {"profile": {"max_versions": 1}, "activity": {"max_versions": 3}}, splits,
+        SampleTable(f"{prefix}users", {"profile": {"max_versions": 1}, "activity": {"max_versions": 3}}, splits,
                     total_rows * 4 // 10),
-        SampleTable("orders", {"d": {"max_versions": 3}, "h": {"max_versions": 2}}, splits, total_rows * 4 // 10),
-        SampleTable("events", {"e": {"max_versions": 1}}, splits[:2], total_rows * 2 // 10),
+        SampleTable(f"{prefix}orders", {"d": {"max_versions": 3}, "h": {"max_versions": 2}}, splits,
+                    total_rows * 4 // 10),
+        SampleTable(f"{prefix}events", {"e": {"max_versions": 1}}, splits[:2], total_rows * 2 // 10),
     ]
 
 

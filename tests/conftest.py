@@ -18,7 +18,10 @@ import pytest
 from minihbase.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
-pytest_plugins = ["tests.secure_fixtures"]  # secured minihbase: KDC, SASL ZooKeeper, secured cluster pairs
+pytest_plugins = [
+    "tests.secure_fixtures",  # secured minihbase: KDC, SASL ZooKeeper, secured cluster pairs
+    "tests.realhbase_fixtures",  # real HBase and HDFS (realhbase), started once per session
+]
 os.environ.setdefault("AIRFLOW_HOME", str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 

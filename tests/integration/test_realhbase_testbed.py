@@ -19,9 +19,6 @@ import pytest
 
 from tests.polling import wait_for
 
-# The session fixture `realhbase`, also when tests/conftest.py does not list it (a plugin is registered once).
-pytest_plugins = ["tests.realhbase_fixtures"]
-
 REPO = Path(__file__).resolve().parents[2]
 # The keys `python -m minihbase endpoints --json` gives every cluster that realhbase gives too (control_url and
 # the gateways' fault settings are minihbase's alone).
