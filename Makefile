@@ -5,6 +5,8 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+JAVAC := /usr/bin/javac
+MVN := /usr/bin/mvn
 REDIS_SERVER := /usr/bin/redis-server
 KRB5KDC := /usr/sbin/krb5kdc
 FAKETIME := /usr/bin/faketime
@@ -15,11 +17,13 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-unit test-integration test-deploy demo demo-cluster demo-secure chaos deploy-up deploy-down bench lock clean
+.PHONY: help bootstrap postgresql lint test test-full test-unit test-integration test-deploy test-realhbase test-versions \
+	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
-	@echo "make test   bootstrap (ZooKeeper, .venv, Airflow DB), lint, all tests"
-	@echo "make demo   run the demo migration on the embedded default (ZooKeeper + minihbase dc1/dc2)"
+	@echo "make test   bootstrap (ZooKeeper, JDK + Maven, .venv, Airflow DB), lint, the tests: every kind once, real"
+	@echo "            HBase included (pytest -m 'not full'); make test-full: every test"
+	@echo "make demo   run the demo migration on two real HBase clusters (realhbase; DEMO_ARGS=--stand-in: minihbase)"
 	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
 	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
 	@echo "make demo-secure   the same demo on secured clusters (Kerberos in two realms, SASL, SPNEGO, TLS)"
@@ -29,7 +33,7 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) $(KRB5KDC) $(FAKETIME) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
+bootstrap: $(ZOOKEEPER_JAR) $(JAVAC) $(MVN) $(KRB5KDC) $(FAKETIME) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
 	.airflow/airflow.db .airflow/secrets
 
 # Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
@@ -38,6 +42,14 @@ $(ZOOKEEPER_JAR):
 	apt-get update -qq
 	apt-get install -y -qq zookeeper libslf4j-java default-jre-headless >/dev/null
 	@test -f $@
+
+# A JDK (javac compiles realhbase's launcher) and Maven (resolves HBase's and Hadoop's jars from Maven Central into
+# ~/.cache/realhbase on first use), for the real HBase test bed.
+$(JAVAC) $(MVN):
+	@command -v apt-get >/dev/null || { echo "apt-get not found: install a JDK 17 and Maven 3.8 by hand"; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+	@test -x $@
 
 # MIT Kerberos from Debian, for secured clusters: a real KDC (krb5kdc, kdb5_util; kadmin.local is in
 # krb5-admin-server) that `minihbase up --secure` runs on loopback, kinit/klist, and libkrb5-dev, which PyPI's
@@ -110,18 +122,39 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 
-# Tests use their own temporary ZooKeeper and minihbase under .state/pytest; anything still running from there
-# afterwards is a leak, reported and ended.
+# Tests use their own temporary ZooKeeper, realhbase and minihbase under .state/pytest; anything still running from
+# there afterwards is a leak, reported and ended. `make test` runs each kind of test once (real HBase included);
+# `make test-full` adds the tests marked `full` (docs/testing.md says which and why).
+PYTEST = rm -rf .state/pytest && mkdir -p .state && $(VENV)/bin/pytest --basetemp=.state/pytest
+LEFTOVERS = rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+
 test: bootstrap lint
-	@rm -rf .state/pytest && mkdir -p .state
-	$(VENV)/bin/pytest --basetemp=.state/pytest $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+	$(PYTEST) -m "not full" $(PYTEST_ARGS); $(LEFTOVERS)
+
+test-full: bootstrap lint
+	$(PYTEST) $(PYTEST_ARGS); $(LEFTOVERS)
+
+# Only the tests against real HBase (marker realhbase).
+test-realhbase: bootstrap
+	$(PYTEST) -m realhbase $(PYTEST_ARGS); $(LEFTOVERS)
+
+# The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default).
+test-versions: bootstrap
+	@for v in $(or $(VERSIONS),2.5.13-hadoop3 3.0.0); do echo "== HBase $$v"; \
+	  REALHBASE_VERSION=$$v $(MAKE) --no-print-directory test-realhbase || exit 1; done
+
+# Two real HBase clusters to use by hand in .state/realhbase (`python -m realhbase endpoints --json` says where).
+realhbase-up: bootstrap
+	$(PY) -m realhbase up
+
+realhbase-down:
+	$(PY) -m realhbase down
 
 test-unit: bootstrap
 	$(VENV)/bin/pytest tests/unit $(PYTEST_ARGS)
 
 test-integration: bootstrap
-	@rm -rf .state/pytest && mkdir -p .state
-	$(VENV)/bin/pytest --basetemp=.state/pytest tests/integration $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+	$(PYTEST) tests/integration $(PYTEST_ARGS); $(LEFTOVERS)
 
 # The demo migration on the embedded default; its last stdout line is the JSON summary. Leaves nothing running.
 demo: bootstrap
@@ -143,10 +176,16 @@ demo-secure: bootstrap
 chaos: bootstrap
 	$(PY) -m chaos $(CHAOS_ARGS)
 
-# Only the tests on the production-shaped deployment (they are part of `make test` too).
+# Seeded chaos runs one after another (SEEDS="1 2 3"; default 1 to 20), all ten fault kinds; each run's JSON
+# summary in .state/chaos-seeds/<seed>.json, a table of them at the end.
+chaos-seeds: bootstrap
+	@mkdir -p .state/chaos-seeds; for s in $(or $(SEEDS),$(shell seq 1 20)); do \
+	  $(PY) -m chaos --seed $$s --faults all $(CHAOS_ARGS) > .state/chaos-seeds/$$s.json 2> .state/chaos-seeds/$$s.log; \
+	  echo "seed $$s: exit $$?"; done; $(PY) -m chaos.seeds .state/chaos-seeds
+
+# Only the tests on the production-shaped deployment.
 test-deploy: bootstrap
-	@rm -rf .state/pytest && mkdir -p .state
-	$(VENV)/bin/pytest --basetemp=.state/pytest -m deployment $(PYTEST_ARGS); rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+	$(PYTEST) -m deployment $(PYTEST_ARGS); $(LEFTOVERS)
 
 # A deployment to use by hand (API URL and the admin's password file printed as JSON); `make deploy-down` stops it.
 deploy-up: bootstrap
