@@ -240,6 +240,7 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
     returns what was (or would be) done per table. Every check comes first: a refused coprocessor stops the
     whole call before anything is created."""
     from hbase_migration.clusters import channels
+    from hbase_migration.clusters.reachability import unreachable
     from hbase_migration.clusters.shell import ShellCommandError
 
     tables = list(dict.fromkeys(tables))
@@ -257,37 +258,38 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
 
     done: list[dict[str, Any]] = [{"table": t, "outcome": "exists", "statement": None} for t in tables
                                   if t in present]
-    created: list[str] = []
+    # One shell session for every namespace and table (each `hbase shell` costs a JVM start, 10-30 s), one for
+    # reading them all back.
+    statements, ns_of = [], {}
     for table, keys, statement in plans:
         namespace = schemas[table].namespace
-        ns_statement = None
         if namespace not in have_ns:
-            ns_statement = create_namespace_statement(namespace, namespace_configuration(source, namespace))
-        if dry_run:
-            for text in filter(None, (ns_statement, statement)):
-                log.info("would run on %s: %s", target.name, text)
-            done.append({"table": table, "outcome": "would_create", "statement": statement, "splits": len(keys),
-                         "namespace_statement": ns_statement})
-            continue
+            ns_of[table] = create_namespace_statement(namespace, namespace_configuration(source, namespace))
+            statements.append(ns_of[table])
+            have_ns.add(namespace)
+        statements.append(statement)
+        log.info("%s %s on %s with %d families, %d split keys: %s", "would create" if dry_run else "creating",
+                 table, target.name, len(schemas[table].families), len(keys), statement)
+    if dry_run:
+        return done + [{"table": table, "outcome": "would_create", "statement": statement, "splits": len(keys),
+                        "namespace_statement": ns_of.get(table)} for table, keys, statement in plans]
+    if statements:
         try:
-            if ns_statement:
-                log.info("creating namespace %s on %s: %s", namespace, target.name, ns_statement)
-                channels.shell(target, [ns_statement], timeout_s=max(target.shell_timeout_s, 60.0))
-                have_ns.add(namespace)
-            log.info("creating %s on %s with %d families, %d split keys: %s", table, target.name,
-                     len(schemas[table].families), len(keys), statement)
-            channels.shell(target, [statement], timeout_s=max(target.shell_timeout_s, 300.0))
+            channels.shell(target, statements, timeout_s=max(target.shell_timeout_s, 120.0 + 60.0 * len(plans)))
         except ShellCommandError as e:
-            state = f"created before it: {', '.join(created)}" if created else "no table was created by this call"
-            raise TableRefused(f"creating {table} on {target.name} failed ({state}): {e}") from e
-        shown = describe_tables(target, [table])[table]
-        problems = _verify(shown, schemas[table], codec_map)
+            if unreachable(e):
+                raise  # the shell or the master did not answer: nothing refused, the task's retry creates the rest
+            made = sorted(existing_tables(target, absent))
+            state = f"created before it failed: {', '.join(made)}" if made else "no table was created by this call"
+            raise TableRefused(f"creating {', '.join(absent)} on {target.name} failed ({state}): {e}") from e
+    shown = describe_tables(target, absent) if plans else {}
+    for table, keys, statement in plans:
+        problems = _verify(shown[table], schemas[table], codec_map) if table in shown else ["not found after create"]
         if problems:
             raise RuntimeError(f"{table} was created on {target.name} but does not show what was asked: "
                                + "; ".join(problems) + f" (statement: {statement})")
-        created.append(table)
         done.append({"table": table, "outcome": "created", "statement": statement, "splits": len(keys),
-                     "namespace_statement": ns_statement})
+                     "namespace_statement": ns_of.get(table)})
     return done
 
 
