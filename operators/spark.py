@@ -222,7 +222,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         finally:
             if watchdog is not None:
                 watchdog.stop()
-            if hold is not None:
+            if hold is not None and not self.ledger_run_id:  # a run's hold is released by release_switches
                 try:
                     hold.__exit__(None, None, None)
                 except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
@@ -238,8 +238,11 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
+        # In a migration run every table's copy shares the run's hold, released by its release_switches task once
+        # all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own.
         hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
-                          holder_name(copy_id, self.table), self.ledger_run_id, logger=self.log)
+                          holder_name(copy_id, None if self.ledger_run_id else self.table), self.ledger_run_id,
+                          logger=self.log)
         try:
             return hold.__enter__()
         except SwitchError as e:

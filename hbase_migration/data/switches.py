@@ -90,9 +90,11 @@ def parse_state(stdout: str, what: str) -> SwitchState:
     return SwitchState(*values)
 
 
-def holder_name(copy_id: str, table: str) -> str:
-    """The holder of one copy of one table: a retry of the same copy finds its own earlier hold."""
-    return f"copy {copy_id} {table}"
+def holder_name(copy_id: str, table: str | None = None) -> str:
+    """The holder of one copy of one table (the CLI's), or of every copy of a migration run (`table` None: the
+    DAG's copies share one hold, released by its `release_switches` task once they have all ended). A retry
+    finds its own earlier hold."""
+    return f"copy {copy_id}" + (f" {table}" if table else "")
 
 
 # --------------------------------------------------------------------------------------------------
