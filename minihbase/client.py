@@ -273,6 +273,42 @@ class ClusterClient:
         return Scanner(self, table, start, stop, reversed_, selector, time_max, filter_string, batch, versions,
                        time_min, limit)
 
+    def raw_scan(self, table: bytes, start: bytes = b"", stop: bytes = b"", selector: ColumnSelector | None = None,
+                 time_min: int | None = None, time_max: int | None = None, versions: int = 1,
+                 limit: int | None = None) -> list[tuple[bytes, list[tuple[bytes, int, int, bytes]]]]:
+        """A raw scan (`Scan.setRaw(true)`, the shell's `RAW => true`) of [start, stop): every row with a cell
+        or a delete marker in range, its cells as `Region.raw_row` gives them (markers with their key types).
+        Region by region, each read in one call under its lock; a region that moves or splits meanwhile is
+        located again from where the scan stands. At most `limit` rows (None: all)."""
+        state = self.master.enabled_table(table)
+        selector = selector or ColumnSelector()
+        self.master.check_families(state.desc, selector.referenced_families())
+        out: list = []
+        position = start
+
+        def read(region: Region) -> tuple[list, bytes]:
+            with region.lock:
+                serving(region)
+                region.read_requests += 1
+                end = region.info.end_key
+                upto = stop if stop and (not end or stop < end) else end
+                now = now_ms()
+                rows = []
+                for key in region.raw_keys(max(position, region.info.start_key), upto):
+                    cells = region.raw_row(key, selector, time_min, time_max, versions, now)
+                    if cells:
+                        rows.append((key, cells))
+                return rows, end
+
+        while True:
+            found, end = self._on_region(table, position, lambda r: call(r, "scanTime", SCAN_REQUEST, lambda: read(r)))
+            out.extend(found)
+            if limit is not None and len(out) >= limit:
+                return out[:limit]
+            if not end or (stop and end >= stop):
+                return out
+            position = end
+
 
 class Scanner:
     """A scan across regions, resumable after splits and moves: its position is the last row key examined.

@@ -4,12 +4,14 @@
     POST /control/data/put        {"table", "row_hex", "family_hex", "qualifier_hex", "value_hex", "timestamp"}
     POST /control/data/get        {"table", "row_hex", "columns", "timestamp", "time_range", "versions", "filter"}
     POST /control/data/scan       {"table", "start_hex", "stop_hex", "prefix_hex", "columns", "timestamp",
-                                   "time_range", "versions", "filter", "limit", "reversed"}
+                                   "time_range", "versions", "filter", "limit", "reversed", "raw"}
     POST /control/data/deleteall  {"table", "row_hex", "column", "timestamp"}
 
 Bytes travel hex-encoded; `columns` is `[[family_hex, qualifier_hex or null], ...]` (null: the whole family);
 `timestamp` null means the server's now (LATEST_TIMESTAMP). Answers: get `{"cells": [[family_hex, qualifier_hex,
-ts, value_hex], ...]}`, scan `{"rows": [[row_hex, cells], ...]}`.
+ts, value_hex], ...]}`, scan `{"rows": [[row_hex, cells], ...]}`. A raw scan (`"raw": true`, the shell's `RAW =>
+true`; no filter, not reversed) gives every row with a cell or a delete marker in range, each cell with its key
+type's name last: `[family_hex, qualifier_hex, ts, value_hex, "DeleteFamily"]` (`Region.raw_row`).
 
 On a secured cluster the caller is the SPNEGO-authenticated principal and AccessController's checks apply (with
 no grants made, only superusers pass): a write answers `Insufficient permissions (user=..., scope=..., family=...,
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minihbase.cells import DELETE_COLUMN, DELETE_FAMILY, LATEST_TIMESTAMP, PUT, Cell
+from minihbase.cells import DELETE_COLUMN, DELETE_FAMILY, LATEST_TIMESTAMP, PUT, TYPE_NAMES, Cell
 from minihbase.errors import HBaseError, JavaIllegalArgument
 from minihbase.filters import parse_filter
 from minihbase.httpserver import BadRequest, Request, Response
@@ -83,6 +85,15 @@ def _cells(cells) -> list[list[Any]]:
     for colkey, ts, value in cells:
         family, _, qualifier = colkey.partition(b":")
         out.append([family.hex(), qualifier.hex(), ts, value.hex()])
+    return out
+
+
+def _raw_cells(cells) -> list[list[Any]]:
+    """A raw scan's cells: as `_cells`, plus the key type's name (`Put`, `DeleteFamily`, ...)."""
+    out = []
+    for colkey, ts, typ, value in cells:
+        family, _, qualifier = colkey.partition(b":")
+        out.append([family.hex(), qualifier.hex(), ts, value.hex(), TYPE_NAMES[typ]])
     return out
 
 
@@ -188,6 +199,13 @@ class DataApi:
         if filter_text:
             parse_filter(filter_text.encode())
         limit = _int(body, "limit")
+        if body.get("raw"):
+            if filter_text or body.get("reversed"):
+                raise BadRequest("minihbase's raw scan does not support FILTER or REVERSED")
+            raw = self.cluster.client.raw_scan(table.encode("latin-1"), start, stop, _selector(body), time_min,
+                                               time_max, _int(body, "versions", 1),
+                                               limit if limit and limit > 0 else SCAN_ROWS_LIMIT)
+            return {"rows": [[row.hex(), _raw_cells(cells)] for row, cells in raw]}
         scanner = self.cluster.client.open_scanner(
             table.encode("latin-1"), start, stop, reversed_=bool(body.get("reversed")), selector=_selector(body),
             time_max=time_max, filter_string=filter_text.encode() if filter_text else None,

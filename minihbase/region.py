@@ -292,6 +292,49 @@ class Region:
                 break
         return out
 
+    def raw_keys(self, start: bytes, stop: bytes) -> list[bytes]:
+        """A raw scan's keys in [start, stop) (b"" = no stop): rows with cells and rows that hold only delete
+        markers (those are not in the ordered index)."""
+        keys = set(self.rows) | set(self.markers)
+        return sorted(k for k in keys if k >= start and (not stop or k < stop))
+
+    def raw_row(self, row: bytes, selector: ColumnSelector, time_min: int | None, time_max: int | None,
+                versions: int, now_ms: int) -> list[tuple[bytes, int, int, bytes]]:
+        """A raw read of one row (HBase's `Scan.setRaw(true)`): its delete markers and its puts in [time_min,
+        time_max), as (family:qualifier, ts, type, value) in HBase's cell order (family, qualifier, newest first,
+        then DeleteFamily, DeleteColumn, DeleteFamilyVersion, Delete before a Put of the same timestamp); up to
+        `versions` puts per column. What minihbase keeps, not every marker HBase would show: of the DeleteFamily
+        and DeleteColumn markers of a family or column only the newest (the one that masks), and no put that a
+        marker masks (dropped when masked); a major compaction drops the markers, as HBase's does."""
+        lo = -1 if time_min is None else time_min
+        out: list[tuple[tuple, tuple[bytes, int, int, bytes]]] = []
+
+        def add(family: bytes, qualifier: bytes, ts: int, typ: int, value: bytes = b"") -> None:
+            colkey = family + b":" + qualifier
+            if ts < lo or (time_max is not None and ts >= time_max):
+                return
+            if not selector.all and not selector.wants(colkey, family):
+                return
+            out.append(((family, qualifier, -ts, -typ), (colkey, ts, typ, value)))
+
+        m = self.markers.get(row)
+        if m is not None:
+            for family, ts in m.family.items():
+                add(family, b"", ts, DELETE_FAMILY)
+            for family, ts in m.family_version:
+                add(family, b"", ts, DELETE_FAMILY_VERSION)
+            for colkey, ts in m.column.items():
+                family, _, qualifier = colkey.partition(b":")
+                add(family, qualifier, ts, DELETE_COLUMN)
+            for colkey, ts in m.version:
+                family, _, qualifier = colkey.partition(b":")
+                add(family, qualifier, ts, DELETE)
+        for colkey, ts, value in self.read_row(row, selector, time_max, versions, now_ms, None, time_min):
+            family, _, qualifier = colkey.partition(b":")
+            add(family, qualifier, ts, PUT, value)
+        out.sort(key=lambda item: item[0])
+        return [cell for _key, cell in out]
+
     def scan_chunk(self, position: bytes | None, inclusive: bool, stop: bytes, reversed_: bool, limit: int,
                    selector: ColumnSelector, time_max: int | None, now_ms: int, flt: Filter | None,
                    max_examined: int = 20000, versions: int = 1, time_min: int | None = None):

@@ -4,13 +4,15 @@
     get 't1', 'r1' [, 'cf:q' [, 'cf2'] | ['cf:q', ...] | {COLUMN(S) => ..., TIMESTAMP => ts, TIMERANGE => [a, b],
                                                         VERSIONS => n, FILTER => "...", MAXLENGTH => n}]
     scan 't1' [, {COLUMN(S), STARTROW, STOPROW, ROWPREFIXFILTER, LIMIT, TIMESTAMP, TIMERANGE, VERSIONS, FILTER,
-                  REVERSED, MAXLENGTH, CACHE, CACHE_BLOCKS}]
+                  REVERSED, MAXLENGTH, CACHE, CACHE_BLOCKS, RAW}]
     deleteall 't1', 'r1' [, 'cf[:q]' [, ts]]    deleteall 't1', {ROWPREFIXFILTER => 'p'} [, 'cf[:q]' [, ts]]
 
 Output is what a shell whose stdout is not a terminal prints (the formatter's width is 0): `get` a header
 `COLUMN  CELL`, one line per cell ` cf:q timestamp=<LocalDateTime>, value=<Bytes.toStringBinary>` and `1 row(s)`
 (`0 row(s)` for a missing row); `scan` a header `ROW  COLUMN+CELL`, ` row column=cf:q, timestamp=..., value=...`
-per cell and `N row(s)`; `put` and `deleteall` print nothing but the time taken. Timestamps are
+per cell and `N row(s)`; with `RAW => true` delete markers too, as ` row column=cf:, timestamp=..., type=DeleteFamily`
+(`Table#to_string` for a cell `CellUtil.isDelete`; see `Region.raw_row` for what minihbase keeps of them);
+`put` and `deleteall` print nothing but the time taken. Timestamps are
 `java.time.LocalDateTime` in the local zone (`2024-05-06T07:08:09.123`), as the 2.4+ shell prints them.
 Rows travel to the cluster through its control endpoint (`minihbase.data_api`), as the caller (SPNEGO) on a
 secured cluster.
@@ -26,7 +28,7 @@ from minihbase.shell_lang import RStr
 # Options each command takes (HBase constants); others are refused rather than silently ignored.
 GET_OPTIONS = {"COLUMN", "COLUMNS", "TIMESTAMP", "TIMERANGE", "VERSIONS", "FILTER", "MAXLENGTH"}
 SCAN_OPTIONS = {"COLUMN", "COLUMNS", "STARTROW", "STOPROW", "ROWPREFIXFILTER", "LIMIT", "TIMESTAMP", "TIMERANGE",
-                "VERSIONS", "FILTER", "REVERSED", "MAXLENGTH", "CACHE", "CACHE_BLOCKS"}
+                "VERSIONS", "FILTER", "REVERSED", "MAXLENGTH", "CACHE", "CACHE_BLOCKS", "RAW"}
 
 
 # ---------------------------------------------------------------------------------------------- formatting
@@ -48,8 +50,12 @@ def local_date_time(ms: int) -> str:
     return text
 
 
-def cell_text(ts: int, value: bytes, maxlength: int | None = None) -> str:
-    text = f"timestamp={local_date_time(ts)}, value={to_string_binary(value)}"
+def cell_text(ts: int, value: bytes, maxlength: int | None = None, type_name: str = "Put") -> str:
+    """`Table#to_string`: a put's value, a delete marker's key type (`CellUtil.isDelete`: `type=DeleteFamily`)."""
+    if type_name == "Put":
+        text = f"timestamp={local_date_time(ts)}, value={to_string_binary(value)}"
+    else:
+        text = f"timestamp={local_date_time(ts)}, type={type_name}"
     return text[:maxlength] if maxlength is not None and maxlength >= 0 else text
 
 
@@ -207,14 +213,17 @@ def cmd_scan(sh, table, args: Any = None) -> None:
         body["filter"] = str(opts["FILTER"])
     if opts.get("REVERSED"):
         body["reversed"] = True
+    if opts.get("RAW"):
+        body["raw"] = True
     maxlength = opts.get("MAXLENGTH")
     rows = _call(sh, "scan", table, body)["rows"]
     sh.print(two_columns("ROW", "COLUMN+CELL", inset=False))
     for row, cells in rows:
         key = to_string_binary(bytes.fromhex(row))
-        for family, qualifier, ts, value in cells:
+        for family, qualifier, ts, value, *kind in cells:
             column = f"{to_string_binary(bytes.fromhex(family))}:{to_string_binary(bytes.fromhex(qualifier))}"
-            sh.print(two_columns(key, f"column={column}, {cell_text(ts, bytes.fromhex(value), maxlength)}"))
+            text = cell_text(ts, bytes.fromhex(value), maxlength, *kind)
+            sh.print(two_columns(key, f"column={column}, {text}"))
     sh.print(f"{len(rows)} row(s)")
 
 

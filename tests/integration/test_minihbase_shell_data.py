@@ -123,7 +123,9 @@ def test_errors_are_hbases(minihbase_dc1, table):
         "scan 'no_such_table'": "ERROR: Unknown table no_such_table!",
         f"get '{table}', 'r', {{VERSIONS => 2}}": "ERROR: Failed parse of {\"VERSIONS\"=>2}, Hash",
         f"put '{table}', 'r', 'cf:q'": "ERROR: wrong number of arguments (3) for put",
-        f"scan '{table}', {{RAW => true}}": "ERROR: minihbase's scan does not support RAW",
+        f"scan '{table}', {{ATTRIBUTES => {{'a' => 'b'}}}}": "ERROR: minihbase's scan does not support ATTRIBUTES",
+        f"scan '{table}', {{RAW => true, REVERSED => true}}": "ERROR: minihbase's raw scan does not support FILTER or "
+                                                              "REVERSED",
     }
     for statement, error in cases.items():
         rc, out = run(minihbase_dc1, statement)
