@@ -10,6 +10,7 @@ from typing import Any
 
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
+from hbase_migration.replication.model import is_internal
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,8 @@ def gather(cluster: Cluster, th: WatchThresholds, now: float, quota_gap_s: float
         with peer_admin(cluster, zk_client=client) as admin:
             listed = admin.list_peers()
         for p in listed:
+            if is_internal(p):  # HBase's region replica peer: not a migration's, and never touched
+                continue
             stat = client.exists(zk.peer_state_path(cluster.znode_parent, p.id))
             since = stat.mtime / 1000.0 if stat else None
             snapshot = metrics.peer_status(cluster, p.id, client, now) if p.enabled else None

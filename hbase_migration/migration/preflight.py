@@ -37,7 +37,14 @@ from hbase_migration.migration.tables import (
     first_rows,
     needs_create_check,
 )
-from hbase_migration.replication.model import InvalidPeerConfig, Peer, PeerConfig, is_ours, validate_peer_id
+from hbase_migration.replication.model import (
+    InvalidPeerConfig,
+    Peer,
+    PeerConfig,
+    is_internal,
+    is_ours,
+    validate_peer_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -353,16 +360,19 @@ def _pinning_peers(facts: Facts) -> CheckResult:
     if facts.peers_error:
         return CheckResult("pinning_peers", False, f"cannot list peers on the source: {facts.peers_error}",
                            transient=transient(facts.peers_error))
-    others = [p for p in facts.peers if p.id != facts.peer_id]
+    internal = [p.id for p in facts.peers if is_internal(p)]  # HBase's region replica peer: not a backlog
+    others = [p for p in facts.peers if p.id != facts.peer_id and not is_internal(p)]
     disabled = [p.id for p in others if p.enabled is False]
-    recovered = {k: v for k, v in facts.recovered_queues.items() if k != facts.peer_id and v}
+    recovered = {k: v for k, v in facts.recovered_queues.items()
+                 if k != facts.peer_id and not is_internal(k) and v}
     if disabled:
         return CheckResult("pinning_peers", False,
                            f"disabled peer(s) {', '.join(disabled)} already pin WALs in oldWALs: a second "
                            "pinned backlog doubles the quota risk; enable or remove them first",
                            fix="; ".join(f"enable_peer '{p}'  (or remove_peer '{p}')" for p in disabled))
     # A caught-up 2.x queue holds the WAL being written, maybe one just rolled; more means backlog.
-    lagging = {k: v for k, v in facts.queued_wals.items() if k != facts.peer_id and v > facts.lag_wal_threshold}
+    lagging = {k: v for k, v in facts.queued_wals.items()
+               if k != facts.peer_id and not is_internal(k) and v > facts.lag_wal_threshold}
     notes = []
     if lagging:
         worst = ", ".join(f"{k}={v}" for k, v in sorted(lagging.items()))
@@ -373,7 +383,8 @@ def _pinning_peers(facts: Facts) -> CheckResult:
         return CheckResult("pinning_peers", False, "other peers are lagging and pin WALs: " + "; ".join(notes),
                            severity=WARNING)
     return CheckResult("pinning_peers", True,
-                       f"no other peer pins WALs ({len(others)} other peer(s), all enabled and caught up)")
+                       f"no other peer pins WALs ({len(others)} other peer(s), all enabled and caught up"
+                       + (f"; HBase's own {', '.join(internal)} left alone" if internal else "") + ")")
 
 
 def _projected(facts: Facts) -> bool:

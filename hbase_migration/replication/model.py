@@ -355,6 +355,20 @@ class Peer:
         return {"id": self.id, "state": self.state, "owner": self.owner, "config": self.config.describe()}
 
 
+# HBase 2.x's own peer for region replicas: with hbase.region.replica.replication.enabled=true, the master adds it
+# when a table with REGION_REPLICATION > 1 is created (ServerRegionReplicaUtil), endpoint
+# RegionReplicaReplicationEndpoint. It ships a table's edits to its secondary replicas, not to another cluster.
+REGION_REPLICA_PEER = "region_replica_replication"
+REGION_REPLICA_ENDPOINT = "org.apache.hadoop.hbase.replication.regionserver.RegionReplicaReplicationEndpoint"
+
+
+def is_internal(peer: Peer | str) -> bool:
+    """HBase's own peer (region replicas): the toolkit never touches it, and it is nobody's migration backlog."""
+    if isinstance(peer, str):
+        return peer == REGION_REPLICA_PEER
+    return peer.id == REGION_REPLICA_PEER or (peer.config.endpoint_class or "") == REGION_REPLICA_ENDPOINT
+
+
 def is_ours(peer: Peer | PeerConfig | None, owner: str | None = None) -> bool:
     """Whether the toolkit created this peer: it carries the owner mark (equal to `owner` when given)."""
     if peer is None:

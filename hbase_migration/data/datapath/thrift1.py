@@ -326,8 +326,21 @@ def merge_versions(scanned: Sequence[Cell], versions: Mapping[bytes, Sequence[Ce
     return out
 
 
+def replica_id(region_name: bytes) -> int:
+    """The replica id in a region name: `<table>,<start key>,<region id>[_<replica id, hex>].<encoded>.` (HBase's
+    RegionInfo.createRegionName; the start key may hold commas, the id part none). 0: the primary."""
+    id_part = bytes(region_name or b"").rsplit(b",", 1)[-1].split(b".", 1)[0]
+    _, sep, replica = id_part.partition(b"_")
+    try:
+        return int(replica, 16) if sep else 0
+    except ValueError:
+        return 0
+
+
 def regions_from_thrift(items: Iterable[Any]) -> list[Region]:
-    """TRegionInfo objects or happybase `Table.regions()` dicts, sorted by start key (serverName: the hostname)."""
+    """TRegionInfo objects or happybase `Table.regions()` dicts, sorted by start key (serverName: the hostname).
+    Only primaries: a table with REGION_REPLICATION > 1 also lists its secondary replicas, which cover the same
+    key ranges (a copy plans, and a create splits, by the primaries)."""
     out = []
     for it in items:
         if isinstance(it, Mapping):
@@ -335,6 +348,8 @@ def regions_from_thrift(items: Iterable[Any]) -> list[Region]:
             host = it.get("server_name", b"")
         else:
             start, end, name, host = it.startKey, it.endKey, it.name, it.serverName
+        if replica_id(bytes(name or b"")):
+            continue
         host = host.decode("utf-8", "replace") if isinstance(host, bytes) else str(host or "")
         out.append(Region(bytes(start or b""), bytes(end or b""), bytes(name or b""), host))
     return sorted(out, key=lambda r: r.start_key)

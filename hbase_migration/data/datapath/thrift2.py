@@ -153,6 +153,8 @@ class Thrift2Path(DataPath):
         out = []
         for loc in locations:
             info = loc.regionInfo
+            if info.replicaId:  # a secondary replica (REGION_REPLICATION > 1): same key range as its primary
+                continue
             start, end = bytes(info.startKey or b""), bytes(info.endKey or b"")
             out.append(Region(start, end, b"%s,%s,%d" % (table.encode("utf-8"), start, info.regionId),
                               loc.serverName.hostName if loc.serverName else ""))

@@ -216,3 +216,19 @@ def test_partitions_read_through_the_gateway_on_their_region_servers_host_else_i
     parts = plan_partitions(regions, TableScope("t"), gateways=["gw1:1", "gw2:1"])
     assert [(p.host, p.gateway) for p in parts] == [("gw2", "gw2:1"), ("elsewhere", "gw2:1")]
     assert parts[0].partition_id == plan_partitions(regions, TableScope("t"))[0].partition_id  # ids unchanged
+
+
+def test_secondary_region_replicas_are_left_out_of_the_regions():
+    """A table with REGION_REPLICATION 2 lists each region twice on Thrift1 (the replica's name carries `_0001`):
+    only the primaries are planned (and give the split keys of a create)."""
+    from hbase_migration.data.datapath.thrift1 import regions_from_thrift, replica_id
+
+    assert replica_id(b"t,,1700000000000.0123456789abcdef0123456789abcdef.") == 0
+    assert replica_id(b"t,a,b,1700000000000_0001.fedcba9876543210fedcba9876543210.") == 1
+    assert replica_id(b"ns:t,k,1700000000000_000a.0123.") == 10
+    listed = [{"start_key": b"", "end_key": b"m", "name": b"t,,1.aa.", "server_name": b"rs1"},
+              {"start_key": b"", "end_key": b"m", "name": b"t,,1_0001.bb.", "server_name": b"rs2"},
+              {"start_key": b"m", "end_key": b"", "name": b"t,m,2.cc.", "server_name": b"rs2"},
+              {"start_key": b"m", "end_key": b"", "name": b"t,m,2_0001.dd.", "server_name": b"rs1"}]
+    assert [(r.start_key, r.end_key, r.host) for r in regions_from_thrift(listed)] == [(b"", b"m", "rs1"),
+                                                                                       (b"m", b"", "rs2")]

@@ -341,3 +341,17 @@ def test_unlearned_of_an_exception_keeps_its_text_and_class():
     assert (str(expired), expired.transient) == ("SessionExpiredError: ", True)
     missing = Unlearned.of(ZnodeMissing("/x/hbaseid does not exist"))
     assert (str(missing), missing.transient) == ("ZnodeMissing: /x/hbaseid does not exist", False)
+
+
+def test_hbases_region_replica_peer_is_neither_pinning_nor_lagging():
+    """HBase 2.x adds `region_replica_replication` for tables with REGION_REPLICATION > 1: even disabled and with
+    a backlog it is not a foreign peer pinning WALs for this migration (it is HBase's, and left alone)."""
+    from hbase_migration.replication.model import REGION_REPLICA_ENDPOINT, REGION_REPLICA_PEER, is_internal
+
+    internal = Peer(REGION_REPLICA_PEER, PeerConfig(cluster_key=ClusterKey.parse("127.0.0.1:2181:/hbase-dc1"),
+                                                    endpoint_class=REGION_REPLICA_ENDPOINT), False)
+    assert is_internal(internal) and is_internal(REGION_REPLICA_PEER) and not is_internal("mig1")
+    report = evaluate(facts(peers=(internal,), queued_wals={REGION_REPLICA_PEER: 9},
+                            recovered_queues={REGION_REPLICA_PEER: 1}), same_key=False)
+    check = result(report, "pinning_peers")
+    assert check.ok and "HBase's own region_replica_replication left alone" in check.reason, check
