@@ -13,6 +13,8 @@
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
+    python -m hbase_migration snapshot-export --source CONN --target CONN --table T [--copy-id ID] [--master M]
+                                             [--task-bytes-per-s N] [--bytes-per-s N] [...]   (snapshot, clone)
     python -m hbase_migration switches --source CONN [--release HOLDER]   (split/merge, normalizer held off)
     python -m hbase_migration cluster --source CONN          (the connection as the toolkit reads it)
 
@@ -376,6 +378,26 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy")
 
 
+def run_snapshot_export(argv: Sequence[str]) -> int:
+    """The snapshot export of one table, every step (docs/snapshot-export.md): on Spark with `--master`, else on
+    `--workers` threads of this process. Its stdout is one JSON summary line; exit 0 done, 1 stopped (the error
+    says what is left where; a re-run resumes), 2 bad input (nothing changed)."""
+    from hbase_migration.data import jobargs
+    from hbase_migration.data.executors import LocalExecutor, SparkExecutor
+    from hbase_migration.data.snapshot_export import export_main
+    from hbase_migration.migration.tables import create_namespaces
+
+    def executor(name: str, ns: argparse.Namespace) -> Any:
+        if ns.master:
+            return SparkExecutor(name, ns.master, jobargs.spark_conf(ns.conf), ns.log_level)
+        return LocalExecutor(max(1, ns.workers))
+
+    def before_clone(source: Any, target: Any, table: str) -> None:
+        create_namespaces(source, target, [table])  # clone_snapshot needs the table's namespace
+
+    return export_main(argv, executor, prog=f"{PROG} snapshot-export", job=False, before_clone=before_clone)
+
+
 def _split(error: BaseException, command: str) -> tuple[str, str]:
     """(what, fix) of a message that may already carry its fix after ' — '."""
     what, _, fix = str(error).partition(" — ")
@@ -482,6 +504,11 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, add_help=False, help=f"the {name} in this process, no Spark "
                                                        f"(arguments as jobs/{name}_table.py, plus --workers N)")
         sp.set_defaults(passthrough=True)
+    sp = sub.add_parser("snapshot-export", add_help=False,
+                        help="the initial copy of one table by snapshot: taken, exported over WebHDFS (resumable file "
+                             "by file), cloned on the target (arguments as jobs/snapshot_export.py, plus --workers N "
+                             "and --keep-snapshots)")
+    sp.set_defaults(passthrough=True)
 
     sp = sub.add_parser("switches", help="the source's split/merge and normalizer switches, the state the copies "
                                          "found and who holds them off; --release HOLDER drops a stale hold")
@@ -510,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command in ("copy", "verify"):
             return run_in_process(command, argv[1:])
+        if command == "snapshot-export":
+            return run_snapshot_export(argv[1:])
         args = parser().parse_args(argv)
         level = getattr(logging, args.log_level)
         # force: the CLI owns its process's logging (in-process callers, such as tests, may have set it up before)

@@ -350,3 +350,75 @@ ON CONFLICT (run_id, table_name) DO UPDATE SET sized_ms = excluded.sized_ms, siz
 
 -- name: run_sizings
 SELECT table_name, sized_ms, sizing_json FROM copy_sizings WHERE run_id = :run_id ORDER BY table_name;
+
+-- name: initial_copy
+-- The first decision stays (DO NOTHING): a retried preflight cannot switch a table between the two paths.
+INSERT INTO initial_copies (run_id, table_name, method, reason, decided_ms)
+VALUES (:run_id, :table_name, :method, :reason, :decided_ms)
+ON CONFLICT (run_id, table_name) DO NOTHING;
+
+-- name: initial_copies
+SELECT table_name, method, reason, decided_ms FROM initial_copies WHERE run_id = :run_id ORDER BY table_name;
+
+-- name: snapshot_export_start
+INSERT INTO snapshot_exports (copy_id, table_name, snapshot_name, source_key, target_key, state, started_ms,
+                              updated_ms)
+VALUES (:copy_id, :table_name, :snapshot_name, :source_key, :target_key, 'started', :now_ms, :now_ms)
+ON CONFLICT (copy_id, table_name) DO NOTHING;
+
+-- name: snapshot_export_state
+-- The timestamps of a state are set once (COALESCE): a repeated step keeps the first instant.
+UPDATE snapshot_exports SET
+    state = :state,
+    detail = COALESCE(:detail, detail),
+    updated_ms = :now_ms,
+    snapshot_taken_ms = CASE WHEN :state = 'snapshot_taken' THEN COALESCE(snapshot_taken_ms, :now_ms)
+                             ELSE snapshot_taken_ms END,
+    cloned_ms = CASE WHEN :state = 'cloned' THEN COALESCE(cloned_ms, :now_ms) ELSE cloned_ms END,
+    cleaned_ms = CASE WHEN :state = 'cleaned' THEN COALESCE(cleaned_ms, :now_ms) ELSE cleaned_ms END
+WHERE copy_id = :copy_id AND table_name = :table_name;
+
+-- name: snapshot_export_progress
+UPDATE snapshot_exports SET
+    files_total = :files_total, bytes_total = :bytes_total, files_done = :files_done, bytes_done = :bytes_done,
+    bytes_per_s = :bytes_per_s, eta_s = :eta_s, updated_ms = :now_ms
+WHERE copy_id = :copy_id AND table_name = :table_name;
+
+-- name: snapshot_export
+SELECT copy_id, table_name, snapshot_name, source_key, target_key, state, files_total, bytes_total, files_done,
+       bytes_done, bytes_per_s, eta_s, detail, started_ms, updated_ms, snapshot_taken_ms, cloned_ms, cleaned_ms
+FROM snapshot_exports WHERE copy_id = :copy_id AND table_name = :table_name;
+
+-- name: snapshot_exports_of_copy
+SELECT copy_id, table_name, snapshot_name, source_key, target_key, state, files_total, bytes_total, files_done,
+       bytes_done, bytes_per_s, eta_s, detail, started_ms, updated_ms, snapshot_taken_ms, cloned_ms, cleaned_ms
+FROM snapshot_exports WHERE copy_id = :copy_id ORDER BY table_name;
+
+-- name: snapshot_file_done
+INSERT INTO snapshot_files (copy_id, table_name, relative_path, snapshot_name, size, status, found_in, verified_by,
+                            checksum, attempts, seconds, finished_ms)
+VALUES (:copy_id, :table_name, :relative_path, :snapshot_name, :size, :status, :found_in, :verified_by, :checksum,
+        :attempts, :seconds, :finished_ms)
+ON CONFLICT (copy_id, table_name, relative_path) DO UPDATE SET
+    snapshot_name = excluded.snapshot_name,
+    size = excluded.size,
+    status = excluded.status,
+    found_in = excluded.found_in,
+    verified_by = excluded.verified_by,
+    checksum = excluded.checksum,
+    attempts = excluded.attempts,
+    seconds = excluded.seconds,
+    finished_ms = excluded.finished_ms;
+
+-- name: snapshot_files
+SELECT relative_path, snapshot_name, size, status, found_in, verified_by, checksum, attempts, seconds, finished_ms
+FROM snapshot_files WHERE copy_id = :copy_id AND table_name = :table_name
+ORDER BY finished_ms, relative_path;
+
+-- name: snapshot_files_totals
+-- CAST: PostgreSQL's SUM of BIGINT is NUMERIC.
+SELECT table_name, COUNT(*) AS files, CAST(SUM(size) AS BIGINT) AS bytes,
+       CAST(SUM(CASE WHEN found_in = 'archive' THEN 1 ELSE 0 END) AS BIGINT) AS found_in_archive,
+       MIN(finished_ms) AS first_ms, MAX(finished_ms) AS last_ms
+FROM snapshot_files WHERE copy_id = :copy_id
+GROUP BY table_name ORDER BY table_name;

@@ -6,13 +6,21 @@ WAL a queue references), so `<rootdir>/oldWALs` grows for the whole copy. When a
 quota on oldWALs or on any ancestor is exceeded, WAL rolls and flushes fail and region servers abort.
 This module measures the quotas (`quota_usage`), the growth (`growth_rate`), and decides before the
 copy (`headroom_decision`) and during it (`watchdog_decision`). The decisions are pure functions.
+
+`WebHdfs` is also the snapshot export's file channel (`hbase_migration/data/snapshot_copy.py`): OPEN streamed in
+bounded chunks, CREATE from an iterator of chunks (HTTP chunked transfer, as Hadoop's own WebHdfsFileSystem
+sends it), MKDIRS, RENAME, DELETE, GETFILECHECKSUM, SETOWNER, SETPERMISSION, CHECKACCESS, GETHOMEDIRECTORY.
+The NameNode answers a data operation with a redirect to a DataNode; the client follows it itself, without the
+cluster's SPNEGO (a DataNode's URL carries the delegation token the NameNode put in it).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
+import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 DEFAULT_QUOTA_MARK = 0.8  # fraction of an oldWALs quota that counts as pressure (preflight, watchdog, watch)
@@ -94,6 +102,41 @@ class FileStatus:
     group: str = ""
     permission: str = ""
     children_num: int | None = None
+
+
+@dataclass(frozen=True)
+class FileChecksum:
+    """GETFILECHECKSUM: HDFS's MD5-of-MD5-of-CRC (`MD5-of-0MD5-of-512CRC32C`). Its value depends on the block size,
+    `dfs.bytes-per-checksum` and the CRC type as well as on the bytes: two files compare only when their algorithm
+    names are equal and both were written with the same block size (`compare_checksums`)."""
+
+    algorithm: str
+    bytes: str  # hex, as WebHDFS gives it
+    length: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "bytes": self.bytes, "length": self.length}
+
+
+def parse_file_checksum(body: Any) -> FileChecksum:
+    """`{"FileChecksum": {"algorithm", "bytes", "length"}}` -> FileChecksum."""
+    fc = _object(body, "FileChecksum", "GETFILECHECKSUM")
+    algorithm, value = fc.get("algorithm"), fc.get("bytes")
+    if not isinstance(algorithm, str) or not isinstance(value, str):
+        raise WebHdfsError(f"WebHDFS GETFILECHECKSUM: algorithm and bytes must be strings, got {str(fc)[:200]!r}")
+    return FileChecksum(algorithm, value.lower(), _int(fc, "length", "GETFILECHECKSUM", 0))
+
+
+EQUAL, DIFFERENT, INCOMPARABLE = "equal", "different", "incomparable"
+
+
+def compare_checksums(a: FileChecksum | None, b: FileChecksum | None) -> str:
+    """`equal`, `different`, or `incomparable` (one is missing, or the algorithms differ: the clusters'
+    `dfs.bytes-per-checksum` or checksum type, or the files' block sizes, are not the same). HBASE-28656 compares the
+    algorithm first too."""
+    if a is None or b is None or a.algorithm != b.algorithm:
+        return INCOMPARABLE
+    return EQUAL if a.bytes == b.bytes else DIFFERENT
 
 
 def _int(obj: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -191,7 +234,8 @@ def _absolute(path: str) -> str:
 
 
 class WebHdfs:
-    """A read-only WebHDFS client (`/webhdfs/v1/<path>?op=...`) with retries and clear errors.
+    """A WebHDFS client (`/webhdfs/v1/<path>?op=...`) with retries and clear errors: reads (summaries, statuses,
+    checksums, OPEN streamed) and the writes the snapshot export needs.
 
     `url` is the namenode's HTTP address (`http://nn:9870`; a trailing `/webhdfs/v1` is accepted).
     Connection errors, timeouts and 5xx answers are retried (`attempts` in all); a RemoteException is
@@ -219,13 +263,28 @@ class WebHdfs:
     def __repr__(self) -> str:
         return f"WebHdfs({self.url!r})"
 
-    def _get(self, path: str, op: str) -> Any:
-        path = _absolute(path)
-        url = f"{self.url}/webhdfs/v1{quote(path, safe='/')}"
+    def _url(self, path: str) -> str:
+        return f"{self.url}/webhdfs/v1{quote(_absolute(path), safe='/')}"
+
+    def _params(self, op: str, extra: Mapping[str, Any] | None = None) -> dict[str, str]:
         params = {"op": op}
         if self.user:
             params["user.name"] = self.user
-        return self._request(url, params, op, path)
+        for key, value in (extra or {}).items():
+            if value is not None:
+                params[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        return params
+
+    def _get(self, path: str, op: str, extra: Mapping[str, Any] | None = None) -> Any:
+        path = _absolute(path)
+        return self._request(self._url(path), self._params(op, extra), op, path)
+
+    def _http(self) -> Any:
+        if self._session is None:
+            from hbase_migration.clusters import channels
+
+            self._session = channels.http(None)
+        return self._session
 
     def capacity(self) -> "HdfsCapacity":
         """The datanodes' capacity from the namenode's `/jmx` (same HTTP port as WebHDFS): WebHDFS itself has
@@ -233,18 +292,22 @@ class WebHdfs:
         body = self._request(f"{self.url}/jmx", {"qry": NAMENODE_BEAN}, "jmx", NAMENODE_BEAN)
         return parse_fsnamesystem(body, self.url)
 
-    def _request(self, url: str, params: Mapping[str, str], op: str, path: str) -> Any:
+    def _send(self, method: str, url: str, params: Mapping[str, str], op: str, path: str, *,
+              allow_redirects: bool = True, plain: bool = False, timeout: Any = None, streamed: bool = False) -> Any:
+        """One request, retried on connection errors, timeouts and 5xx (`attempts` in all); the last response.
+        `plain`: without the cluster's SPNEGO (a DataNode's redirect URL carries its own delegation token);
+        `streamed`: the body is read by the caller, as it comes."""
         import requests
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-        if self._session is None:
-            from hbase_migration.clusters import channels
-
-            self._session = channels.http(None)
-        http = self._session
+        http = self._http()
+        kwargs: dict[str, Any] = {"params": params, "timeout": timeout or self.timeout_s,
+                                  "allow_redirects": allow_redirects, "stream": streamed}
+        if plain:
+            kwargs["auth"] = _no_auth
 
         def once() -> Any:
-            response = http.get(url, params=params, timeout=self.timeout_s)
+            response = http.request(method, url, **kwargs)
             if response.status_code >= 500:
                 raise _Retryable(f"HTTP {response.status_code}", response)
             return response
@@ -256,29 +319,55 @@ class WebHdfs:
             reraise=True,
         )
         try:
-            response = retrying(once)
+            return retrying(once)
         except _Retryable as exc:
             response = exc.response  # the last 5xx: report HDFS's own error if it sent one
             if parse_remote_exception(_json_or_none(response)) is None:
                 raise WebHdfsUnreachable(
                     f"WebHDFS {self.url}: {op} {path} failed after {self.attempts} attempt(s): HTTP "
                     f"{response.status_code}: {response.text[:200]}") from None
+            return response
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise WebHdfsUnreachable(
                 f"WebHDFS {self.url} unreachable: {op} {path} failed after {self.attempts} attempt(s): "
                 f"{type(exc).__name__}: {exc}") from exc
+
+    def _answer(self, response: Any, op: str, path: str, ok: tuple[int, ...] = (200,), json_body: bool = True) -> Any:
+        """The JSON body of a successful answer (None when `json_body` is off); HDFS's RemoteException raised as
+        WebHdfsRemoteError (HdfsPathNotFound for a missing path)."""
         body = _json_or_none(response)
         remote = parse_remote_exception(body)
         if remote is not None:
             exception, java_class, message = remote
+            message = message.split("\n\tat ", 1)[0].strip()  # a DataNode sends the Java stack trace along
             kind = HdfsPathNotFound if exception == "FileNotFoundException" else WebHdfsRemoteError
             raise kind(f"WebHDFS {self.url}: {op} {path}: {exception}: {message}", exception=exception,
                        java_class=java_class, status=response.status_code, path=path, op=op)
-        if response.status_code != 200 or body is None:
-            what = "without a JSON body" if body is None else "without a RemoteException"
+        if response.status_code not in ok or (json_body and body is None):
+            what = "without a JSON body" if json_body and body is None else "without a RemoteException"
             raise WebHdfsError(f"WebHDFS {self.url}: {op} {path} answered HTTP {response.status_code} "
                                f"{what}: {response.text[:200]!r}")
-        return body
+        return body if json_body else None
+
+    def _request(self, url: str, params: Mapping[str, str], op: str, path: str) -> Any:
+        return self._answer(self._send("GET", url, params, op, path), op, path)
+
+    def _put(self, path: str, op: str, extra: Mapping[str, Any] | None = None, json_body: bool = True) -> Any:
+        path = _absolute(path)
+        response = self._send("PUT", self._url(path), self._params(op, extra), op, path)
+        return self._answer(response, op, path, json_body=json_body)
+
+    def _redirect(self, method: str, path: str, op: str, extra: Mapping[str, Any] | None = None) -> str:
+        """The DataNode URL the NameNode sends a data operation to (its 307's Location)."""
+        path = _absolute(path)
+        response = self._send(method, self._url(path), self._params(op, extra), op, path, allow_redirects=False)
+        if response.status_code in (301, 302, 303, 307, 308) and response.headers.get("Location"):
+            return response.headers["Location"]
+        self._answer(response, op, path)  # a RemoteException (a missing file, a refused permission)
+        raise WebHdfsError(f"WebHDFS {self.url}: {op} {path} answered HTTP {response.status_code} without a "
+                           f"redirect to a DataNode: {response.text[:200]!r}")
+
+    # -- reading --------------------------------------------------------------------------------------
 
     def content_summary(self, path: str) -> ContentSummary:
         return parse_content_summary(self._get(path, "GETCONTENTSUMMARY"))
@@ -288,6 +377,123 @@ class WebHdfs:
 
     def file_status(self, path: str) -> FileStatus:
         return parse_file_status(self._get(path, "GETFILESTATUS"))
+
+    def status_or_none(self, path: str) -> FileStatus | None:
+        """GETFILESTATUS, None when the path does not exist."""
+        try:
+            return self.file_status(path)
+        except HdfsPathNotFound:
+            return None
+
+    def home_directory(self) -> str:
+        """GETHOMEDIRECTORY: `/user/<the user WebHDFS acts as>` (SPNEGO's short name, or `user.name`)."""
+        body = self._get("/", "GETHOMEDIRECTORY")
+        home = body.get("Path") if isinstance(body, Mapping) else None
+        if not isinstance(home, str) or not home.startswith("/"):
+            raise WebHdfsError(f"WebHDFS {self.url}: GETHOMEDIRECTORY answered {str(body)[:200]!r}")
+        return home
+
+    def caller(self) -> str:
+        """The user HDFS sees this client as (the last part of its home directory)."""
+        return posixpath.basename(self.home_directory().rstrip("/"))
+
+    def check_access(self, path: str, fsaction: str) -> None:
+        """CHECKACCESS (`rwx` style, e.g. `-wx`): returns when allowed; raises WebHdfsRemoteError
+        (AccessControlException) when not. Changes nothing."""
+        if not isinstance(fsaction, str) or len(fsaction) != 3 or any(c not in f"{a}-" for c, a in
+                                                                        zip(fsaction, "rwx")):
+            raise ValueError(f"fsaction must be like 'rwx', '-w-' or 'r-x', got {fsaction!r}")
+        path = _absolute(path)
+        response = self._send("GET", self._url(path), self._params("CHECKACCESS", {"fsaction": fsaction}),
+                              "CHECKACCESS", path)
+        self._answer(response, "CHECKACCESS", path, json_body=False)
+
+    def file_checksum(self, path: str) -> FileChecksum:
+        """GETFILECHECKSUM (the NameNode sends it to a DataNode, which computes it)."""
+        path = _absolute(path)
+        location = self._redirect("GET", path, "GETFILECHECKSUM")
+        response = self._send("GET", location, {}, "GETFILECHECKSUM", path, plain=True)
+        return parse_file_checksum(self._answer(response, "GETFILECHECKSUM", path))
+
+    @contextlib.contextmanager
+    def open(self, path: str, chunk_size: int = 1 << 20, offset: int = 0) -> Iterator[Iterator[bytes]]:
+        """OPEN, streamed: yields an iterator of chunks of at most `chunk_size` bytes (memory stays bounded
+        whatever the file's size). The connection is closed when the block ends."""
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be positive, got {chunk_size!r}")
+        path = _absolute(path)
+        location = self._redirect("GET", path, "OPEN", {"offset": offset or None})
+        response = self._send("GET", location, {}, "OPEN", path, plain=True, streamed=True)
+        try:
+            if response.status_code != 200:
+                self._answer(response, "OPEN", path)
+                raise WebHdfsError(f"WebHDFS {self.url}: OPEN {path} answered HTTP {response.status_code}")
+            yield response.iter_content(chunk_size)
+        finally:
+            response.close()
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def mkdirs(self, path: str, permission: str | None = None) -> bool:
+        """MKDIRS (with parents, as `mkdir -p`); True when the directory exists afterwards."""
+        body = self._put(path, "MKDIRS", {"permission": permission})
+        return bool(body.get("boolean")) if isinstance(body, Mapping) else False
+
+    def create(self, path: str, chunks: Iterable[bytes], *, overwrite: bool = False, blocksize: int | None = None,
+               permission: str | None = None, replication: int | None = None) -> None:
+        """CREATE from `chunks` (sent with HTTP chunked transfer encoding as they come: nothing is buffered
+        whole). The NameNode's redirect is taken again on a 5xx; the data itself is sent once (an iterator cannot
+        be replayed): a failure raises, and the caller writes the file again."""
+        path = _absolute(path)
+        location = self._redirect("PUT", path, "CREATE", {"overwrite": overwrite, "blocksize": blocksize,
+                                                          "permission": permission, "replication": replication})
+        import requests
+
+        try:
+            response = self._http().request("PUT", location, data=_chunks(chunks), auth=_no_auth,
+                                            headers={"Content-Type": "application/octet-stream"},
+                                            timeout=(self.timeout_s, max(self.timeout_s, 120.0)))
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise WebHdfsUnreachable(f"WebHDFS {self.url}: CREATE {path}: the DataNode did not take the data: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+        self._answer(response, "CREATE", path, ok=(200, 201), json_body=False)
+
+    def rename(self, source: str, destination: str) -> bool:
+        """RENAME; HDFS's own answer (False: the source is missing, or the destination exists)."""
+        body = self._put(source, "RENAME", {"destination": _absolute(destination)})
+        return bool(body.get("boolean")) if isinstance(body, Mapping) else False
+
+    def delete(self, path: str, recursive: bool = False) -> bool:
+        """DELETE; False when there was nothing to delete."""
+        path = _absolute(path)
+        response = self._send("DELETE", self._url(path), self._params("DELETE", {"recursive": recursive}),
+                              "DELETE", path)
+        body = self._answer(response, "DELETE", path)
+        return bool(body.get("boolean")) if isinstance(body, Mapping) else False
+
+    def set_owner(self, path: str, owner: str | None = None, group: str | None = None) -> None:
+        """SETOWNER (HDFS allows a change of owner to its superusers only)."""
+        if not owner and not group:
+            raise ValueError("set_owner needs an owner or a group")
+        self._put(path, "SETOWNER", {"owner": owner, "group": group}, json_body=False)
+
+    def set_permission(self, path: str, permission: str) -> None:
+        """SETPERMISSION (octal, e.g. "644")."""
+        if not isinstance(permission, str) or not re.fullmatch(r"[0-1]?[0-7]{3}", permission):
+            raise ValueError(f"permission must be octal like '644' or '1777', got {permission!r}")
+        self._put(path, "SETPERMISSION", {"permission": permission}, json_body=False)
+
+
+def _no_auth(request: Any) -> Any:
+    """No authentication on a request (a requests auth callable that leaves it as is)."""
+    return request
+
+
+def _chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The body of a CREATE: the non-empty chunks (an empty one would end a chunked transfer early)."""
+    for chunk in chunks:
+        if chunk:
+            yield bytes(chunk) if not isinstance(chunk, bytes) else chunk
 
 
 NAMENODE_BEAN = "Hadoop:service=NameNode,name=FSNamesystem"

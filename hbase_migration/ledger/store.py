@@ -38,6 +38,9 @@ PHASE_STATUSES = ("pending", "running", "success", "failed", "skipped")
 RUN_END_STATUSES = ("success", "failed")
 PEER_STATES = ("ENABLED", "DISABLED", "REMOVED")
 COPY_FIGURES = ("partitions", "rows", "cells", "bytes")
+INITIAL_COPY_METHODS = ("scan", "snapshot")
+SNAPSHOT_EXPORT_STATES = ("started", "snapshot_taken", "manifest_copied", "files_copied", "published", "cloned",
+                          "cleaned", "failed")
 NO_PEER = "-"  # peer id of a run that touches no peer (backfill, watch): never a valid peer id
 OPEN_END_MS = (1 << 63) - 1  # a verification window without an end (HBase's LATEST_TIMESTAMP)
 ALL_TABLES = "*"  # table name of a phase that covers every table of the run (add_peer, catch_up)
@@ -797,6 +800,107 @@ class Ledger:
             rows = self._rows(conn, "run_sizings", run_id=_text(run_id, "run_id"))
         return {r["table_name"]: {"sized_ms": r["sized_ms"], "figures": json.loads(r["sizing_json"])} for r in rows}
 
+    # -- the initial copy by snapshot (hbase_migration/data/snapshot_export.py) ----------------------------
+
+    def initial_copy(self, run_id: str, table: str, method: str, reason: str, decided_ms: int | None = None) -> str:
+        """Record how `table`'s initial copy is made (`scan` or `snapshot`) unless the run decided already; the
+        method that stands (the first one) is returned."""
+        values = {"table_name": _text(table, "table"), "method": _choice(method, INITIAL_COPY_METHODS, "method"),
+                  "reason": _text(reason, "reason"),
+                  "decided_ms": _instant(now_ms() if decided_ms is None else decided_ms, "decided_ms")}
+        with self._engine.begin() as conn:
+            self._require_run(conn, run_id)
+            self._run(conn, "initial_copy", run_id=run_id, **values)
+            rows = self._rows(conn, "initial_copies", run_id=run_id)
+        return next(r["method"] for r in rows if r["table_name"] == table)
+
+    def initial_copies(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """{table: {method, reason, decided_ms}} of a run (empty before preflight decided)."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "initial_copies", run_id=_text(run_id, "run_id"))
+        return {r.pop("table_name"): r for r in rows}
+
+    def snapshot_export_start(self, copy_id: str, table: str, snapshot_name: str, source_key: Any, target_key: Any,
+                              now: int | None = None) -> dict[str, Any]:
+        """The export's row (created `started` when absent; a resumed export finds its own). Returns it."""
+        values = {"copy_id": _text(copy_id, "copy_id"), "table_name": _text(table, "table"),
+                  "snapshot_name": _text(snapshot_name, "snapshot_name"),
+                  "source_key": _text(str(source_key), "source_key"),
+                  "target_key": _text(str(target_key), "target_key"),
+                  "now_ms": _instant(now_ms() if now is None else now, "now_ms")}
+        with self._engine.begin() as conn:
+            self._run(conn, "snapshot_export_start", **values)
+            row = self._run(conn, "snapshot_export", copy_id=copy_id, table_name=table).mappings().one()
+        return _export_dict(row)
+
+    def snapshot_export_state(self, copy_id: str, table: str, state: str, detail: Mapping[str, Any] | None = None,
+                              now: int | None = None) -> None:
+        """Move the export to `state` (`SNAPSHOT_EXPORT_STATES`); `detail` (JSON) replaces the last one when given."""
+        with self._engine.begin() as conn:
+            self._run(conn, "snapshot_export_state", copy_id=_text(copy_id, "copy_id"),
+                      table_name=_text(table, "table"),
+                      state=_choice(state, SNAPSHOT_EXPORT_STATES, "state"),
+                      detail=None if detail is None else _json(dict(detail), "detail"),
+                      now_ms=_instant(now_ms() if now is None else now, "now_ms"))
+
+    def snapshot_export_progress(self, copy_id: str, table: str, *, files_total: int, bytes_total: int,
+                                 files_done: int, bytes_done: int, bytes_per_s: float | None = None,
+                                 eta_s: float | None = None, now: int | None = None) -> None:
+        with self._engine.begin() as conn:
+            self._run(conn, "snapshot_export_progress", copy_id=_text(copy_id, "copy_id"),
+                      table_name=_text(table, "table"), files_total=_count(files_total, "files_total"),
+                      bytes_total=_count(bytes_total, "bytes_total"), files_done=_count(files_done, "files_done"),
+                      bytes_done=_count(bytes_done, "bytes_done"),
+                      bytes_per_s=None if bytes_per_s is None else float(bytes_per_s),
+                      eta_s=None if eta_s is None else float(eta_s),
+                      now_ms=_instant(now_ms() if now is None else now, "now_ms"))
+
+    def snapshot_export(self, copy_id: str, table: str) -> dict[str, Any] | None:
+        with self._reader.begin() as conn:
+            row = self._run(conn, "snapshot_export", copy_id=_text(copy_id, "copy_id"),
+                            table_name=_text(table, "table")).mappings().first()
+        return None if row is None else _export_dict(row)
+
+    def snapshot_exports(self, copy_id: str) -> dict[str, dict[str, Any]]:
+        """{table: export} of a copy, each with the totals of its finished files (`files`)."""
+        with self._reader.begin() as conn:
+            rows = [_export_dict(r) for r in self._run(conn, "snapshot_exports_of_copy",
+                                                       copy_id=_text(copy_id, "copy_id")).mappings()]
+            totals = {r["table_name"]: r for r in self._rows(conn, "snapshot_files_totals", copy_id=copy_id)}
+        return {r["table"]: {**r, "files": {k: v for k, v in totals.get(r["table"], {}).items() if k != "table_name"}}
+                for r in rows}
+
+    def snapshot_file_done(self, copy_id: str, table: str, snapshot_name: str, relative_path: str, size: int,
+                           status: str, *, found_in: str | None = None, verified_by: str | None = None,
+                           checksum: Mapping[str, Any] | None = None, attempts: int = 1, seconds: float | None = None,
+                           finished_ms: int | None = None) -> None:
+        """Record a file the export finished (copied and verified, or `matched`: already there); idempotent."""
+        with self._engine.begin() as conn:
+            self._run(conn, "snapshot_file_done", copy_id=_text(copy_id, "copy_id"), table_name=_text(table, "table"),
+                      relative_path=_text(relative_path, "relative_path"),
+                      snapshot_name=_text(snapshot_name, "snapshot_name"), size=_count(size, "size"),
+                      status=_choice(status, ("copied", "matched"), "status"), found_in=found_in,
+                      verified_by=verified_by, checksum=None if checksum is None else _json(dict(checksum), "checksum"),
+                      attempts=_positive(attempts, "attempts"), seconds=None if seconds is None else float(seconds),
+                      finished_ms=_instant(now_ms() if finished_ms is None else finished_ms, "finished_ms"))
+
+    def snapshot_files(self, copy_id: str, table: str) -> dict[str, dict[str, Any]]:
+        """{relative path: record} of the files an export finished."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "snapshot_files", copy_id=_text(copy_id, "copy_id"),
+                              table_name=_text(table, "table"))
+        for r in rows:
+            r["checksum"] = None if r["checksum"] is None else json.loads(r["checksum"])
+        return {r.pop("relative_path"): r for r in rows}
+
+    def initial_copy_summary(self, run_id: str) -> dict[str, Any]:
+        """What the dashboard shows of a run's initial copy: each table's method and, for the snapshot ones, the
+        export (state, totals, progress, rate, ETA, what it left)."""
+        run = self.find_run(run_id)
+        if run is None:
+            raise LedgerError(f"run_id {run_id!r} is not in the ledger")
+        return {"methods": self.initial_copies(run_id), "exports": self.snapshot_exports(run["copy_id"])}
+
     # -- reading ----------------------------------------------------------------------------------------
 
     def run_summary(self, run_id: str) -> dict[str, Any]:
@@ -916,6 +1020,13 @@ def _run_dict(row: Mapping[str, Any]) -> dict[str, Any]:
         "duration_ms": _duration(row["started_ms"], row["ended_ms"]),
         "t0_ms": row["t0_ms"],
     }
+
+
+def _export_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: row[k] for k in row.keys() if k not in ("table_name", "detail")}
+    out["table"] = row["table_name"]
+    out["detail"] = json.loads(row["detail"]) if row["detail"] else None
+    return out
 
 
 def _sqlite_transactions(engine: Any) -> None:

@@ -293,6 +293,26 @@ def create_missing_tables(source: "Cluster", target: "Cluster", tables: Sequence
     return done
 
 
+def create_namespaces(source: "Cluster", target: "Cluster", tables: Sequence[str],
+                      dry_run: bool = False) -> list[str]:
+    """The namespaces of `tables` the target lacks, created with the source namespace's configuration (one shell
+    session): what a table cloned from a snapshot needs before `clone_snapshot`. Returns the statements (run
+    unless `dry_run`); none when every namespace exists."""
+    from hbase_migration.clusters import channels
+
+    wanted = sorted({t.partition(":")[0] for t in tables if ":" in t} - {"default"})
+    if not wanted:
+        return []
+    have = set(namespaces(target))
+    statements = [create_namespace_statement(ns, namespace_configuration(source, ns)) for ns in wanted
+                  if ns not in have]
+    if statements and not dry_run:
+        channels.shell(target, statements, timeout_s=max(target.shell_timeout_s, 120.0))
+    for statement in statements:
+        log.info("%s on %s: %s", "would run" if dry_run else "ran", target.name, statement)
+    return statements
+
+
 def describe_present(cluster: Cluster, tables: Sequence[str], present: set[str]) -> dict[str, TableSchema | None]:
     """Schemas through the shell (one session) for the tables that exist; None for the others."""
     found = describe_tables(cluster, [t for t in tables if t in present])

@@ -27,9 +27,10 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES = [
-    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "lag_samples",
-    "migration_phases", "migration_runs", "peer_notes", "quota_samples", "schema_version", "switch_guards",
-    "switch_holds", "throttle_decisions", "verification_results",
+    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "initial_copies",
+    "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples", "schema_version",
+    "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds", "throttle_decisions",
+    "verification_results",
 ]
 
 
@@ -98,9 +99,14 @@ def test_shipped_sql_parses():
     queries = named_statements((SQL_DIR / "queries.sql").read_text())
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
-     (version4, name4, statements4), (version5, name5, statements5)] = schema_migrations(SQL_DIR / "schema")
-    assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5) == (
-        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing")
+     (version4, name4, statements4), (version5, name5, statements5),
+     (version6, name6, statements6)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6) == (
+        1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing",
+        6, "snapshot_exports")
+    assert [s.split("(")[0] for s in statements6] == [
+        "CREATE TABLE IF NOT EXISTS initial_copies ", "CREATE TABLE IF NOT EXISTS snapshot_exports ",
+        "CREATE TABLE IF NOT EXISTS snapshot_files "]
     assert [s.split("(")[0] for s in statements2] == ["CREATE TABLE IF NOT EXISTS copy_plans "]
     assert [s.split("(")[0] for s in statements3] == ["CREATE TABLE IF NOT EXISTS throttle_decisions "]
     assert [s.split("(")[0] for s in statements4] == [
@@ -155,12 +161,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 5
+        assert second.apply_schema() == 6
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 5
+    assert len(versions) == 6
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -192,7 +198,7 @@ def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(5\)"):
+    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(6\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -755,7 +761,7 @@ def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(
     with Ledger.open(f"sqlite:///{db_path}") as migrated:
         ranges = migrated.finished_ranges("copy-1", "t")
     versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
-    assert versions[-1] == (5, "switches_ranges_sizing")
+    assert versions[-1] == (6, "snapshot_exports")
     assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
                        "finished_ms": 2}]
     finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]

@@ -1,0 +1,378 @@
+"""A snapshot export's files, copied by the tasks: each streamed WebHDFS OPEN -> CREATE, verified, resumable.
+
+What one task does with its group of files (`copy_group`), one file at a time, largest first:
+
+1. find the file on the source: its live location, else `archive/` (a compaction, split or table deletion moved
+   it there during the export; over WebHDFS nothing follows the move for us, HBASE-22877);
+2. skip it when the target already holds it: same length and the same checksum (a retried task re-copies no
+   finished file);
+3. stream it: OPEN on the source's DataNode -> CREATE on the target's, in chunks of `chunk_bytes` (memory stays
+   flat whatever the file's size), created with the source file's block size so HDFS's block checksums compare,
+   and its permission; paced by the task's bandwidth limit and the load throttle's decision;
+4. verify: the length, then GETFILECHECKSUM on both sides; where the clusters' checksum parameters differ (the
+   algorithm names differ) an MD5 of the bytes read from the source against an MD5 of the target file read back.
+
+Progress (bytes so far of the file in flight, then the file's result) is posted to the driver's progress
+endpoint as it happens (`snapshot_export.ProgressSink`): the driver records every finished file in the ledger at
+once, not when the whole task ends, and its answer can tell the task to stop (the export gave up).
+
+The pure parts: `balanced_groups` (ExportSnapshot's getBalancedSplits), `task_rate` (the bandwidth limits),
+`FileResult`.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from hbase_migration.clusters import hdfs
+from hbase_migration.data.progress import TokenBucket, human_bytes
+from hbase_migration.data.snapshot_manifest import ExportFile
+
+if TYPE_CHECKING:
+    from hbase_migration.clusters.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+COPIED, MATCHED, FAILED = "copied", "matched", "failed"
+CHECKSUM_MODES = ("hdfs", "md5")
+
+
+class ExportAborted(RuntimeError):
+    """The driver told the task to stop (the export gave up: its source snapshot is gone, a cancellation)."""
+
+
+class SourceFileMissing(RuntimeError):
+    """A file of the snapshot is in neither of its source locations."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure: the plan of files over tasks, the bandwidth
+
+
+def balanced_groups(items: Sequence[T], groups: int, size: Callable[[T], int],
+                    key: Callable[[T], Any] = repr) -> list[list[T]]:
+    """`items` dealt into at most `groups` lists of about equal bytes, as ExportSnapshot's getBalancedSplits: sorted
+    by size (ties by `key`, so the plan is the same every time), the largest first, dealt back and forth over the
+    groups (0, 1, ..., n-1, n-1, ..., 0, 0, 1, ...). Each group keeps its files largest first. No empty group."""
+    if groups < 1:
+        raise ValueError(f"groups must be >= 1, got {groups!r}")
+    ordered = sorted(items, key=lambda i: (-max(size(i), 0), key(i)))
+    n = min(groups, len(ordered))
+    out: list[list[T]] = [[] for _ in range(n)]
+    g, step = 0, 1
+    for item in ordered:
+        out[g].append(item)
+        g += step
+        if g == n:
+            g, step = n - 1, -1
+        elif g < 0:
+            g, step = 0, 1
+    return out
+
+
+def task_rate(per_task: float | None, total: float | None, tasks_at_once: int) -> float | None:
+    """The bytes/s one task may read: its own limit, and its share of the export's total limit when `tasks_at_once`
+    tasks run together (the total is never exceeded, whatever finishes first). None: no limit."""
+    if tasks_at_once < 1:
+        raise ValueError(f"tasks_at_once must be >= 1, got {tasks_at_once!r}")
+    limits = [v for v in (per_task, (total / tasks_at_once) if total else None) if v]
+    return min(limits) if limits else None
+
+
+# --------------------------------------------------------------------------------------------------
+# What a task is given, and what it returns
+
+
+@dataclass(frozen=True)
+class CopySettings:
+    """How the tasks copy. `chunk_bytes`: the unit read, sent, paced and counted (two or three are held at once);
+    `bytes_per_s`: this task's limit (see `task_rate`); `checksum`: `hdfs` (GETFILECHECKSUM on both sides, an MD5
+    read-back where the algorithms differ) or `md5` (always the MD5s: clusters known to differ); `owner`/`group`:
+    set on each file created (the target's HBase user, when the export runs as another); `attempts`: per file."""
+
+    source_root: str
+    target_root: str
+    chunk_bytes: int = 1 << 20
+    bytes_per_s: float | None = None
+    checksum: str = "hdfs"
+    owner: str | None = None
+    group: str | None = None
+    attempts: int = 3
+    load_url: str | None = None
+    progress_url: str | None = None
+    report_every_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.checksum not in CHECKSUM_MODES:
+            raise ValueError(f"checksum must be one of {', '.join(CHECKSUM_MODES)}, got {self.checksum!r}")
+        if not isinstance(self.chunk_bytes, int) or self.chunk_bytes < 4096:
+            raise ValueError(f"chunk_bytes must be an integer >= 4096, got {self.chunk_bytes!r}")
+        if self.bytes_per_s is not None and not self.bytes_per_s > 0:
+            raise ValueError(f"bytes_per_s must be positive, got {self.bytes_per_s!r}")
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ValueError(f"attempts must be an integer >= 1, got {self.attempts!r}")
+
+
+@dataclass
+class FileResult:
+    """One file's outcome. `status`: copied, matched (already on the target, same length and checksum) or failed;
+    `found_in`: where the source had it (`data`, `mobdir` or `archive`)."""
+
+    relative: str
+    size: int
+    status: str
+    bytes_copied: int = 0
+    seconds: float = 0.0
+    found_in: str | None = None
+    verified_by: str | None = None  # "hdfs-checksum", "md5", "length" (an empty file)
+    checksum: dict[str, Any] | None = None
+    attempts: int = 0
+    error: str | None = None
+    task: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FileResult":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class _Verdict:
+    same: bool
+    by: str
+    checksum: dict[str, Any] | None = None
+    detail: str = ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Progress to the driver
+
+
+class Reporter:
+    """Posts this task's progress to the driver (`progress_url`): the bytes so far of the file in flight (at most
+    every `every_s`), and each file's result. The driver's answer may say `abort` (ExportAborted). An unreachable
+    driver costs one warning: the results still reach it with the task's own."""
+
+    def __init__(self, url: str | None, task: int, every_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.url = url
+        self.task = task
+        self.every_s = every_s
+        self.clock = clock
+        self._last = 0.0
+        self._warned = False
+        self.abort: str | None = None
+
+    def _post(self, payload: dict[str, Any]) -> None:
+        if not self.url:
+            return
+        import requests  # the driver's own endpoint, not a cluster: no channel of clusters/channels.py
+
+        try:
+            response = requests.post(self.url, json={"task": self.task, **payload}, timeout=5)
+            answer = response.json() if response.status_code == 200 else {}
+        except Exception as exc:
+            if not self._warned:
+                log.warning("snapshot export: progress endpoint %s unreachable (%s: %s); going on", self.url,
+                            type(exc).__name__, exc)
+                self._warned = True
+            return
+        if answer.get("abort"):
+            self.abort = str(answer["abort"])
+
+    def bytes(self, relative: str, done: int, force: bool = False) -> None:
+        now = self.clock()
+        if force or now - self._last >= self.every_s:
+            self._last = now
+            self._post({"file": relative, "bytes": done})
+        self.check()
+
+    def result(self, result: FileResult) -> None:
+        self._post({"result": result.to_dict()})
+        self.check()
+
+    def check(self) -> None:
+        if self.abort:
+            raise ExportAborted(self.abort)
+
+
+# --------------------------------------------------------------------------------------------------
+# The copy (I/O)
+
+
+def webhdfs_of(cluster: "Cluster", attempts: int = 3) -> hdfs.WebHdfs:
+    """The cluster's WebHDFS through its one HTTP channel (SPNEGO and TLS as the cluster says)."""
+    from hbase_migration.clusters import channels
+
+    if not cluster.webhdfs_url:
+        raise ValueError(f"cluster {cluster.name!r} has no webhdfs_url: the snapshot export needs WebHDFS on both "
+                         "clusters (the connection's extra webhdfs_url, the NameNode's HTTP address)")
+    return hdfs.WebHdfs(cluster.webhdfs_url, timeout_s=max(cluster.timeout_s, 30.0), attempts=attempts,
+                        session=channels.http(cluster), user=cluster.webhdfs_user)
+
+
+def locate(client: hdfs.WebHdfs, f: ExportFile, root: str) -> tuple[str, hdfs.FileStatus, str]:
+    """(path, status, where) of `f` on the source: its live location, else archive/. Raises SourceFileMissing."""
+    live, archived = f.source_paths(root)
+    for path, where in ((live, "mobdir" if f.mob else "data"), (archived, "archive")):
+        status = client.status_or_none(path)
+        if status is not None and status.type == "FILE":
+            return path, status, where
+    raise SourceFileMissing(f"{f.relative} is in neither {live} nor {archived} on the source")
+
+
+def _md5_of(client: hdfs.WebHdfs, path: str, chunk: int) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with client.open(path, chunk) as chunks:
+        for piece in chunks:
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def same_content(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, src_path: str, dst_path: str, length: int,
+                 settings: CopySettings, source_md5: str | None = None) -> _Verdict:
+    """Whether two files of `length` bytes hold the same bytes: HDFS's checksums when they compare, else MD5s
+    (the source's from the copy when given, else read)."""
+    if length == 0:
+        return _Verdict(True, "length")
+    if settings.checksum == "hdfs":
+        a, b = src.file_checksum(src_path), dst.file_checksum(dst_path)
+        verdict = hdfs.compare_checksums(a, b)
+        if verdict != hdfs.INCOMPARABLE:
+            same = verdict == hdfs.EQUAL
+            return _Verdict(same, "hdfs-checksum", a.to_dict(),
+                            "" if same else f"checksums differ: {a.bytes} != {b.bytes} ({a.algorithm})")
+        log.info("checksums of %s do not compare (%s on the source, %s on the target): MD5 of both instead",
+                 dst_path, a.algorithm, b.algorithm)
+    mine = source_md5 or _md5_of(src, src_path, settings.chunk_bytes)
+    theirs = _md5_of(dst, dst_path, settings.chunk_bytes)
+    return _Verdict(mine == theirs, "md5", {"algorithm": "MD5", "bytes": mine},
+                    "" if mine == theirs else f"MD5 differ: {mine} != {theirs}")
+
+
+def _stream(chunks: Iterable[bytes], relative: str, bucket: TokenBucket | None, gate: Any, reporter: Reporter,
+            digest: Any, sent: list[int]) -> Iterator[bytes]:
+    for piece in chunks:
+        if bucket is not None:
+            bucket.acquire(len(piece))
+        if gate is not None:
+            gate.after_batch(len(piece))
+        if digest is not None:
+            digest.update(piece)
+        sent[0] += len(piece)
+        reporter.bytes(relative, sent[0])
+        yield piece
+
+
+def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: CopySettings, *,
+              reporter: Reporter, bucket: TokenBucket | None = None, gate: Any = None) -> FileResult:
+    """One file: located, skipped when already there, else streamed and verified (`attempts` tries). Never raises
+    for the file's own failure (returns it failed); raises ExportAborted, and LoadAbort from the gate."""
+    started = time.monotonic()
+    target = f.target_path(settings.target_root)
+    result = FileResult(f.relative, f.size, FAILED, task=reporter.task)
+    for attempt in range(1, settings.attempts + 1):
+        result.attempts = attempt
+        try:
+            path, status, where = locate(src, f, settings.source_root)
+            result.found_in, result.size = where, status.length
+            existing = dst.status_or_none(target)
+            if existing is not None and existing.type == "FILE" and existing.length == status.length:
+                verdict = same_content(src, dst, path, target, status.length, settings)
+                if verdict.same:
+                    result.status, result.verified_by, result.checksum = MATCHED, verdict.by, verdict.checksum
+                    result.error = None
+                    break
+                log.info("%s is on the target with the source's length but other bytes (%s): copying it again",
+                         target, verdict.detail)
+            if gate is not None:
+                gate.check()
+            digest = hashlib.md5(usedforsecurity=False) if settings.checksum == "md5" else None
+            sent = [0]
+            with src.open(path, settings.chunk_bytes) as chunks:
+                dst.create(target, _stream(chunks, f.relative, bucket, gate, reporter, digest, sent), overwrite=True,
+                           blocksize=status.block_size or None, permission=status.permission or None)
+            reporter.bytes(f.relative, sent[0], force=True)
+            result.bytes_copied += sent[0]
+            written = dst.file_status(target)
+            if written.length != status.length:
+                raise OSError(f"length differs after the copy: {status.length} bytes on the source, "
+                              f"{written.length} on the target")
+            verdict = same_content(src, dst, path, target, status.length, settings,
+                                   digest.hexdigest() if digest is not None else None)
+            if not verdict.same:
+                raise OSError(f"copied bytes differ: {verdict.detail}")
+            if settings.owner or settings.group:
+                dst.set_owner(target, settings.owner, settings.group)
+            result.status, result.verified_by, result.checksum = COPIED, verdict.by, verdict.checksum
+            result.error = None
+            break
+        except ExportAborted:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a file's failure is its result; the next attempt or file goes on
+            if type(exc).__name__ == "LoadAbort":
+                raise
+            result.error = f"{type(exc).__name__}: {exc}"
+            log.warning("%s: attempt %d of %d failed: %s", f.relative, attempt, settings.attempts, result.error)
+            if isinstance(exc, hdfs.WebHdfsRemoteError) and exc.exception in ("AccessControlException",
+                                                                              "DSQuotaExceededException",
+                                                                              "NSQuotaExceededException"):
+                break  # a fact, not a hiccup: the next attempt would meet it too
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile], settings: CopySettings,
+               task: int = 0) -> list[FileResult]:
+    """One task's files, in order (largest first); each result is also posted to the driver as it ends. A file
+    that fails does not stop the others; the driver's abort, or the load throttle giving up, does: the files not
+    reached are returned failed with the reason."""
+    from hbase_migration.data.throttle import LoadAbort, LoadGate
+
+    src, dst = webhdfs_of(source), webhdfs_of(target)
+    reporter = Reporter(settings.progress_url, task, settings.report_every_s)
+    bucket = TokenBucket(settings.bytes_per_s, burst=max(settings.bytes_per_s, settings.chunk_bytes)) \
+        if settings.bytes_per_s else None
+    gate = LoadGate(settings.load_url) if settings.load_url else None
+    results: list[FileResult] = []
+    stopped: str | None = None
+    started = time.monotonic()
+    for f in files:
+        if stopped is not None:
+            results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
+            continue
+        try:
+            result = copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate)
+        except (ExportAborted, LoadAbort) as exc:
+            stopped = f"not copied: {type(exc).__name__}: {exc}"
+            results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
+            continue
+        results.append(result)
+        try:
+            reporter.result(result)
+        except ExportAborted as exc:
+            stopped = f"not copied: ExportAborted: {exc}"
+    copied = sum(r.bytes_copied for r in results)
+    elapsed = time.monotonic() - started
+    log.info("snapshot export task %d: %d files (%d copied, %d already there, %d failed), %s in %.1fs (%s/s)",
+             task, len(results), sum(r.status == COPIED for r in results), sum(r.status == MATCHED for r in results),
+             sum(r.status == FAILED for r in results), human_bytes(copied), elapsed,
+             human_bytes(copied / elapsed if elapsed > 0 else 0))
+    return results
+
+
+@dataclass
+class GroupTask:
+    """A Spark task's work: its index and its files (what crosses to the executor, pickled)."""
+
+    index: int
+    files: list[ExportFile] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return sum(max(f.size, 0) for f in self.files)
