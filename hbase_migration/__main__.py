@@ -2,6 +2,7 @@
 
     python -m hbase_migration preflight --source CONN --target CONN --tables T1,T2 --peer-id ID [table options]
                                        [--copy-tasks N] [--rows-per-s N] [--quota-policy P] [--no-sizing]
+                                       [--initial-copy scan|snapshot|auto] [--snapshot-threshold-bytes N]
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
                                        [--serial] [--bandwidth BYTES_PER_S]
@@ -179,7 +180,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                            codec_map=parse_codec_map(_run_option("codec_map", args.codec_map) or ""),
                            target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
                            allow_target_data=args.allow_target_data, serial=args.serial,
-                           bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing)
+                           bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing,
+                           initial_copy=args.initial_copy, snapshot_threshold_bytes=args.snapshot_threshold_bytes)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -442,6 +444,11 @@ def parser() -> argparse.ArgumentParser:
     table_options(sp)
     sp.add_argument("--allow-target-data", action="store_true",
                     help="accept existing target tables that already hold rows")
+    sp.add_argument("--initial-copy", type=_param("initial_copy", "e.g. --initial-copy auto"),
+                    default=BY_NAME["initial_copy"].default, help=BY_NAME["initial_copy"].description)
+    sp.add_argument("--snapshot-threshold-bytes", type=_param("snapshot_threshold_bytes", "e.g. 1073741824"),
+                    default=BY_NAME["snapshot_threshold_bytes"].default,
+                    help=BY_NAME["snapshot_threshold_bytes"].description)
     peer_options(sp)
     from hbase_migration.migration.sizing_probe import add_cli_arguments
 

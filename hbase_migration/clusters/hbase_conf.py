@@ -136,3 +136,48 @@ def bulkload_findings(confs: Sequence[ServerConf]) -> tuple[bool | None, str]:
         return None, "; ".join(f"{c.servername}: {c.error}" for c in unread)
     ids = sorted({c.properties[REPLICATION_CLUSTER_ID].strip() for c in confs})
     return True, f"{BULKLOAD_ENABLED}=true, {REPLICATION_CLUSTER_ID}={','.join(ids)} on all {len(confs)} server(s)"
+
+
+def master_info_address(zk_client: Any, znode_parent: str) -> tuple[str, int] | None:
+    """(host, info port) of the active master from its `master` znode (PBUF `Master {1 ServerName {1 host_name,
+    2 port, 3 start_code}, 2 rpc_version, 3 info_port}`); None when the znode does not name a usable info port
+    (HBase writes none when the master's info server is off)."""
+    from hbase_migration.clusters import zk
+
+    try:
+        data, _ = zk_client.get(zk.join(znode_parent, "master"))
+    except Exception:  # no active master: said by the caller's other facts
+        return None
+    body = zk.strip_metadata(data)
+    if not zk.has_pb_magic(body):
+        return None
+    host, port = None, None
+    for number, _wire, value in zk.decode_fields(body[4:]):
+        if number == 1 and isinstance(value, bytes):
+            host = next((v.decode() for n, _w, v in zk.decode_fields(value) if n == 1 and isinstance(v, bytes)), None)
+        elif number == 3 and isinstance(value, int):
+            port = value
+    if not host or port is None or not 0 < port < 65536:
+        return None
+    return host, port
+
+
+def read_cluster_conf(cluster: "Cluster", zk_client: Any) -> tuple[dict[str, str], str]:
+    """A cluster's HBase configuration and whose it is: the active master's `/conf` when its znode names an info
+    port, else the first region server's that answers (deployments share one hbase-site). Raises ConfUnreadable
+    when none answers."""
+    from hbase_migration.clusters import channels
+
+    address = master_info_address(zk_client, cluster.znode_parent)
+    errors = []
+    if address is not None:
+        try:
+            return fetch_conf(*address, cluster.timeout_s, session=channels.http(cluster)), \
+                f"the master {address[0]}:{address[1]}"
+        except ConfUnreadable as e:
+            errors.append(str(e))
+    for server in read_region_server_confs(cluster, zk_client):
+        if server.properties is not None:
+            return dict(server.properties), f"region server {server.servername}"
+        errors.append(server.error or server.servername)
+    raise ConfUnreadable(f"no /conf of {cluster.name} could be read: " + ("; ".join(errors) or "no live server"))

@@ -563,7 +563,8 @@ class QuotaConstraint:
                 "used": self.used, "headroom": self.headroom, "fraction_used": self.fraction_used}
 
 
-def _constraints_of(path: str, cs: ContentSummary) -> list[QuotaConstraint]:
+def constraints_of(path: str, cs: ContentSummary) -> list[QuotaConstraint]:
+    """The quotas set on `path` (its content summary): space, namespace, per storage type."""
     found = []
     if cs.space_quota >= 0:
         found.append(QuotaConstraint(path, "space", cs.space_quota, cs.space_consumed))
@@ -649,7 +650,7 @@ def usage_from_summaries(rootdir: str, summaries: Mapping[str, ContentSummary]) 
     missing = [p for p in chain if p not in summaries]
     if missing:
         raise ValueError(f"content summaries missing for {', '.join(missing)} (needed: {', '.join(chain)})")
-    constraints = tuple(c for path in chain for c in _constraints_of(path, summaries[path]))
+    constraints = tuple(c for path in chain for c in constraints_of(path, summaries[path]))
     return QuotaUsage(root, oldwals_path, summaries[oldwals_path], constraints)
 
 

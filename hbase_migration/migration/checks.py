@@ -57,6 +57,7 @@ def transient(error: Any) -> bool:
 class PreflightReport:
     results: tuple[CheckResult, ...]
     sizing: Any = None  # sizing_probe.SizingReport when the run was sized
+    initial_copy: Any = None  # {table: initial_copy.Decision}: how each table's initial copy is made
 
     @property
     def ok(self) -> bool:
@@ -76,6 +77,8 @@ class PreflightReport:
         out = {"ok": self.ok, "retryable": self.retryable, "checks": [r.to_dict() for r in self.results]}
         if self.sizing is not None:
             out["sizing"] = self.sizing.to_dict()
+        if self.initial_copy is not None:
+            out["initial_copy"] = {t: d.to_dict() for t, d in self.initial_copy.items()}
         return out
 
     def text(self) -> str:

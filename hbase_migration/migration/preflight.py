@@ -88,6 +88,7 @@ class Facts:
     peer_backend: str = "shell"
     sizing: Any = None  # sizing_probe.SizingReport, None when not sized
     sizing_error: str | Unlearned | None = None
+    snapshot_tables: tuple[str, ...] = ()  # tables whose initial copy is a snapshot: the clone creates them
 
 
 # ------------------------------------------------------------------------------------------------
@@ -148,7 +149,7 @@ def _target_tables(facts: Facts) -> CheckResult:
     problems, to_create, fixes = [], [], []
     for t in facts.tables:
         src, dst = facts.source.tables.get(t), facts.target.tables.get(t)
-        if src is None:
+        if src is None or t in facts.snapshot_tables:  # snapshot_target_tables checks these
             continue
         if dst is None:
             to_create.append(t)
@@ -164,6 +165,8 @@ def _target_tables(facts: Facts) -> CheckResult:
                         "with the source's families and split keys)")
     if problems:
         return CheckResult("target_tables", False, "; ".join(problems), fix="; ".join(fixes) or None)
+    if facts.snapshot_tables and len(facts.snapshot_tables) == len(facts.tables):
+        return CheckResult("target_tables", True, "every table is cloned from its snapshot (snapshot_target_tables)")
     if to_create:
         return CheckResult("target_tables", True, "will be created with the source's namespace, families, table "
                            f"attributes and split keys: {', '.join(to_create)}{_unchecked(facts)}")
@@ -177,7 +180,7 @@ def _target_attributes(facts: Facts) -> CheckResult:
     differences = []
     for t in facts.tables:
         src, dst = facts.source.tables.get(t), facts.target.tables.get(t)
-        if src is not None and dst is not None:
+        if src is not None and dst is not None and t not in facts.snapshot_tables:
             differences += compare_tables(src, dst, facts.codec_map).differences
     if differences:
         return CheckResult("target_table_attributes", False, "existing target tables differ from the source "
@@ -276,13 +279,19 @@ def _bulk_load(facts: Facts) -> CheckResult:
 
 def _deleted_cells(facts: Facts) -> CheckResult:
     keeping = [f"{t}:{f.name} (KEEP_DELETED_CELLS => {f.value('KEEP_DELETED_CELLS')})" for t in facts.tables
-               if (s := facts.source.tables.get(t)) is not None for f in s.families if f.keeps_deleted_cells]
+               if (s := facts.source.tables.get(t)) is not None and t not in facts.snapshot_tables
+               for f in s.families if f.keeps_deleted_cells]
     if keeping:
         return CheckResult("keep_deleted_cells", False,
                            "deleted cells these families keep are not copied (a Thrift scan cannot return delete "
                            "markers or the cells they hide; only a raw scan can): the target keeps what a reader "
                            "sees, and the deletes made after T0 replicate: " + ", ".join(keeping),
-                           severity=WARNING)
+                           severity=WARNING, fix="initial_copy snapshot copies them exactly (the HFiles themselves)")
+    snapshotted = [t for t in facts.snapshot_tables if (s := facts.source.tables.get(t)) is not None
+                   and any(f.keeps_deleted_cells for f in s.families)]
+    if snapshotted:
+        return CheckResult("keep_deleted_cells", True, "families keeping deleted cells are copied by snapshot, "
+                           f"delete markers and hidden cells included: {', '.join(snapshotted)}")
     return CheckResult("keep_deleted_cells", True, "no family keeps deleted cells")
 
 
@@ -543,15 +552,75 @@ def _target_facts(source: Cluster, target: Cluster, src: ClusterFacts, tgt: Clus
     return rows, rows_error, checks
 
 
+def _initial_copy(source: Cluster, target: Cluster, tables: Sequence[str], src: ClusterFacts, tgt: ClusterFacts,
+                  sized: Any, mode: str, threshold: int | None, codec_map: Mapping[str, str],
+                  installed: Sequence[str], recorded: Mapping[str, str], resumed: Sequence[str], tasks: int
+                  ) -> tuple[dict[str, Any], list[CheckResult]]:
+    """Each table's initial copy (initial_copy.decide) and, for the snapshot ones, the snapshot path's checks."""
+    from hbase_migration.clusters import zk
+    from hbase_migration.migration import initial_copy as ic
+    from hbase_migration.migration import snapshot_checks
+
+    present = [t for t in tables if src.tables.get(t) is not None]
+    if mode == ic.SCAN and not any(m == ic.SNAPSHOT for m in recorded.values()):
+        return {t: ic.decide(ic.SCAN, t, store_file_bytes=None, recorded=recorded.get(t)) for t in present}, []
+    sizes: dict[str, tuple[int, int]] = {}
+    sizes_error = None
+    if source.webhdfs_url:
+        try:
+            sizes = snapshot_checks.table_bytes(source, present)
+        except Exception as e:
+            sizes_error = Unlearned.of(e)
+    by_sizing = {t.table: t for t in (sized.tables if sized is not None else ())}
+    decisions = {}
+    for t in present:
+        schema = src.tables[t]
+        used = set(codecs_used(schema))
+        blockers = ic.blockers(t, source_webhdfs=bool(source.webhdfs_url), target_webhdfs=bool(target.webhdfs_url),
+                               codecs_mapped=sorted(used & set(codec_map)),
+                               class_refusals=class_refusals(schema, installed),
+                               target_table_exists=tgt.tables.get(t) is not None, resumed=t in resumed)
+        if t in by_sizing:
+            measured, how = by_sizing[t].store_file_bytes, "the sizing's region metrics"
+        else:
+            measured, how = (sizes[t][0], "HDFS") if t in sizes else (None, "")
+        decisions[t] = ic.decide(mode, t, store_file_bytes=measured, threshold=threshold or ic.DEFAULT_THRESHOLD,
+                                 blockers=blockers, recorded=recorded.get(t), measured_by=how)
+    results = [snapshot_checks.decisions_check(decisions, mode)]
+    chosen = [t for t, d in decisions.items() if d.method == ic.SNAPSHOT and not d.blockers]
+    if not chosen:
+        return decisions, results
+    if sizes_error is not None:
+        return decisions, results + [CheckResult("snapshot_space", False, f"the source tables' sizes not read: "
+                                                 f"{sizes_error}", transient=transient(sizes_error))]
+    memstores = {t: by_sizing[t].memstore_bytes for t in chosen if t in by_sizing}
+    with contextlib.ExitStack() as stack:
+        zks = []
+        for cluster in (source, target):
+            try:
+                zks.append(stack.enter_context(zk.connect(cluster, timeout=cluster.timeout_s)))
+            except Exception:  # the conf check says it did not answer
+                zks.append(None)
+        facts = snapshot_checks.gather(source, target, chosen, source_zk=zks[0], target_zk=zks[1],
+                                       target_tables={t: tgt.tables.get(t) is not None for t in chosen},
+                                       resumed=resumed, memstores=memstores, sizes=sizes, tasks=tasks)
+    return decisions, results + snapshot_checks.evaluate(facts)
+
+
 def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_id: str, *,
                   create_missing: bool = True, expected_copy_s: float = 3600.0, safety_factor: float = 2.0,
                   quota_mark: float = hdfs.DEFAULT_QUOTA_MARK, sample_gap_s: float = 2.0, owner: str | None = None,
                   clock: Callable[[], float] = time.time, codec_map: Mapping[str, str] | None = None,
                   target_coprocessors: Sequence[str] = (), allow_target_data: bool = False, serial: bool = False,
-                  bandwidth: int = 0, sizing: Any = None) -> PreflightReport:
+                  bandwidth: int = 0, sizing: Any = None, initial_copy: str = "scan",
+                  snapshot_threshold_bytes: int | None = None, recorded: Mapping[str, str] | None = None,
+                  resumed_exports: Sequence[str] = ()) -> PreflightReport:
     """Every check, against both clusters; changes nothing (but the scratch tables of the create check and of
     the sizing, dropped at once). `sizing` (a `sizing_probe.SizingRequest`) sizes the run and projects the copy;
-    None: not sized, `expected_copy_s` is trusted."""
+    None: not sized, `expected_copy_s` is trusted. `initial_copy` (`scan`, `snapshot`, `auto` with
+    `snapshot_threshold_bytes`) decides how each table is copied (`recorded`: what this run decided before, kept;
+    `resumed_exports`: tables this run's snapshot export already published or cloned) and adds the snapshot path's
+    checks (`snapshot_checks`)."""
     from hbase_migration.clusters import zk
     from hbase_migration.replication import peer_admin
 
@@ -611,6 +680,13 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
         # Sized: the marks as they are now (copy_projection judges the copy); else expected_copy_s's projection.
         headroom, headroom_error = _headroom_facts(source, 0.0 if projected else expected_copy_s, safety_factor,
                                                    quota_mark, 0.0 if projected else sample_gap_s, clock)
+    decisions, snapshot_results = None, []
+    if not src_facts.error and not tgt_facts.error:
+        decisions, snapshot_results = _initial_copy(
+            source, target, tables, src_facts, tgt_facts, report, initial_copy, snapshot_threshold_bytes,
+            codec_map or {}, target_coprocessors, recorded or {}, resumed_exports,
+            sizing.copy_tasks if sizing is not None else 4)
+    snapshot_tables = tuple(t for t, d in (decisions or {}).items() if d.method == "snapshot")
     wanted = migration_peer_config(target, tables, serial, bandwidth, source=source)
     facts = Facts(src_facts, tgt_facts, tables, peer_id, wanted, peers, peers_error, queued, recovered, headroom,
                   headroom_error, create_missing, owner, codec_map=dict(codec_map or {}),
@@ -618,9 +694,10 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   allow_target_data=allow_target_data, target_first_rows=rows, target_rows_error=rows_error,
                   create_checks=checks,
                   source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin,
-                  sizing=report, sizing_error=sizing_error)
+                  sizing=report, sizing_error=sizing_error, snapshot_tables=snapshot_tables)
     evaluated = evaluate(facts, same_key)
-    report = PreflightReport(tuple(security) + evaluated.results, evaluated.sizing)
+    report = PreflightReport(tuple(security) + evaluated.results + tuple(snapshot_results), evaluated.sizing,
+                             decisions)
     for r in report.results:
         (log.info if r.ok or r.severity != ERROR else log.error)("preflight %s: %s", r.name, r.reason)
     return report

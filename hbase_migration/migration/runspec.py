@@ -22,6 +22,8 @@ from hbase_migration.data.throttle import (
     limits_text,
     parse_limits,
 )
+from hbase_migration.migration.initial_copy import DEFAULT_THRESHOLD as SNAPSHOT_THRESHOLD
+from hbase_migration.migration.initial_copy import MODES as INITIAL_COPY_MODES
 from hbase_migration.migration.quota import DEFAULT_QUOTA_MARK, POLICIES
 from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
 
@@ -295,6 +297,26 @@ FIELDS: tuple[Field, ...] = (
           "exactly what they were (the state found is kept in the ledger, the copies of one source are counted, "
           "so the last one restores it, also after a failure or a killed and retried copy)", _boolean,
           "copy.hold_switches", BOTH),
+    Field("initial_copy", "string", "scan", "Initial copy: scan, snapshot or auto",
+          "scan: every cell through the Thrift gateways, with its timestamp; snapshot: a FLUSH snapshot of each table, "
+          "exported over WebHDFS by Spark tasks (resumable file by file) and cloned on the target: the HFiles byte "
+          "for byte, every version, timestamp and delete marker (KEEP_DELETED_CELLS families arrive exactly), and "
+          "the target table must be absent; auto: snapshot for the tables whose store files reach "
+          "snapshot_threshold_bytes, scan for the others. Either way the peer is added DISABLED first "
+          "(docs/snapshot-export.md)", _string, "copy.initial_copy", bounds={"enum": list(INITIAL_COPY_MODES)},
+          check=lambda v: v in INITIAL_COPY_MODES, wanted="'scan', 'snapshot' or 'auto'"),
+    Field("snapshot_threshold_bytes", "integer", SNAPSHOT_THRESHOLD, "Auto: store files that go by snapshot (bytes)",
+          "with initial_copy auto, a table whose store files (the sizing's figure, else HDFS's) reach this many bytes "
+          "is copied by snapshot; below it, by scan. Default 1 GiB: below that the snapshot's fixed cost (flush, "
+          "three shell sessions, the clone) outweighs its speed", _integer, "copy.snapshot_threshold_bytes",
+          **at_least(0, "an integer")),
+    Field("snapshot_task_bytes_per_s", "integer", 0, "Snapshot export: bandwidth per task (bytes/s)",
+          "each Spark task of the snapshot export reads at most this many bytes/s from the source's DataNodes "
+          "(ExportSnapshot's --bandwidth); 0: no limit", _integer, "copy.snapshot_task_bytes_per_s",
+          **at_least(0, "an integer")),
+    Field("snapshot_bytes_per_s", "integer", 0, "Snapshot export: total bandwidth (bytes/s)",
+          "the whole export of one table reads at most this many bytes/s (shared by its tasks); 0: no limit",
+          _integer, "copy.snapshot_bytes_per_s", **at_least(0, "an integer")),
     Field("create_missing_tables", "boolean", True, "Create absent target tables",
           "create a target table that does not exist with the source's families and split keys", _boolean,
           "copy.create_missing_tables"),
@@ -449,6 +471,10 @@ class RunSpec:
     critical_load: str | None = DEFAULT_CRITICAL_LOAD
     max_pause_s: float = DEFAULT_MAX_PAUSE_S
     hold_switches: bool = True
+    initial_copy: str = "scan"
+    snapshot_threshold_bytes: int = SNAPSHOT_THRESHOLD
+    snapshot_task_bytes_per_s: int = 0
+    snapshot_bytes_per_s: int = 0
     create_missing_tables: bool = True
     codec_map: str | None = None
     target_coprocessors: tuple[str, ...] = ()
@@ -502,6 +528,10 @@ class RunSpec:
                                                  "reversed or empty)")
         if self.source_conn_id == self.target_conn_id:
             raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
+        if dag_kind == MIGRATION and self.initial_copy != "scan" and (self.start_time_ms is not None
+                                                                      or self.end_time_ms is not None):
+            raise InvalidRunInput("initial_copy", f"{self.initial_copy!r} copies every cell of a table (its snapshot): "
+                                                  "a time window (start_time_ms, end_time_ms) needs initial_copy scan")
         if dag_kind in (MIGRATION, BACKFILL) and (self.max_load or self.critical_load):
             try:
                 LoadLimits(self.max_load or {}, self.critical_load or {}, self.max_pause_s)
