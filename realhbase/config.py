@@ -126,6 +126,13 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
          "region server gauges recomputed every 2 s (HBase: 5 s), with *.period=2 in the metrics2 files"),
         ("hbase.hregion.memstore.flush.size", str(4 << 20),
          "memstores flush at 4 MiB (HBase: 128 MiB), as minihbase: flushes and HFiles happen in tests"),
+        ("hbase.hstore.time.to.purge.deletes", "86400000",
+         "delete markers survive major compactions for a day (HBase: purged at the next one), as the toolkit's "
+         "preflight asks of a migration's source (docs/data-path.md): a marker purged on the source but not on "
+         "the target lets a later put with an older timestamp show on one side only"),
+        ("hbase.region.replica.replication.enabled", "true",
+         "region replicas' edits replicate (HBase's own region_replica_replication peer, added when a table "
+         "with REGION_REPLICATION > 1 is created; nothing changes for other tables)"),
         ("hbase.regionserver.optionalcacheflushinterval", "300000",
          "an idle memstore flushes after 5 min (HBase: 1 h), as minihbase"),
         ("hbase.hregion.max.filesize", str(8 << 20),

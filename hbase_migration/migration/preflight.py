@@ -89,6 +89,7 @@ class Facts:
     sizing: Any = None  # sizing_probe.SizingReport, None when not sized
     sizing_error: str | Unlearned | None = None
     snapshot_tables: tuple[str, ...] = ()  # tables whose initial copy is a snapshot: the clone creates them
+    marker_retention_s: float = 86400.0  # how long the source's delete markers must survive its major compactions
 
 
 # ------------------------------------------------------------------------------------------------
@@ -449,8 +450,52 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
                     _codecs(facts)]
     if not facts.source.error:
         results += [_replication_scope(facts), _peer_id(facts), _peer_options(facts), _pinning_peers(facts),
-                    _headroom(facts), _copy_projection(facts), _bulk_load(facts), _deleted_cells(facts)]
+                    _headroom(facts), _copy_projection(facts), _bulk_load(facts), _deleted_cells(facts),
+                    _delete_marker_retention(facts)]
     return PreflightReport(tuple(results), facts.sizing)
+
+
+PURGE_DELETES = "hbase.hstore.time.to.purge.deletes"
+
+
+def _purge_delay_ms(facts: Facts, table: str, family: Any) -> tuple[int, str]:
+    """The source's effective delay before a major compaction may drop a delete marker, and where it is set: the
+    family's CONFIGURATION, the table's, else the region servers' (the smallest one found)."""
+    schema = facts.source.tables.get(table)
+    for value, where in ((family.configuration.get(PURGE_DELETES), f"{table}:{family.name} CONFIGURATION"),
+                         (schema.metadata.get(PURGE_DELETES) if schema else None, f"{table} CONFIGURATION")):
+        if value is not None:
+            return int(float(value)), where
+    servers = [int(float(c.properties.get(PURGE_DELETES, "0") or 0)) for c in facts.source_confs or ()
+               if c.properties is not None]
+    return (min(servers), "the region servers' hbase-site") if servers else (0, "HBase's default")
+
+
+def _delete_marker_retention(facts: Facts) -> CheckResult:
+    """A delete marker a major compaction drops on the source but not on the target (each cluster compacts on
+    its own) lets a later put with an OLDER timestamp than the delete show on the source and stay hidden on the
+    target: replication then diverges, whatever the toolkit does (shown on real HBase). Families keeping deleted
+    cells keep their markers too."""
+    need_ms = int(facts.marker_retention_s * 1000)
+    short = []
+    for t in facts.tables:
+        schema = facts.source.tables.get(t)
+        for f in (schema.families if schema else ()):
+            if f.keeps_deleted_cells:
+                continue
+            delay, where = _purge_delay_ms(facts, t, f)
+            if delay < need_ms:
+                short.append(f"{t}:{f.name} ({delay / 1000:g}s, {where})")
+    if not short:
+        return CheckResult("delete_marker_retention", True, f"the source keeps delete markers for at least "
+                                                            f"{need_ms / 1000:g}s ({PURGE_DELETES})")
+    return CheckResult(
+        "delete_marker_retention", False,
+        f"delete markers of {', '.join(short)} may be purged by a major compaction on the source sooner than "
+        f"{need_ms / 1000:g}s: a put written after a delete with an older timestamp than the delete would then show "
+        "on the source and stay hidden on the target (verify reports it missing_on_target)", severity=WARNING,
+        fix=f"set {PURGE_DELETES}={need_ms} on the source's region servers (or the tables' CONFIGURATION) for the "
+            "migration, or make sure no client writes timestamps older than its own deletes")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -694,7 +739,9 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   allow_target_data=allow_target_data, target_first_rows=rows, target_rows_error=rows_error,
                   create_checks=checks,
                   source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin,
-                  sizing=report, sizing_error=sizing_error, snapshot_tables=snapshot_tables)
+                  sizing=report, sizing_error=sizing_error, snapshot_tables=snapshot_tables,
+                  # markers must outlive the copy and catch-up, and a day at least (until the cut-over)
+                  marker_retention_s=max(86400.0, expected_copy_s * safety_factor))
     evaluated = evaluate(facts, same_key)
     report = PreflightReport(tuple(security) + evaluated.results + tuple(snapshot_results), evaluated.sizing,
                              decisions)

@@ -44,7 +44,7 @@ def test_healthy_pair_passes_every_check():
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
         "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
         "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "copy_projection", "bulk_load_replication",
-        "keep_deleted_cells"]
+        "keep_deleted_cells", "delete_marker_retention"]
 
 
 @pytest.mark.parametrize("case, changes, same_key, check, fragment", [
@@ -355,3 +355,24 @@ def test_hbases_region_replica_peer_is_neither_pinning_nor_lagging():
                             recovered_queues={REGION_REPLICA_PEER: 1}), same_key=False)
     check = result(report, "pinning_peers")
     assert check.ok and "HBase's own region_replica_replication left alone" in check.reason, check
+
+
+def test_delete_markers_purged_too_soon_on_the_source_are_a_warning_naming_where_it_is_set():
+    """Real HBase: a DeleteColumn major-compacted away on the source, then a put with an older timestamp, shows on
+    the source only. The effective purge delay comes from the family, else the table, else the servers."""
+    day_ms = "86400000"
+    servers = (ServerConf("rs1", {"hbase.hstore.time.to.purge.deletes": day_ms}),
+               ServerConf("rs2", {"hbase.hstore.time.to.purge.deletes": "0"}))
+    warned = result(evaluate(facts(source_confs=servers), False), "delete_marker_retention")
+    assert (warned.ok, warned.severity) == (False, "warning")
+    assert "t1:f0 (0s, the region servers' hbase-site)" in warned.reason and "=86400000" in warned.fix
+    long = (ServerConf("rs1", {"hbase.hstore.time.to.purge.deletes": day_ms}),)
+    assert result(evaluate(facts(source_confs=long), False), "delete_marker_retention").ok
+    family = FamilySchema("f0", {"REPLICATION_SCOPE": "1"}, configuration={"hbase.hstore.time.to.purge.deletes": "0"})
+    table = TableSchema("t1", True, (family,))
+    own = result(evaluate(facts(source=ClusterFacts("s", "k", "id-1", {"t1": table}), source_confs=long), False),
+                 "delete_marker_retention")
+    assert not own.ok and "t1:f0 CONFIGURATION" in own.reason
+    keeping = FamilySchema("f0", {"REPLICATION_SCOPE": "1", "KEEP_DELETED_CELLS": "TRUE"})
+    kept = facts(source=ClusterFacts("s", "k", "id-1", {"t1": TableSchema("t1", True, (keeping,))}))
+    assert result(evaluate(kept, False), "delete_marker_retention").ok
