@@ -45,13 +45,17 @@ class PreflightOperator(BaseOperator):
     :param quota_policy: the run's (`enable_peer`: a quota the projection overflows is only a warning).
     :param start_time_ms: :param end_time_ms: :param versions: the copy's scope (the sample copies the same).
     :param ledger_run_id: the run the sizing is recorded under (None: not recorded).
+    :param initial_copy: `scan`, `snapshot` or `auto`: how each table's initial copy is made (decided here, with the
+        snapshot path's checks for the tables that take it, and recorded in the ledger: a retried run keeps the first
+        decision). :param snapshot_threshold_bytes: auto's threshold on a table's store files.
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
                                       "expected_copy_s", "quota_mark", "codec_map", "target_coprocessors",
                                       "allow_target_data", "serial", "bandwidth", "sizing", "copy_tasks",
                                       "sample_timeout_s", "rows_per_s", "quota_policy", "start_time_ms",
-                                      "end_time_ms", "versions", "ledger_run_id")
+                                      "end_time_ms", "versions", "ledger_run_id", "initial_copy",
+                                      "snapshot_threshold_bytes")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
@@ -61,8 +65,11 @@ class PreflightOperator(BaseOperator):
                  allow_target_data: bool = False, serial: bool = False, bandwidth: int = 0, sizing: bool = False,
                  copy_tasks: int = 4, sample_timeout_s: float = 300.0, rows_per_s: float = 0.0,
                  quota_policy: str = "fail", start_time_ms: int | None = None, end_time_ms: int | None = None,
-                 versions: int | None = None, ledger_run_id: str | None = None, **kwargs) -> None:
+                 versions: int | None = None, ledger_run_id: str | None = None, initial_copy: str = "scan",
+                 snapshot_threshold_bytes: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.initial_copy = initial_copy
+        self.snapshot_threshold_bytes = snapshot_threshold_bytes
         self.sizing = sizing
         self.copy_tasks = copy_tasks
         self.sample_timeout_s = sample_timeout_s
@@ -90,6 +97,7 @@ class PreflightOperator(BaseOperator):
         from hbase_migration.migration.preflight import run_preflight
         from hbase_migration.migration.runspec import parse_codec_map
 
+        recorded, resumed = self._earlier_decisions()
         report = run_preflight(
             HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
             table_names(self.tables), self.peer_id, create_missing=self.create_missing,
@@ -97,11 +105,16 @@ class PreflightOperator(BaseOperator):
             codec_map=parse_codec_map(self.codec_map or ""), target_coprocessors=table_names(self.target_coprocessors),
             allow_target_data=self.allow_target_data is True, serial=self.serial is True,
             bandwidth=int(self.bandwidth or 0), sizing=self._sizing_request(),
+            initial_copy=self.initial_copy or "scan",
+            snapshot_threshold_bytes=int(self.snapshot_threshold_bytes) if self.snapshot_threshold_bytes else None,
+            recorded=recorded, resumed_exports=resumed,
         )
         for line in report.text().splitlines():
             self.log.info("%s", line)
         if report.sizing is not None and self.ledger_run_id:
             self._record_sizing(report.sizing)
+        if report.ok and report.initial_copy and self.ledger_run_id:
+            self._record_decisions(report.initial_copy)
         if not report.ok:
             failed = "; ".join(f"{r.name}: {r.reason}" for r in report.failures)
             if report.retryable:  # nothing refused: an endpoint did not answer, which a retry may get past
@@ -115,6 +128,28 @@ class PreflightOperator(BaseOperator):
             raise AirflowFailException(f"preflight failed: {failed}")
         return report.to_dict()
 
+
+    def _earlier_decisions(self) -> tuple[dict[str, str], list[str]]:
+        """What this run decided before (a retried or cleared preflight keeps it), and the tables its snapshot
+        export already published or cloned (their target tables are its own)."""
+        if not self.ledger_run_id:
+            return {}, []
+        from operators.ledger import open_ledger
+
+        with open_ledger() as ledger:
+            recorded = {t: d["method"] for t, d in ledger.initial_copies(self.ledger_run_id).items()}
+            run = ledger.find_run(self.ledger_run_id)
+            exports = ledger.snapshot_exports(run["copy_id"]) if run else {}
+        resumed = [t for t, e in exports.items() if e["state"] in ("published", "cloned", "cleaned")]
+        return recorded, resumed
+
+    def _record_decisions(self, decisions: Any) -> None:
+        from operators.ledger import open_ledger
+
+        with open_ledger() as ledger:
+            for table, d in decisions.items():
+                kept = ledger.initial_copy(self.ledger_run_id, table, d.method, d.reason)
+                self.log.info("initial copy of %s: %s (%s)", table, kept, d.reason)
 
     def _sizing_request(self) -> Any:
         if self.sizing is not True:
@@ -146,16 +181,19 @@ class CreateTargetTablesOperator(BaseOperator):
     :param codec_map: `SNAPPY=ZSTD,...`: codecs replaced on the target.
     :param target_coprocessors: classes installed on the target; a coprocessor not listed is refused by name.
     :param dry_run: log the `create` statements without running them.
+    :param clone_tables: tables the snapshot export clones (`clone_snapshot` creates them; names, or the mapped
+        task's {"table": ...} kwargs): only their namespace is created here, when the target lacks it.
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "dry_run", "codec_map",
-                                      "target_coprocessors")
+                                      "target_coprocessors", "clone_tables")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", dry_run: bool = False, codec_map: str | None = None,
-                 target_coprocessors: Sequence[str] = (), **kwargs) -> None:
+                 target_coprocessors: Sequence[str] = (), clone_tables: Sequence[str] = (), **kwargs) -> None:
         super().__init__(**kwargs)
+        self.clone_tables = clone_tables
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
         self.tables = tables
@@ -165,16 +203,22 @@ class CreateTargetTablesOperator(BaseOperator):
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         from hbase_migration.migration.runspec import parse_codec_map
-        from hbase_migration.migration.tables import TableRefused, create_missing_tables
+        from hbase_migration.migration.tables import TableRefused, create_missing_tables, create_namespaces
 
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        cloned = [t["table"] if isinstance(t, dict) else t for t in table_names(self.clone_tables or [])]
         try:
             done = create_missing_tables(
-                HBaseClusterHook(self.source_conn_id).get_cluster(),
-                HBaseClusterHook(self.target_conn_id).get_cluster(), table_names(self.tables),
+                source, target, [t for t in table_names(self.tables) if t not in cloned],
                 dry_run=self.dry_run is True, codec_map=parse_codec_map(self.codec_map or ""),
                 target_coprocessors=table_names(self.target_coprocessors))
         except TableRefused as e:  # a refusal is not fixed by a retry
             raise AirflowFailException(str(e)) from e
+        if cloned:
+            statements = create_namespaces(source, target, cloned, dry_run=self.dry_run is True)
+            done += [{"table": t, "outcome": "cloned from its snapshot later (snapshot_export)",
+                      "statement": "; ".join(statements) or None} for t in cloned]
         for item in done:
             self.log.info("%s: %s%s", item["table"], item["outcome"],
                           f" ({item['statement']})" if item.get("statement") else "")

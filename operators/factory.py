@@ -17,6 +17,7 @@ from operators.alerts import dag_callbacks
 from operators.checks import CreateTargetTablesOperator, PreflightOperator
 from operators.replication import AddPeerOperator, EnablePeerOperator
 from operators.sensors import ReplicationDrainedSensor
+from operators.snapshot import HBaseSnapshotExportOperator
 from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
 MIGRATION_DOC = """
@@ -41,7 +42,11 @@ MIGRATION_DOC = """
    source's split/merge switch and normalizer held off (restored to what was found), an oldWALs watchdog beside
    it (quota policy on a breach) and a load-aware throttle (slower past `max_load`, paused past
    `critical_load`, given up after `max_pause_s`). **release_switches** (once every copy ended, whatever its
-   state) releases the holds a killed copy left.
+   state) releases the holds a killed copy left. With `initial_copy` `snapshot` (or `auto`, for the tables whose
+   store files reach `snapshot_threshold_bytes`), a table goes to **snapshot_export** instead: a FLUSH snapshot,
+   its files exported over WebHDFS by a Spark job (resumable file by file), `clone_snapshot` on the target (the
+   table must be absent there), both snapshots deleted. **scan_tables** and **snapshot_tables** list the tables of
+   each, as preflight decided.
 6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
@@ -135,11 +140,28 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             allow_target_data=spec("allow_target_data"), serial=spec("serial"), bandwidth=spec("bandwidth"),
             sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
-            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}", **safe_retry)
+            end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
+            initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"), **safe_retry)
+
+        # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
+        @task(task_id="scan_tables", **safe_retry)
+        def scan_tables(**context) -> list[dict[str, Any]]:
+            from operators.steps import plan_copies
+
+            return plan_copies(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])["scan"]
+
+        @task(task_id="snapshot_tables", **safe_retry)
+        def snapshot_tables(**context) -> list[dict[str, Any]]:
+            from operators.steps import plan_copies
+
+            return plan_copies(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"),
+                               context["run_id"])["snapshot"]
+
+        scans, snapshots = scan_tables(), snapshot_tables()
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
             tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
-            target_coprocessors=spec("target_coprocessors"), **safe_retry)
+            target_coprocessors=spec("target_coprocessors"), clone_tables=snapshots, **safe_retry)
         add_peer = AddPeerOperator(
             task_id="add_peer", doc_md=_doc(AddPeerOperator), **both, **peer, tables=spec("tables"),
             dry_run=spec("dry_run"), serial=spec("serial"), bandwidth=spec("bandwidth"),
@@ -158,10 +180,21 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
             hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
             map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
-        ).expand_kwargs(run)
+        ).expand_kwargs(scans)
+        # A retry resumes: files finished (recorded, or on the target with their length and checksum) are skipped.
+        snapshot = HBaseSnapshotExportOperator.partial(
+            task_id="snapshot_export", doc_md=_doc(HBaseSnapshotExportOperator), **both, **peer,
+            quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
+            task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
+            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
+            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
+            retries=2, retry_delay=timedelta(minutes=1),
+        ).expand_kwargs(snapshots)
         release = _release_switches_task()
+        # One of the two copy tasks may have no table (a mapped task over nothing is skipped).
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
-                                    ledger_run_id="{{ run_id }}", **safe_retry)
+                                    ledger_run_id="{{ run_id }}", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+                                    **safe_retry)
         drained = ReplicationDrainedSensor(
             task_id="wait_drained", doc_md=_doc(ReplicationDrainedSensor), **both, **peer,
             max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
@@ -194,9 +227,12 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             return state_left_behind(ti.xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"], failed)
 
         done = report()
-        run >> preflight >> create_tables >> add_peer >> go >> copy >> enable >> drained >> verify >> done
+        run >> preflight >> [scans, snapshots] >> create_tables >> add_peer >> go >> [copy, snapshot] >> enable
+        enable >> drained >> verify >> done
         copy >> release
-        [run, preflight, create_tables, add_peer, copy, release, enable, drained, verify] >> on_failure()
+        steps = [run, preflight, scans, snapshots, create_tables, add_peer, copy, snapshot, release, enable, drained,
+                 verify]
+        steps >> on_failure()
     return dag
 
 

@@ -60,6 +60,41 @@ def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> 
     return _opened(spec)
 
 
+def plan_copies(spec_dict: Mapping[str, Any], run_id: str) -> dict[str, Any]:
+    """The tables each copy task maps over, as preflight decided them (`initial_copies` in the ledger; a table
+    without a decision takes the scan): `scan` and `snapshot` ([{table}], the mapped tasks' kwargs) and their
+    names (`scan_tables`, `snapshot_tables`)."""
+    from hbase_migration.migration.initial_copy import Decision, lists
+    from operators.ledger import open_ledger
+
+    spec = RunSpec.from_dict(spec_dict)
+    with open_ledger() as ledger:
+        recorded = ledger.initial_copies(run_id)
+    decisions = {t: Decision(t, recorded[t]["method"], recorded[t]["reason"]) if t in recorded
+                 else Decision(t, "scan", "no decision recorded: the scan copy") for t in spec.tables}
+    for table, d in decisions.items():
+        log.info("initial copy of %s: %s (%s)", table, d.method, d.reason)
+    return lists(decisions, spec.tables)
+
+
+def snapshots_left(ledger: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run's snapshot exports that did not finish their clean-up: where their snapshots are (a failed run
+    keeps them, and says so)."""
+    run = ledger.find_run(run_id)
+    if run is None:
+        return []
+    out = []
+    for table, e in ledger.snapshot_exports(run["copy_id"]).items():
+        if e["state"] == "cleaned":
+            continue
+        detail = e.get("detail") or {}
+        out.append({"table": table, "snapshot": e["snapshot_name"], "state": e["state"],
+                    "files_done": (e.get("files") or {}).get("files", 0), "files_total": e.get("files_total"),
+                    "left": detail.get("left") or f"snapshot {e['snapshot_name']!r} on the source (state "
+                                                   f"{e['state']}); re-run the snapshot_export task to resume"})
+    return out
+
+
 def _instant_ms(value: Any) -> int | None:
     if value is None:
         return None
@@ -143,6 +178,11 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
     verdict = {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
     try:
         with open_ledger() as ledger:
+            snapshots = snapshots_left(ledger, run_id)
+            if snapshots:
+                verdict["snapshots"] = snapshots
+                for s in snapshots:
+                    log.error("snapshot export of %s left behind (%s): %s", s["table"], s["state"], s["left"])
             if state in ("ENABLED", "DISABLED"):
                 ledger.peer_note(run_id, spec.peer_id, state, reason)
             record_verdict(ledger, run_id, verdict)

@@ -988,3 +988,29 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
         Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
     print(text, flush=True)
     return status
+
+
+def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url: str, snapshot: str | None = None,
+             tasks: int | None = None, task_bytes_per_s: float | None = None, bytes_per_s: float | None = None,
+             checksum: str = "auto", max_load: str | None = None, critical_load: str | None = None,
+             max_pause_s: float | None = None, load_sample_s: float | None = None,
+             summary_file: str | None = None) -> list[str]:
+    """`application_args` of jobs/snapshot_export.py (the Airflow operator's spark-submit)."""
+    argv = ["--source", source, "--target", target, "--table", table, "--copy-id", copy_id, "--ledger-url",
+            ledger_url]
+    if snapshot:
+        argv += ["--snapshot", snapshot]
+    for flag, value in (("--tasks", tasks), ("--task-bytes-per-s", task_bytes_per_s),
+                        ("--bytes-per-s", bytes_per_s)):
+        if value:
+            argv += [flag, str(value)]
+    if checksum != "auto":
+        argv += ["--checksum", checksum]
+    if max_load or critical_load:
+        for flag, value in (("--max-load", max_load), ("--critical-load", critical_load),
+                            ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
+            if value:
+                argv += [flag, str(value)]
+    if summary_file:
+        argv += ["--summary-file", summary_file]
+    return argv
