@@ -1,10 +1,13 @@
-"""The migration DAG end to end through `airflow dags test`, against minihbase dc1 -> dc2, with a writer editing
-the source during the copy and the catch-up: new rows, new versions, puts at old timestamps (some older than
-the versions a family keeps), row and column deletes and single-version deletes, on families keeping 1, 2 and
-3 versions. The verdict is an independent comparison of every version of every column (value and timestamp) on
-both sides, through a plain Thrift2 client. Once through the toolkit's Thrift2 data path, once through its
-Thrift1 fallback."""
+"""The migration DAG end to end through `airflow dags test`, with a writer editing the source during the copy and
+the catch-up: new rows, new versions, puts at old timestamps (some older than the versions a family keeps), row
+and column deletes and single-version deletes, on families keeping 1, 2 and 3 versions. The verdict is an
+independent comparison of every version of every column (value and timestamp) on both sides, through a plain
+Thrift2 client.
+
+On real HBase (the session's realhbase test bed, dc1 -> dc2) through the toolkit's Thrift2 data path in `make
+test`; its Thrift1 fallback, and both paths on minihbase (the stand-in), in `make test-full`."""
 import re
+import uuid
 from argparse import Namespace
 from pathlib import Path
 
@@ -13,14 +16,26 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
+FULL = pytest.mark.full
 
 
-@pytest.mark.parametrize("data_path", ["thrift2", "thrift1"])
-def test_migration_with_live_writes_loses_no_version(tmp_path, zookeeper, data_path):
+@pytest.mark.parametrize("backend, data_path", [
+    pytest.param("realhbase", "thrift2", marks=pytest.mark.realhbase),
+    pytest.param("realhbase", "thrift1", marks=[pytest.mark.realhbase, FULL]),
+    pytest.param("minihbase", "thrift2", marks=FULL),
+    pytest.param("minihbase", "thrift1", marks=FULL),
+])
+def test_migration_with_live_writes_loses_no_version(request, tmp_path, zookeeper, backend, data_path):
     from demo.run import run
 
-    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=1200.0, workdir=str(tmp_path / "demo"),
-                           zookeeper=zookeeper.hosts, data_path=data_path, repair=True))
+    real = backend == "realhbase"
+    testbed = request.getfixturevalue("realhbase").workdir if real else None
+    tag = uuid.uuid4().hex[:6]
+    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2400.0, workdir=str(tmp_path / "demo"),
+                           zookeeper=zookeeper.hosts, data_path=data_path, repair=True, stand_in=not real,
+                           testbed=str(testbed) if real else None, table_prefix=f"e2e{tag}_" if real else "",
+                           peer_id=f"e2e{tag}" if real else "demo"))
+    assert result["backend"] == backend and (result["hbase_version"] is not None) is real, result
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
     writer = result["writer"]
