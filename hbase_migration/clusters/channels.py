@@ -4,7 +4,8 @@
 - Thrift1 (happybase) and Thrift2 (thriftpy2): plain binary as the cluster's transport/protocol say; SASL GSSAPI
   with the QOP `thrift_qop` names; or HBase's HTTP mode (`thrift_http`) with SPNEGO, over TLS with `thrift_ssl`;
 - HTTP (`/jmx`, `/conf`, WebHDFS): SPNEGO when the cluster names `spnego_principal`, its CA bundle for https;
-- the HBase shell: a ticket cache of the toolkit's own, filled from the keytab (KRB5CCNAME, KRB5_CONFIG).
+- the HBase shell, one call or a session kept open: a ticket cache of the toolkit's own, filled from the keytab
+  (KRB5CCNAME, KRB5_CONFIG).
 
 An open cluster (no security extras) gets exactly the clients it always had, at no extra cost. Timeouts and
 retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers). An authentication failure raises
@@ -12,9 +13,10 @@ retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers). A
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from hbase_migration.clusters.security import Security, server_principal
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
     from hbase_migration.clusters.cluster import Cluster, ClusterKey
-    from hbase_migration.clusters.shell import ShellOutput
+    from hbase_migration.clusters.shell import ShellOutput, ShellSession
 
 log = logging.getLogger(__name__)
 
@@ -302,3 +304,23 @@ def shell(cluster: "Cluster", statements: Sequence[str], timeout_s: float | None
 
     with kerberos.shell_cache(security, cluster.name).kept_fresh() as env:
         return run_shell(statements, cluster.shell_command, timeout, env=env)
+
+
+@contextlib.contextmanager
+def shell_session(cluster: "Cluster", timeout_s: float | None = None) -> Iterator["ShellSession"]:
+    """An open `clusters.shell.ShellSession` on the cluster's `shell_command` (its start paid here, not when its
+    statements run), with a Kerberos ticket of the toolkit's own kept fresh for as long as it is open; closed on
+    leaving."""
+    from hbase_migration.clusters.shell import ShellSession
+
+    timeout = max(cluster.shell_timeout_s if timeout_s is None else timeout_s, 60.0)
+    security = security_of(cluster)
+    with contextlib.ExitStack() as stack:
+        env = None
+        if security is not None and security.kerberos:
+            from hbase_migration.clusters import kerberos
+
+            env = stack.enter_context(kerberos.shell_cache(security, cluster.name).kept_fresh())
+        session = ShellSession(cluster.shell_command, env=env)
+        stack.callback(session.close)
+        yield session.open(timeout)

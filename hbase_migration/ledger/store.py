@@ -32,7 +32,9 @@ SQLITE_BUSY_TIMEOUT_S = 30.0  # Spark tasks write partitions concurrently; SQLit
 
 PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catch_up", "verify", "report",
           # cut-over and rollback runs (hbase_cutover, hbase_rollback)
-          "check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze")
+          "check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze",
+          # the cut-over's window (hbase_migration/migration/cutover_window.py) and the verification after the switch
+          "window", "lag_gate", "live_pass", "bounded_check", "switch", "post_verify")
 THROTTLE_STATES = ("full", "slow", "paused", "aborted")
 PHASE_STATUSES = ("pending", "running", "success", "failed", "skipped")
 RUN_END_STATUSES = ("success", "failed")

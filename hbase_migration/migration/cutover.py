@@ -70,6 +70,7 @@ class SwitchPlan:
     versions: int | None = None
     start_time_ms: int | None = None
     end_time_ms: int | None = None
+    freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -94,7 +95,7 @@ def _latest_verifications(verification: Mapping[str, Sequence[Mapping[str, Any]]
 
 
 def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None = None,
-                 reverse_peer_id: str | None = None) -> SwitchPlan:
+                 reverse_peer_id: str | None = None, freeze_method: str = "readonly") -> SwitchPlan:
     """The cut-over of a migration run, from its `Ledger.run_summary()`; SwitchRefused saying every reason.
 
     The run must be a migration (it has a peer), have ended `success`, and each table cut over must have a
@@ -140,7 +141,7 @@ def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None =
     params = run.get("params") or {}
     return SwitchPlan("cutover", run["run_id"], run["run_id"], run["source_key"], run["target_key"], peer_id,
                       reverse, tables, run_tables, params.get("versions"), params.get("start_time_ms"),
-                      params.get("end_time_ms"))
+                      params.get("end_time_ms"), freeze_method)
 
 
 def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
@@ -154,7 +155,8 @@ def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
             f"{CUTOVER_DAG} run"])
     return SwitchPlan("rollback", run["run_id"], plan["migration_run_id"], plan["source_key"], plan["target_key"],
                       plan["peer_id"], plan["reverse_peer_id"], tuple(plan["tables"]), tuple(plan["run_tables"]),
-                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"))
+                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"),
+                      plan.get("freeze_method", "readonly"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -341,11 +343,14 @@ def gather(source: "Cluster", target: "Cluster", plan: SwitchPlan, *, thresholds
                        drained, tuple(reasons), tuple(notes))
 
 
-def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan) -> dict[str, Any]:
-    """The reverse peer on the target, ENABLED, to the source, scoped to the cut-over tables. First time: the
-    target's WALs are rolled, so only edits made from now on ship (a new peer reads its servers' current WAL
-    from the start, which may still hold the copy's writes, whose cluster id is the target's own). Re-run: the
-    peer is found and left (enabled if it was disabled)."""
+def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan, *, enabled: bool = True
+                     ) -> dict[str, Any]:
+    """The reverse peer on the target, to the source, scoped to the cut-over tables: ENABLED, or DISABLED
+    (`enabled=False`: the cut-over creates it before the freeze, so every target write from then on is kept in
+    the target's WALs, and enables it at the switch). First time: the target's WALs are rolled, so only edits made
+    from now on ship (a new peer reads its servers' current WAL from the start, which may still hold the copy's
+    writes, whose cluster id is the target's own). The forward peer's edits carry the source's cluster id and are
+    never shipped back. Re-run: the peer is found and left (enabled if it was disabled and `enabled`)."""
     from hbase_migration.clusters.security import peer_principal_config
     from hbase_migration.migration.freeze import roll_wals
     from hbase_migration.replication import peer_admin
@@ -359,8 +364,8 @@ def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan) -> 
             rolled = roll_wals(target, admin.zk)
             log.info("rolled the WALs of %d target region server(s) before adding the reverse peer: %s",
                      len(rolled), ", ".join(rolled))
-        result = admin.add_peer(plan.reverse_peer_id, config, enabled=True)
-        if result.peer is not None and result.peer.enabled is False:
+        result = admin.add_peer(plan.reverse_peer_id, config, enabled=enabled)
+        if enabled and result.peer is not None and result.peer.enabled is False:
             result = admin.enable_peer(plan.reverse_peer_id)
     data = result.to_dict()
     data["rolled_wals_on"] = rolled

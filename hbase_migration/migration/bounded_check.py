@@ -1,0 +1,244 @@
+"""The cut-over's bounded check: what changed since the last full verification, compared in seconds.
+
+The full verification (every version of every table, `data/verify.py`) runs *before* the write freeze, with the
+clients still writing to the source; it proves that at its read time each key range was the same on both sides
+(rows in flight re-compared after a pause). What the freeze must still check is bounded: only cells written
+after that verification started. So both sides are scanned with a time range `[since, +inf)`, every version
+(HBase skips every HFile whose time range ends before `since`, so the cost follows what was written since, not
+the table's size), merge-joined by row key (`data/rowdiff.compare_sides`) and each differing version classified:
+
+* `lost`: a source version the target lacks: an acknowledged write that did not arrive. Stops the cut-over;
+* `conflict`: the same column and timestamp with another value on each side. Stops it;
+* `not_kept`: a version only on the target, written before the reverse peer existed (`kept_since_ms`): a client
+  wrote to the target too early and nothing will ship it back. Stops it;
+* `early_write`: a version only on the target written once the reverse peer (target -> source, DISABLED until
+  the switch) existed: it is kept in the target's WALs and ships to the source at the switch. Allowed, counted;
+* `superseded`: a source version the target lacks because a kept early write of the same column replaced it (a
+  family keeping fewer versions than were written). Allowed, counted.
+
+`since` is the start of the last verification (the ledger's `verify` phase started there; a live pass before the
+freeze moves it later) minus a clock-skew margin (`skew_margin_ms`): the cells' timestamps are the region
+servers' clocks, the verification's start the toolkit's.
+
+The guarantee: every version whose timestamp is at or after `since` is compared, on both sides, after the
+forward peer drained with writes fenced. What it cannot see (a time-range scan returns neither delete markers
+nor cells older than its range):
+* a delete (of a row, a column or a version) that masks only cells older than `since`: a delete made with the
+  current time masks older cells, and its marker is not returned; a delete with an explicit old timestamp the
+  same;
+* a put with an explicit client timestamp older than `since` (replayed or backdated data).
+How the design covers them: (1) the forward peer's drain inside the freeze (`replication/wal_drain.py`) proves
+that every WAL edit written before the fence, deletes and backdated puts included, has shipped: replication
+carries them all, the check is the second line; (2) right after the switch a full verification compares every
+version again while the reverse peer (ENABLED at the switch) keeps the source current, and a rollback is one step
+away (`hbase_rollback`), so a difference found then is caught with both sides intact.
+
+Pure: `since_ms`, `classify`. I/O: `compare_window`, `recheck`, `bounded_check` (the data path, Thrift).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from hbase_migration.data.rowdiff import (
+    MISSING_ON_TARGET,
+    ONLY_ON_TARGET,
+    VALUE_DIFFERS,
+    cell_differences,
+    compare_sides,
+)
+from hbase_migration.data.scope import cell_order, to_string_binary
+
+if TYPE_CHECKING:
+    from hbase_migration.clusters.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+LOST, CONFLICT, NOT_KEPT, EARLY_WRITE, SUPERSEDED = "lost", "conflict", "not_kept", "early_write", "superseded"
+STOPPING = (LOST, CONFLICT, NOT_KEPT)
+ALL_VERSIONS_OF_A_ROW = 1_000_000  # compare_sides names every differing version (the window is small)
+
+Difference = tuple  # (table, row, ((column, ts, kind), ...))
+
+
+class BoundedCheckError(ValueError):
+    """The check cannot be made (no verification to start from); the message says what to do."""
+
+
+def since_ms(verify_started_ms: Mapping[str, int | None], tables: Sequence[str], skew_margin_ms: int) -> int:
+    """The check's lower bound: the earliest start of the tables' last verification, minus the skew margin.
+    BoundedCheckError naming every table with no verification start."""
+    missing = [t for t in tables if verify_started_ms.get(t) is None]
+    if missing:
+        raise BoundedCheckError(f"no verification start recorded for {', '.join(missing)}: the bounded check "
+                                "compares what changed since the last full verification, which must run first")
+    if isinstance(skew_margin_ms, bool) or not isinstance(skew_margin_ms, int) or skew_margin_ms < 0:
+        raise BoundedCheckError(f"skew_margin_ms must be an integer >= 0, got {skew_margin_ms!r}")
+    return max(0, min(int(verify_started_ms[t]) for t in tables) - skew_margin_ms)
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    """What the check found, per kind of version, and whether the cut-over may go on."""
+
+    ok: bool
+    counts: Mapping[str, int]
+    rows: int  # differing rows
+    samples: tuple[str, ...] = ()  # the first differing versions, described
+    reasons: tuple[str, ...] = ()  # why it stops (empty when ok)
+    early_rows: tuple[tuple[str, str], ...] = ()  # (table, row) with kept early target writes
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["counts"] = dict(self.counts)
+        d["samples"], d["reasons"] = list(self.samples), list(self.reasons)
+        d["early_rows"] = [list(r) for r in self.early_rows]
+        return d
+
+
+def classify(differences: Iterable[Difference], kept_since_ms: int | None, sample_limit: int = 10) -> CheckVerdict:
+    """Each differing version of each row as lost, conflict, not_kept, early_write or superseded (module doc).
+
+    `kept_since_ms`: the instant from which the reverse peer keeps the target's writes (None: it does not exist,
+    every target-only version is not kept). A target-only version counts as kept when its timestamp is at or
+    after it; the caller puts a skew margin into it (a version stamped just before may have been written after)."""
+    counts = {k: 0 for k in (LOST, CONFLICT, NOT_KEPT, EARLY_WRITE, SUPERSEDED)}
+    samples: list[str] = []
+    early_rows: list[tuple[str, str]] = []
+    rows = 0
+    for table, row, versions in differences:
+        rows += 1
+        kept_newest: dict[bytes, int] = {}
+        for column, ts, kind in versions:
+            if kind == ONLY_ON_TARGET and kept_since_ms is not None and ts >= kept_since_ms:
+                kept_newest[column] = max(ts, kept_newest.get(column, ts))
+        row_early = False
+        for column, ts, kind in versions:
+            if kind == MISSING_ON_TARGET:
+                label = SUPERSEDED if kept_newest.get(column, -1) > ts else LOST
+            elif kind == VALUE_DIFFERS:
+                label = CONFLICT
+            elif kind == ONLY_ON_TARGET:
+                label = EARLY_WRITE if column in kept_newest and ts >= kept_since_ms else NOT_KEPT
+            else:
+                raise ValueError(f"unknown kind of difference {kind!r}")
+            counts[label] += 1
+            row_early = row_early or label == EARLY_WRITE
+            if label in STOPPING and len(samples) < sample_limit:
+                samples.append(f"{table} row {to_string_binary(row)} {to_string_binary(column)} @{ts}: {label}")
+        if row_early:
+            early_rows.append((table, to_string_binary(row)))
+    reasons = []
+    if counts[LOST]:
+        reasons.append(f"{counts[LOST]} source version(s) written since the last verification are not on the target "
+                       "although the forward peer drained with writes fenced: an acknowledged write did not arrive")
+    if counts[CONFLICT]:
+        reasons.append(f"{counts[CONFLICT]} version(s) have the same column and timestamp but another value on each "
+                       "side: both clusters took a write")
+    if counts[NOT_KEPT]:
+        reasons.append(f"{counts[NOT_KEPT]} version(s) exist only on the target and were written before the reverse "
+                       "peer existed: a client wrote to the target too early, and nothing ships those back")
+    return CheckVerdict(not reasons, counts, rows, tuple(samples), tuple(reasons), tuple(early_rows))
+
+
+# --------------------------------------------------------------------------------------------------
+# I/O
+
+
+def _ranges(path: Any, table: str, parts: int) -> list[tuple[bytes, bytes]]:
+    """`parts` contiguous key ranges of the table, cut at region boundaries (one range when it has one region)."""
+    regions = path.regions(table)
+    if not regions:
+        raise BoundedCheckError(f"table {table} has no region on the source (does it exist?)")
+    parts = max(1, min(parts, len(regions)))
+    step = len(regions) / parts
+    cuts = [regions[int(i * step)].start_key for i in range(parts)] + [b""]
+    return [(cuts[i], cuts[i + 1]) for i in range(parts)]
+
+
+def _compare_range(source: "Cluster", target: "Cluster", table: str, lo: bytes, hi: bytes, since: int,
+                   timeout_s: float | None) -> tuple[list[Difference], dict[str, int]]:
+    from hbase_migration.data.datapath import open_data_path
+    from hbase_migration.data.datapath.base import prefetch
+
+    def pieces(path: Any):
+        for batch in path.scan(table, lo, hi, start_ms=since, versions=None, batch_rows=1000, batch_cells=5000):
+            yield from batch
+
+    stats: dict[str, int] = {}
+    with open_data_path(source, timeout_s) as src, open_data_path(target, timeout_s) as tgt:
+        out = [(table, row, versions) for row, _status, versions, _wide in
+               compare_sides(prefetch(pieces(src)), prefetch(pieces(tgt)), matching=False, stats=stats,
+                             limit=ALL_VERSIONS_OF_A_ROW)]
+    return out, stats
+
+
+def compare_window(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
+                   parallel: int = 8, timeout_s: float | None = None) -> tuple[list[Difference], dict[str, int]]:
+    """Both sides' versions with timestamp >= `since`, every table cut into key ranges at region boundaries and
+    the ranges compared `parallel` at a time (each with its own connection per side); the differing rows."""
+    from hbase_migration.data.datapath import open_data_path
+
+    with open_data_path(source, timeout_s) as path:
+        per_table = max(1, parallel // max(1, len(tables)))
+        work = [(t, lo, hi) for t in tables for lo, hi in _ranges(path, t, per_table)]
+    differences: list[Difference] = []
+    stats = {"source_cells": 0, "target_cells": 0, "ranges": len(work)}
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(work))), thread_name_prefix="bounded") as pool:
+        for found, one in pool.map(lambda w: _compare_range(source, target, w[0], w[1], w[2], since, timeout_s),
+                                   work):
+            differences.extend(found)
+            stats["source_cells"] += one.get("source_cells", 0)
+            stats["target_cells"] += one.get("target_cells", 0)
+    return differences, stats
+
+
+def recheck(source: "Cluster", target: "Cluster", differences: Sequence[Difference], since: int, *,
+            timeout_s: float | None = None) -> list[Difference]:
+    """The differing rows read again by key on both sides (edits in flight when the check ran live); those that
+    still differ, with their differing versions now."""
+    from hbase_migration.data.datapath import open_data_path
+
+    by_table: dict[str, list[bytes]] = {}
+    for table, row, _ in differences:
+        by_table.setdefault(table, []).append(row)
+    out: list[Difference] = []
+    with open_data_path(source, timeout_s) as src, open_data_path(target, timeout_s) as tgt:
+        for table, keys in by_table.items():
+            s = src.get_rows(table, keys, start_ms=since, versions=None)
+            t = tgt.get_rows(table, keys, start_ms=since, versions=None)
+            for key in keys:
+                equal, versions = cell_differences(sorted(s.get(key, ()), key=cell_order),
+                                                   sorted(t.get(key, ()), key=cell_order), ALL_VERSIONS_OF_A_ROW)
+                if not equal:
+                    out.append((table, key, versions))
+    return out
+
+
+def bounded_check(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
+                  kept_since_ms: int | None, live: bool = False, recompare_sleep_s: float = 2.0,
+                  parallel: int = 8, timeout_s: float | None = None,
+                  sleep: Any = time.sleep, clock: Any = time.monotonic) -> dict[str, Any]:
+    """Compare every version written since `since` on both sides and classify what differs (`classify`).
+
+    `live` (writes still going to the source, before the freeze): the differing rows are read again after
+    `recompare_sleep_s` and only those still differing count (edits in flight). Returns the verdict as a dict
+    with `since_ms`, the cells read per side, the ranges, `seconds`, and `recompared` rows."""
+    started = clock()
+    differences, stats = compare_window(source, target, tables, since, parallel=parallel, timeout_s=timeout_s)
+    first = len(differences)
+    if live and differences:
+        sleep(recompare_sleep_s)
+        differences = recheck(source, target, differences, since, timeout_s=timeout_s)
+    verdict = classify(differences, kept_since_ms)
+    result = {**verdict.to_dict(), "since_ms": since, "kept_since_ms": kept_since_ms, "live": live,
+              "tables": list(tables), **stats, "recompared": first if live else 0,
+              "seconds": round(clock() - started, 3)}
+    log.info("bounded check since %d (%s): %d source / %d target cells in %d ranges, %d differing row(s) (%s) in "
+             "%.2fs%s", since, "live" if live else "frozen", stats["source_cells"], stats["target_cells"],
+             stats["ranges"], verdict.rows, ", ".join(f"{k} {v}" for k, v in verdict.counts.items() if v) or "none",
+             result["seconds"], "" if verdict.ok else ": " + "; ".join(verdict.reasons))
+    return result

@@ -1,0 +1,390 @@
+"""The cut-over's window: from the last checks with the clients still on the source to the switch, in one call.
+
+`run_window` does, in order (the timeline and why in `cutover_plan`'s docstring):
+
+1. opens a shell session on each cluster (`channels.shell_session`: their JVM start paid now, not in the freeze),
+   prepares the fence (an Admin of the shell's JRuby; READONLY: a flush of the tables; ACL: every permission read
+   and the fence planned, a principal that cannot be fenced per table refused);
+2. waits for the forward peer's lag to be under the bound (`cutover_plan.lag_gate`, abort after `lag_wait_s`);
+3. the live pass: the bounded check from the last verification's start, writes still on (abort on a difference
+   that stays); its start is the bound the check in the freeze starts from;
+4. FENCES the source (READONLY on every table at once, or WRITE taken away), rolls the WALs of every source region
+   server and waits until each queue of the forward peer has let go of the WALs from before the roll
+   (`replication/wal_drain.py`), runs the bounded check, and calls `switch("switch")` (the clients write to the
+   target from its return);
+5. after the switch: ENABLES the reverse peer (the target's writes, early ones too, ship to the source) and, with
+   READONLY, makes the source writable again (a READONLY table refuses replicated edits); with ACL the fence
+   stays (the replication sink writes as the HBase superuser).
+
+An abort before the fence changes nothing. After it, and before the switch, the fence is lifted (same session;
+a one-shot shell if the session died) and `switch("abort")` is called when the switch had started; the reverse
+peer stays DISABLED (it holds any early target write; the caller removes it when there is none). A failure after
+the switch undoes nothing: the clients are on the target; the error says the state of both sides.
+
+Every step is reported through `on_step(name, status, detail)` as it happens (the operator records each as a
+ledger phase) and timed (`cutover_plan.timeline`).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+
+from hbase_migration.migration.cutover_plan import (
+    READONLY,
+    CutoverAborted,
+    Step,
+    WindowOptions,
+    lag_gate,
+    past_deadline,
+    timeline,
+)
+
+if TYPE_CHECKING:
+    from hbase_migration.clusters.cluster import Cluster
+    from hbase_migration.clusters.shell import ShellSession
+    from hbase_migration.migration.cutover import SwitchPlan
+
+log = logging.getLogger(__name__)
+
+
+class PostSwitchError(RuntimeError):
+    """A step after the switch failed: the clients are on the target, nothing is undone; the message says the
+    state of both sides and what to run."""
+
+
+def _now_ms(clock: Callable[[], float]) -> int:
+    return int(clock() * 1000)
+
+
+class _Window:
+    def __init__(self, source: "Cluster", target: "Cluster", plan: "SwitchPlan", options: WindowOptions,
+                 switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None,
+                 clock: Callable[[], float], sleep: Callable[[float], None]):
+        self.source, self.target, self.plan, self.options = source, target, plan, options
+        self.switch, self.clock, self.sleep = switch, clock, sleep
+        self.on_step = on_step or (lambda _name, _status, _detail: None)
+        self.steps: list[Step] = []
+        self.result: dict[str, Any] = {"tables": list(plan.tables), "freeze_method": options.freeze_method,
+                                       "forward_peer": plan.peer_id, "reverse_peer": plan.reverse_peer_id}
+        self.fenced = False
+        self.switch_started = False
+        self.unfence: list[str] = []
+        self.src_shell: "ShellSession | None" = None
+        self.tgt_shell: "ShellSession | None" = None
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[dict[str, Any]]:
+        detail: dict[str, Any] = {}
+        started = self.clock()
+        self.on_step(name, "running", None)
+        try:
+            yield detail
+        except BaseException as e:
+            self.steps.append(Step(name, started, self.clock()))
+            self.on_step(name, "failed", {**detail, "error": str(e)})
+            raise
+        self.steps.append(Step(name, started, self.clock()))
+        detail["seconds"] = round(self.steps[-1].seconds, 3)
+        self.result.setdefault("details", {})[name] = detail
+        self.on_step(name, "success", detail)
+
+    # ---------------------------------------------------------------------------------------------- pieces
+    def open_sessions(self, stack: contextlib.ExitStack) -> None:
+        from hbase_migration.clusters import channels
+
+        managers = [channels.shell_session(self.source), channels.shell_session(self.target)]
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shell-open") as pool:
+            futures = [pool.submit(m.__enter__) for m in managers]
+            opened = []
+            for manager, future in zip(managers, futures):
+                try:
+                    opened.append(future.result())
+                    stack.push(manager.__exit__)
+                except BaseException:
+                    for m in managers:  # the other one may be open: close it before raising
+                        with contextlib.suppress(BaseException):
+                            if m is not manager:
+                                m.__exit__(None, None, None)
+                    raise
+        self.src_shell, self.tgt_shell = opened
+
+    def prepare_fence(self, detail: dict[str, Any]) -> None:
+        from hbase_migration.migration import freeze
+
+        tables = list(self.plan.tables)
+        self.src_shell.run(freeze.jruby_admin_statements())
+        if self.options.freeze_method == READONLY:
+            self.fence_statements = [freeze.readonly_parallel_statement(tables, True)]
+            self.unfence = [freeze.readonly_parallel_statement(tables, False)]
+            if self.options.flush_before:
+                self.src_shell.run(freeze.flush_statements(tables), timeout_s=600)
+            detail["statements"] = self.fence_statements
+            return
+        grants = []
+        for statement in freeze.acl_read_statements(tables):
+            grants += freeze.parse_user_permission(self.src_shell.run([statement]).stdout)
+        fence = freeze.acl_fence_plan(tables, grants, self.options.freeze_exempt)
+        detail["fenced"] = [g.__dict__ for g in fence.fenced]
+        if fence.refusals:
+            raise CutoverAborted("acl", "; ".join(fence.refusals), {"fence": "not applied", "changed": False})
+        if not fence.fence:
+            raise CutoverAborted("acl", f"no principal holds WRITE on {', '.join(tables)} at table level: an ACL "
+                                        "fence would stop nothing (is HBase's AccessController on? who writes?); use "
+                                        "READONLY", {"fence": "not applied", "changed": False})
+        self.fence_statements, self.unfence = list(fence.fence), list(fence.unfence)
+        self.result["acl_fenced"] = detail["fenced"]
+        self.result["unfence_statements"] = self.unfence
+
+    def wait_lag(self, detail: dict[str, Any]) -> None:
+        from hbase_migration.clusters import zk
+        from hbase_migration.replication import metrics
+
+        conditions = self.options.conditions
+        deadline = time.monotonic() + conditions.lag_wait_s
+        with zk.connect(self.source, timeout=self.source.timeout_s) as client:
+            while True:
+                snapshot = metrics.peer_status(self.source, self.plan.peer_id, client, self.clock())
+                reasons = lag_gate(snapshot, conditions.max_lag_ms)
+                detail["last"] = snapshot.summary()
+                if not reasons:
+                    return
+                if time.monotonic() >= deadline:
+                    raise CutoverAborted("lag", f"the forward peer {self.plan.peer_id} stayed behind for "
+                                                f"{conditions.lag_wait_s:g}s: " + "; ".join(reasons[:5]),
+                                         {"fence": "not applied", "changed": False})
+                log.info("lag gate: %s", "; ".join(reasons[:3]))
+                self.sleep(2.0)
+
+    def check(self, since: int, kept_since_ms: int | None, live: bool) -> dict[str, Any]:
+        from hbase_migration.migration.bounded_check import bounded_check
+
+        return bounded_check(self.source, self.target, self.plan.tables, since, kept_since_ms=kept_since_ms,
+                             live=live, recompare_sleep_s=self.options.conditions.recompare_sleep_s,
+                             parallel=self.options.parallel_checks)
+
+    def apply_fence(self, detail: dict[str, Any]) -> None:
+        from hbase_migration.migration import freeze
+
+        out = self.src_shell.run(self.fence_statements, timeout_s=600)
+        self.fenced = True
+        if self.options.freeze_method == READONLY:
+            states = freeze.parse_readonly_marks(out.stdout)
+            detail["readonly"] = states
+            wrong = [t for t in self.plan.tables if states.get(t) is not True]
+            if wrong:
+                raise CutoverAborted("fence", f"READONLY not set on {', '.join(wrong)} after the alter (read back: "
+                                              f"{states})")
+        else:
+            self.sleep(self.options.acl_settle_s)  # the permission reaches every region server through ZooKeeper
+
+    def roll_and_drain(self, fence_started: float, roll: dict[str, Any], drain: dict[str, Any]) -> None:
+        from hbase_migration.clusters import zk
+        from hbase_migration.migration.freeze import wal_roll_statement
+        from hbase_migration.replication import wal_drain
+
+        with zk.connect(self.source, timeout=self.source.timeout_s) as client:
+            seen = wal_drain.read_queues(client, self.source.znode_parent, self.plan.peer_id)
+            marked = wal_drain.mark(seen)
+            roll["servers"] = list(seen.live_servers)
+            roll["marked_wals"] = sum(len(w) for w in marked.values())
+            self.src_shell.run([wal_roll_statement(s) for s in seen.live_servers])
+            roll["seconds_to_request"] = round(self.clock() - fence_started, 3)
+            self.steps.append(Step("wal_roll", self._roll_started, self.clock()))
+            started = self.clock()
+            deadline = time.monotonic() + max(0.0, self.options.conditions.max_freeze_s
+                                              - (self.clock() - fence_started))
+            verdict = wal_drain.wait_drained(self.source, client, self.plan.peer_id, marked, deadline=deadline,
+                                             interval_s=self.options.drain_poll_s)
+            self.steps.append(Step("drain", started, self.clock()))
+            drain.update(verdict.to_dict())
+            drain["seconds"] = round(self.clock() - started, 3)
+        if not verdict.drained:
+            raise CutoverAborted("freeze_deadline", f"the forward peer {self.plan.peer_id} did not drain within "
+                                 f"{self.options.conditions.max_freeze_s:g}s of the fence: "
+                                 + "; ".join(verdict.reasons[:5]))
+
+    def enable_reverse(self, detail: dict[str, Any]) -> None:
+        from hbase_migration.clusters import zk
+        from hbase_migration.replication import zk_peers
+        from hbase_migration.replication.shell import enable_peer
+
+        with zk.connect(self.target, timeout=self.target.timeout_s) as client:
+            peer = zk_peers.read_peer(client, self.target.znode_parent, self.plan.reverse_peer_id)
+            if peer is None:
+                raise PostSwitchError(f"reverse peer {self.plan.reverse_peer_id} is gone from the target")
+            if peer.enabled is not True:
+                self.tgt_shell.run([enable_peer(self.plan.reverse_peer_id)])
+            deadline = time.monotonic() + 60
+            while True:
+                peer = zk_peers.read_peer(client, self.target.znode_parent, self.plan.reverse_peer_id)
+                if peer is not None and peer.enabled is True:
+                    break
+                if time.monotonic() >= deadline:
+                    raise PostSwitchError(f"reverse peer {self.plan.reverse_peer_id} not ENABLED in ZooKeeper 60s "
+                                          "after enable_peer")
+                self.sleep(0.1)
+        detail["state"] = "ENABLED"
+
+    def lift_fence(self) -> str:
+        """The fence taken away again (abort). Returns what was done; raises when it could not be."""
+        from hbase_migration.clusters import channels
+
+        if not self.fenced:
+            return "no fence was applied"
+        try:
+            if self.src_shell is not None and self.src_shell.alive:
+                self.src_shell.run(self.unfence, timeout_s=600)
+                return "fence lifted"
+        except Exception as e:  # the session died: one shell call of its own below
+            log.warning("lifting the fence in the session failed (%s): a new shell", e)
+        from hbase_migration.migration import freeze
+
+        statements = freeze.jruby_admin_statements() + self.unfence
+        channels.shell(self.source, statements, timeout_s=max(self.source.shell_timeout_s, 600.0))
+        return "fence lifted (new shell)"
+
+    # ---------------------------------------------------------------------------------------------- the run
+    def run(self, verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None) -> dict[str, Any]:
+        from hbase_migration.migration.bounded_check import since_ms
+
+        conditions = self.options.conditions
+        since = since_ms(verify_started_ms, self.plan.tables, conditions.skew_margin_ms)
+        kept = None if kept_since_ms is None else kept_since_ms + conditions.skew_margin_ms
+        self.result.update(verified_since_ms=since, kept_since_ms=kept)
+        with contextlib.ExitStack() as stack:
+            with self.step("sessions") as d:
+                self.open_sessions(stack)
+                d.update(source_open_s=self.src_shell.opened_s, target_open_s=self.tgt_shell.opened_s)
+            with self.step("prepare_fence") as d:
+                self.prepare_fence(d)
+            with self.step("lag_gate") as d:
+                self.wait_lag(d)
+            with self.step("live_pass") as d:
+                live_started = _now_ms(self.clock)
+                d.update(self.check(since, kept, live=True))
+                self.result["live_pass"] = dict(d)
+                if not d["ok"]:
+                    raise CutoverAborted("verification", "the live pass before the freeze: " + "; ".join(d["reasons"]),
+                                         {"fence": "not applied", "changed": False})
+            frozen_since = max(0, live_started - conditions.skew_margin_ms)
+            fence_started = self.clock()
+            self.result["fence_started"] = fence_started
+            try:
+                with self.step("fence") as d:
+                    self.apply_fence(d)
+                self._roll_started = self.clock()
+                roll: dict[str, Any] = {}
+                drain: dict[str, Any] = {}
+                self.on_step("drain", "running", None)
+                self.roll_and_drain(fence_started, roll, drain)
+                self.result.setdefault("details", {}).update(wal_roll=roll, drain=drain)
+                self.on_step("drain", "success", drain)
+                with self.step("bounded_check") as d:
+                    d.update(self.check(frozen_since, kept, live=False))
+                    self.result["bounded_check"] = dict(d)
+                    if not d["ok"]:
+                        raise CutoverAborted("verification", "the bounded check in the freeze: "
+                                             + "; ".join(d["reasons"]))
+                if past_deadline(fence_started, self.clock(), conditions):
+                    raise CutoverAborted("freeze_deadline", f"the fenced steps took {self.clock() - fence_started:.1f}s"
+                                                            f", more than max_freeze_s={conditions.max_freeze_s:g}")
+                with self.step("switch"):
+                    self.switch_started = True
+                    try:
+                        self.switch("switch")
+                    except Exception as e:
+                        raise CutoverAborted("switch", f"the switch command failed: {e}") from e
+            except CutoverAborted as e:
+                e.state.update(self._abort(e))
+                raise
+            except Exception as e:
+                state = self._abort(CutoverAborted("error", str(e)))
+                raise CutoverAborted("error", f"{type(e).__name__}: {e}", state) from e
+            self.result["switched_at"] = self.clock()
+            self.result.update(timeline(self.steps))
+            try:
+                with self.step("enable_reverse_peer") as d:
+                    self.enable_reverse(d)
+                if self.options.freeze_method == READONLY:
+                    with self.step("unfreeze_source") as d:
+                        from hbase_migration.migration import freeze
+
+                        d["readonly"] = freeze.parse_readonly_marks(self.src_shell.run(self.unfence,
+                                                                                       timeout_s=600).stdout)
+            except Exception as e:
+                raise PostSwitchError(
+                    f"after the switch (the clients write to the target; nothing is undone): {type(e).__name__}: {e}. "
+                    f"State: the source tables {', '.join(self.plan.tables)} are "
+                    f"{'READONLY' if self.options.freeze_method == READONLY else 'fenced by ACL'}; reverse peer "
+                    f"{self.plan.reverse_peer_id} on the target "
+                    f"{'ENABLED' if 'enable_reverse_peer' in self.result.get('details', {}) else 'maybe DISABLED'}; "
+                    f"forward peer {self.plan.peer_id} ENABLED (drained). Enable the reverse peer (python -m "
+                    "hbase_migration peer enable --source <target conn> --peer-id "
+                    f"{self.plan.reverse_peer_id}) and, with READONLY, unfreeze the source (python -m hbase_migration "
+                    f"freeze --source <source conn> --tables {','.join(self.plan.tables)} --unfreeze)") from e
+        self.result.update(timeline(self.steps))
+        return self.result
+
+    def _abort(self, error: CutoverAborted) -> dict[str, Any]:
+        state: dict[str, Any] = {"changed": self.fenced}
+        try:
+            state["fence"] = self.lift_fence()
+        except Exception as e:
+            state["fence"] = (f"NOT LIFTED ({type(e).__name__}: {e}): the source tables "
+                              f"{', '.join(self.plan.tables)} are still "
+                              f"{'READONLY' if self.options.freeze_method == READONLY else 'fenced by ACL'}; lift it "
+                              "by hand (python -m hbase_migration freeze --unfreeze for READONLY)")
+        if self.switch_started:
+            try:
+                self.switch("abort")
+                state["switch"] = "switch command run again with HBASE_CUTOVER_PHASE=abort"
+            except Exception as e:
+                state["switch"] = f"switch command with HBASE_CUTOVER_PHASE=abort failed: {e}"
+        early = (self.result.get("bounded_check") or self.result.get("live_pass") or {}).get("counts", {})
+        state["early_target_writes"] = int(early.get("early_write", 0))
+        state["reverse_peer"] = f"{self.plan.reverse_peer_id} left DISABLED on the target"
+        state["forward_peer"] = f"{self.plan.peer_id} ENABLED on the source, as before"
+        self.result["aborted"] = {"condition": error.condition, "message": str(error), **state}
+        self.result.update(timeline(self.steps))
+        log.error("cut-over window aborted (%s): %s; state: %s", error.condition, error, state)
+        return {**state, "timeline": timeline(self.steps)}
+
+
+def run_window(source: "Cluster", target: "Cluster", plan: "SwitchPlan", options: WindowOptions, *,
+               verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None,
+               switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None = None,
+               clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
+               ) -> dict[str, Any]:
+    """The window (module doc). `verify_started_ms`: per table, when its last full verification started (the
+    bounded checks start there); `kept_since_ms`: when the reverse peer was created (target writes from then on
+    are kept). `switch(phase)`: moves the clients ("switch") or back ("abort"); raising means it failed.
+
+    Returns the result (timeline with each step's seconds and the freeze's shares, the checks, the fence).
+    Raises `CutoverAborted` (with `.state`) when an abort condition stopped it, `PostSwitchError` when a step
+    after the switch failed."""
+    return _Window(source, target, plan, options, switch, on_step, clock, sleep).run(verify_started_ms, kept_since_ms)
+
+
+def command_switch(command: str, env: Mapping[str, str], timeout_s: float = 120.0) -> Callable[[str], None]:
+    """`switch(phase)` running the operator's `switch_command` (shell-split, no shell) with
+    `cutover_plan.switch_environment` and `HBASE_CUTOVER_PHASE=phase`; exit 0 = done, else raises with its output."""
+    import os
+    import shlex
+    import subprocess
+
+    argv = shlex.split(command)
+    if not argv:
+        raise ValueError("switch_command is empty")
+
+    def switch(phase: str) -> None:
+        proc = subprocess.run(argv, env={**os.environ, **env, "HBASE_CUTOVER_PHASE": phase}, capture_output=True,
+                              text=True, timeout=timeout_s)
+        log.info("switch command (%s): exit %d %s", phase, proc.returncode, (proc.stdout + proc.stderr)[-300:])
+        if proc.returncode != 0:
+            raise RuntimeError(f"`{command}` (HBASE_CUTOVER_PHASE={phase}) exited {proc.returncode}: "
+                               f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+
+    return switch

@@ -1,0 +1,75 @@
+"""The bounded check's pure parts: its lower bound and the classification of every differing version."""
+from __future__ import annotations
+
+import pytest
+
+from hbase_migration.data.rowdiff import MISSING_ON_TARGET, ONLY_ON_TARGET, VALUE_DIFFERS
+from hbase_migration.migration.bounded_check import BoundedCheckError, classify, since_ms
+
+R = 1_700_000_100_000  # the reverse peer exists from here (skew margin included by the caller)
+
+
+def test_since_is_the_earliest_verification_start_minus_the_margin():
+    assert since_ms({"t1": 1_000_000, "t2": 900_000}, ["t1", "t2"], 5_000) == 895_000
+    assert since_ms({"t1": 1_000}, ["t1"], 5_000) == 0
+    with pytest.raises(BoundedCheckError, match="no verification start recorded for t2"):
+        since_ms({"t1": 1, "t2": None}, ["t1", "t2"], 0)
+    with pytest.raises(BoundedCheckError, match="skew_margin_ms"):
+        since_ms({"t1": 1}, ["t1"], -1)
+
+
+def test_no_difference_is_ok():
+    verdict = classify([], R)
+    assert verdict.ok and verdict.rows == 0 and set(verdict.counts.values()) == {0}
+
+
+def test_a_source_version_missing_on_the_target_is_lost():
+    verdict = classify([("t1", b"r1", ((b"f:a", R - 10, MISSING_ON_TARGET),))], R)
+    assert not verdict.ok and verdict.counts["lost"] == 1
+    assert verdict.samples == (f"t1 row r1 f:a @{R - 10}: lost",)
+    assert verdict.reasons[0].startswith("1 source version(s) written since the last verification are not on the "
+                                         "target")
+
+
+def test_an_early_target_write_kept_by_the_reverse_peer_is_allowed():
+    verdict = classify([("t1", b"r9", ((b"f:a", R + 5, ONLY_ON_TARGET),))], R)
+    assert verdict.ok and verdict.counts["early_write"] == 1 and verdict.early_rows == (("t1", "r9"),)
+
+
+def test_a_target_write_from_before_the_reverse_peer_is_not_kept():
+    verdict = classify([("t1", b"r9", ((b"f:a", R - 1, ONLY_ON_TARGET),))], R)
+    assert not verdict.ok and verdict.counts["not_kept"] == 1
+    assert "written before the reverse peer existed" in verdict.reasons[0]
+    assert not classify([("t1", b"r9", ((b"f:a", R + 5, ONLY_ON_TARGET),))], None).ok  # no reverse peer at all
+
+
+def test_a_source_version_replaced_by_a_kept_newer_target_write_is_superseded():
+    versions = ((b"f:a", R + 50, ONLY_ON_TARGET), (b"f:a", R - 10, MISSING_ON_TARGET))
+    verdict = classify([("t1", b"r1", versions)], R)
+    assert verdict.ok and verdict.counts == {"lost": 0, "conflict": 0, "not_kept": 0, "early_write": 1,
+                                             "superseded": 1}
+    # another column's early write does not excuse a lost version
+    other = ((b"f:b", R + 50, ONLY_ON_TARGET), (b"f:a", R - 10, MISSING_ON_TARGET))
+    assert classify([("t1", b"r1", other)], R).counts["lost"] == 1
+    # nor does an older one
+    older = ((b"f:a", R - 20, MISSING_ON_TARGET), (b"f:a", R + 1, ONLY_ON_TARGET))
+    assert classify([("t1", b"r1", older)], R - 30).counts["superseded"] == 1
+    assert classify([("t1", b"r1", ((b"f:a", R + 10, MISSING_ON_TARGET), (b"f:a", R + 1, ONLY_ON_TARGET)))],
+                    R).counts["lost"] == 1
+
+
+def test_same_cell_other_value_is_a_conflict():
+    verdict = classify([("t1", b"\x00r", ((b"f:a", R, VALUE_DIFFERS),))], R)
+    assert not verdict.ok and verdict.counts["conflict"] == 1 and verdict.samples == (f"t1 row \\x00r f:a @{R}: "
+                                                                                      "conflict",)
+
+
+def test_samples_are_bounded_and_counts_exact():
+    diffs = [("t1", b"r%d" % i, ((b"f:a", 1, MISSING_ON_TARGET),)) for i in range(25)]
+    verdict = classify(diffs, R, sample_limit=3)
+    assert verdict.counts["lost"] == 25 and verdict.rows == 25 and len(verdict.samples) == 3
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown kind"):
+        classify([("t1", b"r", ((b"f:a", 1, "other"),))], R)
