@@ -47,7 +47,8 @@ def row_key(thread: int, seq: int) -> bytes:
 
 class SwitchingWriter:
     def __init__(self, connect: Callable[[str], Any], clusters: tuple[str, str], tables: list[str], *,
-                 active: str | None = None, threads: int = 4, ops_per_second: float = 50.0, family: bytes = b"f",
+                 active: str | None = None, threads: int = 4, ops_per_second: float = 50.0,
+                 family: bytes | dict[str, bytes] = b"f",
                  switch_file: str | Path | None = None, clock: Callable[[], float] = time.time):
         self.connect = connect  # cluster name -> a client with put(table, [(row, {col: value}, ts)])
         self.clusters = clusters
@@ -55,7 +56,8 @@ class SwitchingWriter:
         self.active = active or clusters[0]
         self.threads = threads
         self.interval = threads / ops_per_second if ops_per_second > 0 else 0.0
-        self.column = family + b":v"
+        # the column written: `family:v`, one family for every table or one per table
+        self.columns = {t: (family[t] if isinstance(family, dict) else family) + b":v" for t in tables}
         self.switch_file = Path(switch_file) if switch_file else None
         self.clock = clock
         self.log = WriterLog()
@@ -134,7 +136,7 @@ class SwitchingWriter:
                 if client is None:
                     client = clients[cluster] = self.connect(cluster)
                 started = self.clock()
-                client.put(table, [(row, {self.column: f"{cluster}@{started:.3f}".encode()}, None)])
+                client.put(table, [(row, {self.columns[table]: f"{cluster}@{started:.3f}".encode()}, None)])
                 accepted = self.clock()
             except Exception as e:  # noqa: BLE001 - every failure is recorded
                 text = f"{type(e).__name__}: {e}"

@@ -111,21 +111,25 @@ class CutoverCheckOperator(_SwitchCheckOperator):
     :param caught_up_queue_size: drain: sizeOfLogQueue of a caught-up queue (1 on HBase 2.x, 0 on 1.x).
     :param idle_window_s: drain: how long frozen counters make a stale age believed idle.
     :param drain_timeout_s: how long the forward peer may take to show drained before the check fails.
+    :param sync_replication: the cut-over asks for synchronous replication: refused, with the evidence, unless
+        both clusters' region servers run HBase 3.0+ (and then refused as not driven by this cut-over yet).
     :param ledger_run_id: the cut-over run whose ledger records the check (None: none).
     """
 
     template_fields: Sequence[str] = (*_SwitchCheckOperator.template_fields, "max_lag_ms", "stable_samples",
-                                      "caught_up_queue_size", "idle_window_s")
+                                      "caught_up_queue_size", "idle_window_s", "sync_replication")
     what = "cut-over"
 
     def __init__(self, *, max_lag_ms: int = 30_000, stable_samples: int = 3, caught_up_queue_size: int = 1,
-                 idle_window_s: float = 30.0, drain_timeout_s: float = 120.0, **kwargs) -> None:
+                 idle_window_s: float = 30.0, drain_timeout_s: float = 120.0, sync_replication: bool = False,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.max_lag_ms = max_lag_ms
         self.stable_samples = stable_samples
         self.caught_up_queue_size = caught_up_queue_size
         self.idle_window_s = idle_window_s
         self.drain_timeout_s = drain_timeout_s
+        self.sync_replication = sync_replication
 
     def _evaluate(self, source: Any, target: Any, plan: Any) -> tuple[list[str], Any]:
         from hbase_migration.migration.cutover import evaluate_cutover, gather
@@ -134,7 +138,8 @@ class CutoverCheckOperator(_SwitchCheckOperator):
         thresholds = lag.thresholds_from({"max_lag_ms": self.max_lag_ms, "stable_samples": self.stable_samples,
                                           "caught_up_queue_size": self.caught_up_queue_size,
                                           "idle_window_s": self.idle_window_s})
-        facts = gather(source, target, plan, thresholds=thresholds, drain_timeout_s=self.drain_timeout_s)
+        facts = gather(source, target, plan, thresholds=thresholds, drain_timeout_s=self.drain_timeout_s,
+                       sync_replication=self.sync_replication is True)
         return evaluate_cutover(plan, facts), facts
 
 
@@ -220,17 +225,19 @@ class FinalDrainSensor(ReplicationDrainedSensor):
 
 
 class AddReversePeerOperator(BaseOperator):
-    """Adds the reverse peer (target -> source), ENABLED, scoped to the cut-over's tables, after rolling the
-    target's WALs (a new peer reads each server's current WAL from its start: without the roll, the copy's writes
-    still in it, which carry the target's own cluster id, would ship back to the source). Safe only after the
-    copy: neither Thrift API can stamp the copy's writes with the source's cluster id (CopyTable can), so a
-    reverse peer during the copy would ship the copy back. While the source is READONLY its region servers refuse
-    the shipped edits (the backlog waits in the target's WALs) until it is unfrozen. A re-run finds the peer and
-    does nothing (enables it if it was disabled).
+    """Adds the reverse peer (target -> source), scoped to the cut-over's tables, after rolling the target's WALs
+    (a new peer reads each server's current WAL from its start: without the roll, the copy's writes still in it,
+    which carry the target's own cluster id, would ship back to the source). The cut-over creates it DISABLED
+    (`enabled=False`) before the write freeze: from then on every write a client makes on the target is kept in the
+    target's WALs, and the window enables the peer at the switch; the forward peer's edits carry the source's
+    cluster id and never loop back. Safe only after the copy: neither Thrift API can stamp the copy's writes with
+    the source's cluster id (CopyTable can), so a reverse peer during the copy would ship the copy back. A re-run
+    finds the peer and does nothing (enables it when `enabled` and it was disabled).
 
     :param plan: the cut-over's plan (`SwitchPlan.to_dict()`).
     :param source_conn_id: the migration's source cluster (the reverse peer ships there).
     :param target_conn_id: the migration's target cluster (the reverse peer lives there).
+    :param enabled: create it ENABLED (True) or DISABLED (False, the cut-over's way).
     :param ledger_run_id: the cut-over run whose ledger records the peer (None: none).
     """
 
@@ -238,11 +245,13 @@ class AddReversePeerOperator(BaseOperator):
     ui_color = "#e8f0fe"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, source_conn_id: str = "hbase_source",
-                 target_conn_id: str = "hbase_target", ledger_run_id: str | None = None, **kwargs) -> None:
+                 target_conn_id: str = "hbase_target", enabled: bool = True, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.plan = plan
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
+        self.enabled = enabled
         self.ledger_run_id = ledger_run_id
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -252,16 +261,170 @@ class AddReversePeerOperator(BaseOperator):
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         record_phase(self.ledger_run_id, "reverse_peer", "running")
-        result = add_reverse_peer(target, source, plan)
+        result = add_reverse_peer(target, source, plan, enabled=self.enabled)
         for command in result["commands"]:
             self.log.info("ran on the target: %s", command)
         self.log.info("reverse peer %s on %s: %s (%s); WALs rolled on %s", plan.reverse_peer_id, target.name,
                       result["outcome"], result["message"], ", ".join(result["rolled_wals_on"]) or "no server")
         if result["changed"]:
-            note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED",
+            note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED" if self.enabled else "DISABLED",
                       f"reverse peer {target.name} -> {source.name} for {', '.join(plan.tables)}: {result['outcome']}")
         record_phase(self.ledger_run_id, "reverse_peer", "success", result)
         return result
+
+
+# The window's steps as ledger phases (the others are in the `window` phase's detail).
+WINDOW_PHASES = {"lag_gate": "lag_gate", "live_pass": "live_pass", "fence": "freeze", "drain": "final_drain",
+                 "bounded_check": "bounded_check", "switch": "switch", "enable_reverse_peer": "enable_peer",
+                 "unfreeze_source": "unfreeze"}
+
+
+def window_bounds(summary: Mapping[str, Any], tables: Sequence[str]) -> tuple[dict[str, int | None], int | None]:
+    """From a cut-over run's ledger summary: when each table's full verification (ledger phase `verify`, success)
+    started, and when the reverse peer was created (phase `reverse_peer`)."""
+    phases = summary.get("phases") or {}
+    started = {}
+    for table in tables:
+        verify = (phases.get(table) or {}).get("verify") or {}
+        started[table] = verify.get("started_ms") if verify.get("status") == "success" else None
+    reverse = (phases.get("*") or {}).get("reverse_peer") or {}
+    return started, reverse.get("started_ms") if reverse.get("status") == "success" else None
+
+
+class CutoverWindowOperator(BaseOperator):
+    """The cut-over's window, in one task (no scheduling gap between its steps): shell sessions opened before
+    the freeze, the lag gate, a live pass of the bounded check, then the write FREEZE: the fence (READONLY on every
+    table at once, or WRITE taken away by ACL), a WAL roll and the forward peer's drain, the bounded check of what
+    changed since the last verification, and `switch_command` (the clients move to the target). After the freeze:
+    the reverse peer ENABLED and, with READONLY, the source writable again.
+
+    Fails without retry. An abort condition (lag, a difference, the freeze's deadline, the switch command) lifts
+    the fence and leaves the clients on the source; the reverse peer stays DISABLED (it holds any early target
+    write). A failure after the switch undoes nothing (the clients are on the target) and says the state. Every
+    step is a ledger phase (`lag_gate`, `live_pass`, `freeze`, `final_drain`, `bounded_check`, `switch`,
+    `enable_peer`, `unfreeze`), the whole as `window` with its timeline.
+
+    :param plan: the cut-over's plan (`SwitchPlan.to_dict()`).
+    :param switch_command: the command that moves the clients (the run spec's `switch_command`).
+    :param freeze_method: `readonly` or `acl`.
+    :param freeze_exempt: ACL: principals whose WRITE is left alone.
+    :param unfreeze_source: READONLY: make the source writable again after the switch.
+    :param max_lag_ms, lag_wait_s, max_freeze_s, skew_margin_ms, recompare_sleep_s: the abort conditions
+        (`cutover_plan.AbortConditions`).
+    :param ledger_run_id: the cut-over run (its ledger holds the verification's start and the reverse peer's).
+    """
+
+    template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
+                                      "freeze_method", "freeze_exempt", "unfreeze_source", "max_lag_ms",
+                                      "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s")
+    ui_color = "#fde2e1"
+
+    def __init__(self, *, plan: Mapping[str, Any] | str, switch_command: str, source_conn_id: str = "hbase_source",
+                 target_conn_id: str = "hbase_target", freeze_method: str = "readonly",
+                 freeze_exempt: Sequence[str] = (), unfreeze_source: bool = True, max_lag_ms: int = 30_000,
+                 lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
+                 recompare_sleep_s: float = 2.0, ledger_run_id: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.switch_command = switch_command
+        self.source_conn_id = source_conn_id
+        self.target_conn_id = target_conn_id
+        self.freeze_method = freeze_method
+        self.freeze_exempt = freeze_exempt
+        self.unfreeze_source = unfreeze_source
+        self.max_lag_ms = max_lag_ms
+        self.lag_wait_s = lag_wait_s
+        self.max_freeze_s = max_freeze_s
+        self.skew_margin_ms = skew_margin_ms
+        self.recompare_sleep_s = recompare_sleep_s
+        self.ledger_run_id = ledger_run_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.migration.cutover import SwitchPlan
+        from hbase_migration.migration.cutover_plan import (
+            AbortConditions,
+            CutoverAborted,
+            WindowOptions,
+            switch_environment,
+        )
+        from hbase_migration.migration.cutover_window import PostSwitchError, command_switch, run_window
+        from operators.ledger import open_ledger
+
+        plan = SwitchPlan.from_dict(self.plan)
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(
+            int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
+            float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True)
+        run_id = self.ledger_run_id or context["run_id"]
+        with open_ledger() as ledger:
+            verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables)
+        switch = command_switch(self.switch_command, switch_environment(run_id, "switch", plan.tables,
+                                                                        str(source.cluster_key),
+                                                                        str(target.cluster_key)))
+
+        def on_step(name: str, status: str, detail: Any) -> None:
+            self.log.info("window step %s: %s%s", name, status, "" if detail is None else
+                          f" {json.dumps(detail, sort_keys=True, default=str)[:2000]}")
+            if name in WINDOW_PHASES:
+                record_phase(self.ledger_run_id, WINDOW_PHASES[name], status, detail)
+            if name == "enable_reverse_peer" and status == "success":
+                note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED", "the switch: the target's writes ship "
+                          "to the source")
+
+        record_phase(self.ledger_run_id, "window", "running")
+        try:
+            result = run_window(source, target, plan, options, verify_started_ms=verify_started,
+                                kept_since_ms=kept_since, switch=switch, on_step=on_step)
+        except CutoverAborted as e:
+            record_phase(self.ledger_run_id, "window", "failed", {"aborted": e.condition, "message": str(e),
+                                                                  "state": e.state})
+            raise AirflowFailException(f"{e}; state left: {json.dumps(e.state, default=str)}") from e
+        except PostSwitchError as e:
+            record_phase(self.ledger_run_id, "window", "failed", {"after_switch": True, "message": str(e)})
+            raise AirflowFailException(str(e)) from e
+        record_phase(self.ledger_run_id, "window", "success", result)
+        self.log.info("write freeze (fence -> switch done): %ss; shares %s", result.get("freeze_s"),
+                      result.get("freeze_shares"))
+        return {"freeze_s": result.get("freeze_s"), "freeze_shares": result.get("freeze_shares"),
+                "steps": result.get("steps"), "bounded_check": {k: (result.get("bounded_check") or {}).get(k)
+                                                                for k in ("counts", "source_cells", "seconds")},
+                "freeze_method": self.freeze_method}
+
+
+class LiftFenceOperator(BaseOperator):
+    """Gives the source its writes back after a cut-over, the way it was fenced (the plan's `freeze_method`):
+    READONLY off (`alter`, read back), or every principal's WRITE as the cut-over found it (the statements the
+    window recorded, `Admin.grant` without merge: exactly the actions found). A re-run changes nothing more.
+
+    :param conn_id: the cluster (the source).
+    :param plan: the rollback's plan (`SwitchPlan.to_dict()`, with the cut-over's `unfence_statements`).
+    :param ledger_run_id: the run whose ledger records the step (`unfreeze`).
+    """
+
+    template_fields: Sequence[str] = ("conn_id", "plan", "ledger_run_id")
+    ui_color = "#dbe9ff"
+
+    def __init__(self, *, conn_id: str, plan: Mapping[str, Any] | str, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.conn_id = conn_id
+        self.plan = plan
+        self.ledger_run_id = ledger_run_id
+
+    def execute(self, context: Context) -> Any:
+        from hbase_migration.migration.cutover import SwitchPlan, lift_fence
+
+        plan = SwitchPlan.from_dict(self.plan)
+        record_phase(self.ledger_run_id, "unfreeze", "running")
+        try:
+            done = lift_fence(HBaseClusterHook(self.conn_id).get_cluster(), plan)
+        except Exception as e:
+            record_phase(self.ledger_run_id, "unfreeze", "failed", {"error": str(e)})
+            raise
+        self.log.info("source fence (%s) lifted: %s", plan.freeze_method, json.dumps(done, default=str))
+        record_phase(self.ledger_run_id, "unfreeze", "success", done)
+        return done
 
 
 class _PeerChangeAfterApproval(BaseOperator):

@@ -18,7 +18,9 @@ from operators.alerts import dag_callbacks
 from operators.cutover import (
     AddReversePeerOperator,
     CutoverCheckOperator,
+    CutoverWindowOperator,
     FinalDrainSensor,
+    LiftFenceOperator,
     RemoveReversePeerOperator,
     RetireForwardPeerOperator,
     RollbackCheckOperator,
@@ -27,28 +29,34 @@ from operators.cutover import (
 from operators.factory import _OPEN_TASK, _SPEC, _doc, _publish, form_params, spec
 from operators.spark import HBaseVerifyTableOperator
 
-APPROVAL_TASK = {CUTOVER: "approve_clients_switched", ROLLBACK: "approve_clients_back"}
+APPROVAL_TASK = {CUTOVER: "approve_cutover", ROLLBACK: "approve_clients_back"}
 PLAN = "{{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan') }}"
 
 CUTOVER_DOC = """
-### Cut over the tables of a finished migration to the target
+### Cut over the tables of a finished migration to the target, with a write freeze of seconds
+
+Every slow step happens before writes stop (docs/cutover.md has the timeline and the measured figures):
 
 1. **open_run**: the migration run (`migration_run_id`) must be in the ledger, finished, with a clean latest
    verification for every table cut over (`only_tables`: a subset; empty: all). Records this cut-over as a run.
 2. **check**: connections point at the run's clusters; the forward peer is ours, ENABLED, and drained; the
-   reverse peer id is free on the target; the target's families replicate (scope 1). Changes nothing.
-3. **freeze_source**: `alter 't', READONLY => 'true'` on the source; writes are refused from here on, reads go on.
-4. **final_drain** (deferrable): every queue of the forward peer caught up and stable with writes stopped.
-5. **final_verify** (mapped): every version compared, zero differences required.
-6. **reverse_peer**: target -> source, ENABLED, after a WAL roll on the target.
-7. **approve_clients_switched**: a person confirms the clients write to the target (UI or REST API). Reject:
-   the cut-over is undone (source writable again, reverse peer removed), the clients stay on the source.
+   reverse peer id is free on the target; the target's families replicate (scope 1); synchronous replication only
+   where the clusters have it (HBase 3.0+). Changes nothing.
+3. **approve_cutover**: a person approves the plan: the tables, the freeze method, the switch command and the
+   abort conditions. Reject: nothing was changed. From here on no person is needed.
+4. **reverse_peer**: target -> source, **DISABLED**, after a WAL roll on the target: every target write from now on
+   is kept (the forward peer's edits carry the source's cluster id and never loop back).
+5. **pre_verify** (mapped): every version of every table, the clients still writing to the source.
+6. **window** (one task): shell sessions opened, the lag gate, a live pass of the bounded check, then the write
+   freeze: the fence (READONLY, or WRITE revoked by ACL), a WAL roll and the forward peer's drain, the bounded check
+   of what changed since the verification, `switch_command`. After it: the reverse peer ENABLED, the source
+   writable again (READONLY). An abort condition lifts the fence and leaves the clients on the source.
+7. **post_verify** (mapped): every version again, both sides live, the reverse peer keeping the source current:
+   a difference fails here, with rollback (`hbase_rollback`) one step away.
 8. **retire_forward_peer**: removed (or narrowed to the tables not cut over).
-9. **finish_source**: the source is unfrozen (`unfreeze_source`, default) so the reverse peer keeps it current
-   for a rollback; off: it stays READONLY and the reverse backlog waits in the target's WALs.
 
-A failure before the approval undoes the cut-over (`state_left_behind`); after it, nothing is undone and the
-state of both sides is reported.
+A failure before the switch is undone (`state_left_behind`: fence lifted, the reverse peer removed unless it holds
+early target writes); after the switch nothing is undone and the state of both sides is reported.
 """
 
 ROLLBACK_DOC = """
@@ -94,69 +102,82 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             return _publish(context, opened)
 
         opened = open_run()
+
+        def verify_task(task_id: str, phase: str) -> Any:
+            return HBaseVerifyTableOperator.partial(
+                task_id=task_id, doc_md=_doc(HBaseVerifyTableOperator), **both,
+                start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
+                recompare_sleep_s=spec("recompare_sleep_s"), repair=False, spark_conn_id=spark_conn_id,
+                map_index_template="{{ task.table }}", retries=1, retry_delay=timedelta(minutes=1),
+                ledger_phase=phase, **run,
+            ).expand_kwargs(opened)
+
         if cutover:
             check = CutoverCheckOperator(
                 task_id="check", doc_md=_doc(CutoverCheckOperator), **both, plan=PLAN, **run,
                 max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
-                caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"))
-            frozen_side, frozen_conn, drained_conn = "freeze_source", spec("source_conn_id"), spec("source_conn_id")
-            drained_peer = spec("peer_id")
+                caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
+                sync_replication=spec("sync_replication"))
+            subject = "Cut over now?"
+            body = (_SPEC + "Tables **{{ s.tables | join(', ') }}** from {{ s.source_conn_id }} to "
+                    "{{ s.target_conn_id }} (forward peer {{ s.peer_id }}, reverse peer {{ s.reverse_peer_id }}).\n\n"
+                    "**Approve** and the cut-over runs to its end without anyone: the reverse peer is created "
+                    "DISABLED, every table is verified, then writes are frozen by **{{ s.freeze_method }}** "
+                    "just long enough to drain the forward peer and check what changed since the verification, "
+                    "and the clients are switched by `{{ s.switch_command }}`.\n\n"
+                    "It stops by itself, the clients staying on the source, when: the forward peer's lag stays "
+                    "above {{ s.max_lag_ms }} ms for {{ s.lag_wait_s }} s; a verification finds a difference; the "
+                    "frozen steps take more than {{ s.max_freeze_s }} s; the switch command fails.\n\n"
+                    "**Reject**: nothing is changed.")
+            approval = ApprovalOperator(
+                task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
+                doc_md=f"{subject} Airflow's human-in-the-loop approval of the plan, before anything changes: answer "
+                       "in the UI (this task's Required actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/"
+                       f"dagRuns/{{run_id}}/taskInstances/{APPROVAL_TASK[kind]}/-1/hitlDetails with "
+                       "{\"chosen_options\": [\"Approve\"]}).")
+            reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
+                                             plan=PLAN, enabled=False, **run, **safe_retry)
+            pre_verify = verify_task("pre_verify", "verify")
+            window = CutoverWindowOperator(
+                task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run,
+                switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
+                freeze_exempt=spec("freeze_exempt"), unfreeze_source=spec("unfreeze_source"),
+                max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
+                skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"))
+            post_verify = verify_task("post_verify", "post_verify")
+            after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
+                                              source_conn_id=spec("source_conn_id"), plan=PLAN,
+                                              approval="{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}",
+                                              **run, **safe_retry)
         else:
             check = RollbackCheckOperator(task_id="check", doc_md=_doc(RollbackCheckOperator), **both, plan=PLAN,
                                           **run)
-            frozen_side, frozen_conn, drained_conn = "freeze_target", spec("target_conn_id"), spec("target_conn_id")
-            drained_peer = spec("reverse_peer_id")
-        freeze = SetReadOnlyOperator(task_id=frozen_side, doc_md=_doc(SetReadOnlyOperator), conn_id=frozen_conn,
-                                     tables=spec("tables"), readonly=True, **run, **safe_retry)
-        drain = FinalDrainSensor(
-            task_id="final_drain", doc_md=_doc(FinalDrainSensor), source_conn_id=drained_conn,
-            target_conn_id=spec("source_conn_id") if not cutover else spec("target_conn_id"), peer_id=drained_peer,
-            max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
-            caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
-            deferrable=True, poke_interval=5, timeout=timedelta(hours=6), **run)
-        verify = HBaseVerifyTableOperator.partial(
-            task_id="final_verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
-            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
-            recompare_sleep_s=spec("recompare_sleep_s"), repair=False, spark_conn_id=spark_conn_id,
-            map_index_template="{{ task.table }}", retries=1, retry_delay=timedelta(minutes=1), **run,
-        ).expand_kwargs(opened)
-        if cutover:
-            subject = "Clients switched to the target?"
-            body = (_SPEC + "Tables **{{ s.tables | join(', ') }}**: the source ({{ s.source_conn_id }}) is READONLY, "
-                    "the forward peer {{ s.peer_id }} has drained, the final verification is clean and the reverse "
-                    "peer {{ s.reverse_peer_id }} ({{ s.target_conn_id }} -> {{ s.source_conn_id }}) is ENABLED.\n\n"
-                    "**Approve** once every client writes to the target: the forward peer is then retired"
-                    "{{ ' and the source unfrozen (the reverse peer keeps it current for a rollback)' if "
-                    "s.unfreeze_source else ' (the source stays READONLY)' }}.\n\n**Reject** to call the cut-over "
-                    "off: the source is made writable again and the reverse peer removed; clients stay on the source.")
-        else:
+            freeze = SetReadOnlyOperator(task_id="freeze_target", doc_md=_doc(SetReadOnlyOperator),
+                                         conn_id=spec("target_conn_id"), tables=spec("tables"), readonly=True, **run,
+                                         **safe_retry)
+            unfreeze = LiftFenceOperator(task_id="unfreeze_source", doc_md=_doc(LiftFenceOperator),
+                                         conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
+            drain = FinalDrainSensor(
+                task_id="final_drain", doc_md=_doc(FinalDrainSensor), source_conn_id=spec("target_conn_id"),
+                target_conn_id=spec("source_conn_id"), peer_id=spec("reverse_peer_id"),
+                max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
+                caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
+                deferrable=True, poke_interval=5, timeout=timedelta(hours=6), **run)
+            verify = verify_task("final_verify", "verify")
             subject = "Clients switched back to the source?"
             body = (_SPEC + "Tables **{{ s.tables | join(', ') }}**: the target ({{ s.target_conn_id }}) is READONLY, "
                     "the reverse peer {{ s.reverse_peer_id }} has drained, the final verification is clean and the "
                     "source ({{ s.source_conn_id }}) is writable.\n\n**Approve** once every client writes to the "
                     "source again: the reverse peer is then removed (the target stays READONLY).\n\n**Reject** to "
                     "call the rollback off: the target is made writable again; clients stay on the target.")
-        approval = ApprovalOperator(
-            task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
-            doc_md=f"{subject} Airflow's human-in-the-loop approval: answer in the UI (this task's Required actions) "
-                   "or through the REST API (PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/"
-                   f"{APPROVAL_TASK[kind]}/-1/hitlDetails with {{\"chosen_options\": [\"Approve\"]}}).")
-        answer = "{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}"
-        if cutover:
-            reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
-                                             plan=PLAN, **run, **safe_retry)
-            after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
-                                              source_conn_id=spec("source_conn_id"), plan=PLAN, approval=answer,
-                                              **run, **safe_retry)
-            finish = SetReadOnlyOperator(task_id="finish_source", doc_md=_doc(SetReadOnlyOperator),
-                                         conn_id=spec("source_conn_id"), tables=spec("tables"), readonly=False,
-                                         apply=spec("unfreeze_source"), **run, **safe_retry)
-        else:
-            unfreeze = SetReadOnlyOperator(task_id="unfreeze_source", doc_md=_doc(SetReadOnlyOperator),
-                                           conn_id=spec("source_conn_id"), tables=spec("tables"), readonly=False,
-                                           **run, **safe_retry)
+            approval = ApprovalOperator(
+                task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
+                doc_md=f"{subject} Airflow's human-in-the-loop approval: answer in the UI (this task's Required "
+                       "actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/"
+                       f"{APPROVAL_TASK[kind]}/-1/hitlDetails with {{\"chosen_options\": [\"Approve\"]}}).")
             after = RemoveReversePeerOperator(task_id="remove_reverse_peer", doc_md=_doc(RemoveReversePeerOperator),
-                                              target_conn_id=spec("target_conn_id"), plan=PLAN, approval=answer,
+                                              target_conn_id=spec("target_conn_id"), plan=PLAN,
+                                              approval="{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}",
                                               **run, **safe_retry)
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)
@@ -177,7 +198,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             ti = context["ti"]
             s = ti.xcom_pull(task_ids=_OPEN_TASK, key="spec")
             return abort(context["run_id"], kind, ti.xcom_pull(task_ids=_OPEN_TASK, key="plan"), s["source_conn_id"],
-                         s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}")
+                         s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}", changed=not cutover)
 
         @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
@@ -192,20 +213,22 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         done = report()
         if cutover:
-            chain = [opened, check, freeze, drain, verify, reverse, approval, after, finish, done]
+            chain = [opened, check, approval, reverse, pre_verify, window, post_verify, after, done]
+            first_after_approval = reverse
         else:
             chain = [opened, check, freeze, unfreeze, drain, verify, approval, after, done]
+            first_after_approval = after
         for upstream, downstream in zip(chain, chain[1:]):
             upstream >> downstream
-        after >> rejected()
+        first_after_approval >> rejected()
         chain[:-1] >> on_failure()
     return dag
 
 
 def build_cutover_dag(dag_id: str = "hbase_cutover", *, spark_conn_id: str = "spark_default",
                       approval_timeout: timedelta | None = None) -> DAG:
-    """The cut-over DAG. `approval_timeout`: how long the approval waits (None: until a person answers; the
-    source is READONLY meanwhile, so clients still on it cannot write)."""
+    """The cut-over DAG. `approval_timeout`: how long the approval of the plan waits (None: until a person answers;
+    nothing has changed meanwhile)."""
     return _build(CUTOVER, dag_id, spark_conn_id, approval_timeout)
 
 

@@ -37,7 +37,7 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
     with open_ledger() as ledger:
         if kind == CUTOVER:
             summary = _summary(ledger, spec.migration_run_id, f"cut-over of run {spec.migration_run_id!r}")
-            plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id)
+            plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, spec.freeze_method)
         else:
             summary = _summary(ledger, spec.cutover_run_id, f"rollback of run {spec.cutover_run_id!r}")
             plan = plan_rollback(summary)
@@ -75,11 +75,12 @@ def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, A
         summary = ledger.run_summary(run_id)
     tables = ", ".join(plan["tables"])
     if kind == CUTOVER:
-        log.info("cut-over %s done: clients write %s on the target; reverse peer %s keeps the source current%s. "
-                 "Roll back with hbase_rollback (cutover_run_id=%s)", run_id, tables, plan["reverse_peer_id"],
-                 "" if spec.get("unfreeze_source") else
-                 " once the source is unfrozen (it was left READONLY: its backlog waits in the target's WALs)",
-                 run_id)
+        left = ("" if plan.get("freeze_method") == "acl" or spec.get("unfreeze_source") else
+                " once the source is unfrozen (it was left READONLY: its backlog waits in the target's WALs)")
+        log.info("cut-over %s done: clients write %s on the target; reverse peer %s keeps the source current%s%s. "
+                 "Roll back with hbase_rollback (cutover_run_id=%s)", run_id, tables, plan["reverse_peer_id"], left,
+                 "; the source stays fenced by ACL until a rollback gives WRITE back"
+                 if plan.get("freeze_method") == "acl" else "", run_id)
     else:
         log.info("rollback %s done: clients write %s on the source again; the target stays READONLY and the "
                  "reverse peer %s is removed", run_id, tables, plan["reverse_peer_id"])
@@ -87,25 +88,36 @@ def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, A
 
 
 def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: str, target_conn_id: str,
-          reason: str) -> dict[str, Any]:
-    """Undo a switch that was not approved (rejected), or failed before the approval: the clients stay where they
+          reason: str, changed: bool = True, keep_reverse_peer: bool = False) -> dict[str, Any]:
+    """Undo a switch that was not approved (rejected), or failed before the switch: the clients stay where they
     are, so the side they write to is made writable again.
 
-    Cut-over: the source is unfrozen and the reverse peer (if this cut-over made it) removed; the forward peer is
-    untouched, the migration goes on as before. Rollback: the target is unfrozen; the reverse peer stays (the
-    cut-over's state)."""
+    Cut-over: nothing to undo when nothing was changed (`changed=False`: rejected at the plan's approval).
+    Otherwise the source's fence is lifted (READONLY off; with an ACL freeze the window lifts its own fence) and
+    the reverse peer (if this cut-over made it) removed, unless it holds writes clients made on the target early
+    (`keep_reverse_peer`: left DISABLED, said so); the forward peer is untouched, the migration goes on as before.
+    Rollback: the target is unfrozen; the reverse peer stays (the cut-over's state)."""
     from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer
     from hbase_migration.migration.freeze import set_readonly
     from operators.cutover import note_peer, record_phase
     from operators.hooks import HBaseClusterHook
 
     plan = SwitchPlan.from_dict(plan_dict)
-    source = HBaseClusterHook(source_conn_id).get_cluster()
-    target = HBaseClusterHook(target_conn_id).get_cluster()
     done: dict[str, Any] = {"reason": reason}
-    if kind == CUTOVER:
-        done["source"] = set_readonly(source, plan.tables, False)
-        removed = remove_reverse_peer(target, plan)
+    if kind == CUTOVER and not changed:
+        log.warning("cut-over %s called off (%s) before anything changed: clients stay on the source", run_id, reason)
+    elif kind == CUTOVER:
+        source = HBaseClusterHook(source_conn_id).get_cluster()
+        target = HBaseClusterHook(target_conn_id).get_cluster()
+        if plan.freeze_method == "readonly":
+            done["source"] = set_readonly(source, plan.tables, False)
+        if keep_reverse_peer:
+            removed = {"outcome": "kept", "changed": False,
+                       "message": f"reverse peer {plan.reverse_peer_id} left DISABLED on the target: it holds writes "
+                                  "clients made on the target before the switch; enable it to ship them to the "
+                                  "source, or remove it once they are dealt with"}
+        else:
+            removed = remove_reverse_peer(target, plan)
         done["reverse_peer"] = removed
         if removed.get("changed"):
             note_peer(run_id, plan.reverse_peer_id, "REMOVED", f"cut-over undone: {reason}")
@@ -113,6 +125,7 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
                     "%s is as it was: clients stay on the source", run_id, reason, ", ".join(plan.tables),
                     plan.reverse_peer_id, removed["outcome"], plan.peer_id)
     else:
+        target = HBaseClusterHook(target_conn_id).get_cluster()
         done["target"] = set_readonly(target, plan.tables, False)
         log.warning("rollback %s undone (%s): target tables %s writable again; the reverse peer %s stays: clients "
                     "stay on the target", run_id, reason, ", ".join(plan.tables), plan.reverse_peer_id)
@@ -124,11 +137,32 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
     return done
 
 
+def cutover_progress(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Where a cut-over run got to, from its ledger phases (pure): whether anything was changed (the reverse peer
+    or the window started), whether the clients were switched (phase `switch` succeeded), and how many early
+    target writes the window saw (the reverse peer then holds them)."""
+    import json
+
+    phases = (summary.get("phases") or {}).get("*") or {}
+    window = phases.get("window") or {}
+    detail = window.get("detail")
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            detail = {}
+    state = (detail or {}).get("state") or {}
+    return {"changed": bool(phases.get("reverse_peer") or window),
+            "switched": (phases.get("switch") or {}).get("status") == "success",
+            "early_target_writes": int(state.get("early_target_writes") or 0)}
+
+
 def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | None, source_conn_id: str,
                       target_conn_id: str, failed_tasks: list[str], approved: bool) -> dict[str, Any]:
-    """After a failure. Before the approval the clients are still on the side they started from, which may be
-    frozen: the switch is undone (`abort`), so they can write again. After it (clients moved), nothing is undone:
-    the state of both sides and both peers is read and said, with what to do."""
+    """After a failure. A cut-over whose clients were not switched yet (the ledger's `switch` phase) is undone
+    (`abort`: the fence lifted, the reverse peer removed unless it holds early target writes); a rollback not
+    approved yet likewise (the target writable again). After the switch (or the rollback's approval) nothing is
+    undone: the state of both sides and both peers is read and said, with what to do."""
     from hbase_migration.migration.cutover import SwitchPlan
     from hbase_migration.migration.freeze import readonly_states
     from hbase_migration.replication import peer_admin
@@ -143,10 +177,18 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     plan = SwitchPlan.from_dict(plan_dict)
     again = (f"trigger hbase_cutover again (migration_run_id={plan.from_run_id})" if kind == CUTOVER
              else f"trigger hbase_rollback again (cutover_run_id={plan.from_run_id})")
-    if not approved:
-        verdict = {**abort(run_id, kind, plan_dict, source_conn_id, target_conn_id, f"failed at {where}"),
+    if kind == CUTOVER:
+        with open_ledger() as ledger:
+            progress = cutover_progress(ledger.run_summary(run_id))
+        moved = progress["switched"]
+    else:
+        progress, moved = {}, approved
+    if not moved:
+        verdict = {**abort(run_id, kind, plan_dict, source_conn_id, target_conn_id, f"failed at {where}",
+                           changed=progress.get("changed", True),
+                           keep_reverse_peer=progress.get("early_target_writes", 0) > 0),
                    "failed_tasks": failed_tasks,
-                   "advice": (f"the {kind} was undone before the approval: the clients stay on the "
+                   "advice": (f"the {kind} was undone before the clients moved: they stay on the "
                               f"{'source' if kind == CUTOVER else 'target'}, which is writable again; fix the cause "
                               f"(the failed task's log) and {again}")}
         _record_verdict(run_id, verdict)
@@ -164,10 +206,13 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
         "forward_peer": forward.state if forward else "ABSENT",
         "reverse_peer": reverse.state if reverse else "ABSENT",
     }
-    log.error("%s %s failed at %s after the approval (clients have switched): nothing is undone. State: %s. Clear "
-              "the failed task to finish the %s", kind, run_id, where, state, kind)
-    state["advice"] = (f"the clients have switched (approved): nothing was undone; clear the failed task(s) "
-                       f"({where}) of this run to finish the {kind}")
+    log.error("%s %s failed at %s after the clients moved: nothing is undone. State: %s. Clear the failed task to "
+              "finish the %s%s", kind, run_id, where, state, kind,
+              "; a difference after the switch: roll back with hbase_rollback (cutover_run_id=" + run_id + ")"
+              if kind == CUTOVER else "")
+    state["advice"] = (f"the clients have moved: nothing was undone; clear the failed task(s) ({where}) of this run "
+                       f"to finish the {kind}" + (f", or roll back (hbase_rollback, cutover_run_id={run_id}): the "
+                                                  "reverse peer keeps the source current" if kind == CUTOVER else ""))
     _record_verdict(run_id, state)
     with open_ledger() as ledger:
         ledger.end_run(run_id, "failed")

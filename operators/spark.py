@@ -292,7 +292,9 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
     :param level: `content` (every cell) or `rows` (row counts only).
     :param repair: make the differing rows equal on the target (source versions put with their timestamps,
         target-only versions deleted; off by default: verification is read-only). The task then succeeds when
-        every repaired row reads back equal.""" + _COMMON_PARAMS
+        every repaired row reads back equal.
+    :param ledger_phase: the ledger phase it is recorded as (`verify`; the cut-over's check after the switch:
+        `post_verify`).""" + _COMMON_PARAMS
 
     job_kind = "verify"
     application_path = VERIFY_JOB
@@ -300,11 +302,12 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
     ui_color = "#d2e3fc"
 
     def __init__(self, *, recompare_sleep_s: Any = 5.0, level: str = "content", repair: bool = False,
-                 **kwargs) -> None:
+                 ledger_phase: str = "verify", **kwargs) -> None:
         super().__init__(**kwargs)
         self.recompare_sleep_s = recompare_sleep_s
         self.level = level
         self.repair = repair
+        self.ledger_phase = ledger_phase
 
     def _prepare(self, summary_file: str) -> list[str]:
         from hbase_migration.data.jobargs import verify_job_args
@@ -316,7 +319,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
             repair=self.repair, summary_file=summary_file)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        self._ledger_phase("verify", "running")
+        self._ledger_phase(self.ledger_phase, "running")
         return self._run(context)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
@@ -336,15 +339,15 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         if summary:
             self.log.info("verify summary: %s", json.dumps(summary, sort_keys=True))
         if summary and summary.get("identical"):
-            self._ledger_phase("verify", "success", summary)
+            self._ledger_phase(self.ledger_phase, "success", summary)
             return summary
         if repaired:
             self.log.warning("verify of %s found differences and repaired them (read back equal): %s; versions: %s",
                              self.table, json.dumps(summary["repair"]),
                              json.dumps(summary.get("differing_versions_sample")))
-            self._ledger_phase("verify", "success", summary)
+            self._ledger_phase(self.ledger_phase, "success", summary)
             return summary
-        self._ledger_phase("verify", "failed", summary or {"error": str(error)})
+        self._ledger_phase(self.ledger_phase, "failed", summary or {"error": str(error)})
         if summary:
             raise AirflowException(
                 f"verify of {self.table}: {summary.get('content_different')} rows differ in content, "

@@ -71,16 +71,19 @@ class SwitchPlan:
     start_time_ms: int | None = None
     end_time_ms: int | None = None
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
+    unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tables"], d["run_tables"] = list(self.tables), list(self.run_tables)
+        d["unfence_statements"] = list(self.unfence_statements)
         return d
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SwitchPlan":
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["tables"], values["run_tables"] = tuple(values["tables"]), tuple(values["run_tables"])
+        values["unfence_statements"] = tuple(values.get("unfence_statements") or ())
         return cls(**values)
 
 
@@ -144,8 +147,27 @@ def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None =
                       params.get("end_time_ms"), freeze_method)
 
 
+def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """The statements that give the source its WRITE back, as a cut-over run's window recorded them (ACL freeze;
+    empty otherwise)."""
+    import json
+
+    window = ((summary.get("phases") or {}).get("*") or {}).get("window") or {}
+    detail = window.get("detail")
+    if isinstance(detail, str):
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            detail = None
+    if not isinstance(detail, Mapping):
+        return ()
+    found = detail.get("unfence_statements") or (detail.get("state") or {}).get("unfence_statements") or ()
+    return tuple(str(s) for s in found)
+
+
 def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
-    """The rollback of a cut-over run, from its `Ledger.run_summary()` (its params carry the plan)."""
+    """The rollback of a cut-over run, from its `Ledger.run_summary()` (its params carry the plan; an ACL
+    cut-over's window recorded how to give the source its WRITE back)."""
     run = summary["run"]
     params = run.get("params") or {}
     plan = params.get("switch_plan")
@@ -153,10 +175,16 @@ def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
         raise SwitchRefused(f"rollback of run {run['run_id']!r}", [
             f"run {run['run_id']!r} is not a cut-over run (dag {run.get('dag_id')!r}): give the run id of an "
             f"{CUTOVER_DAG} run"])
+    method = plan.get("freeze_method", "readonly")
+    unfence = recorded_unfence(summary)
+    if method == "acl" and not unfence:
+        raise SwitchRefused(f"rollback of run {run['run_id']!r}", [
+            f"cut-over {run['run_id']!r} fenced the source by ACL but its ledger holds no record of the permissions "
+            "it took away (its window never fenced?): give the source's principals WRITE back by hand, or roll "
+            "back only once the cut-over's window has run"])
     return SwitchPlan("rollback", run["run_id"], plan["migration_run_id"], plan["source_key"], plan["target_key"],
                       plan["peer_id"], plan["reverse_peer_id"], tuple(plan["tables"]), tuple(plan["run_tables"]),
-                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"),
-                      plan.get("freeze_method", "readonly"))
+                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"), method, unfence)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,6 +201,7 @@ class SwitchFacts:
     drained: bool | None = None  # None: not checked
     drain_reasons: tuple[str, ...] = ()
     drain_notes: tuple[str, ...] = ()
+    sync_replication: "Any" = None  # replication.sync_replication.Support when asked for, else None
 
 
 def _key(text: str) -> str:
@@ -241,6 +270,14 @@ def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_
     if facts.drained is False:
         reasons.append(f"forward peer {plan.peer_id} has not drained: " + "; ".join(facts.drain_reasons[:5]))
     reasons += _reverse_reasons(plan, facts.reverse_peer, owner)
+    sync = facts.sync_replication
+    if sync is not None:
+        if not sync.supported:
+            reasons += [f"synchronous replication: {r}" for r in sync.reasons]
+        else:
+            reasons.append("synchronous replication: these clusters have it (HBase 3.0+), but this cut-over does not "
+                           "drive it yet: cut over without it, or run the transitions of `planned_switch` "
+                           "(replication/sync_replication.py, docs/cutover.md) by hand")
     reasons += _scope_reasons("target", facts.target_scopes, plan.tables,
                               "the reverse peer would not ship the target's edits back, a rollback would lose "
                               "them (alter it to 1 on the target first)")
@@ -325,9 +362,11 @@ def drain_check(cluster: "Cluster", peer_id: str, thresholds: Any, *, interval_s
 
 
 def gather(source: "Cluster", target: "Cluster", plan: SwitchPlan, *, thresholds: Any = None,
-           drain_timeout_s: float = 60.0, drain_interval_s: float = 2.0) -> SwitchFacts:
+           drain_timeout_s: float = 60.0, drain_interval_s: float = 2.0, sync_replication: bool = False
+           ) -> SwitchFacts:
     """The facts a cut-over (or rollback) is judged on: both peers from ZooKeeper, the families' scopes through
-    the shells, and (cut-over, with `thresholds`) the forward peer's drain, polled up to `drain_timeout_s`."""
+    the shells, (cut-over, with `thresholds`) the forward peer's drain, polled up to `drain_timeout_s`, and (with
+    `sync_replication`) whether both clusters have synchronous replication (their region servers' versions)."""
     from hbase_migration.replication import peer_admin
 
     with peer_admin(source) as admin:
@@ -338,9 +377,14 @@ def gather(source: "Cluster", target: "Cluster", plan: SwitchPlan, *, thresholds
     if thresholds is not None and forward is not None and forward.enabled:
         poll = drain_check(source, plan.peer_id, thresholds, interval_s=drain_interval_s, timeout_s=drain_timeout_s)
         drained, reasons, notes = poll.decision.drained, poll.decision.reasons, poll.decision.notes
+    sync = None
+    if sync_replication:
+        from hbase_migration.replication.sync_replication import check_support
+
+        sync = check_support(source, target)
     return SwitchFacts(str(source.cluster_key), str(target.cluster_key), forward, reverse,
                        _scopes(target, plan.tables) if plan.kind == "cutover" else {},
-                       drained, tuple(reasons), tuple(notes))
+                       drained, tuple(reasons), tuple(notes), sync)
 
 
 def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan, *, enabled: bool = True
@@ -408,3 +452,20 @@ def remove_reverse_peer(target: "Cluster", plan: SwitchPlan) -> dict[str, Any]:
                     "changed": False, "message": f"peer {plan.reverse_peer_id} on the target is not this cut-over's "
                     "reverse peer: left alone"}
         return admin.remove_peer(plan.reverse_peer_id).to_dict()
+
+
+def lift_fence(source: "Cluster", plan: SwitchPlan) -> Any:
+    """Give the source its writes back after a cut-over, the way it was fenced: READONLY off (`freeze.set_readonly`,
+    read back), or the principals' WRITE as the cut-over found it (`plan.unfence_statements`, run through the
+    shell's JRuby Admin; a grant without merge sets exactly those actions, so a re-run changes nothing more)."""
+    from hbase_migration.migration import freeze
+
+    if plan.freeze_method == "acl":
+        if not plan.unfence_statements:
+            raise ValueError("an ACL cut-over's plan without the statements that give WRITE back")
+        from hbase_migration.clusters import channels
+
+        channels.shell(source, freeze.jruby_admin_statements() + list(plan.unfence_statements),
+                       timeout_s=max(source.shell_timeout_s, 300.0))
+        return {"method": "acl", "statements": list(plan.unfence_statements)}
+    return {"method": "readonly", "tables": freeze.set_readonly(source, plan.tables, False)}

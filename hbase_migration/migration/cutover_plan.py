@@ -92,6 +92,7 @@ class WindowOptions:
     conditions: AbortConditions = field(default_factory=AbortConditions)
     acl_settle_s: float = 1.0  # ACL: a permission change reaches the region servers through ZooKeeper
     flush_before: bool = True  # READONLY: flush the tables before the freeze (less to flush when regions close)
+    unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
     parallel_checks: int = 8  # key ranges compared at once by the bounded check
     drain_poll_s: float = 0.1
 

@@ -74,6 +74,8 @@ class _Window:
         self.unfence: list[str] = []
         self.src_shell: "ShellSession | None" = None
         self.tgt_shell: "ShellSession | None" = None
+        self.stack: contextlib.ExitStack | None = None
+        self.jruby = True  # the source's shell evaluates JRuby (HBase's own shell does; a stand-in may not)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[dict[str, Any]]:
@@ -95,6 +97,7 @@ class _Window:
     def open_sessions(self, stack: contextlib.ExitStack) -> None:
         from hbase_migration.clusters import channels
 
+        self.stack = stack
         managers = [channels.shell_session(self.source), channels.shell_session(self.target)]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shell-open") as pool:
             futures = [pool.submit(m.__enter__) for m in managers]
@@ -112,20 +115,43 @@ class _Window:
         self.src_shell, self.tgt_shell = opened
 
     def prepare_fence(self, detail: dict[str, Any]) -> None:
+        from hbase_migration.clusters import channels
+        from hbase_migration.clusters.shell import ShellCommandError
         from hbase_migration.migration import freeze
 
         tables = list(self.plan.tables)
-        self.src_shell.run(freeze.jruby_admin_statements())
+        try:
+            self.src_shell.run(freeze.jruby_admin_statements())
+        except ShellCommandError as e:  # a shell that does not evaluate JRuby: the shell's own commands only
+            log.warning("the source's shell cannot reach HBase's Admin API from JRuby (%s): READONLY through `alter`, "
+                        "one table after the other", " ".join(str(e).split())[:300])
+            self.jruby = False
+            self.src_shell = self.stack.enter_context(channels.shell_session(self.source))
+        detail["admin_api"] = self.jruby
         if self.options.freeze_method == READONLY:
-            self.fence_statements = [freeze.readonly_parallel_statement(tables, True)]
-            self.unfence = [freeze.readonly_parallel_statement(tables, False)]
+            if self.jruby:
+                self.fence_statements = [freeze.readonly_parallel_statement(tables, True)]
+                self.unfence = [freeze.readonly_parallel_statement(tables, False)]
+            else:
+                describes = [freeze.describe_statement(t) for t in tables]
+                self.fence_statements = [freeze.readonly_statement(t, True) for t in tables] + describes
+                self.unfence = [freeze.readonly_statement(t, False) for t in tables] + describes
             if self.options.flush_before:
                 self.src_shell.run(freeze.flush_statements(tables), timeout_s=600)
             detail["statements"] = self.fence_statements
             return
+        if not self.jruby:
+            raise CutoverAborted("acl", "an ACL freeze runs HBase's Admin API from the shell's JRuby, which this "
+                                        "cluster's shell_command does not evaluate: freeze with READONLY",
+                                 {"fence": "not applied", "changed": False})
         grants = []
-        for statement in freeze.acl_read_statements(tables):
-            grants += freeze.parse_user_permission(self.src_shell.run([statement]).stdout)
+        try:
+            for statement in freeze.acl_read_statements(tables):
+                grants += freeze.parse_user_permission(self.src_shell.run([statement]).stdout)
+        except ShellCommandError as e:
+            raise CutoverAborted("acl", f"the source's permissions cannot be read ({' '.join(str(e).split())[:400]}): "
+                                        "an ACL freeze needs HBase's AccessController (hbase.security.authorization); "
+                                        "freeze with READONLY", {"fence": "not applied", "changed": False}) from e
         fence = freeze.acl_fence_plan(tables, grants, self.options.freeze_exempt)
         detail["fenced"] = [g.__dict__ for g in fence.fenced]
         if fence.refusals:
@@ -166,12 +192,11 @@ class _Window:
                              parallel=self.options.parallel_checks)
 
     def apply_fence(self, detail: dict[str, Any]) -> None:
-        from hbase_migration.migration import freeze
 
         out = self.src_shell.run(self.fence_statements, timeout_s=600)
         self.fenced = True
         if self.options.freeze_method == READONLY:
-            states = freeze.parse_readonly_marks(out.stdout)
+            states = self.readonly_read_back(out.stdout)
             detail["readonly"] = states
             wrong = [t for t in self.plan.tables if states.get(t) is not True]
             if wrong:
@@ -179,6 +204,16 @@ class _Window:
                                               f"{states})")
         else:
             self.sleep(self.options.acl_settle_s)  # the permission reaches every region server through ZooKeeper
+
+    def readonly_read_back(self, stdout: str) -> dict[str, bool]:
+        """Each table's READONLY as the fence (or its lifting) printed it: the Admin statement's marks, or the
+        `describe`s that follow the `alter`s."""
+        from hbase_migration.migration import freeze
+
+        if self.jruby:
+            return freeze.parse_readonly_marks(stdout)
+        sections = freeze.split_describes(stdout)
+        return {t: freeze.parse_readonly(sections[t], t) for t in self.plan.tables if t in sections}
 
     def roll_and_drain(self, fence_started: float, roll: dict[str, Any], drain: dict[str, Any]) -> None:
         from hbase_migration.clusters import zk
@@ -242,7 +277,7 @@ class _Window:
             log.warning("lifting the fence in the session failed (%s): a new shell", e)
         from hbase_migration.migration import freeze
 
-        statements = freeze.jruby_admin_statements() + self.unfence
+        statements = (freeze.jruby_admin_statements() if self.jruby else []) + self.unfence
         channels.shell(self.source, statements, timeout_s=max(self.source.shell_timeout_s, 600.0))
         return "fence lifted (new shell)"
 
@@ -308,12 +343,10 @@ class _Window:
             try:
                 with self.step("enable_reverse_peer") as d:
                     self.enable_reverse(d)
-                if self.options.freeze_method == READONLY:
+                if self.options.freeze_method == READONLY and self.options.unfreeze_after_switch:
                     with self.step("unfreeze_source") as d:
-                        from hbase_migration.migration import freeze
-
-                        d["readonly"] = freeze.parse_readonly_marks(self.src_shell.run(self.unfence,
-                                                                                       timeout_s=600).stdout)
+                        d["readonly"] = self.readonly_read_back(self.src_shell.run(self.unfence,
+                                                                                   timeout_s=600).stdout)
             except Exception as e:
                 raise PostSwitchError(
                     f"after the switch (the clients write to the target; nothing is undone): {type(e).__name__}: {e}. "

@@ -198,6 +198,33 @@ def _class_names(value: Any) -> tuple[str, ...]:
 # The fields
 
 
+def _command(value: Any) -> str:
+    """A command line (shell-split, run without a shell): non-empty, and it must split."""
+    import shlex
+
+    text = _string(value)
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise ValueError(f"must be a command line that splits like a shell's ({e}), got {value!r}") from None
+    if not argv:
+        raise ValueError(f"must name a command, got {value!r}")
+    return text
+
+
+def _principals(value: Any) -> tuple[str, ...]:
+    """HBase users or @groups (a list, or one comma-separated string); empty: none."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of users or @groups, got {value!r}")
+    names = tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
+    bad = [n for n in names if any(c.isspace() or c in "'\"\\," for c in n) or n == "@"]
+    if bad:
+        raise ValueError(f"must be user or @group names (no spaces, quotes or commas), got {bad[0]!r}")
+    return names
+
+
 def at_least(low: int, what: str) -> dict[str, Any]:
     """A lower bound, for the form (JSON schema) and for validation alike."""
     return {"bounds": {"minimum": low}, "check": lambda v: v >= low, "wanted": f"{what} >= {low}"}
@@ -406,11 +433,47 @@ FIELDS: tuple[Field, ...] = (
           "rollback loses nothing", _peer_id, dags=frozenset({CUTOVER}), nullable=True,
           bounds={"pattern": PEER_ID_PATTERN}),
     Field("unfreeze_source", "boolean", True, "Unfreeze the source after the switch",
-          "after the approval and the forward peer's removal, make the source tables writable again so the "
-          "reverse peer can apply the target's edits (a READONLY table refuses replicated edits too: they would "
-          "wait in the target's WALs). Off: the source stays READONLY, the reverse backlog grows until you "
-          "unfreeze it (python -m hbase_migration freeze --unfreeze) or roll back", _boolean,
-          dags=frozenset({CUTOVER})),
+          "READONLY freeze: right after the switch make the source tables writable again, so the reverse peer can "
+          "apply the target's edits (a READONLY table refuses replicated edits too: they would wait in the target's "
+          "WALs). Off: the source stays READONLY, the reverse backlog grows until you unfreeze it (python -m "
+          "hbase_migration freeze --unfreeze) or roll back. ACL freeze: the fence stays either way (the replication "
+          "sink writes as the HBase superuser); the rollback gives WRITE back", _boolean, dags=frozenset({CUTOVER})),
+    Field("switch_command", "string", None, "Switch command (moves the clients to the target)",
+          "run inside the write freeze once the source is fenced, drained and checked: it must make the clients write "
+          "to the target and exit 0 once they do (non-zero aborts the cut-over: the fence is lifted, the clients stay "
+          "on the source). Split like a command line, run without a shell where the task runs, with the environment "
+          "HBASE_CUTOVER_PHASE=switch (abort: it runs again to send the clients back after an abort), "
+          "HBASE_CUTOVER_RUN_ID, HBASE_CUTOVER_TABLES, HBASE_CUTOVER_SOURCE, HBASE_CUTOVER_TARGET. No person is in "
+          "the window: the plan, this command included, is approved before writes stop", _command,
+          dags=frozenset({CUTOVER}), nullable=True),
+    Field("freeze_method", "string", "readonly", "How writes to the source are stopped",
+          "readonly: the tables' READONLY attribute (any cluster; every region of the tables reopens, reads blip; "
+          "the source is made writable again after the switch so the reverse peer can write to it); acl: WRITE taken "
+          "away from every principal holding it on the tables (clusters with HBase's AccessController: no region "
+          "reopens; the fence stays after the switch, the replication sink writes as the HBase superuser). "
+          "docs/cutover.md compares them with figures", _string, dags=frozenset({CUTOVER}),
+          bounds={"enum": ["readonly", "acl"]}, check=lambda v: v in ("readonly", "acl"),
+          wanted="'readonly' or 'acl'"),
+    Field("freeze_exempt", "array", [], "ACL freeze: principals left writing",
+          "users or @groups whose WRITE on the tables is not taken away (a tool that must keep writing); a principal "
+          "holding WRITE on the namespace or globally must be listed here or the cut-over is refused",
+          _principals, dags=frozenset({CUTOVER}), bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("max_freeze_s", "number", 120, "Abort: the freeze's steps longer than (s)",
+          "the fence, the forward peer's drain, the bounded check and the switch must be done within this after the "
+          "fence started; else the fence is lifted and the clients stay on the source", _number,
+          dags=frozenset({CUTOVER}), bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
+          wanted="a number of seconds > 0"),
+    Field("lag_wait_s", "number", 300, "Abort: lag above max_lag_ms for longer than (s)",
+          "before the freeze the forward peer's lag must come under max_lag_ms; waited for this long, else the "
+          "cut-over is aborted with nothing changed", _number, dags=frozenset({CUTOVER}), **at_least(0, "a number")),
+    Field("skew_margin_ms", "integer", 5000, "Bounded check: clock skew margin (ms)",
+          "how far the region servers' clocks (which stamp the cells) may be behind the toolkit's: the bounded check "
+          "reaches back this much before the last verification's start", _integer, dags=frozenset({CUTOVER}),
+          **at_least(0, "an integer")),
+    Field("sync_replication", "boolean", False, "Synchronous replication (HBase 3.0+)",
+          "cut over with HBase's synchronous replication (a remote WAL on the target's HDFS, ACTIVE / "
+          "DOWNGRADE_ACTIVE / STANDBY): only HBase 3.0 and later have it; the check refuses it on older clusters "
+          "with the evidence (docs/cutover.md)", _boolean, dags=frozenset({CUTOVER})),
     Field("cutover_run_id", "string", None, "Cut-over run to roll back",
           "the run id of the hbase_cutover run whose reverse peer brings the tables back to the source", _run_id,
           dags=frozenset({ROLLBACK})),
@@ -505,6 +568,13 @@ class RunSpec:
     only_tables: tuple[str, ...] | None = None
     reverse_peer_id: str | None = None
     unfreeze_source: bool = True
+    switch_command: str | None = None
+    freeze_method: str = "readonly"
+    freeze_exempt: tuple[str, ...] = ()
+    max_freeze_s: float = 120.0
+    lag_wait_s: float = 300.0
+    skew_margin_ms: int = 5000
+    sync_replication: bool = False
     cutover_run_id: str | None = None
 
     @classmethod
@@ -528,6 +598,9 @@ class RunSpec:
                                                  "reversed or empty)")
         if self.source_conn_id == self.target_conn_id:
             raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
+        if dag_kind == CUTOVER and not self.switch_command:
+            raise InvalidRunInput("switch_command", "is required: the command that moves the clients to the target "
+                                                    "inside the write freeze (exit 0 once they write there)")
         if dag_kind == MIGRATION and self.initial_copy != "scan" and (self.start_time_ms is not None
                                                                       or self.end_time_ms is not None):
             raise InvalidRunInput("initial_copy", f"{self.initial_copy!r} copies every cell of a table (its snapshot): "
@@ -548,7 +621,7 @@ class RunSpec:
         """From `to_dict()` (an XCom); fields absent keep their defaults."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for name in ("tables", "clusters", "only_tables", "target_coprocessors"):
+        for name in ("tables", "clusters", "only_tables", "target_coprocessors", "freeze_exempt"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -558,6 +631,7 @@ class RunSpec:
         d["tables"], d["clusters"] = list(self.tables), list(self.clusters)
         d["only_tables"] = None if self.only_tables is None else list(self.only_tables)
         d["target_coprocessors"] = list(self.target_coprocessors)
+        d["freeze_exempt"] = list(self.freeze_exempt)
         return d
 
     def codecs(self) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """The cut-over and rollback DAGs' structure: forms from the run spec, every task reading the validated spec (never
-the raw form), Airflow's own ApprovalOperator in the right place, and the paths a rejection and a failure take."""
+the raw form), Airflow's own ApprovalOperator in the right place (the cut-over's before anything changes), and the
+paths a rejection and a failure take."""
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,9 @@ def load(dag_id: str):
 
 
 @pytest.mark.parametrize("dag_id, kind, order, approval, after", [
-    ("hbase_cutover", CUTOVER, ["open_run", "check", "freeze_source", "final_drain", "final_verify", "reverse_peer",
-                                "approve_clients_switched", "retire_forward_peer", "finish_source", "report"],
-     "approve_clients_switched", "retire_forward_peer"),
+    ("hbase_cutover", CUTOVER, ["open_run", "check", "approve_cutover", "reverse_peer", "pre_verify", "window",
+                                "post_verify", "retire_forward_peer", "report"],
+     "approve_cutover", "reverse_peer"),
     ("hbase_rollback", ROLLBACK, ["open_run", "check", "freeze_target", "unfreeze_source", "final_drain",
                                   "final_verify", "approve_clients_back", "remove_reverse_peer", "report"],
      "approve_clients_back", "remove_reverse_peer"),
@@ -44,7 +45,17 @@ def test_structure(dag_id, kind, order, approval, after):
         for name in getattr(task, "template_fields", ()):
             value = getattr(task, name, None)
             assert "params." not in str(value), f"{task.task_id}.{name} reads the raw form: {value}"
-    drain = dag.get_task("final_drain")
-    assert drain.deferrable is True and drain.ledger_phase == "final_drain"
-    assert drain.idle_window_s.endswith("{{ s.idle_window_s }}")
-    assert dag.get_task("final_verify").partial_kwargs["repair"] is False
+    if kind == ROLLBACK:
+        drain = dag.get_task("final_drain")
+        assert drain.deferrable is True and drain.ledger_phase == "final_drain"
+        assert drain.idle_window_s.endswith("{{ s.idle_window_s }}")
+        assert dag.get_task("final_verify").partial_kwargs["repair"] is False
+        return
+    # The cut-over: no person after the plan's approval; the window in one task, never retried.
+    assert dag.get_task("reverse_peer").enabled is False
+    window = dag.get_task("window")
+    assert window.retries == 0 and "s.switch_command | tojson" in window.switch_command
+    for task_id, phase in (("pre_verify", "verify"), ("post_verify", "post_verify")):
+        verify = dag.get_task(task_id)
+        assert verify.partial_kwargs["repair"] is False and verify.partial_kwargs["ledger_phase"] == phase
+    assert "switch_command" in dag.get_task("approve_cutover").body

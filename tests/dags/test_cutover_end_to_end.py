@@ -1,24 +1,25 @@
-"""Migration, cut-over and rollback end to end, each through `airflow dags test`, against minihbase dc1 -> dc2,
+"""Migration, cut-over and rollback end to end, each through `airflow dags test`, against minihbase dc1 -> dc2 (the
+stand-in; the same cut-over and rollback run on real HBase in `make test`: test_cutover_end_to_end_realhbase.py),
 with the approvals given through Airflow's REST API (an `airflow api-server` on the same metadata database, as an
 operator's script would answer the Required Actions), and every cell compared independently (a plain Thrift2
 client of HBase's IDL) at each step:
 
 1. `hbase_table_migration` with a live writer (puts, new versions, old-timestamp puts, row/column/version
    deletes) during the copy and the catch-up;
-2. a cut-over rejected through the REST API: undone (source writable, reverse peer removed, forward peer kept);
-   then live writers again, and `hbase_cutover`: when it asks "Clients switched to the target?", the source is
-   READONLY (the writers' puts are refused with HBase's error), every acknowledged edit is on the target, the
-   reverse peer is ENABLED; the clients then write to the target, and the approval is given by REST;
-3. afterwards: the forward peer is gone, the source writable again, and the target's writes reach the source
-   through the reverse peer; both sides equal;
-4. `hbase_rollback`: at its question the target is READONLY; approved by REST; the reverse peer is gone, the
-   source takes writes again; both sides equal.
+2. a cut-over whose plan is rejected through the REST API: nothing changed (source writable, no reverse peer,
+   forward peer kept); then clients that switch when told, and `hbase_cutover` approved through REST: no person
+   after that; its switch command writes the switch file the clients watch; afterwards the forward peer is gone,
+   the source writable again, every acknowledged write on the target, none accepted by both sides, and the
+   target's writes reach the source through the reverse peer; both sides equal;
+3. `hbase_rollback`: at its question the target is READONLY; the clients go back, approved by REST; the reverse
+   peer is gone; both sides equal.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from tests.airflow_home import Hitl, api_server, make_home
 from tests.dags.airflow_run import REPO, connections_env
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.full]
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
@@ -131,68 +132,67 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         assert migration_run["status"] == "success"
         wait_for(lambda: all_equal(ep1, ep2, tables), 180, "both sides equal after the migration", interval=2)
 
-        # 2a. A cut-over called off: rejected through the REST API. The source is writable again, the reverse
-        # peer gone, the forward peer as it was; the ledger says the run failed at its approval.
+        # 2a. A cut-over called off at its plan's approval: nothing changed.
+        switch_file = tmp_path / "active-cluster"
+        switch_file.write_text("dc1")
+        switch_command = (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(switch_file)!r}).write_text("
+                          "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
+        conf = {"migration_run_id": migration_run["run_id"], "switch_command": switch_command, "idle_window_s": 10,
+                "recompare_sleep_s": 1}
         log = tmp_path / "cutover-rejected.log"
-        rejected = dags_test("hbase_cutover", {"migration_run_id": migration_run["run_id"], "idle_window_s": 10,
-                                               "recompare_sleep_s": 1}, env, log)
-        rejected_run, _ = api.wait_for_question("hbase_cutover", "approve_clients_switched", 900, rejected, log)
-        assert readonly(dc1, tables) == {t.name: True for t in tables}
-        api.answer("hbase_cutover", rejected_run, "approve_clients_switched", "Reject")
+        rejected = dags_test("hbase_cutover", conf, env, log)
+        rejected_run, _ = api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
+        api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
         assert rejected.wait(timeout=600) == 0, tail(log)
         assert readonly(dc1, tables) == {t.name: False for t in tables}
         assert peer(dc2, "cut_rev") is None and peer(dc1, "cut").enabled is True
         with Ledger.open(ledger_url) as ledger:
             called_off = ledger.run_summary(rejected_run)
         assert called_off["run"]["status"] == "failed"
-        assert called_off["phases"]["*"]["approval"]["status"] == "failed"
-        assert "rejected at approve_clients_switched" in called_off["phases"]["*"]["approval"]["detail"]
-        answer = api.detail("hbase_cutover", rejected_run, "approve_clients_switched")
+        assert "rejected at approve_cutover" in called_off["phases"]["*"]["approval"]["detail"]
+        answer = api.detail("hbase_cutover", rejected_run, "approve_cutover")
         assert answer["chosen_options"] == ["Reject"] and answer["responded_by_user"]["name"] == "admin"
-        assert [n["state"] for n in called_off["peer"]["notes"]] == ["ENABLED", "REMOVED"]
-        put_rows(dc1, "users", [b"after-reject-0001"])  # the clients carry on with the source
+        assert called_off["peer"]["notes"] == []
 
-        # 2b. The cut-over, clients writing to the source until it is frozen.
-        writer = LiveWriter(lambda: Thrift2(ep1), tables, ops_per_second=30, seed=11).start()
+        # 2b. The cut-over, clients writing to the source until they are switched.
+        from demo.switching_writer import SwitchingWriter, freeze_figures
+
+        names = [t.name for t in tables]
+        writer = SwitchingWriter(lambda n: Thrift2(ep1 if n == "dc1" else ep2), ("dc1", "dc2"), names, threads=3,
+                                 ops_per_second=30, family={t.name: next(iter(t.families)).encode() for t in tables},
+                                 switch_file=switch_file).start()
         log = tmp_path / "cutover.log"
-        cutover = dags_test("hbase_cutover", {"migration_run_id": migration_run["run_id"], "idle_window_s": 10,
-                                              "recompare_sleep_s": 1}, env, log)
-        cut_run, question = api.wait_for_question("hbase_cutover", "approve_clients_switched", 900, cutover, log)
-        stats = writer.stop()
-        assert question["subject"] == "Clients switched to the target?"
-        assert question["options"] == ["Approve", "Reject"] and question["response_received"] is False
-        assert "the source (hbase_source) is READONLY" in question["body"]
-        # The writers were refused once the source froze, with HBase's text; everything acknowledged is on the
-        # target (the final drain and verification passed), and the reverse peer is ready.
-        assert stats.errors > 0 and "region is read only" in stats.last_error, stats
-        assert readonly(dc1, tables) == {t.name: True for t in tables}
-        assert all_equal(ep1, ep2, tables)
-        reverse = peer(dc2, "cut_rev")
-        assert reverse is not None and reverse.enabled is True
-        # The clients move: they write to the target (the source refuses the reverse peer's edits while frozen).
-        after_cut = [b"after-cut-%04d" % i for i in range(50)]
-        put_rows(dc2, "users", after_cut)
-        answered = api.answer("hbase_cutover", cut_run, "approve_clients_switched", "Approve")
+        started = time.time()
+        cutover = dags_test("hbase_cutover", conf, env, log)
+        cut_run, question = api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
+        assert question["subject"] == "Cut over now?"
+        answered = api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
         assert answered["chosen_options"] == ["Approve"] and answered["responded_by"]["name"] == "admin"
-        assert cutover.wait(timeout=600) == 0, tail(log)
+        assert cutover.wait(timeout=1800) == 0, tail(log)
+        assert switch_file.read_text() == "dc2"
+        wait_for(lambda: any(a.cluster == "dc2" for a in writer.log.acks), 60, "the clients on the target")
+        stats = writer.stop()
+        writer = None
+        assert freeze_figures(stats, "dc1", "dc2", since=started)["writes_accepted_by_both"] == 0
+        assert any("region is read only" in r[2] for r in stats.refusals), stats.refusals[:3]
 
         # 3. After the cut-over: forward peer gone, source writable, the target's writes reach the source.
-        assert peer(dc1, "cut") is None
+        assert peer(dc1, "cut") is None and peer(dc2, "cut_rev").enabled is True
         assert readonly(dc1, tables) == {t.name: False for t in tables}
+        after_cut = [b"after-cut-%04d" % i for i in range(50)]
+        put_rows(dc2, "users", after_cut)
         wait_for(lambda: present(dc1, "users", after_cut), 180, "the target's writes on the source", interval=1)
-        more = [b"after-cut-more-%04d" % i for i in range(20)]
-        put_rows(dc2, "users", more)
-        wait_for(lambda: present(dc1, "users", more), 120, "later target writes on the source", interval=1)
         wait_for(lambda: all_equal(ep1, ep2, tables), 180, "both sides equal after the cut-over", interval=2)
         with Ledger.open(ledger_url) as ledger:
             cut_summary = ledger.run_summary(cut_run)
         assert cut_summary["run"]["status"] == "success"
         phases = cut_summary["phases"]["*"]
-        for phase in ("check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze"):
+        for phase in ("check", "approval", "reverse_peer", "window", "freeze", "final_drain", "bounded_check",
+                      "switch", "enable_peer", "unfreeze", "remove_peer"):
             assert phases[phase]["status"] == "success", (phase, phases)
         assert json.loads(phases["approval"]["detail"])["responded_by"] == "admin"
         assert all(v[-1]["clean"] for v in cut_summary["verification"].values())
-        assert [n["state"] for n in cut_summary["peer"]["notes"]] == ["ENABLED", "REMOVED"]
+        assert [n["state"] for n in cut_summary["peer"]["notes"]] == ["DISABLED", "ENABLED", "REMOVED"]
 
         # 4. The rollback.
         log = tmp_path / "rollback.log"
@@ -203,6 +203,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         assert readonly(dc2, tables) == {t.name: True for t in tables}
         assert readonly(dc1, tables) == {t.name: False for t in tables}
         assert all_equal(ep1, ep2, tables)
+        switch_file.write_text("dc1")
         api.answer("hbase_rollback", rb_run, "approve_clients_back", "Approve")
         assert rollback.wait(timeout=600) == 0, tail(log)
         assert peer(dc2, "cut_rev") is None

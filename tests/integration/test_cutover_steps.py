@@ -112,19 +112,20 @@ def migration_run(url: str, dc1, dc2, table: str, peer_id: str, *, status: str =
 def test_bad_input_is_refused_and_changes_nothing(env):
     dc1, dc2, table, peer_id, url = env
     EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})
-    form = {"migration_run_id": "manual__nothing"}
+    go = {"switch_command": "true"}
+    form = {"migration_run_id": "manual__nothing", **go}
     with pytest.raises(SwitchRefused, match="run 'manual__nothing' is not in the run ledger"):
         cutover_steps.open_cutover(form, "cut1", "hbase_cutover")
 
     migration_run(url, dc1, dc2, table, peer_id, status="running", run_id="manual__running")
     with pytest.raises(SwitchRefused, match="is 'running': only a run that finished"):
-        cutover_steps.open_cutover({"migration_run_id": "manual__running"}, "cut2", "hbase_cutover")
+        cutover_steps.open_cutover({"migration_run_id": "manual__running", **go}, "cut2", "hbase_cutover")
     migration_run(url, dc1, dc2, table, peer_id, clean=False, run_id="manual__dirty")
     with pytest.raises(SwitchRefused, match=f"table {table}: the latest verification .* is not clean"):
-        cutover_steps.open_cutover({"migration_run_id": "manual__dirty"}, "cut3", "hbase_cutover")
+        cutover_steps.open_cutover({"migration_run_id": "manual__dirty", **go}, "cut3", "hbase_cutover")
     run_id = migration_run(url, dc1, dc2, table, peer_id)
     with pytest.raises(SwitchRefused, match="table.s. other_table are not part of migration run"):
-        cutover_steps.open_cutover({"migration_run_id": run_id, "only_tables": [table, "other_table"]}, "cut4",
+        cutover_steps.open_cutover({"migration_run_id": run_id, "only_tables": [table, "other_table"], **go}, "cut4",
                                    "hbase_cutover")
 
     # A reverse peer id taken on the target by another config: refused by the check, the source stays writable.
@@ -133,7 +134,7 @@ def test_bad_input_is_refused_and_changes_nothing(env):
     with peer_admin(dst) as admin:
         admin.add_peer(taken, migration_peer_config(cluster_from_text("s", dc1.connection_json), ["elsewhere"]))
     try:
-        opened = cutover_steps.open_cutover({"migration_run_id": run_id, "reverse_peer_id": taken}, "cut5",
+        opened = cutover_steps.open_cutover({"migration_run_id": run_id, "reverse_peer_id": taken, **go}, "cut5",
                                             "hbase_cutover")
         with pytest.raises(AirflowFailException) as e:
             CutoverCheckOperator(task_id="check", plan=opened["plan"], ledger_run_id="cut5", max_lag_ms=60_000,
@@ -148,7 +149,7 @@ def test_bad_input_is_refused_and_changes_nothing(env):
             admin.remove_peer(taken)
 
     # A rollback of a cut-over whose reverse peer does not exist (never made: the cut-over stopped at its check).
-    opened = cutover_steps.open_cutover({"migration_run_id": run_id}, "cut6", "hbase_cutover")
+    opened = cutover_steps.open_cutover({"migration_run_id": run_id, **go}, "cut6", "hbase_cutover")
     rollback = cutover_steps.open_rollback({"cutover_run_id": "cut6"}, "rb1", "hbase_rollback")
     assert rollback["plan"]["reverse_peer_id"] == f"{peer_id}_rev" == opened["plan"]["reverse_peer_id"]
     with pytest.raises(AirflowFailException, match=f"rollback refused, nothing was changed: no reverse peer "
@@ -159,28 +160,33 @@ def test_bad_input_is_refused_and_changes_nothing(env):
 
 
 def test_a_failed_cutover_records_what_it_left_for_its_alert(env):
-    """A cut-over that fails before the approval is undone by state_left_behind, which records its verdict in the
+    """A cut-over whose window died in the freeze (its task killed: the fence not lifted by the window itself) is
+    undone by state_left_behind (the clients were not switched, says the ledger), which records its verdict in the
     ledger; the failure alert reads it there and tells the person what to run."""
     from hbase_migration.migration.alerts import ClusterRef, failed_run_alert, verdict_of
     from hbase_migration.migration.runspec import CUTOVER
+    from operators.cutover import record_phase
 
     dc1, dc2, table, peer_id, url = env
     EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})
     run_id = migration_run(url, dc1, dc2, table, peer_id, run_id="manual__alerted")
-    opened = cutover_steps.open_cutover({"migration_run_id": run_id}, "cut_alert", "hbase_cutover")
-    SetReadOnlyOperator(task_id="freeze", conn_id="hbase_source", tables=[table], readonly=True).execute({})
+    opened = cutover_steps.open_cutover({"migration_run_id": run_id, "switch_command": "true"}, "cut_alert",
+                                        "hbase_cutover")
+    record_phase("cut_alert", "window", "running")
+    SetReadOnlyOperator(task_id="freeze", conn_id="hbase_source", tables=[table], readonly=True,
+                        ledger_run_id="cut_alert").execute({})
     left = cutover_steps.state_left_behind("cut_alert", CUTOVER, opened["plan"], "hbase_source", "hbase_target",
-                                           ["final_drain"], approved=False)
+                                           ["window"], approved=False)
     assert readonly_states(cluster_from_text("s", dc1.connection_json), [table]) == {table: False}  # undone
     with Ledger.open(url) as ledger:
         summary = ledger.run_summary("cut_alert")
     verdict = verdict_of(summary)
     assert verdict["advice"] == left["advice"] == (
-        "the cutover was undone before the approval: the clients stay on the source, which is writable again; fix "
+        "the cutover was undone before the clients moved: they stay on the source, which is writable again; fix "
         f"the cause (the failed task's log) and trigger hbase_cutover again (migration_run_id={run_id})")
-    assert verdict["failed_tasks"] == ["final_drain"] and summary["run"]["status"] == "failed"
+    assert verdict["failed_tasks"] == ["window"] and summary["run"]["status"] == "failed"
     alert = failed_run_alert(dag_id="hbase_cutover", dag_run_id="cut_alert", reason="task_failure",
-                             task_id="final_drain", map_index=-1, try_number=1, summary=summary, planned={},
+                             task_id="window", map_index=-1, try_number=1, summary=summary, planned={},
                              source=ClusterRef("hbase_source", dc1.cluster_key),
                              target=ClusterRef("hbase_target", dc2.cluster_key), url=None, now_ms=0)
     lines = dict(alert.lines)

@@ -166,20 +166,38 @@ def test_the_load_throttle_fields_are_canonical_and_checked_together():
 def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
-        "recompare_sleep_s", "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source"]
+        "recompare_sleep_s", "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
+        "switch_command", "freeze_method", "freeze_exempt", "max_freeze_s", "lag_wait_s", "skew_margin_ms",
+        "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", "cutover_run_id"]
-    spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b"},
-                            CUTOVER)
+    spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b",
+                             "switch_command": "switch-clients --to dc2"}, CUTOVER)
     assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
         "manual__2024-05-01T00:00:00+00:00", ("a", "ns:b"), None, True)
     assert RunSpec.from_dict(spec.to_dict()) == spec
-    assert RunSpec.validate({"migration_run_id": "r", "only_tables": []}, CUTOVER).only_tables is None
+    assert (spec.switch_command, spec.freeze_method, spec.freeze_exempt, spec.max_freeze_s, spec.lag_wait_s,
+            spec.skew_margin_ms, spec.sync_replication) == ("switch-clients --to dc2", "readonly", (), 120.0, 300.0,
+                                                           5000, False)
+    go = {"migration_run_id": "r", "switch_command": "true"}
+    assert RunSpec.validate({**go, "only_tables": []}, CUTOVER).only_tables is None
     with pytest.raises(InvalidRunInput, match="migration_run_id: is required"):
         RunSpec.validate({}, CUTOVER)
     with pytest.raises(InvalidRunInput, match="reverse_peer_id: peer id 'a-b' contains '-'"):
-        RunSpec.validate({"migration_run_id": "r", "reverse_peer_id": "a-b"}, CUTOVER)
+        RunSpec.validate({**go, "reverse_peer_id": "a-b"}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="switch_command: is required: the command that moves the clients"):
+        RunSpec.validate({"migration_run_id": "r"}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="switch_command: must be a command line that splits"):
+        RunSpec.validate({**go, "switch_command": "echo 'unclosed"}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="freeze_method: must be 'readonly' or 'acl', got 'disable'"):
+        RunSpec.validate({**go, "freeze_method": "disable"}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="freeze_exempt: must be user or @group names"):
+        RunSpec.validate({**go, "freeze_exempt": ["a b"]}, CUTOVER)
+    with pytest.raises(InvalidRunInput, match="max_freeze_s: must be a number of seconds > 0"):
+        RunSpec.validate({**go, "max_freeze_s": 0}, CUTOVER)
+    assert RunSpec.validate({**go, "freeze_method": "acl", "freeze_exempt": "svc,@etl"}, CUTOVER).freeze_exempt == (
+        "svc", "@etl")
     with pytest.raises(InvalidRunInput, match="unknown parameter"):
         RunSpec.validate({"cutover_run_id": "r", "migration_run_id": "r"}, ROLLBACK)
     with pytest.raises(InvalidRunInput, match="target_conn_id: must differ"):

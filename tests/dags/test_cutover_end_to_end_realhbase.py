@@ -1,0 +1,222 @@
+"""Cut-over and rollback end to end on real HBase (the session's realhbase test bed, dc1 -> dc2), each through
+`airflow dags test`, the approvals given through Airflow's REST API (an `airflow api-server` on the same metadata
+database, as an operator's script would answer the Required Actions), with clients that switch clusters when told
+(demo/switching_writer.py, told through a switch file: what `switch_command` writes) writing all along:
+
+0. the finished migration the cut-over starts from: the tables on both clusters, the forward peer dc1 -> dc2
+   ENABLED (the tables were empty when it was added, so no copy was needed), the run and its clean verification
+   in the ledger (the migration DAG's own end-to-end test covers the migration);
+1. a cut-over whose plan is rejected through the REST API: nothing changed (no reverse peer, the source writable,
+   the forward peer as it was), the run failed at its approval;
+2. the cut-over: the plan approved through REST before anything changes, then no person: reverse peer DISABLED,
+   full verification, the window (READONLY fence, drain, bounded check, the switch command writes the switch file,
+   the clients move), the reverse peer ENABLED, the source writable again, the verification after the switch, the
+   forward peer retired. Every acknowledged write is on the target, none was accepted by the source after the
+   target's first, and the target's writes reach the source;
+3. `hbase_rollback`: the target frozen, the reverse peer drained, verified; the clients told to go back, the
+   approval given by REST; the reverse peer removed; every acknowledged write on the source.
+
+Each run's phases are read back from the ledger. Timings are printed, never asserted.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from minihbase.zookeeper import free_port
+from tests.airflow_home import Hitl, api_server, make_home
+from tests.dags.airflow_run import REPO, connections_env
+from tests.polling import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.realhbase]
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+class Conn:
+    """What `connections_env` needs of a cluster: its connection as JSON."""
+
+    def __init__(self, endpoint: dict):
+        self.connection_json = json.dumps(endpoint["connection"])
+
+
+def dags_test(dag_id: str, conf: dict, env: dict, log_path: Path) -> subprocess.Popen:
+    out = open(log_path, "w")
+    return subprocess.Popen([AIRFLOW, "dags", "test", dag_id, "-c", json.dumps(conf)], cwd=REPO, env=env, stdout=out,
+                            stderr=subprocess.STDOUT)
+
+
+def tail(path: Path, n: int = 80) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+
+
+def finished_migration(ledger_url: str, eps: dict, clusters: dict, tables: list[str], peer_id: str) -> str:
+    """The state a finished migration leaves: tables on both sides (scope 1), the forward peer ENABLED, the run
+    `success` with a clean verification per table in the ledger."""
+    from hbase_migration.clusters import channels
+    from hbase_migration.ledger.store import Ledger
+    from hbase_migration.replication import peer_admin
+    from hbase_migration.replication.model import PeerConfig
+
+    for cluster in clusters.values():
+        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, "
+                                 "{NUMREGIONS => 4, SPLITALGO => 'HexStringSplit'}" for t in tables], timeout_s=900)
+    with peer_admin(clusters["dc1"]) as admin:
+        admin.add_peer(peer_id, PeerConfig(cluster_key=eps["dc2"]["cluster_key"], table_cfs={t: [] for t in tables}),
+                       enabled=True)
+    run_id = f"manual__migration_{peer_id}"
+    with Ledger.open(ledger_url) as ledger:
+        ledger.start_run(run_id, "hbase_table_migration", "manual", eps["dc1"]["cluster_key"],
+                         eps["dc2"]["cluster_key"], peer_id, tables, {"versions": None})
+        for t in tables:
+            ledger.verification(run_id, t, window_start_ms=0, window_end_ms=None, source_rows=0, target_rows=0,
+                                matching=0, content_different=0, only_in_source=0, only_in_target=0)
+        ledger.end_run(run_id, "success")
+    return run_id
+
+
+def readonly(cluster, tables) -> dict:
+    from hbase_migration.migration.freeze import readonly_states
+
+    return readonly_states(cluster, tables)
+
+
+def peer(cluster, peer_id: str):
+    from hbase_migration.replication import peer_admin
+
+    with peer_admin(cluster) as admin:
+        return admin.get_peer(peer_id)
+
+
+def missing(cluster, log) -> list:
+    from demo.switching_writer import lost_writes
+    from hbase_migration.data.datapath import open_data_path
+
+    with open_data_path(cluster) as path:
+        return lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()))
+
+
+def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, realhbase):
+    from demo.switching_writer import SwitchingWriter, freeze_figures
+    from demo.workload import Thrift2
+    from hbase_migration.clusters import channels
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.ledger.store import Ledger
+
+    eps = realhbase.endpoints()
+    clusters = {n: cluster_from_text(n, json.dumps(eps[n]["connection"])) for n in ("dc1", "dc2")}
+    tag = uuid.uuid4().hex[:5]
+    tables = [f"ce{tag}_users", f"ce{tag}_orders"]
+    peer_id = f"ce{tag}"
+    ledger_path = tmp_path / "ledger.db"
+    ledger_url = f"sqlite:///{ledger_path}"
+    switch_file = tmp_path / "active-cluster"
+    switch_file.write_text("dc1")
+    env, passwords = make_home(tmp_path / "airflow")
+    env.update(connections_env(Conn(eps["dc1"]), Conn(eps["dc2"]), ledger_path))
+    server = ExitStack()
+    writer = None
+    try:
+        migration_run = finished_migration(ledger_url, eps, clusters, tables, peer_id)
+        api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
+                   passwords["admin"])
+        writer = SwitchingWriter(lambda n: Thrift2(eps[n]), ("dc1", "dc2"), tables, threads=4, ops_per_second=20,
+                                 switch_file=switch_file).start()
+        switch_command = (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(switch_file)!r}).write_text("
+                          "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
+        conf = {"migration_run_id": migration_run, "switch_command": switch_command, "recompare_sleep_s": 1,
+                "idle_window_s": 10, "skew_margin_ms": 2000}
+
+        # 1. The plan rejected: nothing changed.
+        log = tmp_path / "cutover-rejected.log"
+        rejected = dags_test("hbase_cutover", conf, env, log)
+        rejected_run, question = api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
+        assert question["subject"] == "Cut over now?" and switch_command in question["body"]
+        api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
+        assert rejected.wait(timeout=600) == 0, tail(log)
+        assert peer(clusters["dc2"], f"{peer_id}_rev") is None and peer(clusters["dc1"], peer_id).enabled is True
+        with Ledger.open(ledger_url) as ledger:
+            called_off = ledger.run_summary(rejected_run)
+        assert called_off["run"]["status"] == "failed"
+        assert "rejected at approve_cutover" in called_off["phases"]["*"]["approval"]["detail"]
+        assert called_off["peer"]["notes"] == []
+
+        # 2. The cut-over: approved, then no person.
+        log = tmp_path / "cutover.log"
+        started = time.time()
+        cutover = dags_test("hbase_cutover", conf, env, log)
+        cut_run, _ = api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
+        answered = api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
+        assert answered["chosen_options"] == ["Approve"]
+        assert cutover.wait(timeout=2400) == 0, tail(log)
+        print(f"cut-over DAG run: {time.time() - started:.0f} s")
+        assert switch_file.read_text() == "dc2"
+        wait_for(lambda: any(a.cluster == "dc2" for a in writer.log.acks), 60, "the clients on the target")
+        with Ledger.open(ledger_url) as ledger:
+            cut = ledger.run_summary(cut_run)
+        assert cut["run"]["status"] == "success", cut["run"]
+        phases = cut["phases"]["*"]
+        for phase in ("check", "approval", "reverse_peer", "window", "lag_gate", "live_pass", "freeze",
+                      "final_drain", "bounded_check", "switch", "enable_peer", "unfreeze", "remove_peer"):
+            assert phases[phase]["status"] == "success", (phase, phases.get(phase))
+        for t in tables:
+            assert cut["phases"][t]["verify"]["status"] == "success"
+            assert cut["phases"][t]["post_verify"]["status"] == "success"
+        window = json.loads(phases["window"]["detail"])
+        print("window:", json.dumps({k: window[k] for k in ("steps", "freeze_s", "freeze_shares")}))
+        assert [n["state"] for n in cut["peer"]["notes"]] == ["DISABLED", "ENABLED", "REMOVED"]
+        assert peer(clusters["dc1"], peer_id) is None
+        assert peer(clusters["dc2"], f"{peer_id}_rev").enabled is True
+        assert readonly(clusters["dc1"], tables) == {t: False for t in tables}
+        figures = freeze_figures(writer.log, "dc1", "dc2", since=started)
+        print("writer at the cut-over:", figures)
+        assert figures["writes_accepted_by_both"] == 0, figures
+        assert missing(clusters["dc2"], writer.log) == []
+        wait_for(lambda: missing(clusters["dc1"], writer.log) == [], 240,
+                 "every write so far on the source too (the reverse peer)", interval=3)
+
+        # 3. The rollback.
+        log = tmp_path / "rollback.log"
+        rollback = dags_test("hbase_rollback", {"cutover_run_id": cut_run, "idle_window_s": 10,
+                                                "recompare_sleep_s": 1}, env, log)
+        rb_run, question = api.wait_for_question("hbase_rollback", "approve_clients_back", 1800, rollback, log)
+        assert question["subject"] == "Clients switched back to the source?"
+        assert readonly(clusters["dc2"], tables) == {t: True for t in tables}
+        assert any(r[0] == "dc2" and "region is read only" in r[2] for r in writer.log.refusals)
+        switch_file.write_text("dc1")  # the clients go back, then the person says so
+        back = time.time()
+        wait_for(lambda: any(a.cluster == "dc1" and a.accepted > back for a in writer.log.acks), 60,
+                 "the clients on the source again")
+        api.answer("hbase_rollback", rb_run, "approve_clients_back", "Approve")
+        assert rollback.wait(timeout=1200) == 0, tail(log)
+        assert peer(clusters["dc2"], f"{peer_id}_rev") is None
+        time.sleep(3)
+        final = writer.stop()
+        writer = None
+        assert missing(clusters["dc1"], final) == []
+        assert freeze_figures(final, "dc2", "dc1", since=back - 5)["writes_accepted_by_both"] == 0
+        with Ledger.open(ledger_url) as ledger:
+            rb = ledger.run_summary(rb_run)
+        assert rb["run"]["status"] == "success"
+        for phase in ("check", "freeze", "unfreeze", "final_drain", "approval", "remove_peer"):
+            assert rb["phases"]["*"][phase]["status"] == "success", (phase, rb["phases"])
+    finally:
+        if writer is not None:
+            writer.stop()
+        server.close()
+        from hbase_migration.replication import peer_admin
+
+        for cluster in clusters.values():
+            with peer_admin(cluster) as admin:
+                for p in (peer_id, f"{peer_id}_rev"):
+                    if admin.get_peer(p) is not None:
+                        admin.remove_peer(p, force=True)
+            channels.shell(cluster, [f"alter '{t}', READONLY => 'false'" for t in tables]
+                           + [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables], timeout_s=900)
