@@ -394,10 +394,29 @@ def run_snapshot_export(argv: Sequence[str]) -> int:
             return SparkExecutor(name, ns.master, jobargs.spark_conf(ns.conf), ns.log_level)
         return LocalExecutor(max(1, ns.workers))
 
+    def before_take(source: Any, target: Any, table: str, state: Any) -> None:
+        """The snapshot path's checks (migration/snapshot_checks.py), before the snapshot is taken."""
+        from hbase_migration.data.snapshot_export import ExportRefused
+        from hbase_migration.migration.checks import ERROR
+        from hbase_migration.migration.snapshot_checks import check_table
+
+        resumed = state is not None and state["state"] in ("published", "cloned", "cleaned")
+        results = check_table(source, target, table, resumed=resumed)
+        for r in results:
+            print(f"[{'ok  ' if r.ok else 'FAIL' if r.severity == ERROR else 'warn'}] {r.name}: {r.reason}",
+                  file=sys.stderr)
+        failures = [r for r in results if not r.ok and r.severity == ERROR]
+        if failures and all(r.transient for r in failures):
+            raise ConnectionError("; ".join(f"{r.name}: {r.reason}" for r in failures))
+        if failures:
+            raise ExportRefused("refused before the snapshot is taken, nothing changed: " + "; ".join(
+                f"{r.name}: {r.reason}" + (f" (fix: {r.fix})" if r.fix else "") for r in failures))
+
     def before_clone(source: Any, target: Any, table: str) -> None:
         create_namespaces(source, target, [table])  # clone_snapshot needs the table's namespace
 
-    return export_main(argv, executor, prog=f"{PROG} snapshot-export", job=False, before_clone=before_clone)
+    return export_main(argv, executor, prog=f"{PROG} snapshot-export", job=False, before_take=before_take,
+                       before_clone=before_clone)
 
 
 def _split(error: BaseException, command: str) -> tuple[str, str]:

@@ -363,11 +363,7 @@ class SnapshotExport:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for which, cluster in (("source", self.source), ("target", self.target)):
-            if not cluster.webhdfs_url:
-                raise ExportRefused(f"{which}: cluster {cluster.name!r} has no webhdfs_url: the snapshot export needs "
-                                    "WebHDFS on both clusters (the connection's extra webhdfs_url, the NameNode's "
-                                    "HTTP address, e.g. http://nn:9870)")
+        require_webhdfs(self.source, self.target)
         self.records = _Records(self.ledger, self.options.copy_id, self.options.table)
         self.src = webhdfs_of(self.source)
         self.dst = webhdfs_of(self.target)
@@ -840,10 +836,14 @@ class _Monitor:
 
 
 def run_export(export: SnapshotExport, executor: Any, *, load_limits: Any = None,
+               before_take: Callable[[dict[str, Any] | None], None] | None = None,
                before_clone: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Steps 1-5 for one table; `before_clone` runs before the clone (the CLI creates the target's namespace).
+    """Steps 1-5 for one table; `before_take(state)` runs before anything changes (the CLI's snapshot checks: space,
+    permissions; it raises ExportRefused), `before_clone` before the clone (the CLI creates the target's namespace).
     Returns the summary; raises ExportRefused (nothing changed) or ExportFailed (what is left where)."""
     existing = export.check()
+    if before_take is not None:
+        before_take(existing)
     if existing is not None and existing["state"] in ("cloned", "cleaned"):
         log.info("%s was already exported and cloned by %s: nothing to do but the clean-up", export.table,
                  export.options.copy_id)
@@ -910,30 +910,45 @@ def parser(prog: str, job: bool) -> argparse.ArgumentParser:
     return p
 
 
-def prepare(ns: argparse.Namespace) -> tuple["Cluster", "Cluster", ExportOptions, Any, Any]:
-    """The clusters, options, ledger and load limits of a command line (UsageError / ExportRefused: exit 2)."""
+def prepare(ns: argparse.Namespace) -> tuple["Cluster", "Cluster", ExportOptions, Any]:
+    """The clusters, options and load limits of a command line, every one checked (UsageError / ExportRefused:
+    exit 2) before anything is opened."""
     from hbase_migration.data import jobargs
     from hbase_migration.data.copy import default_copy_id
     from hbase_migration.data.scope import TableScope
-    from hbase_migration.ledger.location import cli_ledger_url
-    from hbase_migration.ledger.store import Ledger, LedgerError
 
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     jobargs.spark_conf(ns.conf)
+    require_webhdfs(source, target)
     copy_id = ns.copy_id or "snapshot-" + default_copy_id(source, target, TableScope(table=ns.table))
     options = ExportOptions(ns.table, copy_id, ns.snapshot, ns.tasks, ns.task_bytes_per_s, ns.bytes_per_s,
                             ns.chunk_bytes, ns.checksum, bool(getattr(ns, "keep_snapshots", False)))
-    load_limits = jobargs.load_limits(ns)
+    return source, target, options, jobargs.load_limits(ns)
+
+
+def require_webhdfs(source: "Cluster", target: "Cluster") -> None:
+    for which, cluster in (("source", source), ("target", target)):
+        if not cluster.webhdfs_url:
+            raise ExportRefused(f"{which}: cluster {cluster.name!r} has no webhdfs_url: the snapshot export needs "
+                                "WebHDFS on both clusters (the connection's extra webhdfs_url, the NameNode's "
+                                "HTTP address, e.g. http://nn:9870)")
+
+
+def open_ledger(url: str | None) -> Any:
+    from hbase_migration.data import jobargs
+    from hbase_migration.ledger.location import cli_ledger_url
+    from hbase_migration.ledger.store import Ledger, LedgerError
+
     try:
-        ledger = Ledger.open(ns.ledger_url or cli_ledger_url())
+        return Ledger.open(url or cli_ledger_url())
     except LedgerError as e:
         raise jobargs.UsageError(f"--ledger-url: {e}") from None
-    return source, target, options, ledger, load_limits
 
 
 def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *, prog: str, job: bool,
-                before_clone: Callable[..., None] | None = None) -> int:
+                before_take: Callable[..., None] | None = None, before_clone: Callable[..., None] | None = None
+                ) -> int:
     """The command line of `jobs/snapshot_export.py` (`job`: step 2 only) and of the CLI's `snapshot-export`
     (every step). Exit 0 done, 1 stopped or a cluster did not answer (what is left is said), 2 bad input."""
     from hbase_migration.clusters import channels
@@ -944,7 +959,8 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
     try:
         ns = parser(prog, job).parse_args(list(argv))
         configure_logging(ns.log_level)
-        source, target, options, ledger, load_limits = prepare(ns)
+        source, target, options, load_limits = prepare(ns)
+        ledger = open_ledger(ns.ledger_url)
         export = SnapshotExport(source, target, options, ledger)
     except (jobargs.UsageError, CopyConfigError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
@@ -960,8 +976,9 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
             summary = export.copy(executor, load_limits=load_limits)
         else:
             executor = make_executor(f"snapshot export {options.table}", ns)
-            hook = (lambda: before_clone(source, target, options.table)) if before_clone else None
-            summary = run_export(export, executor, load_limits=load_limits, before_clone=hook)
+            take = (lambda state: before_take(source, target, options.table, state)) if before_take else None
+            clone = (lambda: before_clone(source, target, options.table)) if before_clone else None
+            summary = run_export(export, executor, load_limits=load_limits, before_take=take, before_clone=clone)
     except (jobargs.UsageError, CopyConfigError, ManifestError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

@@ -341,3 +341,34 @@ def gather(source: "Cluster", target: "Cluster", tables: Sequence[str], *, sourc
         space = SpaceFact(error=Unlearned.of(e))
     return SnapshotFacts(tables, src_conf, tgt_conf, dict(target_tables), frozenset(resumed), space,
                          _access_fact(target, tables), str(target.cluster_key))
+
+
+def check_table(source: "Cluster", target: "Cluster", table: str, *, resumed: bool = False,
+                tasks: int = 4) -> list[CheckResult]:
+    """The snapshot path's checks for one table, before its snapshot is taken (the CLI's snapshot-export; the DAG's
+    preflight runs them for every table): what `evaluate` says of the facts gathered now."""
+    import contextlib
+
+    from hbase_migration.clusters import zk
+    from hbase_migration.data.snapshot_copy import webhdfs_of
+    from hbase_migration.migration.region_metrics import fetch_region_metrics
+    from hbase_migration.migration.tables import existing_tables
+
+    webhdfs_of(source), webhdfs_of(target)  # both have WebHDFS, or ValueError naming the connection
+    memstores: dict[str, int] = {}
+    try:
+        for region in fetch_region_metrics(source, [table])[0]:
+            memstores[table] = memstores.get(table, 0) + region.memstore_size
+    except Exception as e:  # the store files alone are counted
+        log.warning("the memstores of %s not read (%s): counting its store files only", table, e)
+    with contextlib.ExitStack() as stack:
+        zks = []
+        for cluster in (source, target):
+            try:
+                zks.append(stack.enter_context(zk.connect(cluster, timeout=cluster.timeout_s)))
+            except Exception:  # snapshots_enabled says it did not answer
+                zks.append(None)
+        present = table in existing_tables(target, [table])
+        facts = gather(source, target, [table], source_zk=zks[0], target_zk=zks[1], target_tables={table: present},
+                       resumed=[table] if resumed else [], memstores=memstores, tasks=tasks)
+    return evaluate(facts)

@@ -199,6 +199,7 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
         summary = _read(ledger, run_id, lambda: ledger.run_summary(run_id))
         recent = _read(ledger, run_id, lambda: ledger.latest_samples(run_id, samples))
         series = _read(ledger, run_id, lambda: ledger.chart_series(run_id))
+        initial = _read(ledger, run_id, lambda: ledger.initial_copy_summary(run_id))
         run, peer = summary["run"], summary["peer"]
         reason = peer["notes"][-1]["reason"] if peer["notes"] else None
         now = clock()
@@ -230,6 +231,7 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
             quota_history=[views.quota_row(q, now) for q in recent["quota"]],
             verification=views.verification_rows(run, summary["verification"]),
             sizing=views.sizing_view(summary["sizing"]),
+            exports=views.export_rows(initial, run["tables"]),
             refresh=REFRESH_S if run["status"] == "running" else None,
         )
 
@@ -242,6 +244,12 @@ def create_app(location: LedgerLocation, *, dependencies: Sequence[Any] = (),
     def run_json(run_id: str) -> JSONResponse:
         ledger = _ledger_or_503(source)
         return JSONResponse(_read(ledger, run_id, lambda: ledger.run_summary(run_id)))
+
+    @app.get("/api/initial-copy/{run_id:path}")
+    def initial_copy_json(run_id: str) -> JSONResponse:
+        """Each table's initial copy and its snapshot export (state, files and bytes done, rate, ETA, left)."""
+        ledger = _ledger_or_503(source)
+        return JSONResponse(_read(ledger, run_id, lambda: ledger.initial_copy_summary(run_id)))
 
     @app.get("/api/samples/{run_id:path}")
     def samples_json(run_id: str, limit: int = Query(100, ge=1, le=1000)) -> JSONResponse:

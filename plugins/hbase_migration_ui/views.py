@@ -600,3 +600,66 @@ def sizing_view(sizing: Mapping[str, Mapping[str, Any]]) -> SizingView | None:
                       None if copy_s is None else round(copy_s * 1000), projection["copy_tasks"],
                       projection.get("growth_bytes_per_s"), projection.get("pinned_bytes"), rows, limits,
                       list(figures.get("errors") or ()))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The initial copy by snapshot
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One table's initial copy: its method and, for a snapshot export, where it stands."""
+
+    table: str
+    method: str  # scan | snapshot
+    reason: str
+    snapshot: str | None = None
+    state: str | None = None
+    level: str = "none"
+    files_done: int | None = None
+    files_total: int | None = None
+    bytes_done: int | None = None
+    bytes_total: int | None = None
+    bytes_per_s: float | None = None
+    eta_ms: int | None = None
+    found_in_archive: int | None = None
+    left: str | None = None
+    running: bool = False
+
+    @property
+    def percent(self) -> float | None:
+        if self.bytes_total is None or self.bytes_done is None:
+            return None
+        return 100.0 if not self.bytes_total else min(100.0, 100.0 * self.bytes_done / self.bytes_total)
+
+
+EXPORT_DONE = ("cloned", "cleaned")
+
+
+def export_rows(initial: Mapping[str, Any], tables: Iterable[str]) -> list[ExportRow]:
+    """Each table's initial copy as preflight decided it (`Ledger.initial_copy_summary`), in the run's table order,
+    with the snapshot export's figures (files and bytes done of the totals, rate and ETA while it runs; what it left
+    when it stopped). Empty when preflight decided nothing yet."""
+    methods, exports = initial.get("methods") or {}, initial.get("exports") or {}
+    rows = []
+    for table in tables:
+        decided = methods.get(table)
+        if decided is None:
+            continue
+        e = exports.get(table)
+        if decided["method"] != "snapshot" or e is None:
+            rows.append(ExportRow(table, decided["method"], decided["reason"],
+                                  state=None if decided["method"] == "scan" else "not started"))
+            continue
+        state = e["state"]
+        files = e.get("files") or {}
+        running = state not in EXPORT_DONE and state != "failed"
+        level = "ok" if state in EXPORT_DONE else "bad" if state == "failed" else "warn"
+        eta = e.get("eta_s")
+        rows.append(ExportRow(
+            table, "snapshot", decided["reason"], e["snapshot_name"], state, level,
+            max(e.get("files_done") or 0, files.get("files") or 0), e.get("files_total"),
+            e.get("bytes_done"), e.get("bytes_total"), e.get("bytes_per_s") if running else None,
+            None if eta is None or not running else round(eta * 1000), files.get("found_in_archive"),
+            (e.get("detail") or {}).get("left") if state == "failed" else None, running))
+    return rows
