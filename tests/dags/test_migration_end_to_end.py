@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 FULL = pytest.mark.full
 
 
+@pytest.mark.timeout(2400)  # real HBase: each shell call starts a JVM; a loaded 2-core machine is slow
 @pytest.mark.parametrize("backend, data_path", [
     pytest.param("realhbase", "thrift2", marks=pytest.mark.realhbase),
     pytest.param("realhbase", "thrift1", marks=[pytest.mark.realhbase, FULL]),
