@@ -15,6 +15,7 @@ cross-datacenter link), on a table with one version per column and on one whose 
 Rows: ~150 bytes in 2 families; half share a timestamp with ~500 others (a bulk load), half carry their own.
 
     .venv/bin/python bench/bench_copy.py [--rows 30000] [--rows-at-5ms 10000] [--naive-rows 2000] [--memory-rows 20000]
+                                         [--backend realhbase]  (real HBase: the 0 ms figures only)
 """
 from __future__ import annotations
 
@@ -209,11 +210,13 @@ def main(argv=None) -> int:
     p.add_argument("--naive-rows", type=int, default=2_000, help="rows the naive copy copies (it is slow)")
     p.add_argument("--memory-rows", type=int, default=20_000, help="the small table of the memory figure (x10)")
     p.add_argument("--only", help="measure only these, e.g. 0ms_v1,5ms_v3 (and skip the memory figure)")
+    p.add_argument("--backend", choices=("minihbase", "realhbase"), default="minihbase",
+                   help="the clusters: minihbase (default), or real HBase (realhbase; 0 ms latency only)")
     args = p.parse_args(argv)
     figures: dict = {}
     only = set(args.only.split(",")) if args.only else None
-    with clusters_and_spark("bench-copy") as (workdir, dc1, dc2):
-        for latency, rows in ((0, args.rows), (5, args.rows_at_5ms)):
+    with clusters_and_spark("bench-copy", args.backend) as (workdir, dc1, dc2):
+        for latency, rows in ((0, args.rows), (5, args.rows_at_5ms))[:1 if args.backend == "realhbase" else 2]:
             for kind in TABLES:
                 if only is None or f"{latency}ms_{kind}" in only:
                     figures[f"{latency}ms_{kind}"] = measure(dc1, dc2, workdir, latency, kind, rows,

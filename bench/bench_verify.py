@@ -126,11 +126,15 @@ def main(argv=None) -> int:
     p.add_argument("--kinds", default="v1,v3", help="tables: v1 (one version), v3 (a family keeping three)")
     p.add_argument("--repeat", type=int, default=3, help="pairs measured per case (the median is reported)")
     p.add_argument("--memory-rows", type=int, default=10_000, help="the small table of the memory figure (x10)")
+    p.add_argument("--backend", choices=("minihbase", "realhbase"), default="minihbase",
+                   help="the clusters: minihbase (default), or real HBase (realhbase; 0 ms latency only)")
     args = p.parse_args(argv)
     sizes = [int(r) for r in args.rows.split(",")]
     latencies = [int(x) for x in args.latencies.split(",")]
+    if args.backend == "realhbase":
+        latencies = [x for x in latencies if x == 0]  # no latency injection on real HBase
     cases: dict = {}
-    with clusters_and_spark("bench-verify") as (workdir, dc1, dc2):
+    with clusters_and_spark("bench-verify", args.backend) as (workdir, dc1, dc2):
         for kind in args.kinds.split(","):
             for rows in sizes:
                 table = f"v_{kind}_{rows}"
