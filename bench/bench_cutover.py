@@ -8,8 +8,8 @@ is measured here), the writer on dc1.
 
 Default: `--runs` cut-overs (5), back and forth (dc1 -> dc2, dc2 -> dc1, ...; each cut-over's reverse peer is the
 next one's forward peer), each as `hbase_cutover` runs them, through the same library functions its tasks call:
-the reverse peer created DISABLED (`cutover.add_reverse_peer`), a full verification (every version of every
-table, both sides, the bounded check's compare from time 0 with a re-compare: the verify job's merge-join), the
+a full verification (every version of every table, both sides, the bounded check's compare from time 0 with a
+re-compare: the verify job's merge-join), the reverse peer created DISABLED (`cutover.add_reverse_peer`), the
 window (`cutover_window.run_window`: sessions, lag gate, live pass, READONLY fence, WAL roll and drain, bounded
 check, switch of the writer, reverse peer enabled, source unfrozen), a full verification after the switch, the
 forward peer retired. Per cut-over: the writer's freeze (last write the old side accepted -> first the new side
@@ -158,15 +158,15 @@ def one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, re
     plan = SwitchPlan("cutover", f"bench{k}", f"bench{k}", eps[source_name]["cluster_key"],
                       eps[target_name]["cluster_key"], fwd, rev, tuple(tables), tuple(tables))
     out = {"from": source_name, "to": target_name, "forward_peer": fwd, "reverse_peer": rev}
-    t = time.time()
-    kept_since = int(time.time() * 1000)
-    add_reverse_peer(target, source, plan, enabled=False)
-    out["reverse_peer_s"] = round(time.time() - t, 2)
     verify_started = int(time.time() * 1000)
     pre = full_compare(source, target, tables, live=True)
     out["pre_verify"] = {k2: pre[k2] for k2 in ("ok", "counts", "source_cells", "target_cells", "seconds")}
     if not pre["ok"]:
         raise RuntimeError(f"the full verification before cut-over {k} found differences: {pre['reasons']}")
+    t = time.time()
+    kept_since = int(time.time() * 1000)
+    add_reverse_peer(target, source, plan, enabled=False)
+    out["reverse_peer_s"] = round(time.time() - t, 2)
 
     def switch(phase):
         writer.switch_to(target_name if phase == "switch" else source_name)

@@ -12,6 +12,8 @@
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2 [--codec-map SNAPPY=ZSTD]
                                            [--target-coprocessors CLASS,...]
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
+    python -m hbase_migration sync-replication check --source CONN --target CONN [--shells]
+    python -m hbase_migration sync-replication plan --peer-id ID [--kind planned|failover]
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
     python -m hbase_migration snapshot-export --source CONN --target CONN --table T [--copy-id ID] [--master M]
@@ -351,6 +353,28 @@ def cmd_switches(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sync_replication(args: argparse.Namespace) -> int:
+    """Synchronous replication (HBase 3.0+): whether both clusters have it, or the shell statements of a planned
+    switch or a failover (checked against HBase's allowed transitions)."""
+    from hbase_migration.replication import sync_replication
+
+    if args.action == "plan":
+        if not args.peer_id:
+            raise UsageError("plan needs --peer-id", "give the synchronous peer's id (the same on both clusters)")
+        steps = sync_replication.plan(args.kind, args.peer_id)
+        _emit(args, steps, "\n".join(f"{s['side']:6}  {s['statement']}    # {s['why']}" for s in steps))
+        return EXIT_OK
+    if not args.source or not args.target:
+        raise UsageError("check needs --source and --target", "give both clusters' Airflow connection ids")
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    support = sync_replication.check_support(source, target, ask_shells=args.shells)
+    data = {"supported": support.supported, "reasons": list(support.reasons), "versions": support.versions}
+    _emit(args, data, "supported" if support.supported else "not supported:\n" + "\n".join(
+        f"  {r}" for r in support.reasons))
+    return EXIT_OK if support.supported else EXIT_FAILED
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args.source)
     data = cluster.to_dict()
@@ -546,6 +570,17 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("cluster", help="a connection as the toolkit reads it (the cluster's wire form)")
     common(sp)
     sp.set_defaults(func=cmd_cluster)
+
+    sp = sub.add_parser("sync-replication", help="synchronous replication (HBase 3.0+): whether both clusters have "
+                                                 "it (check), the transitions of a switch or failover (plan)")
+    sp.add_argument("action", choices=("check", "plan"))
+    sp.add_argument("--source", type=CONN_ID, help="check: the source cluster's Airflow connection id")
+    sp.add_argument("--target", type=CONN_ID, help="check: the target cluster's Airflow connection id")
+    sp.add_argument("--shells", action="store_true", help="check: also ask each cluster's shell (one call each)")
+    sp.add_argument("--peer-id", type=PEER_ID, help="plan: the synchronous peer's id")
+    sp.add_argument("--kind", choices=("planned", "failover"), default="planned", help="plan: which transitions")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_sync_replication)
     return p
 
 

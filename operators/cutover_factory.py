@@ -7,6 +7,7 @@ spec (`spec(...)`) and the plan (`plan()`) from its XComs. The approval is Airfl
 """
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +30,8 @@ from operators.cutover import (
 from operators.factory import _OPEN_TASK, _SPEC, _doc, _publish, form_params, spec
 from operators.spark import HBaseVerifyTableOperator
 
+log = logging.getLogger(__name__)
+
 APPROVAL_TASK = {CUTOVER: "approve_cutover", ROLLBACK: "approve_clients_back"}
 PLAN = "{{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan') }}"
 
@@ -43,10 +46,12 @@ Every slow step happens before writes stop (docs/cutover.md has the timeline and
    reverse peer id is free on the target; the target's families replicate (scope 1); synchronous replication only
    where the clusters have it (HBase 3.0+). Changes nothing.
 3. **approve_cutover**: a person approves the plan: the tables, the freeze method, the switch command and the
-   abort conditions. Reject: nothing was changed. From here on no person is needed.
-4. **reverse_peer**: target -> source, **DISABLED**, after a WAL roll on the target: every target write from now on
-   is kept (the forward peer's edits carry the source's cluster id and never loop back).
-5. **pre_verify** (mapped): every version of every table, the clients still writing to the source.
+   abort conditions (**approved** records who and when). Reject: nothing was changed. From here on no person is
+   needed.
+4. **pre_verify** (mapped): every version of every table, the clients still writing to the source.
+5. **reverse_peer**: target -> source, **DISABLED**, after a WAL roll on the target: every target write from now on
+   is kept (the forward peer's edits carry the source's cluster id and never loop back). A target write from
+   before it is found by the verification or the bounded check and stops the cut-over, named.
 6. **window** (one task): shell sessions opened, the lag gate, a live pass of the bounded check, then the write
    freeze: the fence (READONLY, or WRITE revoked by ACL), a WAL roll and the forward peer's drain, the bounded check
    of what changed since the verification, `switch_command`. After it: the reverse peer ENABLED, the source
@@ -135,9 +140,18 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                        "in the UI (this task's Required actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/"
                        f"dagRuns/{{run_id}}/taskInstances/{APPROVAL_TASK[kind]}/-1/hitlDetails with "
                        "{\"chosen_options\": [\"Approve\"]}).")
+            @task(task_id="approved")
+            def approved(**context) -> dict[str, Any]:
+                from operators.cutover import record_approval
+
+                answer = context["ti"].xcom_pull(task_ids=APPROVAL_TASK[kind])
+                record_approval(context["run_id"], answer, log)
+                return answer
+
+            plan_approved = approved()
+            pre_verify = verify_task("pre_verify", "verify")
             reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
                                              plan=PLAN, enabled=False, **run, **safe_retry)
-            pre_verify = verify_task("pre_verify", "verify")
             window = CutoverWindowOperator(
                 task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run,
                 switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
@@ -146,9 +160,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"))
             post_verify = verify_task("post_verify", "post_verify")
             after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
-                                              source_conn_id=spec("source_conn_id"), plan=PLAN,
-                                              approval="{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}",
-                                              **run, **safe_retry)
+                                              source_conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
         else:
             check = RollbackCheckOperator(task_id="check", doc_md=_doc(RollbackCheckOperator), **both, plan=PLAN,
                                           **run)
@@ -213,8 +225,8 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         done = report()
         if cutover:
-            chain = [opened, check, approval, reverse, pre_verify, window, post_verify, after, done]
-            first_after_approval = reverse
+            chain = [opened, check, approval, plan_approved, pre_verify, reverse, window, post_verify, after, done]
+            first_after_approval = plan_approved
         else:
             chain = [opened, check, freeze, unfreeze, drain, verify, approval, after, done]
             first_after_approval = after

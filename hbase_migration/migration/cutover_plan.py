@@ -4,9 +4,10 @@ abort conditions that end a cut-over without a person in the window, and the tim
 gh-ost's lesson: the lock is short because every slow step happens before it. So the order (docs/cutover.md):
 
     approve the plan                   a person: tables, freeze method, switch command, the abort conditions below
-    reverse peer, DISABLED             target -> source, after a WAL roll on the target: every target write from now
-                                       on is kept (HBase's cluster ids keep the forward peer's edits from looping)
     full verification                  every version of every table, clients still writing to the source
+    reverse peer, DISABLED             target -> source, after a WAL roll on the target: every target write from now
+                                       on is kept (HBase's cluster ids keep the forward peer's edits from looping);
+                                       one from before is found by the verification or the bounded check (stops)
     ---- the window (one task: `cutover_window.run_window`) ----
     shell sessions opened              the shells' JVM start (10 to 20 s) paid before the freeze
     lag gate                           the forward peer's lag under `max_lag_ms`, else abort (nothing changed)

@@ -19,9 +19,9 @@ def load(dag_id: str):
 
 
 @pytest.mark.parametrize("dag_id, kind, order, approval, after", [
-    ("hbase_cutover", CUTOVER, ["open_run", "check", "approve_cutover", "reverse_peer", "pre_verify", "window",
-                                "post_verify", "retire_forward_peer", "report"],
-     "approve_cutover", "reverse_peer"),
+    ("hbase_cutover", CUTOVER, ["open_run", "check", "approve_cutover", "approved", "pre_verify", "reverse_peer",
+                                "window", "post_verify", "retire_forward_peer", "report"],
+     "approve_cutover", "approved"),
     ("hbase_rollback", ROLLBACK, ["open_run", "check", "freeze_target", "unfreeze_source", "final_drain",
                                   "final_verify", "approve_clients_back", "remove_reverse_peer", "report"],
      "approve_clients_back", "remove_reverse_peer"),
