@@ -96,6 +96,7 @@ class WindowOptions:
     unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
     parallel_checks: int = 8  # key ranges compared at once by the bounded check
     drain_poll_s: float = 0.1
+    session_open_s: float = 300.0  # a shell session not open by then: one shell call per batch instead
 
     def __post_init__(self) -> None:
         if self.freeze_method not in FREEZE_METHODS:

@@ -50,6 +50,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class OneShotShell:
+    """A cluster's shell one call per batch (`channels.shell`), for when no session could be opened; `prelude`
+    statements (the JRuby Admin) run at the start of every call."""
+
+    opened_s = 0.0
+    alive = True
+
+    def __init__(self, cluster: "Cluster"):
+        self.cluster = cluster
+        self.prelude: list[str] = []
+
+    def run(self, statements: list[str], timeout_s: float = 180.0) -> Any:
+        from hbase_migration.clusters import channels
+
+        return channels.shell(self.cluster, self.prelude + list(statements),
+                              timeout_s=max(timeout_s, self.cluster.shell_timeout_s))
+
+
 class PostSwitchError(RuntimeError):
     """A step after the switch failed: the clients are on the target, nothing is undone; the message says the
     state of both sides and what to run."""
@@ -94,25 +112,40 @@ class _Window:
         self.on_step(name, "success", detail)
 
     # ---------------------------------------------------------------------------------------------- pieces
-    def open_sessions(self, stack: contextlib.ExitStack) -> None:
+    def open_sessions(self, stack: contextlib.ExitStack, detail: dict[str, Any]) -> None:
+        """A session on each cluster, opened at once; a shell that does not answer a session within
+        `session_open_s` (one that reads all its input before running it, or a JVM slower than that) is used one
+        call per batch instead (`OneShotShell`: correct, but each batch then pays the shell's start)."""
         from hbase_migration.clusters import channels
+        from hbase_migration.clusters.shell import ShellCommandError
 
         self.stack = stack
-        managers = [channels.shell_session(self.source), channels.shell_session(self.target)]
+
+        def open_one(cluster: "Cluster") -> tuple[Any, Any]:
+            manager = channels.shell_session(cluster, timeout_s=self.options.session_open_s)
+            try:
+                return manager, manager.__enter__()
+            except ShellCommandError as e:
+                log.warning("cluster %s: no shell session (%s): its statements run one shell call per batch",
+                            cluster.name, " ".join(str(e).split())[:300])
+                return None, OneShotShell(cluster)
+
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shell-open") as pool:
-            futures = [pool.submit(m.__enter__) for m in managers]
-            opened = []
-            for manager, future in zip(managers, futures):
+            futures = [pool.submit(open_one, c) for c in (self.source, self.target)]
+            results, error = [], None
+            for future in futures:
                 try:
-                    opened.append(future.result())
-                    stack.push(manager.__exit__)
-                except BaseException:
-                    for m in managers:  # the other one may be open: close it before raising
-                        with contextlib.suppress(BaseException):
-                            if m is not manager:
-                                m.__exit__(None, None, None)
-                    raise
-        self.src_shell, self.tgt_shell = opened
+                    results.append(future.result())
+                except BaseException as e:  # not a shell failure: close what opened, then raise
+                    error = error or e
+        for manager, _shell in results:
+            if manager is not None:
+                stack.push(manager.__exit__)
+        if error is not None:
+            raise error
+        (_, self.src_shell), (_, self.tgt_shell) = results
+        detail["sessions"] = {side: not isinstance(sh, OneShotShell)
+                              for side, sh in (("source", self.src_shell), ("target", self.tgt_shell))}
 
     def prepare_fence(self, detail: dict[str, Any]) -> None:
         from hbase_migration.clusters import channels
@@ -122,11 +155,14 @@ class _Window:
         tables = list(self.plan.tables)
         try:
             self.src_shell.run(freeze.jruby_admin_statements())
+            if isinstance(self.src_shell, OneShotShell):
+                self.src_shell.prelude = freeze.jruby_admin_statements()  # every call is a new shell
         except ShellCommandError as e:  # a shell that does not evaluate JRuby: the shell's own commands only
             log.warning("the source's shell cannot reach HBase's Admin API from JRuby (%s): READONLY through `alter`, "
                         "one table after the other", " ".join(str(e).split())[:300])
             self.jruby = False
-            self.src_shell = self.stack.enter_context(channels.shell_session(self.source))
+            if not isinstance(self.src_shell, OneShotShell):  # the session died with the failed statement
+                self.src_shell = self.stack.enter_context(channels.shell_session(self.source))
         detail["admin_api"] = self.jruby
         if self.options.freeze_method == READONLY:
             if self.jruby:
@@ -137,7 +173,14 @@ class _Window:
                 self.fence_statements = [freeze.readonly_statement(t, True) for t in tables] + describes
                 self.unfence = [freeze.readonly_statement(t, False) for t in tables] + describes
             if self.options.flush_before:
-                self.src_shell.run(freeze.flush_statements(tables), timeout_s=600)
+                try:
+                    self.src_shell.run(freeze.flush_statements(tables), timeout_s=600)
+                except ShellCommandError as e:  # only a speed-up: the fence works without it
+                    log.warning("flush before the freeze failed (%s): going on", " ".join(str(e).split())[:300])
+                    if not isinstance(self.src_shell, OneShotShell):
+                        self.src_shell = self.stack.enter_context(channels.shell_session(self.source))
+                        if self.jruby:
+                            self.src_shell.run(freeze.jruby_admin_statements())
             detail["statements"] = self.fence_statements
             return
         if not self.jruby:
@@ -291,7 +334,7 @@ class _Window:
         self.result.update(verified_since_ms=since, kept_since_ms=kept)
         with contextlib.ExitStack() as stack:
             with self.step("sessions") as d:
-                self.open_sessions(stack)
+                self.open_sessions(stack, d)
                 d.update(source_open_s=self.src_shell.opened_s, target_open_s=self.tgt_shell.opened_s)
             with self.step("prepare_fence") as d:
                 self.prepare_fence(d)
