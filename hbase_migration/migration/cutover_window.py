@@ -357,7 +357,11 @@ class _Window:
                 roll: dict[str, Any] = {}
                 drain: dict[str, Any] = {}
                 self.on_step("drain", "running", None)
-                self.roll_and_drain(fence_started, roll, drain)
+                try:
+                    self.roll_and_drain(fence_started, roll, drain)
+                except BaseException as e:
+                    self.on_step("drain", "failed", {**drain, "error": str(e)})
+                    raise
                 self.result.setdefault("details", {}).update(wal_roll=roll, drain=drain)
                 self.on_step("drain", "success", drain)
                 with self.step("bounded_check") as d:
