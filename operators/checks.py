@@ -140,7 +140,8 @@ class PreflightOperator(BaseOperator):
             recorded = {t: d["method"] for t, d in ledger.initial_copies(self.ledger_run_id).items()}
             run = ledger.find_run(self.ledger_run_id)
             exports = ledger.snapshot_exports(run["copy_id"]) if run else {}
-        resumed = [t for t, e in exports.items() if e["state"] in ("published", "cloned", "cleaned")]
+        resumed = [t for t, e in exports.items() if e["state"] in ("published", "cloned", "cleaned")
+                   or e.get("cloned_ms")]
         return recorded, resumed
 
     def _record_decisions(self, decisions: Any) -> None:

@@ -106,7 +106,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
         self.on_kill()
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.data.snapshot_export import ExportFailed, ExportRefused, SnapshotExport
+        from hbase_migration.data.snapshot_export import ExportFailed, ExportRefused, SnapshotExport, cloned
         from hbase_migration.migration.quota import Watchdog, check_policy
         from hbase_migration.migration.tables import create_namespaces
         from operators.ledger import ledger_url, open_ledger
@@ -126,7 +126,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
             except ExportRefused as e:
                 self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
                 raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
-            if existing is not None and existing["state"] in ("cloned", "cleaned"):
+            if cloned(existing):
                 self.log.info("%s was cloned by an earlier attempt; cleaning up", self.table)
                 export.clean()
                 return self._done({"table": self.table, "snapshot": export.name, "already_cloned": True})

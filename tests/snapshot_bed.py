@@ -222,3 +222,21 @@ def cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def spark_python_workers(pid: int) -> tuple[list[int], list[tuple[int, str]]]:
+    """The PySpark Python workers running tasks under `pid` (the processes the daemon forked: the daemon itself
+    runs none), and the whole tree for an error message."""
+    tree = [(p, cmdline(p)) for p in descendants(pid)]
+    daemons = {p for p, c in tree if "pyspark.daemon" in c or "pyspark/daemon.py" in c}
+    workers = [p for p in daemons if parent(p) in daemons]
+    if not workers:  # without the daemon (spark.python.use.daemon=false) each task has a worker of its own
+        workers = [p for p, c in tree if "pyspark.worker" in c or "pyspark/worker.py" in c]
+    return workers, tree

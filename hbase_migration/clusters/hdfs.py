@@ -357,12 +357,18 @@ class WebHdfs:
         response = self._send("PUT", self._url(path), self._params(op, extra), op, path)
         return self._answer(response, op, path, json_body=json_body)
 
-    def _redirect(self, method: str, path: str, op: str, extra: Mapping[str, Any] | None = None) -> str:
-        """The DataNode URL the NameNode sends a data operation to (its 307's Location)."""
+    def _redirect(self, method: str, path: str, op: str, extra: Mapping[str, Any] | None = None,
+                  streamed: bool = False) -> tuple[str | None, Any]:
+        """Where the NameNode sends a data operation: (the DataNode URL of its 307's Location, None), or (None, the
+        answer) when the endpoint answers it itself (HttpFS, a gateway that serves the data without a redirect)."""
         path = _absolute(path)
-        response = self._send(method, self._url(path), self._params(op, extra), op, path, allow_redirects=False)
+        response = self._send(method, self._url(path), self._params(op, extra), op, path, allow_redirects=False,
+                              streamed=streamed)
         if response.status_code in (301, 302, 303, 307, 308) and response.headers.get("Location"):
-            return response.headers["Location"]
+            response.close()
+            return response.headers["Location"], None
+        if 200 <= response.status_code < 300:
+            return None, response
         self._answer(response, op, path)  # a RemoteException (a missing file, a refused permission)
         raise WebHdfsError(f"WebHDFS {self.url}: {op} {path} answered HTTP {response.status_code} without a "
                            f"redirect to a DataNode: {response.text[:200]!r}")
@@ -411,8 +417,9 @@ class WebHdfs:
     def file_checksum(self, path: str) -> FileChecksum:
         """GETFILECHECKSUM (the NameNode sends it to a DataNode, which computes it)."""
         path = _absolute(path)
-        location = self._redirect("GET", path, "GETFILECHECKSUM")
-        response = self._send("GET", location, {}, "GETFILECHECKSUM", path, plain=True)
+        location, response = self._redirect("GET", path, "GETFILECHECKSUM")
+        if location is not None:
+            response = self._send("GET", location, {}, "GETFILECHECKSUM", path, plain=True)
         return parse_file_checksum(self._answer(response, "GETFILECHECKSUM", path))
 
     @contextlib.contextmanager
@@ -422,8 +429,9 @@ class WebHdfs:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be positive, got {chunk_size!r}")
         path = _absolute(path)
-        location = self._redirect("GET", path, "OPEN", {"offset": offset or None})
-        response = self._send("GET", location, {}, "OPEN", path, plain=True, streamed=True)
+        location, response = self._redirect("GET", path, "OPEN", {"offset": offset or None}, streamed=True)
+        if location is not None:
+            response = self._send("GET", location, {}, "OPEN", path, plain=True, streamed=True)
         try:
             if response.status_code != 200:
                 self._answer(response, "OPEN", path)
@@ -445,8 +453,12 @@ class WebHdfs:
         whole). The NameNode's redirect is taken again on a 5xx; the data itself is sent once (an iterator cannot
         be replayed): a failure raises, and the caller writes the file again."""
         path = _absolute(path)
-        location = self._redirect("PUT", path, "CREATE", {"overwrite": overwrite, "blocksize": blocksize,
-                                                          "permission": permission, "replication": replication})
+        location, direct = self._redirect("PUT", path, "CREATE", {"overwrite": overwrite, "blocksize": blocksize,
+                                                                  "permission": permission,
+                                                                  "replication": replication})
+        if location is None:
+            raise WebHdfsError(f"WebHDFS {self.url}: CREATE {path} answered HTTP {direct.status_code} without "
+                               "asking for the data (no redirect)")
         import requests
 
         try:

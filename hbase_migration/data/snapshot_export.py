@@ -410,7 +410,7 @@ class SnapshotExport:
         from hbase_migration.data.datapath import open_data_path
 
         existing = self.state()
-        if existing is not None and existing["state"] in ("cloned", "cleaned"):
+        if cloned(existing):
             return existing
         with open_data_path(self.source) as s:
             if not s.families(self.table):
@@ -536,18 +536,20 @@ class SnapshotExport:
         marker = self.dst.status_or_none(posixpath.join(root, "hbase.id")) or self.dst.file_status(root)
         return ownership(self.dst.caller(), marker.owner, marker.group)
 
-    def _make_dirs(self, files: Sequence[ExportFile], owner: tuple[str | None, str | None]) -> None:
-        """Every family directory the files go to, with HBase's ownership on the directories this creates."""
+    def _own_tree(self, files: Sequence[ExportFile], owner: tuple[str | None, str | None]) -> None:
+        """HBase's ownership on the directories the copy created under the target's archive/ (each CREATE made its
+        parents as the export's user). Done once every file is there: the target's cleaner chore deletes empty
+        directories under archive/, so none is made ahead of its files."""
+        if owner == (None, None):
+            return
         archive = posixpath.join(self.target.rootdir, "archive")
         wanted: set[str] = set()
         for d in family_dirs(files):
             parts = d.split("/")
-            wanted.update(posixpath.join(archive, *parts[:i]) for i in range(0, len(parts) + 1))
-        missing = sorted(p for p in wanted if self.dst.status_or_none(p) is None)
-        for d in family_dirs(files):
-            self.dst.mkdirs(posixpath.join(archive, d))
-        if owner != (None, None):
-            for path in missing:
+            wanted.update(posixpath.join(archive, *parts[:i]) for i in range(1, len(parts) + 1))
+        for path in sorted(wanted):
+            status = self.dst.status_or_none(path)
+            if status is not None and (status.owner, status.group) != (owner[0], owner[1] or status.group):
                 self.dst.set_owner(path, *owner)
 
     def copy(self, executor: Any, *, load_limits: Any = None, job_group: str = "snapshot-export") -> dict[str, Any]:
@@ -579,7 +581,6 @@ class SnapshotExport:
             return summary
         mode = self.checksum_mode(manifest_dir)
         owner = self._owner()
-        self._make_dirs(todo, owner)
         slots = executor_slots(executor)
         groups = balanced_groups(todo, self.options.tasks or slots, size=lambda f: f.size, key=lambda f: f.relative)
         per_task = task_rate(self.options.task_bytes_per_s, self.options.bytes_per_s, max(1, min(len(groups), slots)))
@@ -642,6 +643,7 @@ class SnapshotExport:
                                       f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
             raise self.failed(reason, manifest=manifest_dir) from error
         self._verify_all(files)
+        self._own_tree(files, owner)
         self.records.state("files_copied", {"summary": {k: v for k, v in summary.items() if k != "failures"}})
         return summary
 
@@ -745,6 +747,11 @@ class SnapshotExport:
         return error
 
 
+def cloned(export: Mapping[str, Any] | None) -> bool:
+    """Whether the ledger's row of an export says its table was cloned (a later step may have failed since)."""
+    return export is not None and (export["state"] in ("cloned", "cleaned") or bool(export.get("cloned_ms")))
+
+
 def _throttle_recorder(ledger: Any, copy_id: str, table: str) -> Any:
     """Each load-throttle decision into the ledger (`throttle_decisions`), as the scan copy records them."""
     from types import SimpleNamespace
@@ -842,9 +849,9 @@ def run_export(export: SnapshotExport, executor: Any, *, load_limits: Any = None
     permissions; it raises ExportRefused), `before_clone` before the clone (the CLI creates the target's namespace).
     Returns the summary; raises ExportRefused (nothing changed) or ExportFailed (what is left where)."""
     existing = export.check()
-    if before_take is not None:
-        before_take(existing)
-    if existing is not None and existing["state"] in ("cloned", "cleaned"):
+    if before_take is not None and not (existing or {}).get("snapshot_taken_ms"):
+        before_take(existing)  # a resumed export passed them when it began
+    if cloned(existing):
         log.info("%s was already exported and cloned by %s: nothing to do but the clean-up", export.table,
                  export.options.copy_id)
         export.clean()

@@ -21,16 +21,16 @@ import pytest
 
 from tests.snapshot_bed import (
     BedTable,
-    cmdline,
-    descendants,
     exists,
     listing,
     load,
     shell_ok,
     snapshot_cli,
+    spark_python_workers,
     summary_of,
     unique,
     wait_ledger,
+    webhdfs,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.slow]
@@ -78,9 +78,8 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
     try:
         done = wait_ledger(ledger_url, lambda led: len(_files_done(led, copy_id, table.name)) >= 2, 900,
                            "two files finished", proc)
-        workers = [p for p in descendants(proc.pid) if "pyspark" in cmdline(p) and "daemon" in cmdline(p)]
-        forked = [p for p in workers if any(q in workers for q in [_parent(p)])]  # forked by the daemon
-        assert forked, f"no PySpark worker to kill among {[(p, cmdline(p)) for p in descendants(proc.pid)]}"
+        forked, tree = spark_python_workers(proc.pid)
+        assert forked, f"no PySpark worker to kill among {tree}"
         before = {path: listing(dc2, _archive(table.name)).get(f"/hbase/archive/{path}", {}).get("modificationTime")
                   for path in done}
         for pid in forked:
@@ -99,14 +98,6 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
     assert "Python worker exited unexpectedly" in log or "crashed" in log or "Lost task" in log, log[-3000:]
     cmp = _compare(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
-
-
-def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return -1
 
 
 @pytest.mark.full
@@ -150,17 +141,12 @@ def test_a_target_without_the_space_is_refused_before_the_snapshot_is_taken(real
     table, dc1, dc2 = _table(realhbase, rows=2000)
     ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
     copy_id = unique("space-")
-    quota_dir = f"/hbase/archive/data/default/{table.name}"
     shell_ok(realhbase, "dc1", [f"flush '{table.name}'"])
-    # a directory of the target's archive with a space quota too small for the table (one 1 MiB block)
-    from urllib.parse import quote
-    from urllib.request import Request, urlopen
-
-    user = dc2["connection"]["extra"]["webhdfs_user"]
-    with urlopen(Request(f"{dc2['webhdfs_url']}/webhdfs/v1{quote(quota_dir)}?op=MKDIRS&user.name={user}",
-                         method="PUT"), timeout=30):
-        pass
-    realhbase.set_quota("dc2", quota_dir, space_bytes=1 << 20)
+    # the target's archive/ with a space quota 1 MiB above what it holds: too small for the table's files. (Not a
+    # directory of the test's own below it: the target's cleaner chore deletes empty directories under archive/.)
+    quota_dir = "/hbase/archive"
+    held = webhdfs(dc2, quota_dir, "GETCONTENTSUMMARY")["ContentSummary"]["spaceConsumed"]
+    realhbase.set_quota("dc2", quota_dir, space_bytes=held + (1 << 20))
     try:
         done = snapshot_cli(dc1, dc2, table.name, ledger_url, "--copy-id", copy_id, log=tmp_path / "cli.log")
     finally:
@@ -174,7 +160,7 @@ def test_a_target_without_the_space_is_refused_before_the_snapshot_is_taken(real
     from hbase_migration.data.snapshot_export import snapshot_name
 
     assert not exists(dc1, f"/hbase/.hbase-snapshot/{snapshot_name(copy_id, table.name)}")  # nothing taken
-    assert not listing(dc2, quota_dir)  # nothing copied
+    assert not listing(dc2, _archive(table.name))  # nothing copied
 
 
 @pytest.mark.full

@@ -1,0 +1,230 @@
+"""The snapshot export's speed and memory, on real HBase and HDFS (realhbase dc1 -> dc2), one run.
+
+1. A table of `--mb` MiB (8 regions, wide values), flushed. Its FLUSH snapshot exported by the toolkit (Spark
+   local[2], the session warmed up first; the file copy phase timed: manifest, files, verification) against a
+   plain WebHDFS copy of the same files (the same two streams at once: OPEN -> CREATE, no check, no ledger):
+   `vs_webhdfs_copy` = export bytes/s / plain bytes/s (the goal: >= 0.8).
+2. The scan copy of the same table (the Thrift copy, Spark local[2]) into another target table: `vs_scan_copy` =
+   export bytes/s / scan bytes/s, both over the table's store file bytes (the goal: >= 5).
+3. One task copying a `--big-mb` MiB file (1 GiB) against one copying a 10 MiB file, each in a process of its own
+   (as a Spark executor's Python worker): `rss_ratio` = peak RSS (VmHWM) of the first / the second (goal: <= 1.2).
+
+The fixed costs of the snapshot path (taking the snapshot, publishing, the clone: shell sessions) are printed
+apart. Printed, never asserted; the last line is one JSON object.
+
+    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--testbed DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+WORKER = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from hbase_migration.data.jobargs import cluster_from_text
+from hbase_migration.data.snapshot_copy import CopySettings, Reporter, copy_file, webhdfs_of
+from hbase_migration.data.snapshot_manifest import ExportFile
+source, target = cluster_from_text("source", sys.argv[2]), cluster_from_text("target", sys.argv[3])
+f = ExportFile.from_dict(json.loads(sys.argv[4]))
+settings = CopySettings("/bench-src", "/bench-dst")
+started = time.perf_counter()
+result = copy_file(webhdfs_of(source), webhdfs_of(target), f, settings, reporter=Reporter(None, 0))
+assert result.status == "copied", result
+hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"bytes": result.bytes_copied, "seconds": round(time.perf_counter() - started, 2),
+                  "peak_rss_mib": round(hwm_kib / 1024, 1), "verified_by": result.verified_by}))
+"""
+
+
+def log(message: str) -> None:
+    print(f"[bench_snapshot {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def plain_copy(src_cluster, dst_cluster, pairs: list[tuple[str, str]], streams: int) -> float:
+    """Seconds to copy `pairs` (source path, target path) OPEN -> CREATE, `streams` at once, nothing else."""
+    from hbase_migration.data.snapshot_copy import webhdfs_of
+
+    def one(pair: tuple[str, str]) -> None:
+        src, dst = webhdfs_of(src_cluster), webhdfs_of(dst_cluster)
+        with src.open(pair[0], 1 << 20) as chunks:
+            dst.create(pair[1], chunks, overwrite=True)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(streams) as pool:
+        list(pool.map(one, pairs))
+    return time.perf_counter() - started
+
+
+def write_file(cluster, path: str, size: int) -> None:
+    from hbase_migration.data.snapshot_copy import webhdfs_of
+
+    chunk = os.urandom(1 << 20)
+
+    def chunks():
+        left = size
+        while left > 0:
+            yield chunk[:min(left, len(chunk))]
+            left -= len(chunk)
+
+    webhdfs_of(cluster).create(path, chunks(), overwrite=True)
+
+
+def rss_task(src_conn: str, dst_conn: str, name: str, size: int) -> dict:
+    from hbase_migration.data.snapshot_manifest import ExportFile
+
+    f = ExportFile("default:bench", "r0", "f", name, size)
+    out = subprocess.run([sys.executable, "-c", WORKER, str(REPO), src_conn, dst_conn, json.dumps(f.to_dict())],
+                         capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/bench_snapshot.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--mb", type=int, default=256, help="MiB loaded into the table (default 256)")
+    p.add_argument("--big-mb", type=int, default=1024, help="the large file of the memory test, MiB (default 1024)")
+    p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
+    args = p.parse_args(argv)
+
+    from demo.workload import Thrift2
+    from hbase_migration.clusters.cluster import Cluster
+    from hbase_migration.data import executors
+    from hbase_migration.data.copy import CopyOptions
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.data.runner import run_copy
+    from hbase_migration.data.snapshot_copy import webhdfs_of
+    from hbase_migration.data.snapshot_export import ExportOptions, SnapshotExport
+    from hbase_migration.data.snapshot_manifest import export_files, parse_data_manifest
+    from hbase_migration.ledger.store import Ledger
+    from realhbase.testbed import RealHBase
+    from tests.snapshot_bed import BedTable, connection, shell_ok, unique
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
+    bed = RealHBase(Path(args.testbed) if args.testbed else workdir / "realhbase")
+    if not args.testbed:
+        log(f"starting realhbase in {bed.workdir}")
+        bed.up()
+    spark = None
+    try:
+        endpoints = bed.endpoints()
+        dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
+        source: Cluster = cluster_from_text("source", connection(dc1))
+        target: Cluster = cluster_from_text("target", connection(dc2))
+        table = BedTable(unique("bench_snap_"), tuple(b"%02x" % b for b in range(0x20, 0x100, 0x20)))
+        scan_table = table.name + "_scan"
+        shell_ok(bed, "dc1", table.create_statements())
+        families = ("{NAME => 'd', VERSIONS => 3, REPLICATION_SCOPE => 1}, "
+                    "{NAME => 'k', VERSIONS => 5, KEEP_DELETED_CELLS => 'true', REPLICATION_SCOPE => 1}")
+        splits = ", ".join(f"'{s.decode()}'" for s in table.splits)
+        shell_ok(bed, "dc2", [f"create '{scan_table}', {families}, SPLITS => [{splits}]"])
+        value = 8192
+        rows = args.mb * (1 << 20) // value
+        log(f"loading {rows} rows of {value} B into {table.name} ({args.mb} MiB)")
+        client = Thrift2(dc1)
+        started = time.perf_counter()
+        batch = []
+        for i in range(rows):
+            key = b"%02x-%08d" % ((i * 2654435761) % 256, i)
+            batch.append((key, {b"d:v": os.urandom(value)}, 1_600_000_000_000 + i))
+            if len(batch) >= 64:
+                client.put(table.name, batch)
+                batch = []
+        if batch:
+            client.put(table.name, batch)
+        client.close()
+        log(f"loaded in {time.perf_counter() - started:.0f}s; flushing")
+        shell_ok(bed, "dc1", [f"flush '{table.name}'"])
+
+        spark, _ = executors.spark_session("bench-snapshot", "local[2]")
+        spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()  # warm-up: Python workers started
+        executor = executors.SparkExecutor("bench-snapshot", "local[2]")
+
+        ledger = Ledger.open(f"sqlite:///{workdir / 'ledger.db'}")
+        export = SnapshotExport(source, target, ExportOptions(table.name, "bench-" + table.name), ledger)
+        t0 = time.perf_counter()
+        export.take()
+        take_s = time.perf_counter() - t0
+        log(f"snapshot taken in {take_s:.0f}s; exporting its files")
+        summary = export.copy(executor)
+        copy_s = summary["seconds"]
+        store_bytes = summary["bytes_total"]
+        export_bps = store_bytes / copy_s
+        log(f"export: {summary['files_total']} files, {store_bytes / 2**20:.1f} MiB in {copy_s:.1f}s "
+            f"({export_bps / 2**20:.1f} MiB/s, checksum {summary['checksum']})")
+        t0 = time.perf_counter()
+        export.finish()
+        finish_s = time.perf_counter() - t0
+
+        # the plain copy of the same files (where the snapshot keeps them on the source), two streams at once
+        src = webhdfs_of(source)
+        manifest = parse_data_manifest(b"".join(_read(src, f"/hbase/.hbase-snapshot/{export.name}/data.manifest")))
+        pairs = []
+        for f in export_files(manifest):
+            live, archived = f.source_paths("/hbase")
+            path = live if src.status_or_none(live) is not None else archived
+            pairs.append((path, f"/bench-plain/{f.region}-{f.family}-{f.name}"))
+        plain_s = plain_copy(source, target, pairs, 2)
+        plain_bps = store_bytes / plain_s
+        log(f"plain WebHDFS copy of the same files: {plain_s:.1f}s ({plain_bps / 2**20:.1f} MiB/s)")
+
+        # the scan copy of the same table (Thrift2), Spark local[2]
+        scan = run_copy(source, target, CopyOptions(table.name, target_table=scan_table), executor)
+        scan_s = scan["elapsed_s"]
+        scan_bps = store_bytes / scan_s
+        log(f"scan copy: {scan.get('rows')} rows in {scan_s:.1f}s ({scan_bps / 2**20:.1f} MiB/s of store files)")
+
+        # memory: one task copying a big file, one a small one
+        big, small = args.big_mb << 20, 10 << 20
+        log(f"writing a {args.big_mb} MiB and a 10 MiB file on the source's HDFS")
+        write_file(source, "/bench-src/data/default/bench/r0/f/big", big)
+        write_file(source, "/bench-src/data/default/bench/r0/f/small", small)
+        big_run = rss_task(connection(dc1), connection(dc2), "big", big)
+        small_run = rss_task(connection(dc1), connection(dc2), "small", small)
+        log(f"task peak RSS: {big_run['peak_rss_mib']} MiB for {args.big_mb} MiB, {small_run['peak_rss_mib']} MiB "
+            "for 10 MiB")
+        for path in ("/bench-src",):
+            webhdfs_of(source).delete(path, recursive=True)
+        for path in ("/bench-dst", "/bench-plain"):
+            webhdfs_of(target).delete(path, recursive=True)
+        export.clean()
+        ledger.close()
+        result = {
+            "bench": "snapshot", "hbase": endpoints["dc1"].get("hbase_version"), "table_mib": round(
+                store_bytes / 2**20, 1), "files": summary["files_total"],
+            "export_mib_per_s": round(export_bps / 2**20, 2), "export_copy_s": round(copy_s, 1),
+            "plain_webhdfs_mib_per_s": round(plain_bps / 2**20, 2), "scan_copy_mib_per_s": round(scan_bps / 2**20, 2),
+            "scan_copy_s": round(scan_s, 1), "snapshot_take_s": round(take_s, 1),
+            "publish_clone_clean_s": round(finish_s, 1), "checksum": summary["checksum"],
+            "vs_webhdfs_copy": round(export_bps / plain_bps, 2), "vs_scan_copy": round(export_bps / scan_bps, 2),
+            "big_file": big_run, "small_file": small_run,
+            "rss_ratio": round(big_run["peak_rss_mib"] / small_run["peak_rss_mib"], 2),
+        }
+    finally:
+        if spark is not None:
+            executors.stop_session(spark)
+        if not args.testbed:
+            log("stopping realhbase")
+            bed.down()
+    print(json.dumps(result, sort_keys=True), flush=True)
+    return 0
+
+
+def _read(client, path: str):
+    with client.open(path) as chunks:
+        yield from chunks
+
+
+if __name__ == "__main__":
+    sys.exit(main())
