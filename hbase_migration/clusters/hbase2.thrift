@@ -152,6 +152,8 @@ service THBaseService {
   list<TResult> getScannerRows(1: required i32 scannerId, 2: i32 numRows = 1)
       throws (1: TIOError io, 2: TIllegalArgument ia)
   void closeScanner(1: required i32 scannerId) throws (1: TIOError io, 2: TIllegalArgument ia)
+  THRegionLocation getRegionLocation(1: required binary table, 2: required binary row, 3: bool reload)
+      throws (1: TIOError io)
   list<THRegionLocation> getAllRegionLocations(1: required binary table) throws (1: TIOError io)
   TTableDescriptor getTableDescriptor(1: required TTableName table) throws (1: TIOError io)
   bool tableExists(1: TTableName tableName) throws (1: TIOError io)

@@ -43,6 +43,22 @@ class ShellOutput:
     seconds: float
 
 
+def ruby_string(value: str | bytes) -> str:
+    """A double-quoted Ruby string literal; bytes outside printable ASCII as \\xNN (row keys are binary)."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    out = []
+    for b in value:
+        ch = chr(b)
+        if ch in '"\\#':
+            out.append("\\" + ch)
+        elif 0x20 <= b < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\x{b:02x}")
+    return '"' + "".join(out) + '"'
+
+
 def error_lines(stdout: str) -> list[str]:
     """Lines the shell prints for a failed statement (`ERROR <Class>: msg`, 1.x `ERROR: msg`)."""
     return [line.rstrip() for line in stdout.splitlines() if line.startswith("ERROR")]

@@ -13,6 +13,11 @@ per cell. Only where pieces differ is the rest of the row merged cell by cell, s
 a piece per side, never a row. Every cell a Thrift scan returns is a Put (a scan does not return delete
 markers), so the type of each cell is the same on both sides by construction.
 
+A side whose scan gives a row's cells again (a piece of the row whose first cell does not come after the previous
+piece's last, in HBase's order) or rows out of key order has not been read right: the comparison stops there with
+`ScanOrderError`, naming the side and the row, instead of reporting the repeated cells as differences (issue 31:
+a source that listed rows twice read as versions `missing_on_target`, and a repair "explained" them).
+
 Pure: no I/O.
 """
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Iterable, Iterator, Sequence
 
-from hbase_migration.data.scope import Cell, Row, cell_order
+from hbase_migration.data.scope import Cell, Row, cell_order, to_string_binary
 
 MATCHING = "matching"
 CONTENT_DIFFERENT = "content_different"
@@ -32,14 +37,20 @@ MISSING_ON_TARGET, ONLY_ON_TARGET, VALUE_DIFFERS = "missing_on_target", "only_on
 VERSIONS_PER_ROW = 10  # differing versions named per row (all of them are compared)
 
 
+class ScanOrderError(RuntimeError):
+    """A side's scan did not come in HBase's order: a row again after its cells had passed (listed twice), or a
+    row key lower than the previous one. Nothing read after it can be compared, or repaired."""
+
+
 class _Side:
     """One side's pieces, the current one at hand. `cells` counts every cell read; `wide` says whether the row
     just passed came in more than one piece."""
 
-    __slots__ = ("_next", "row", "piece", "cells", "wide")
+    __slots__ = ("_next", "name", "row", "piece", "cells", "wide")
 
-    def __init__(self, pieces: Iterable[Row]):
+    def __init__(self, pieces: Iterable[Row], name: str = "source"):
         self._next = iter(pieces).__next__
+        self.name = name
         self.cells = 0
         self.wide = False
         self.row: bytes | None = None
@@ -48,14 +59,24 @@ class _Side:
 
     def advance(self) -> None:
         try:
-            row, self.piece = self._next()
+            row, piece = self._next()
         except StopIteration:
             self.row, self.piece = None, ()
             return
         if row == self.row:
+            # The next piece of a wide row continues where the last one stopped; anything else is the row again.
+            if piece and self.piece and cell_order(piece[0]) <= cell_order(self.piece[-1]):
+                raise ScanOrderError(
+                    f"the {self.name}'s scan returned row {to_string_binary(row)} again after its cells had passed "
+                    f"(the row listed twice, or its cells out of HBase's order): that cluster served a wrong scan, "
+                    f"so the row cannot be compared or repaired; read it with a Get and a raw scan in its shell")
             self.wide = True
-        self.row = row
-        self.cells += len(self.piece)
+        elif self.row is not None and row is not None and row < self.row:
+            raise ScanOrderError(
+                f"the {self.name}'s scan returned row {to_string_binary(row)} after {to_string_binary(self.row)} "
+                f"(rows out of key order): that cluster served a wrong scan")
+        self.row, self.piece = row, piece
+        self.cells += len(piece)
 
     def start_row(self) -> None:
         self.wide = False
@@ -116,7 +137,7 @@ def compare_sides(source: Iterable[Row], target: Iterable[Row], *, matching: boo
     leaves the matching rows out. `wide`: the row came in more than one piece on a side (fetch it again by
     scanning, not by key). When the streams end, `stats` holds the cells read per side (`source_cells`,
     `target_cells`) and the matching rows (`matching`)."""
-    s, t = _Side(source), _Side(target)
+    s, t = _Side(source, "source"), _Side(target, "target")
     same = 0
     while s.row is not None or t.row is not None:
         s.start_row()

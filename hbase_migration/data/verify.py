@@ -31,7 +31,13 @@ has a start time, any delete (it would also remove versions older than the
 window, which were not compared). The same masking works against the repair's
 puts: a row or column deleted on the target at a later time keeps hiding cells
 written with their (older) source timestamps until a major compaction drops the
-marker; the repair counts such rows (`masked_by_delete`) and says so.
+marker. A repaired row still different is examined, never guessed at (issue 31):
+its cells are read back by a Get at their timestamps on both sides
+(`read_back_by_get`: the target has them, the comparison's read disagrees), its
+delete markers are read with raw scans in the target's shell (`markers`), and it
+is `masked_by_delete` only when markers shown there hide every cell; otherwise
+the cells were written and are not read back (`not_read_back`), and the report
+names the row and the region server holding it.
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
+from hbase_migration.data import markers
 from hbase_migration.data.datapath import open_data_path
 from hbase_migration.data.datapath.base import DataPath, prefetch, rows_in
 from hbase_migration.data.partitions import Partition
@@ -55,6 +62,7 @@ from hbase_migration.data.rowdiff import (
     ONLY_IN_TARGET,
     ONLY_ON_TARGET,
     VALUE_DIFFERS,
+    VERSIONS_PER_ROW,
     column_pairs,
     compare_sides,
     diff_rows,
@@ -332,12 +340,14 @@ def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOption
         result["identical"] = not failed and bad == 0
     if options.repair:
         keys = ("rows_repaired", "cells_put", "cells_deleted", "conflicts", "still_different", "masked_by_delete",
-                "not_repaired")
+                "not_read_back", "read_back_by_get", "not_repaired")
         rep: dict[str, Any] = {k: sum((v.repair or {}).get(k, 0) for v in ok) for k in keys}
-        hints = sorted({v.repair["hint"] for v in ok if v.repair and v.repair.get("hint")})
+        hints = sorted({h for v in ok for h in (v.repair or {}).get("hints", [])})
         if hints:
-            rep["hint"] = hints[0]
+            rep["hint"] = " ".join(hints)
         rep["conflict_sample"] = [c for v in ok for c in (v.repair or {}).get("conflict_sample", [])][
+            : options.sample_limit]
+        rep["unseen_sample"] = [u for v in ok for u in (v.repair or {}).get("unseen_sample", [])][
             : options.sample_limit]
         result["repair"] = rep
     return result
@@ -449,6 +459,12 @@ class Side:
             return found
         return {row: normalize_cells((rename_column(c, self.renames), ts, v) for c, ts, v in cells)
                 for row, cells in found.items()}
+
+    def version(self, row: bytes, column: bytes, ts: int) -> Cell | None:
+        """One version of one column (`column` in target terms) by a Get at its timestamp, or None."""
+        asked = rename_column(column, {d: s for s, d in self.renames.items()}) if self.renames else column
+        found = self.path.get_rows(self.table, [row], columns=[asked], start_ms=ts, end_ms=ts + 1, versions=1)
+        return next(((column, t, v) for _c, t, v in found.get(row, ()) if t == ts), None)
 
     def count(self, lo: bytes, hi: bytes) -> int:
         """Rows with a cell in the window: RowCounter's key-only scan (one cell per row)."""
@@ -600,8 +616,9 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     """Make the kept differing rows equal on the target; report what could not be done."""
     keys = sorted(tally.differing)
     report: dict[str, Any] = {"rows_repaired": 0, "cells_put": 0, "cells_deleted": 0, "conflicts": 0,
-                              "still_different": 0, "masked_by_delete": 0, "not_repaired": 0,
-                              "conflict_sample": []}
+                              "still_different": 0, "masked_by_delete": 0, "not_read_back": 0,
+                              "read_back_by_get": 0, "not_repaired": 0, "conflict_sample": [],
+                              "unseen_sample": [], "hints": []}
     if tally.truncated:
         report["not_repaired"] = sum(tally.counts[k] for k in DIFFERENT) - len(keys)
     if not keys:
@@ -627,7 +644,9 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
             _repair_wide_row(src, tgt, row, writer, windowed, exact, report, conflict_rows, options)
     finally:
         writer.close()
-    # What the target looks like now, from both sides again.
+    # What the target looks like now, from both sides again. Rows still different whose repaired cells the
+    # target does not show (row -> (column, ts)) are examined below.
+    unseen: dict[bytes, list[tuple[bytes, int]]] = {}
     if narrow:
         after_s, after_t = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
         for row in narrow:
@@ -635,23 +654,106 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
             if status is not None and status != MATCHING:
                 report["still_different"] += 1
                 now_there = set(after_t.get(row, ()))
-                if row not in conflict_rows and any(c not in now_there for c in put_cells.get(row, ())):
-                    # Written with its source timestamp, yet not visible: a delete marker on the target (the row
-                    # or column was deleted there at a later time) hides it until a major compaction drops it.
-                    report["masked_by_delete"] += 1
+                missing = [(c, ts) for c, ts, v in put_cells.get(row, ()) if (c, ts, v) not in now_there]
+                if row not in conflict_rows and missing:
+                    unseen[row] = missing
     for row in wide:
         found = list(compare_sides(src.row_pieces(row), tgt.row_pieces(row)))
         if found and found[0][1] != MATCHING:
             report["still_different"] += 1
-            if row not in conflict_rows and any(kind != ONLY_ON_TARGET for _c, _ts, kind in found[0][2]):
-                report["masked_by_delete"] += 1  # the source's versions were put, yet are not visible
-    if report["masked_by_delete"]:
-        report["hint"] = ("cells written with their source timestamps are hidden by delete markers on the target; "
-                          "run a major compaction of the target table (it drops the markers), then repair again")
+            missing = [(c, ts) for c, ts, kind in found[0][2] if kind != ONLY_ON_TARGET]  # put, yet not shown
+            if row not in conflict_rows and missing:
+                unseen[row] = missing
+    if unseen:
+        _examine_unseen(src, tgt, unseen, report, options)
+    if report["hints"]:
+        report["hint"] = " ".join(report["hints"])
     log.info("repair of %s: %d rows repaired (%d cells put, %d deleted), %d conflicts, %d still different "
-             "(%d hidden by delete markers)", tgt.table, report["rows_repaired"], report["cells_put"],
-             report["cells_deleted"], report["conflicts"], report["still_different"], report["masked_by_delete"])
+             "(%d hidden by delete markers shown on the target, %d not read back there, %d read back by a Get)",
+             tgt.table, report["rows_repaired"], report["cells_put"], report["cells_deleted"], report["conflicts"],
+             report["still_different"], report["masked_by_delete"], report["not_read_back"],
+             report["read_back_by_get"])
+    for item in report["unseen_sample"]:
+        log.warning("repair of %s: row %s (region server %s): %s; cells %s", tgt.table, item["row"],
+                    item["region_server"], item["reason"], item["cells"])
     return report
+
+
+EXAMINED_ROWS = 50  # repaired rows still different whose cells are examined (Gets, raw scans, region server)
+
+HINTS = {
+    "masked_by_delete": "cells written with their source timestamps are hidden by delete markers on the target "
+                        "(shown by raw scans, see unseen_sample); run a major compaction of the target table (it "
+                        "drops the markers), then repair again.",
+    "not_read_back": "cells the repair wrote to the target are not read back there, and no delete marker was "
+                     "shown to hide them (rows and region servers in unseen_sample): unless the target's family "
+                     "hides them by design (a TTL or VERSIONS the source has not), that region server serves "
+                     "those rows wrongly; do not cut over; check it (its log, a raw scan of the row in the "
+                     "target's shell), then verify again.",
+    "read_back_by_get": "a Get at their timestamps reads the repaired cells on the target, yet the comparison's "
+                        "read of the row does not show them: a scan of one of the clusters is wrong (rows in "
+                        "unseen_sample); verify again before trusting either side.",
+}
+
+
+def _examine_unseen(src: Side, tgt: Side, unseen: dict[bytes, list[tuple[bytes, int]]], report: dict[str, Any],
+                    options: VerifyOptions) -> None:
+    """Why cells the repair wrote are not shown on the target, row by row, from facts (issue 31):
+    1. each cell read by a Get at its timestamp on both sides: the target's equal to the source's = it is there,
+       the comparison's read disagrees with a Get (`read_back_by_get`);
+    2. the other cells: the row's delete markers, read with raw scans in the target's shell (`markers`); a row
+       is `masked_by_delete` only when markers shown there hide every one of them;
+    3. otherwise the cells were written and are not read back (`not_read_back`); the report names the row and
+       the region server holding it. So is every row beyond EXAMINED_ROWS, without more claimed of it, and a
+       row whose markers could not be read (the shell's error is reported).
+    Counts go to `report`; up to `sample_limit` rows with their evidence to `unseen_sample`."""
+    rows = sorted(unseen)
+    examined = {row: unseen[row][:VERSIONS_PER_ROW] for row in rows[:EXAMINED_ROWS]}
+    read_back: dict[bytes, dict[tuple[bytes, int], bool]] = {}
+    for row, cells in examined.items():
+        read_back[row] = {}
+        for column, ts in cells:
+            got = _both(lambda: src.version(row, column, ts), lambda: tgt.version(row, column, ts))
+            read_back[row][(column, ts)] = got[0] is not None and got[0] == got[1]
+    hidden_of = {row: [cell for cell, seen in read_back[row].items() if not seen] for row in examined}
+    asked = {row: cells for row, cells in hidden_of.items() if cells}
+    marker_error = None
+    hiding: dict[bytes, dict[tuple[bytes, int], list[str]]] = {}
+    if asked:
+        try:
+            hiding = markers.hiding_markers(tgt.path.cluster, tgt.table, asked)
+        except Exception as e:  # no shell, no ticket, output not understood: then nothing is claimed of markers
+            marker_error = f"{type(e).__name__}: {e}"
+            log.warning("repair of %s: the target's delete markers could not be read: %s", tgt.table, marker_error)
+    reasons = set()
+    for row in rows:
+        if row not in examined:
+            report["not_read_back"] += 1
+            reasons.add("not_read_back")
+            continue
+        cells = hidden_of[row]
+        if not cells:
+            reason = "read_back_by_get"
+        elif marker_error is None and all(hiding.get(row, {}).get(cell) for cell in cells):
+            reason = "masked_by_delete"
+        else:
+            reason = "not_read_back"
+        report[reason] += 1
+        reasons.add(reason)
+        if len(report["unseen_sample"]) < options.sample_limit:
+            try:
+                server = tgt.path.region_server(tgt.table, row)
+            except Exception as e:  # the evidence is reported without it
+                server = f"unknown ({type(e).__name__}: {e})"
+            report["unseen_sample"].append({
+                "row": to_string_binary(row), "region_server": server, "reason": reason,
+                "markers": "read with raw scans" if marker_error is None else f"not read: {marker_error}",
+                "cells": [{"column": to_string_binary(column), "timestamp": ts,
+                           "read_back_by_get": read_back[row][(column, ts)],
+                           "hidden_by": hiding.get(row, {}).get((column, ts), []) if marker_error is None else None}
+                          for column, ts in examined[row]],
+            })
+    report["hints"] = [HINTS[r] for r in ("masked_by_delete", "not_read_back", "read_back_by_get") if r in reasons]
 
 
 def _count_plan(row: bytes, plan: RepairPlan, report: dict[str, Any], conflict_rows: set[bytes],

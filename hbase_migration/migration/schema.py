@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from hbase_migration.clusters.shell import ruby_string  # noqa: F401  (statements here and in freeze/sizing_probe)
+
 _TABLE_STATE = re.compile(r"^\s*Table (\S+) is (ENABLED|DISABLED)\s*$")
 
 FOREVER = 2147483647
@@ -336,22 +338,6 @@ def parse_namespaces(output: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- statements
-def ruby_string(value: str | bytes) -> str:
-    """A double-quoted Ruby string literal; bytes outside printable ASCII as \\xNN (row keys are binary)."""
-    if isinstance(value, str):
-        value = value.encode("utf-8")
-    out = []
-    for b in value:
-        ch = chr(b)
-        if ch in '"\\#':
-            out.append("\\" + ch)
-        elif 0x20 <= b < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\x{b:02x}")
-    return '"' + "".join(out) + '"'
-
-
 def _literal(key: str, value: str) -> str:
     """Numbers as an operator types them (VERSIONS => 3); everything else a string (the shell takes both)."""
     text = canonical(key, value) or ""

@@ -296,6 +296,11 @@ class DataPath(abc.ABC):
         `keys_only`: values empty; `first_key_only`: one cell per row, one piece per row (a row count). A lost
         connection or scanner re-opens the scan where it stopped (`ScanPosition`), also inside a wide row."""
 
+    def region_server(self, table: str, row: bytes) -> str:
+        """The region server holding `row` now, as HBase names it (`host,port,startcode`, or `host,port` where
+        the API gives no start code): located afresh, for a report that names it."""
+        raise NotImplementedError(f"the {self.kind} data path cannot locate a row's region server")
+
     @abc.abstractmethod
     def get_rows(self, table: str, keys: Sequence[bytes], *, columns: Sequence[bytes] | None = None,
                  start_ms: int | None = None, end_ms: int | None = None,

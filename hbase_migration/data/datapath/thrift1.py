@@ -64,6 +64,13 @@ class Thrift1Path(DataPath):
     def regions(self, table: str) -> list[Region]:
         return regions_from_thrift(self.session.call("getTableRegions", table.encode("utf-8")))
 
+    def region_server(self, table: str, row: bytes) -> str:
+        """`getRegionInfo` of the row's hbase:meta key (`table,row,99999999999999`, the closest region row at or
+        before it): `host,port` of the region server holding `row` (Thrift1 gives no start code)."""
+        info = self.session.call("getRegionInfo", b"%s,%s,99999999999999" % (table.encode("utf-8"), row))
+        host = info.serverName.decode("latin-1") if isinstance(info.serverName, bytes) else info.serverName
+        return f"{host},{info.port}"
+
     def _history(self, table: str, versions: int | None) -> dict[bytes, int]:
         """Families whose older versions need getVer: family -> versions to read."""
         if versions == 1:

@@ -160,6 +160,11 @@ class Thrift2Path(DataPath):
                               loc.serverName.hostName if loc.serverName else ""))
         return sorted(out, key=lambda r: r.start_key)
 
+    def region_server(self, table: str, row: bytes) -> str:
+        """`getRegionLocation(table, row, reload=true)`: the servername of the region server holding `row`."""
+        name = self.session.call("getRegionLocation", table.encode("utf-8"), row, True).serverName
+        return f"{name.hostName},{name.port},{name.startCode}"
+
     @staticmethod
     def _columns(columns: Sequence[bytes] | None) -> list[Any] | None:
         T = hbase2()
