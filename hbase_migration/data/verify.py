@@ -102,6 +102,9 @@ class VerifyOptions(TableScope):
     - level: "rows" compares row counts only (RowCounter's key-only scan, cheap);
       "content" (default) compares every cell of every version.
     - recompare_sleep_s: pause before differing rows are fetched again (0 = no re-compare).
+    - recompare_rounds: how many times rows still different are fetched again, each pause twice the one
+      before (5, 10, 20 s): on a loaded cluster replication can lag past one pause, and an edit in flight
+      is not a difference.
     - max_diff_rows: differing rows kept per partition for re-compare/repair (counts stay exact).
     - sample_limit: differing row keys listed per category in the result.
     - repair: write the source's cells to the target and delete target-only cells.
@@ -109,6 +112,7 @@ class VerifyOptions(TableScope):
 
     level: str = "content"
     recompare_sleep_s: float = 0.0
+    recompare_rounds: int = 3
     max_diff_rows: int = 10_000
     sample_limit: int = 20
     repair: bool = False
@@ -118,7 +122,7 @@ class VerifyOptions(TableScope):
         super().__post_init__()
         if self.level not in LEVELS:
             raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
-        for name in ("max_diff_rows", "sample_limit"):
+        for name in ("max_diff_rows", "sample_limit", "recompare_rounds"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
         try:
             sleep_s = float(self.recompare_sleep_s)
@@ -541,13 +545,17 @@ def verify_partition(
         find_differences(src, tgt, partition.start_row, partition.stop_row, options, tally, verdict)
         verdict.wide_rows = len(tally.wide)
         if options.recompare_sleep_s > 0 and tally.differing:
-            sleep(options.recompare_sleep_s)
-            keys = sorted(tally.differing)
-            verdict.recompared = len(keys)
-            for row, status, versions in recompare(src, tgt, keys, tally.wide):
-                if status != tally.differing[row]:
-                    verdict.recompare_changed += 1
-                tally.reclassify(row, status, versions)
+            verdict.recompared = len(tally.differing)
+            changed: set[bytes] = set()
+            for round_ in range(options.recompare_rounds):
+                if not tally.differing:
+                    break
+                sleep(options.recompare_sleep_s * 2 ** round_)
+                for row, status, versions in recompare(src, tgt, sorted(tally.differing), tally.wide):
+                    if status != tally.differing[row]:
+                        changed.add(row)
+                    tally.reclassify(row, status, versions)
+            verdict.recompare_changed = len(changed)
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
     finally:
