@@ -78,7 +78,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
                              task_bytes_per_s=float(self.task_bytes_per_s) if self.task_bytes_per_s else None,
                              bytes_per_s=float(self.bytes_per_s) if self.bytes_per_s else None)
 
-    def _prepare(self, summary_file: str) -> list[str]:
+    def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.snapshot_export import job_args
         from operators.ledger import ledger_url
 
@@ -87,7 +87,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
                         copy_id=options.copy_id, ledger_url=ledger_url(), snapshot=options.name, tasks=options.tasks,
                         task_bytes_per_s=options.task_bytes_per_s, bytes_per_s=options.bytes_per_s,
                         max_load=self.max_load, critical_load=self.critical_load, max_pause_s=self.max_pause_s,
-                        summary_file=summary_file)
+                        **summary)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         if summary:

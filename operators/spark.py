@@ -2,9 +2,12 @@
 
 The operators add what the migration needs around a plain spark-submit: the clusters in their wire form
 passed to the job (addresses, principals and file paths; no secret lives in an HBase connection), for Kerberized
-clusters their keytab and krb5.conf shipped with the job (`--files`), the ledger for resume and results, the
-job's JSON summary returned as XCom, and, for the copy, the library's oldWALs watchdog that samples the source's
-quota while the job runs and applies the quota policy on a breach.
+clusters their keytab and krb5.conf shipped with the job (`--files`), the toolkit's code shipped with it
+(`--py-files`: one zip of `hbase_migration`, `jobs` and the ledger's SQL, so a driver in a YARN container imports
+nothing from a checkout), the ledger for resume and results, the job's JSON summary returned as XCom (the driver
+keeps it in the ledger under a key this task chose: it reaches the task from a driver in any container), and, for
+the copy, the library's oldWALs watchdog that samples the source's quota while the job runs and applies the quota
+policy on a breach.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -72,17 +76,49 @@ class _HBaseJobOperator(SparkSubmitOperator):
     job_kind = ""
     application_path = ""
 
-    def _prepare(self, summary_file: str) -> list[str]:
+    def _prepare(self, summary: dict[str, str]) -> list[str]:
+        """The job's argv; `summary` holds `summary_ledger_url` and `summary_key` for the argv builder."""
         raise NotImplementedError
 
-    def _python_env(self) -> None:
-        # The driver and local executors must run the Python that has happybase; on a cluster the Spark
-        # connection (spark.pyspark.python) or the environment says which.
+    def _spark_master(self) -> str:
+        """The master the Spark connection names, read as SparkSubmitHook reads it ('' when it cannot be read:
+        the hook then reports the connection itself)."""
+        from airflow.sdk import BaseHook
+
+        try:
+            conn = BaseHook.get_connection(self._conn_id)
+        except Exception:
+            return ""
+        if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
+            return conn.host
+        return f"{conn.conn_type}://{conn.host or ''}"
+
+    def _python_env(self, on_yarn: bool) -> None:
+        """The driver and local executors must run the Python that has happybase. Elsewhere than YARN this
+        worker's interpreter and checkout are the job's (local[*], a standalone cluster on the same hosts). On
+        YARN the job runs from what it ships and `spark.pyspark.python` (spark-defaults.conf, or the operator's
+        `conf`) names the nodes' interpreter: PYTHONPATH is emptied for spark-submit, because Spark's YARN client
+        hands the submitting process's PYTHONPATH on to the driver's and the executors' containers, and a
+        checkout there would hide a zip that lacks a module."""
         env = dict(self.env_vars or {})
-        if "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
-            env["PYSPARK_PYTHON"] = sys.executable
-        env.setdefault("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        if on_yarn:
+            env.setdefault("PYTHONPATH", "")
+        else:
+            if "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
+                env["PYSPARK_PYTHON"] = sys.executable
+            env.setdefault("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         self.env_vars = env
+
+    def _ship_code(self, tmp: str) -> None:
+        """The toolkit's code goes with the job (spark-submit --py-files): `hbase_migration`, `jobs` (the
+        spark-submit targets import it) and the ledger's SQL, zipped from this worker's checkout into the task's
+        temporary folder. The driver, wherever it runs, and every executor import them from there; files the
+        operator was given in `py_files` stay, after it."""
+        from hbase_migration.data.executors import package_zip
+
+        shipped = package_zip(("hbase_migration", "jobs"), dest_dir=tmp)
+        given = [f for f in (self.py_files or "").split(",") if f]
+        self.py_files = ",".join([shipped, *given])
 
     def _ship_credentials(self) -> None:
         """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
@@ -101,18 +137,50 @@ class _HBaseJobOperator(SparkSubmitOperator):
         files += [f for f in dict.fromkeys(w for w in wanted if w) if f not in files]
         self.files = ",".join(files) or None
 
+    def summary_key(self, context: Context) -> str:
+        """The key the job's summary is kept under in the ledger: this task's try, and a random part (two
+        submissions never share one)."""
+        ti = context.get("ti") if hasattr(context, "get") else None
+        parts = [self.job_kind, self.table, getattr(ti, "dag_id", None), getattr(ti, "run_id", None),
+                 getattr(ti, "task_id", None) or self.task_id, getattr(ti, "map_index", None),
+                 getattr(ti, "try_number", None), uuid.uuid4().hex]
+        return "/".join(str(p) for p in parts if p is not None)
+
+    def _take_summary(self, url: str, key: str) -> dict[str, Any] | None:
+        """The summary the driver kept under `key` (None: it wrote none), removed from the ledger."""
+        from hbase_migration.data.progress import retry_transient
+        from hbase_migration.ledger.store import Ledger
+
+        def take() -> dict[str, Any] | None:
+            with Ledger.open(url) as ledger:
+                return ledger.take_job_summary(key)
+
+        try:
+            return retry_transient(take, f"reading the {self.job_kind} summary", 60.0)
+        except Exception as e:  # the job's outcome (its exit status) still decides; the summary is then missing
+            self.log.error("the %s summary could not be read from the ledger (key %s): %s", self.job_kind, key, e)
+            return None
+
     def _run(self, context: Context) -> dict[str, Any]:
+        from operators.ledger import ledger_url
+
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
-            summary_file = os.path.join(tmp, "summary.json")
-            self.application_args = self._prepare(summary_file)
-            self._python_env()
+            url, key = ledger_url(), self.summary_key(context)
+            self.application_args = self._prepare({"summary_ledger_url": url, "summary_key": key})
+            on_yarn = self._spark_master().startswith("yarn")
+            self._python_env(on_yarn)
+            self._ship_code(tmp)
             self._ship_credentials()
             error: Exception | None = None
             try:
                 super().execute(context)
             except Exception as e:  # the summary (if written) says why; re-raised below
                 error = e
-            summary = json.loads(Path(summary_file).read_text()) if os.path.exists(summary_file) else None
+            summary = self._take_summary(url, key)
+        if summary and summary.get("spark"):
+            spark = summary["spark"]
+            self.log.info("Spark application %s (%s, %s mode): driver %s, executors %s", spark.get("application_id"),
+                          spark.get("master"), spark.get("deploy_mode"), spark.get("driver"), spark.get("executors"))
         return self._finish(summary, error)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
@@ -185,7 +253,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         self.copy_id = copy_id
         self._breach: str | None = None
 
-    def _prepare(self, summary_file: str) -> list[str]:
+    def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.jobargs import copy_job_args
         from operators.ledger import ledger_url
 
@@ -194,8 +262,9 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
-            ledger_url=ledger_url() if copy_id else None, summary_file=summary_file, max_load=self.max_load,
-            critical_load=self.critical_load, max_pause_s=self.max_pause_s, load_sample_s=self.load_sample_s)
+            ledger_url=ledger_url() if copy_id else None, max_load=self.max_load,
+            critical_load=self.critical_load, max_pause_s=self.max_pause_s, load_sample_s=self.load_sample_s,
+            **summary)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.migration.quota import Watchdog, check_policy
@@ -309,14 +378,14 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         self.repair = repair
         self.ledger_phase = ledger_phase
 
-    def _prepare(self, summary_file: str) -> list[str]:
+    def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.jobargs import verify_job_args
 
         return verify_job_args(
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
-            repair=self.repair, summary_file=summary_file)
+            repair=self.repair, **summary)
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._ledger_phase(self.ledger_phase, "running")

@@ -422,3 +422,16 @@ SELECT table_name, COUNT(*) AS files, CAST(SUM(size) AS BIGINT) AS bytes,
        MIN(finished_ms) AS first_ms, MAX(finished_ms) AS last_ms
 FROM snapshot_files WHERE copy_id = :copy_id
 GROUP BY table_name ORDER BY table_name;
+
+-- name: job_summary_put
+-- A driver that writes again under the same key (a job re-run by hand with the same arguments) replaces it.
+INSERT INTO job_summaries (summary_key, job, written_ms, summary)
+VALUES (:summary_key, :job, :written_ms, :summary)
+ON CONFLICT (summary_key) DO UPDATE SET job = excluded.job, written_ms = excluded.written_ms,
+                                        summary = excluded.summary;
+
+-- name: job_summary
+SELECT job, written_ms, summary FROM job_summaries WHERE summary_key = :summary_key;
+
+-- name: job_summary_delete
+DELETE FROM job_summaries WHERE summary_key = :summary_key;

@@ -89,11 +89,14 @@ SHIPPED_PACKAGES = ("hbase_migration",)
 
 
 def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None = None) -> str:
-    """Zip the toolkit's packages that tasks import (the library), each module with its compiled form beside it
-    (`name.pyc`, which zipimport prefers): an executor's Python worker then imports without compiling the
-    library from source, which cost every worker process of every job a few hundred ms of CPU. The .pyc is
-    hash-based and unchecked (the zip is made from the same sources at once); an interpreter of another version
-    finds a magic number it does not know and compiles the .py instead."""
+    """Zip the toolkit's packages (the library; the Airflow operators add `jobs`, the spark-submit targets' own
+    package, for a driver in a YARN container), each module with its compiled form beside it (`name.pyc`, which
+    zipimport prefers): an executor's Python worker then imports without compiling the library from source,
+    which cost every worker process of every job a few hundred ms of CPU. The .pyc is hash-based and unchecked
+    (the zip is made from the same sources at once); an interpreter of another version finds a magic number it
+    does not know and compiles the .py instead. With `hbase_migration`, the ledger's SQL (`sql/`) goes along at
+    the zip's root, where `hbase_migration.ledger.store` looks when it was imported from a zip: a driver far from
+    any checkout opens the ledger too."""
     import importlib
     import py_compile
 
@@ -111,7 +114,31 @@ def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None
                                                   doraise=True,
                                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
                     zf.write(compiled, arcname + "c")
+        if "hbase_migration" in packages:
+            from hbase_migration.ledger.store import SQL_DIR
+
+            sql = Path(str(SQL_DIR))
+            if sql.is_dir():  # else this process runs from such a zip itself, and ships nothing new
+                for file in sorted(sql.rglob("*.sql")):
+                    zf.write(file, str(Path("sql") / file.relative_to(sql)))
     return path
+
+
+def code_origin(module: str = "hbase_migration") -> str:
+    """Where this process imported `module` from: the zip a job shipped (its path, up to `.zip`), or the package's
+    folder (a checkout). The summary names it for the driver and each executor: on YARN both must be the zip."""
+    import importlib
+
+    file = str(importlib.import_module(module).__file__ or "")
+    cut = file.find(".zip" + os.sep)
+    return file[:cut + 4] if cut >= 0 else str(Path(file).parent)
+
+
+def whereabouts() -> tuple[str, str, str]:
+    """(host, YARN container id or '', code_origin()) of this process: a driver's or an executor's."""
+    import socket
+
+    return socket.gethostname(), os.environ.get("CONTAINER_ID", ""), code_origin()
 
 
 _shipped: dict[str, str] = {}  # Spark application id -> the zip shipped to it
@@ -154,11 +181,14 @@ def run_partitions(
     on_heartbeat: Callable[[], None] | None = None,
     heartbeat_s: float = 30.0,
     slices: int | None = None,
+    places: set | None = None,
 ) -> list[Any]:
     """Run `task(item)` in one Spark task per item (or in `slices` tasks, each running its share of the items
     one after the other, dealt round-robin so neighbouring items go to different tasks); `on_done(new_results)`
     on the driver as tasks end, `on_heartbeat()` every `heartbeat_s` (a progress line even while no partition
     finishes).
+
+    `places` (a set), when given, gets each task's `whereabouts()`: which hosts, containers and code ran them.
 
     `task` must not raise for an expected failure (return a failed result instead) so that one bad
     partition does not cancel the others. Returns every result, in item order.
@@ -173,11 +203,12 @@ def run_partitions(
 
     def run(iterator: Any) -> Any:
         configure_logging(log_level)
+        where = whereabouts()
         for group in iterator:
             for position, item in group:
                 result = task(item)
                 acc.add((result,))
-                yield position, result
+                yield position, result, where
 
     seen = 0
     lock = threading.Lock()
@@ -209,7 +240,9 @@ def run_partitions(
     sc.setJobGroup(job_group, f"{len(items)} partitions", interruptOnCancel=True)
     try:
         numbered = sc.parallelize(groups, slices).mapPartitions(run).collect()
-        results = [result for _position, result in sorted(numbered, key=lambda pr: pr[0])]
+        results = [result for _position, result, _where in sorted(numbered, key=lambda pr: pr[0])]
+        if places is not None:
+            places.update(where for _position, _result, where in numbered)
     finally:
         stop.set()
         poller.join()
@@ -271,6 +304,7 @@ class SparkExecutor:
         self.sc = self.spark.sparkContext
         self.log_level = log_level
         self.heartbeat_s = heartbeat_s
+        self.places: set[tuple[str, str, str]] = set()
         ship_package(self.sc)
 
     def map(self, items: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
@@ -288,7 +322,21 @@ class SparkExecutor:
         task (not each item) ends."""
         slices = tasks_per_slot * self.sc.defaultParallelism if tasks_per_slot else None
         return run_partitions(self.sc, items, task, on_done, job_group=job_group, log_level=self.log_level,
-                              on_heartbeat=on_heartbeat, heartbeat_s=self.heartbeat_s, slices=slices)
+                              on_heartbeat=on_heartbeat, heartbeat_s=self.heartbeat_s, slices=slices,
+                              places=self.places)
+
+    def describe(self) -> dict[str, Any]:
+        """Where the job ran, for its summary: the master, deploy mode and application id (YARN's
+        application_..._NNNN), the driver's host, container and code, and each executor's that ran a task."""
+        conf = self.sc.getConf()
+        host, container, code = whereabouts()
+        return {
+            "master": self.sc.master,
+            "deploy_mode": conf.get("spark.submit.deployMode", "client"),
+            "application_id": self.sc.applicationId,
+            "driver": {"host": host, "container": container or None, "code": code},
+            "executors": [{"host": h, "container": c or None, "code": o} for h, c, o in sorted(self.places)],
+        }
 
     def close(self) -> None:
         if self.own_session:

@@ -117,8 +117,36 @@ def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--options-json", help="further library options as a JSON object (see CopyOptions/VerifyOptions)")
     p.add_argument("--master", help="Spark master when run with python (spark-submit sets it otherwise)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
-    p.add_argument("--summary-file", help="also write the final JSON summary to this file")
+    add_summary_args(p)
     p.add_argument("--log-level", default="INFO", help="Python log level of the driver and tasks")
+
+
+def add_summary_args(p: argparse.ArgumentParser) -> None:
+    """Where the job's JSON summary goes besides stdout: a local file (the CLI; a driver on the submitting host),
+    or the run ledger under a key the submitting task chose (a driver anywhere: YARN's or Kubernetes' cluster
+    mode, where no file of the Airflow worker can be reached)."""
+    p.add_argument("--summary-file", help="also write the final JSON summary to this file")
+    p.add_argument("--summary-ledger-url",
+                   help="also keep the final JSON summary in the run ledger at this SQLAlchemy URL, under "
+                        "--summary-key (how the Airflow task reads it wherever the driver ran)")
+    p.add_argument("--summary-key", help="the summary's key in the ledger of --summary-ledger-url")
+
+
+def summary_args_check(ns: argparse.Namespace) -> None:
+    """--summary-ledger-url and --summary-key go together."""
+    if bool(getattr(ns, "summary_ledger_url", None)) != bool(getattr(ns, "summary_key", None)):
+        raise UsageError("--summary-ledger-url and --summary-key go together — give both (the ledger and the key "
+                         "the submitting task reads the summary under) or neither")
+
+
+def summary_argv(summary_file: str | None = None, summary_ledger_url: str | None = None,
+                 summary_key: str | None = None) -> list[str]:
+    argv: list[str] = []
+    for flag, value in (("--summary-file", summary_file), ("--summary-ledger-url", summary_ledger_url),
+                        ("--summary-key", summary_key)):
+        if value:
+            argv += [flag, value]
+    return argv
 
 
 def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -271,7 +299,8 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
                   copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
                   options: Mapping[str, Any] | None = None, summary_file: str | None = None,
                   max_load: str | None = None, critical_load: str | None = None,
-                  max_pause_s: float | None = None, load_sample_s: float | None = None) -> list[str]:
+                  max_pause_s: float | None = None, load_sample_s: float | None = None,
+                  summary_ledger_url: str | None = None, summary_key: str | None = None) -> list[str]:
     """`application_args` for jobs/copy_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions,
                        rows_per_partition, options)
@@ -282,11 +311,10 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
                             ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
             if value:
                 argv += [flag, str(value)]
-    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url),
-                        ("--summary-file", summary_file)):
+    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url)):
         if value:
             argv += [flag, value]
-    return argv
+    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)
 
 
 def verify_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
@@ -294,7 +322,8 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
                     families: Sequence[str] | str | None = None,
                     versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
                     repair: bool = False, sample_limit: int | None = None,
-                    options: Mapping[str, Any] | None = None, summary_file: str | None = None) -> list[str]:
+                    options: Mapping[str, Any] | None = None, summary_file: str | None = None,
+                    summary_ledger_url: str | None = None, summary_key: str | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
@@ -306,6 +335,4 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
         argv += ["--sample-limit", str(sample_limit)]
     if repair:
         argv += ["--repair"]
-    if summary_file:
-        argv += ["--summary-file", summary_file]
-    return argv
+    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)

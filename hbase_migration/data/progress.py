@@ -353,6 +353,36 @@ def retry_transient(fn: Callable[[], Any], what: str, retry_s: float, *,
             delay = min(delay * 2, 10.0)
 
 
+def write_summary(ns: Any, job: str, text: str, prog: str, retry_s: float = 60.0) -> str | None:
+    """Put a job's JSON summary `text` where its command line asked besides stdout: `--summary-file` (a local
+    file: the CLI, or a driver on the submitting host) and the ledger of `--summary-ledger-url` under
+    `--summary-key` (the Airflow operators' channel: the driver may run in a YARN container, cluster mode, where
+    no file of the worker can be reached; a restart of the ledger's database is waited out for `retry_s`).
+    Returns None, or the error (also said on stderr) when the summary could not be delivered: the job then exits
+    1 whatever it did, as the task would otherwise not know."""
+    import sys
+
+    if getattr(ns, "summary_file", None):
+        Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
+    url, key = getattr(ns, "summary_ledger_url", None), getattr(ns, "summary_key", None)
+    if not (url and key):
+        return None
+    try:
+        from hbase_migration.ledger.store import Ledger
+
+        def put() -> None:
+            with Ledger.open(url) as ledger:
+                ledger.put_job_summary(key, job, text)
+
+        retry_transient(put, f"keeping the {job} summary", retry_s)
+    except Exception as e:  # the run's outcome stands in the log; the task is told by the exit status
+        error = f"the summary could not be kept in the ledger under {key!r}: {type(e).__name__}: {e}"
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return error
+    log.info("summary kept in the ledger under %s", key)
+    return None
+
+
 class LedgerStore:
     """Adapts the run ledger (any object with `partition_done`/`done_partitions`).
 

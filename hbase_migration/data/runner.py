@@ -12,14 +12,13 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hbase_migration.data.copy import CopyOptions, PartitionResult, copy_partition_safely, default_copy_id, summarize
 from hbase_migration.data.datapath import open_data_path
 from hbase_migration.data.datapath.base import Region
 from hbase_migration.data.partitions import Partition, plan_partitions, sample_region
-from hbase_migration.data.progress import ProgressMeter, record_done, record_plan
+from hbase_migration.data.progress import ProgressMeter, record_done, record_plan, write_summary
 from hbase_migration.data.resume import FinishedRange, resume_plan
 from hbase_migration.data.scope import CopyConfigError, TableScope, versions_text
 from hbase_migration.data.verify import (
@@ -294,6 +293,7 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     configure_logging(ns.log_level)
     started = time.monotonic()
     jobargs.spark_conf(ns.conf)
+    jobargs.summary_args_check(ns)
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     load_limits = store = None
@@ -336,6 +336,9 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
             summary = run_verify(job.source, job.target, options, executor, started=job.started,
                                  checked=job.checked)
             status = exit_code(summary)
+        describe = getattr(executor, "describe", None)
+        if describe is not None:  # Spark: the application id, and where the driver and executors ran
+            summary["spark"] = describe()
     finally:
         close = getattr(executor, "close", None)
         if close is not None:
@@ -350,8 +353,8 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
                                "held_by": (hold.released or {}).get("held_by"),
                                "release_error": release_error}
     text = json.dumps(summary, sort_keys=True)
-    if ns.summary_file:
-        Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
+    if write_summary(ns, job.kind, text, prog) is not None:
+        status = status or 1
     print(text, flush=True)
     return status
 

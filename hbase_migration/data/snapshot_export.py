@@ -34,7 +34,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from hbase_migration.clusters import hdfs
@@ -896,7 +895,9 @@ def add_arguments(p: argparse.ArgumentParser, *, job: bool) -> None:
     p.add_argument("--load-sample-s", type=_finite, help="load throttle: seconds between two samples (default 5)")
     p.add_argument("--master", help="Spark master (e.g. local[2]); the CLI runs threads in-process without it")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
-    p.add_argument("--summary-file", help="also write the final JSON summary to this file")
+    from hbase_migration.data.jobargs import add_summary_args
+
+    add_summary_args(p)
     p.add_argument("--log-level", default="INFO", help="Python log level")
     if not job:
         p.add_argument("--workers", type=int, default=4, help="threads copying at once without --master (default 4)")
@@ -927,6 +928,7 @@ def prepare(ns: argparse.Namespace) -> tuple["Cluster", "Cluster", ExportOptions
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     jobargs.spark_conf(ns.conf)
+    jobargs.summary_args_check(ns)
     require_webhdfs(source, target)
     copy_id = ns.copy_id or "snapshot-" + default_copy_id(source, target, TableScope(table=ns.table))
     options = ExportOptions(ns.table, copy_id, ns.snapshot, ns.tasks, ns.task_bytes_per_s, ns.bytes_per_s,
@@ -1003,13 +1005,18 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
         print(f"{prog}: error: {describe(e)}. {left}", file=sys.stderr)
         summary, status = {**(export.summary or {}), "error": describe(e), "left": left}, 1
     finally:
+        describe = getattr(executor, "describe", None)
+        if describe is not None and summary is not None:  # Spark: the application id, where it ran
+            summary["spark"] = describe()
         close = getattr(executor, "close", None)
         if close is not None:
             close()
         ledger.close()
     text = json.dumps(summary, sort_keys=True, default=str)
-    if ns.summary_file:
-        Path(ns.summary_file).write_text(text + "\n", encoding="utf-8")
+    from hbase_migration.data.progress import write_summary
+
+    if write_summary(ns, "snapshot-export", text, prog) is not None:
+        status = status or 1
     print(text, flush=True)
     return status
 
@@ -1018,7 +1025,8 @@ def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url: 
              tasks: int | None = None, task_bytes_per_s: float | None = None, bytes_per_s: float | None = None,
              checksum: str = "auto", max_load: str | None = None, critical_load: str | None = None,
              max_pause_s: float | None = None, load_sample_s: float | None = None,
-             summary_file: str | None = None) -> list[str]:
+             summary_file: str | None = None, summary_ledger_url: str | None = None,
+             summary_key: str | None = None) -> list[str]:
     """`application_args` of jobs/snapshot_export.py (the Airflow operator's spark-submit)."""
     argv = ["--source", source, "--target", target, "--table", table, "--copy-id", copy_id, "--ledger-url",
             ledger_url]
@@ -1035,6 +1043,6 @@ def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url: 
                             ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
             if value:
                 argv += [flag, str(value)]
-    if summary_file:
-        argv += ["--summary-file", summary_file]
-    return argv
+    from hbase_migration.data.jobargs import summary_argv
+
+    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)

@@ -26,7 +26,22 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 log = logging.getLogger(__name__)
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+
+
+def _sql_dir() -> Any:
+    """`sql/` beside the package: the checkout's folder, or the one inside the zip the Spark jobs ship
+    (`hbase_migration.data.executors.package_zip` puts it at the zip's root), read with `zipfile.Path`: a driver
+    in a YARN container (cluster mode) opens the ledger with no checkout on its host."""
+    here = Path(__file__).resolve().parents[2] / "sql"
+    archive = getattr(globals().get("__loader__"), "archive", None)  # zipimport's loader names its zip
+    if not here.is_dir() and archive:
+        import zipfile
+
+        return zipfile.Path(archive, "sql/")
+    return here
+
+
+SQL_DIR = _sql_dir()
 DEFAULT_URL = "sqlite:///.state/ledger.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0  # Spark tasks write partitions concurrently; SQLite serialises writers
 
@@ -137,10 +152,10 @@ def named_statements(sql: str, source: str = "<sql>") -> dict[str, str]:
 _MIGRATION_FILE = re.compile(r"^(\d+)_(\w+)\.sql$")
 
 
-def schema_migrations(directory: Path) -> list[tuple[int, str, list[str]]]:
+def schema_migrations(directory: Any) -> list[tuple[int, str, list[str]]]:
     """(version, name, statements) of every `NNN_name.sql` in `directory`, by version."""
     found = []
-    for path in sorted(directory.iterdir()):
+    for path in sorted(directory.iterdir(), key=lambda p: p.name):  # a Path, or a zipfile.Path (no ordering)
         match = _MIGRATION_FILE.match(path.name)
         if match:
             found.append((int(match.group(1)), match.group(2), split_statements(path.read_text())))
@@ -894,6 +909,30 @@ class Ledger:
         for r in rows:
             r["checksum"] = None if r["checksum"] is None else json.loads(r["checksum"])
         return {r.pop("relative_path"): r for r in rows}
+
+    # -- a Spark job's summary, from its driver (wherever it runs) to the task that submitted it ----------
+
+    def put_job_summary(self, key: str, job: str, summary: str, written_ms: int | None = None) -> None:
+        """Keep `summary` (the job's JSON summary line) under `key`, which the submitting task chose; a second
+        write under one key replaces the first."""
+        try:
+            json.loads(summary)
+        except (TypeError, ValueError):
+            raise LedgerError(f"summary must be a JSON text, got {str(summary)[:80]!r}") from None
+        with self._engine.begin() as conn:
+            self._run(conn, "job_summary_put", summary_key=_text(key, "summary_key"), job=_text(job, "job"),
+                      written_ms=_instant(now_ms() if written_ms is None else written_ms, "written_ms"),
+                      summary=summary)
+
+    def take_job_summary(self, key: str) -> dict[str, Any] | None:
+        """The summary written under `key` (None: none was), removed in the same transaction: each submission
+        has its own key, and the task keeps what it needs (XCom, the phase's detail)."""
+        with self._engine.begin() as conn:
+            row = self._run(conn, "job_summary", summary_key=_text(key, "summary_key")).mappings().first()
+            if row is None:
+                return None
+            self._run(conn, "job_summary_delete", summary_key=key)
+        return json.loads(row["summary"])
 
     def initial_copy_summary(self, run_id: str) -> dict[str, Any]:
         """What the dashboard shows of a run's initial copy: each table's method and, for the snapshot ones, the

@@ -138,7 +138,8 @@ def test_package_zip_holds_the_library(tmp_path):
     assert {"hbase_migration/__init__.py", "hbase_migration/data/copy.py", "hbase_migration/data/verify.py",
             "hbase_migration/data/datapath/__init__.py", "hbase_migration/data/datapath/thrift1.py",
             "hbase_migration/data/runner.py"} <= names
-    assert not any(n.startswith("jobs/") for n in names)
+    assert not any(n.startswith("jobs/") for n in names)  # what executors import: the library alone
+    assert {"sql/queries.sql", "sql/schema/001_initial.sql", "sql/schema/007_job_summaries.sql"} <= names
     assert not any("__pycache__" in n for n in names)
     # each module compiled beside its source (zipimport prefers name.pyc): executors import without compiling
     assert {n + "c" for n in names if n.endswith(".py")} <= names
@@ -156,3 +157,74 @@ def test_a_package_imports_from_its_zip_through_the_compiled_modules(tmp_path):
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(tmp_path)).stdout.strip()
     assert out == f"{path}/hbase_migration/data/rowdiff.pyc"  # and the IDL loads from the zip too
+
+
+def test_summary_args_round_trip_and_go_together():
+    argv = job_args.verify_job_args("s", "t", "tbl", summary_ledger_url="sqlite:////l.db", summary_key="verify/t/1")
+    assert argv[-4:] == ["--summary-ledger-url", "sqlite:////l.db", "--summary-key", "verify/t/1"]
+    ns = job_args.verify_parser().parse_args(argv)
+    job_args.summary_args_check(ns)
+    assert (ns.summary_ledger_url, ns.summary_key, ns.summary_file) == ("sqlite:////l.db", "verify/t/1", None)
+    argv = job_args.copy_job_args("s", "t", "tbl", copy_id="c", summary_file="/tmp/s.json",
+                                  summary_ledger_url="sqlite:////l.db", summary_key="k")
+    assert argv[-8:] == ["--copy-id", "c", "--summary-file", "/tmp/s.json", "--summary-ledger-url",
+                         "sqlite:////l.db", "--summary-key", "k"]
+    lone = job_args.copy_parser().parse_args(["--source", "s", "--target", "t", "--table", "x", "--summary-key", "k"])
+    with pytest.raises(UsageError, match="--summary-ledger-url and --summary-key go together"):
+        job_args.summary_args_check(lone)
+
+
+def test_the_summary_reaches_the_ledger_under_its_key(tmp_path, capsys):
+    import argparse
+
+    from hbase_migration.data.progress import write_summary
+    from hbase_migration.ledger.store import Ledger
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ns = argparse.Namespace(summary_file=str(tmp_path / "s.json"), summary_ledger_url=url, summary_key="copy/t/1")
+    assert write_summary(ns, "copy", '{"job": "copy", "rows": 3}', "copy_table") is None
+    assert json.loads((tmp_path / "s.json").read_text()) == {"job": "copy", "rows": 3}
+    with Ledger.open(url) as ledger:
+        assert ledger.take_job_summary("copy/t/1") == {"job": "copy", "rows": 3}
+        assert ledger.take_job_summary("copy/t/1") is None  # taken once
+    # a ledger that cannot be opened: said on stderr, and the job is to exit 1 (the task would not know)
+    ns = argparse.Namespace(summary_file=None, summary_ledger_url=f"sqlite:///{tmp_path / 'no' / 'l.db'}",
+                            summary_key="k")
+    error = write_summary(ns, "verify", "{}", "verify_table", retry_s=0)
+    assert "the summary could not be kept in the ledger under 'k'" in error
+    assert capsys.readouterr().err.startswith("verify_table: error: the summary could not be kept")
+
+
+def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_path):
+    """What a driver in a YARN container has (cluster mode): the job script spark-submit localized, and the zip
+    on PYTHONPATH. `jobs/copy_table.py` imports the `jobs` package, and the ledger reads its SQL from the zip."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from hbase_migration.data.executors import package_zip
+
+    path = package_zip(("hbase_migration", "jobs"), dest_dir=str(tmp_path))
+    with zipfile.ZipFile(path) as zf:
+        assert {"jobs/__init__.py", "jobs/spark_job.py", "jobs/copy_table.py", "jobs/verify_table.py",
+                "jobs/snapshot_export.py", "sql/queries.sql"} <= set(zf.namelist())
+    container = tmp_path / "container"
+    container.mkdir()
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    for script in ("copy_table.py", "verify_table.py"):
+        shutil.copy(os.path.join(repo, "jobs", script), container / script)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = path
+    for script in ("copy_table.py", "verify_table.py"):
+        proc = subprocess.run([sys.executable, script, "--table", "t"], capture_output=True, text=True,
+                              cwd=str(container), env=env)
+        # before the fix: ModuleNotFoundError: No module named 'jobs'
+        assert proc.returncode == 2, proc.stderr
+        assert "error: the following arguments are required: --source, --target" in proc.stderr
+    code = ("import hbase_migration.ledger.store as s, jobs.spark_job as j; "
+            f"ledger = s.Ledger.open('sqlite:///{container / 'l.db'}'); ledger.put_job_summary('k', 'copy', '{{}}'); "
+            "print(type(s.SQL_DIR).__module__, j.__file__, ledger.take_job_summary('k'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(container),
+                         env=env, check=True).stdout.split()
+    assert out == ["zipfile", f"{path}/jobs/spark_job.pyc", "{}"]

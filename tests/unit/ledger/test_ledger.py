@@ -28,8 +28,8 @@ from tests.ledger_writers import run_concurrent_copies
 REPO = Path(__file__).resolve().parents[3]
 TABLES = [
     "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "initial_copies",
-    "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples", "schema_version",
-    "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds", "throttle_decisions",
+    "job_summaries", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
+    "schema_version", "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds", "throttle_decisions",
     "verification_results",
 ]
 
@@ -100,10 +100,12 @@ def test_shipped_sql_parses():
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
      (version4, name4, statements4), (version5, name5, statements5),
-     (version6, name6, statements6)] = schema_migrations(SQL_DIR / "schema")
-    assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6) == (
+     (version6, name6, statements6), (version7, name7, statements7)] = schema_migrations(SQL_DIR / "schema")
+    assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6,
+            version7, name7) == (
         1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing",
-        6, "snapshot_exports")
+        6, "snapshot_exports", 7, "job_summaries")
+    assert [s.split("(")[0] for s in statements7] == ["CREATE TABLE IF NOT EXISTS job_summaries "]
     assert [s.split("(")[0] for s in statements6] == [
         "CREATE TABLE IF NOT EXISTS initial_copies ", "CREATE TABLE IF NOT EXISTS snapshot_exports ",
         "CREATE TABLE IF NOT EXISTS snapshot_files "]
@@ -161,12 +163,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 6
+        assert second.apply_schema() == 7
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 6
+    assert len(versions) == 7
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -197,8 +199,8 @@ def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_pa
 def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
-        conn.execute("INSERT INTO schema_version VALUES (7, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 7 is newer than this toolkit knows \(6\)"):
+        conn.execute("INSERT INTO schema_version VALUES (8, 'future', 0)")
+    with pytest.raises(LedgerError, match=r"schema version 8 is newer than this toolkit knows \(7\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -762,8 +764,23 @@ def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(
     with Ledger.open(f"sqlite:///{db_path}") as migrated:
         ranges = migrated.finished_ranges("copy-1", "t")
     versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
-    assert versions[-1] == (6, "snapshot_exports")
+    assert versions[-1] == (7, "job_summaries")
     assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
                        "finished_ms": 2}]
     finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]
     assert relevant(finished, "t", fp) == finished
+
+
+def test_a_jobs_summary_is_kept_under_its_key_and_taken_once(ledger):
+    """A Spark driver (anywhere: YARN cluster mode) keeps its summary; the submitting task takes it."""
+    assert ledger.take_job_summary("copy/t/run/1/abc") is None
+    ledger.put_job_summary("copy/t/run/1/abc", "copy", '{"rows": 1}', written_ms=5)
+    ledger.put_job_summary("copy/t/run/1/abc", "copy", '{"rows": 2, "spark": {"application_id": "application_1_0001"}}')
+    ledger.put_job_summary("verify/t/run/1/def", "verify", '{"identical": true}')
+    assert ledger.take_job_summary("copy/t/run/1/abc") == {"rows": 2, "spark": {"application_id": "application_1_0001"}}
+    assert ledger.take_job_summary("copy/t/run/1/abc") is None
+    assert ledger.take_job_summary("verify/t/run/1/def") == {"identical": True}
+    with pytest.raises(LedgerError, match="summary must be a JSON text"):
+        ledger.put_job_summary("k", "copy", "not json")
+    with pytest.raises(LedgerError, match="summary_key must be a non-empty string"):
+        ledger.put_job_summary("", "copy", "{}")
