@@ -6,7 +6,10 @@ the jars with Maven (~210 MB into ~/.cache/realhbase); `up` then takes one to fo
 
 Every test that uses the fixture is marked `realhbase` and runs first, together: the bed's eight JVMs (~2.4 GiB,
 and their ZooKeeper sessions) are stopped right after the last of them, so the deployment tests and the rest never
-share two cores with them. A test that asks for the bed after that starts it again.
+share two cores with them. (Every test that uses the bed is sorted before that moment, so none finds it stopped.)
+
+Opt-in: the `realhbase_yarn` fixture is the same bed with YARN added beside dc2 (a ResourceManager and a
+NodeManager, `RealHBase.start_yarn`); the default fixture never starts YARN, and YARN stops with the bed.
 """
 from __future__ import annotations
 
@@ -19,7 +22,11 @@ class _Bed:
     def __init__(self, factory, zookeeper):
         self.factory, self.zookeeper, self.bed = factory, zookeeper, None
 
-    def get(self):
+    def get(self, yarn: bool = False):
+        if yarn:
+            bed = self.get()
+            bed.start_yarn()  # already running: returns at once
+            return bed
         if self.bed is None:
             from realhbase.testbed import RealHBase
 
@@ -55,16 +62,24 @@ def _realhbase_holder(zookeeper, tmp_path_factory):
     _holder = None
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # session: module fixtures build on it
 def realhbase(_realhbase_holder):
     """`realhbase.testbed.RealHBase`, up: `.endpoints()["dc1"]`, `.shell("dc1", script)`, `.kill_rs("dc2", 1)`,
     `.start_rs("dc2", 1)`, `.set_quota(...)`, `.roll_wals(...)`. A test that breaks it puts it back."""
     return _realhbase_holder.get()
 
 
+@pytest.fixture
+def realhbase_yarn(_realhbase_holder):
+    """The `realhbase` bed with YARN running on dc2 (opt-in): `.yarn_endpoints()` names its ResourceManager,
+    HADOOP_CONF_DIR and a SPARK_CONF_DIR for spark-submit."""
+    return _realhbase_holder.get(yarn=True)
+
+
 def _uses_bed(item) -> bool:
     # By fixture, or by marker for a test that asks for the bed through request.getfixturevalue.
-    return "realhbase" in getattr(item, "fixturenames", ()) or item.get_closest_marker("realhbase") is not None
+    names = getattr(item, "fixturenames", ())
+    return "realhbase" in names or "realhbase_yarn" in names or item.get_closest_marker("realhbase") is not None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -142,6 +142,7 @@ def _done_partitions(ledger_url: str, table: str) -> dict[str, int]:
     return {r[1]: int(r[2]) for r in rows}
 
 
+@pytest.mark.full  # a second run on the deployment, with a fault; make test's faults there are the chaos run's
 @pytest.mark.timeout(1500)
 def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment, minihbase_pair, tmp_path):
     from demo.workload import LiveWriter, SampleTable, Thrift2, compare, load
