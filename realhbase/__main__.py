@@ -1,10 +1,12 @@
 """`python -m realhbase`: two real Apache HBase clusters (dc1, dc2) on real HDFS, with minihbase's verbs.
 
     up        resolve the jars (first use), start ZooKeeper (unless --zookeeper) and both clusters; returns when
-              every role answers; exit 1 naming the process that failed (and the tail of its log), nothing left
-    down      stop every process `up` started; exit 1 naming any that survived SIGKILL
+              every role answers; exit 1 naming the process that failed (and the tail of its log), nothing left.
+              --yarn: also YARN on dc2 (a ResourceManager and a NodeManager; added to clusters already up)
+    down      stop every process `up` started (YARN and its containers too); exit 1 naming any that survived SIGKILL
     status    liveness of every role; exit 0 when everything runs
-    endpoints addresses (--json: {"clusters": {name: {...}}}, minihbase's schema)
+    endpoints addresses (--json: {"clusters": {name: {...}}}, minihbase's schema; with YARN also "yarn": its
+              ResourceManager, web UI, HADOOP_CONF_DIR, Spark settings and the spark_yarn connections)
     kill-rs / start-rs CLUSTER SERVER   SIGKILL / start again one region server JVM (slot index or servername)
     quota CLUSTER PATH [--space-bytes N] [--namespace N]   HDFS quotas through DFSAdmin (-1 clears)
     roll-wals CLUSTER   every live region server's WAL rolled (the shell's wal_roll)
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p = add("up", "start ZooKeeper and both clusters")
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting Debian's")
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--yarn", action="store_true",
+                   help="also run YARN (a ResourceManager and a NodeManager) beside dc2's HDFS")
     add("down", "stop everything `up` started")
     p = add("status", "liveness of every role")
     p.add_argument("--json", action="store_true")
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     bed = RealHBase(args.workdir, zookeeper_hosts=getattr(args, "zookeeper", None),
-                    timeout=getattr(args, "timeout", 300.0))
+                    timeout=getattr(args, "timeout", 300.0), yarn=getattr(args, "yarn", False))
     try:
         return COMMANDS[args.command](bed, args)
     except RealHBaseError as e:
@@ -151,13 +155,17 @@ def _endpoints(bed: RealHBase, args) -> int:
     if not clusters:
         print(f"realhbase endpoints: no cluster under {bed.workdir}", file=sys.stderr)
         return 1
+    yarn = bed.yarn_endpoints() if not args.cluster or args.cluster == "dc2" else None
     if args.json:
-        print(json.dumps({"clusters": clusters}, indent=1, sort_keys=True))
+        print(json.dumps({"clusters": clusters, **({"yarn": yarn} if yarn else {})}, indent=1, sort_keys=True))
     else:
         for name, ep in clusters.items():
             print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  thrift2 "
                   f"{ep['thrift2']['host']}:{ep['thrift2']['port']}  cluster key {ep['cluster_key']}  "
                   f"webhdfs {ep['webhdfs_url']}  rootdir {ep['rootdir']}")
+        if yarn:
+            print(f"yarn (on {yarn['cluster']}): resourcemanager {yarn['resourcemanager']['address']}  web UI "
+                  f"{yarn['resourcemanager']['web_ui']}  HADOOP_CONF_DIR {yarn['hadoop_conf_dir']}")
     return 0
 
 

@@ -59,11 +59,11 @@ def port_free(port: int, host: str = HOST) -> bool:
             return False
 
 
-def plan_ports(saved: dict[str, int]) -> dict[str, int]:
-    """The cluster's ports: the ones of its last start when still free (stable addresses across restarts),
-    free ones otherwise."""
+def plan_ports(saved: dict[str, int], names: list[str] = PORT_NAMES) -> dict[str, int]:
+    """The cluster's ports (or YARN's, `names`): the ones of its last start when still free (stable addresses
+    across restarts), free ones otherwise."""
     ports: dict[str, int] = {}
-    for name in PORT_NAMES:
+    for name in names:
         port = saved.get(name)
         if not port or port in ports.values() or not port_free(port):
             port = free_port(HOST)

@@ -7,6 +7,8 @@ Cache layout (`REALHBASE_CACHE`, default `~/.cache/realhbase`):
     <hbase version>/classpath.key
     <hbase version>/launcher/         RealHBaseLauncher.class, keyed by its source
     <hbase version>/versions.json     the versions the pom resolved (hbase, hadoop, thrift, shell, jruby)
+    yarn-<hadoop version>/classpath.txt   YARN's ResourceManager and NodeManager (realhbase/yarn/pom.xml), keyed
+                                      by that pom's content (`up --yarn` only)
 
 `REALHBASE_VERSION` picks another HBase (e.g. 2.5.13-hadoop3); its Hadoop is read from that release's
 hbase-server pom unless `REALHBASE_HADOOP_VERSION` says it. Only the pom's defaults are tested.
@@ -70,11 +72,11 @@ def hbase_version() -> str:
     return os.environ.get("REALHBASE_VERSION") or pom_properties()["hbase.version"]
 
 
-def _mvn(args: list[str], what: str, progress: bool) -> str:
+def _mvn(args: list[str], what: str, progress: bool, pom: Path = POM) -> str:
     """Run Maven in batch mode; its output goes to stderr as it comes (download progress) when `progress`.
     A failure raises one line naming the artifact Maven could not get."""
     mvn = tool("mvn", "install Maven 3.8+: apt-get install maven")
-    cmd = [mvn, "-B", "-f", str(POM), f"-Dmaven.repo.local={cache_dir() / 'm2'}", *args]
+    cmd = [mvn, "-B", "-f", str(pom), f"-Dmaven.repo.local={cache_dir() / 'm2'}", *args]
     repo_url = os.environ.get("REALHBASE_MAVEN_REPOSITORY")
     if repo_url:
         cmd.append(f"-Drealhbase.repository={repo_url}")
@@ -157,6 +159,30 @@ def resolve(progress: bool = True) -> Jars:
     cds_key = hashlib.sha256(os.pathsep.join([java, *classpath, *shell_extra]).encode()).hexdigest()[:16]
     return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java, shell_extra,
                 vdir / "cds" / cds_key)
+
+
+YARN_POM = Path(__file__).resolve().parent / "yarn" / "pom.xml"
+
+
+def resolve_yarn(hadoop: str, progress: bool = True) -> list[str]:
+    """The class path of YARN's ResourceManager and NodeManager at Hadoop `hadoop` (realhbase/yarn/pom.xml), from
+    the cache or resolved by Maven now (once; about 40 jars beyond what the HBase test bed already fetched). Kept
+    apart from HBase's class path: YARN's servers bring Guice, Jersey 1 and their own web stack."""
+    vdir = cache_dir() / f"yarn-{hadoop}"
+    key = hashlib.sha256(YARN_POM.read_bytes() + hadoop.encode()).hexdigest()
+    cp_file, key_file = vdir / "classpath.txt", vdir / "classpath.key"
+    if cp_file.exists() and key_file.exists() and key_file.read_text() == key:
+        classpath = cp_file.read_text().strip().split(os.pathsep)
+        if all(os.path.exists(j) for j in classpath):
+            return classpath
+    vdir.mkdir(parents=True, exist_ok=True)
+    if progress:
+        print(f"realhbase: resolving YARN {hadoop}'s jars with Maven into {cache_dir() / 'm2'} (first use only)",
+              file=sys.stderr)
+    _mvn(["dependency:build-classpath", f"-Dhadoop.version={hadoop}", f"-Dmdep.outputFile={cp_file}"],
+         f"YARN (Hadoop {hadoop})", progress, pom=YARN_POM)
+    key_file.write_text(key)
+    return cp_file.read_text().strip().split(os.pathsep)
 
 
 def _single_artifact(coordinates: str, progress: bool) -> str:

@@ -5,6 +5,8 @@ Per cluster, four JVMs (`<workdir>/<cluster>/logs/<role>.log` each):
     rs0, rs1  one HRegionServer each: replication metrics are one set per JVM, as in production
     thrift    the Thrift1 and Thrift2 gateways (RealHBaseLauncher thrift)
 plus Debian's ZooKeeper, shared by both clusters (znode parents /hbase-dc1, /hbase-dc2), unless one is given.
+With `yarn=True` (`up --yarn`), dc2 also runs YARN: a ResourceManager and a NodeManager, each in its own JVM
+(realhbase/yarn.py), whose containers (Spark's drivers and executors) `down` stops too.
 
 Every JVM carries `-Drealhbase.workdir=<workdir> -Drealhbase.role=<cluster>/<role>` on its command line: `down`
 and the checks for survivors find them in /proc, pid files or not.
@@ -24,9 +26,9 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
-from realhbase import cds, config
+from realhbase import cds, config, yarn
 from realhbase.config import CLUSTERS, HOST, REGION_SERVERS, ROOTDIR
-from realhbase.jars import Jars, RealHBaseError, resolve
+from realhbase.jars import Jars, RealHBaseError, resolve, resolve_yarn
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WORKDIR = REPO / ".state" / "realhbase"
@@ -58,6 +60,7 @@ def processes(workdir: Path) -> dict[int, str]:
     """pid -> "<cluster>/<role>" (or "zookeeper") of every live process this workdir's test bed started."""
     marker = f"-Drealhbase.workdir={workdir}"
     zoo_cfg = str(workdir / "zookeeper" / "zoo.cfg")
+    containers = str(yarn.yarn_dir(workdir) / "local") + os.sep
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -65,6 +68,8 @@ def processes(workdir: Path) -> dict[int, str]:
         argv = _cmdline(int(entry.name))
         if marker in argv:
             role = next((a.split("=", 1)[1] for a in argv if a.startswith("-Drealhbase.role=")), "?")
+        elif any(containers in a for a in argv):  # a YARN container's process (a Spark driver, executor, worker)
+            role = f"{yarn.CLUSTER}/container"
         elif "org.apache.zookeeper.server.ZooKeeperServerMain" in argv and zoo_cfg in argv:
             role = "zookeeper"
         else:
@@ -185,11 +190,12 @@ class RealHBase:
     """
 
     def __init__(self, workdir: Path | str = DEFAULT_WORKDIR, zookeeper_hosts: str | None = None,
-                 timeout: float = 300.0, progress: bool = True):
+                 timeout: float = 300.0, progress: bool = True, yarn: bool = False):
         self.workdir = Path(workdir).resolve()
         self.zookeeper_hosts = zookeeper_hosts
         self.timeout = timeout
         self.progress = progress
+        self.yarn = yarn
         self._jars: Jars | None = None
 
     # ------------------------------------------------------------------------------------------ helpers
@@ -311,6 +317,8 @@ class RealHBase:
                     raise RealHBaseError(f"realhbase: the clusters under {self.workdir} already run on ZooKeeper "
                                          f"{zk}, not {self.zookeeper_hosts}")
                 self.zookeeper_hosts = zk
+                if self.yarn:  # the clusters run; YARN is added to them (or runs already)
+                    self.start_yarn()
                 return self.endpoints()
             raise RealHBaseError(f"realhbase: part of a test bed runs under {self.workdir} "
                                  f"({', '.join(sorted(running))}); run `python -m realhbase down --workdir "
@@ -340,6 +348,8 @@ class RealHBase:
             deadline = time.monotonic() + self.timeout
             for name in CLUSTERS:
                 self._wait_ready(name, deadline)
+            if self.yarn:
+                self.start_yarn()
         except BaseException:
             self._stop_everything(stop_zookeeper=zk_owned)
             if zk_owned:
@@ -426,6 +436,7 @@ class RealHBase:
         return [f"{role} (pid {pid})" for pid, role in sorted(survivors.items())]
 
     def _stop_everything(self, stop_zookeeper: bool) -> dict[int, str]:
+        survivors = self._stop_yarn()  # YARN first: its containers still write to dc2's HDFS
         procs = {pid: role for pid, role in processes(self.workdir).items() if role != "zookeeper"}
         gateways = [p for p, r in procs.items() if r.endswith("/thrift")]
         masters = [p for p, r in procs.items() if r.endswith("/master")]
@@ -440,7 +451,7 @@ class RealHBase:
             _signal(pid, signal.SIGKILL)
         killed = set(left)
         left = _wait_gone(left, 10)
-        survivors = {pid: procs[pid] for pid in left}
+        survivors.update({pid: procs[pid] for pid in left})
         self._settle_cds(killed)
         if stop_zookeeper:
             zk = [p for p, r in processes(self.workdir).items() if r == "zookeeper"]
@@ -452,6 +463,124 @@ class RealHBase:
             survivors.update({pid: "zookeeper" for pid in _wait_gone(left, 10)})
             (self.workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
         return survivors
+
+    # ------------------------------------------------------------------------------------------ YARN
+    def yarn_running(self) -> dict[str, int]:
+        """"dc2/resourcemanager" / "dc2/nodemanager" -> pid of YARN's live daemons."""
+        return {r: p for r, p in self.running().items() if r.split("/")[-1] in yarn.ROLES}
+
+    def _yarn_command(self, role: str, classpath: list[str]) -> list[str]:
+        conf = yarn.conf_dir(self.workdir)
+        logs = self.cluster_dir(yarn.CLUSTER) / "logs"
+        return [self.jars.java, f"-Xmx{yarn.HEAP[role]}", *config.JVM_FLAGS, *config.JDK17_FLAGS,
+                f"-Drealhbase.workdir={self.workdir}", f"-Drealhbase.role={yarn.CLUSTER}/{role}",
+                f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
+                f"-Djava.io.tmpdir={yarn.yarn_dir(self.workdir) / 'tmp'}", f"-Dyarn.log.dir={logs}",
+                f"-Dhadoop.log.dir={logs}", "-cp", os.pathsep.join([*classpath, str(conf)]), yarn.MAIN[role]]
+
+    def start_yarn(self, timeout: float | None = None) -> dict:
+        """A ResourceManager and a NodeManager on dc2 (realhbase/yarn.py); returns once the node is RUNNING in the
+        ResourceManager. Already running: returns at once. A failure stops both and raises with the log's tail."""
+        if set(self.yarn_running()) >= {f"{yarn.CLUSTER}/{r}" for r in yarn.ROLES}:
+            return self.yarn_endpoints()
+        if f"{yarn.CLUSTER}/master" not in self.running():
+            raise RealHBaseError(f"realhbase: YARN runs beside {yarn.CLUSTER}'s HDFS, which does not run under "
+                                 f"{self.workdir}: `up` first")
+        self._stop_yarn()  # half a YARN (one daemon died): start both again
+        started = time.monotonic()
+        classpath = resolve_yarn(self.jars.versions["hadoop"], progress=self.progress)
+        state_file = yarn.yarn_dir(self.workdir) / "yarn.json"
+        try:
+            saved = json.loads(state_file.read_text()).get("ports", {})
+        except (OSError, ValueError):
+            saved = {}
+        ports = yarn.plan_ports(saved)
+        conf = yarn.write_conf(self.workdir, ports)
+        state_file.write_text(json.dumps({"ports": ports}, indent=1))
+        env = {**os.environ, "JAVA_HOME": yarn.java_home(self.jars.java), "HADOOP_CONF_DIR": str(conf),
+               "SPARK_LOCAL_IP": HOST}
+        env.pop("PYTHONPATH", None)  # containers get what their application ships, not this process's path
+        logs = self.cluster_dir(yarn.CLUSTER) / "logs"
+        try:
+            for role in yarn.ROLES:
+                with open(logs / f"{role}.log", "ab") as out:
+                    out.write(f"\n==== realhbase: starting {yarn.CLUSTER}/{role} at {time.strftime('%F %T')}\n"
+                              .encode())
+                    out.flush()
+                    subprocess.Popen(self._yarn_command(role, classpath), stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+                                     cwd=str(yarn.yarn_dir(self.workdir)))
+            deadline = time.monotonic() + (timeout or self.timeout)
+            nodes = f"http://{HOST}:{ports['rm_web']}/ws/v1/cluster/nodes?states=RUNNING"
+            while True:
+                running = self.yarn_running()
+                for role in yarn.ROLES:
+                    if f"{yarn.CLUSTER}/{role}" not in running:
+                        log = logs / f"{role}.log"
+                        raise RealHBaseError(f"realhbase: {yarn.CLUSTER}/{role} exited while starting; tail of "
+                                             f"{log}:\n{tail(log)}")
+                try:
+                    if ((_http_json(nodes, timeout=3).get("nodes") or {}).get("node") or []):
+                        break
+                except (OSError, ValueError):
+                    pass
+                if time.monotonic() >= deadline:
+                    log = logs / "nodemanager.log"
+                    raise RealHBaseError(f"realhbase: YARN's node not RUNNING in the ResourceManager within "
+                                         f"{timeout or self.timeout:.0f}s; tail of {log}:\n{tail(log)}")
+                time.sleep(0.5)
+        except BaseException:
+            self._stop_yarn()
+            raise
+        self._log(f"YARN ready in {time.monotonic() - started:.1f} s (ResourceManager {HOST}:{ports['rm']}, "
+                  f"web UI http://{HOST}:{ports['rm_web']}, HADOOP_CONF_DIR {conf})")
+        return self.yarn_endpoints()
+
+    def _stop_yarn(self) -> dict[int, str]:
+        """SIGTERM to the NodeManager, the ResourceManager and every container process; SIGKILL after 30 s.
+        Returns the survivors."""
+        procs = {p: r for p, r in processes(self.workdir).items()
+                 if r.split("/")[-1] in (*yarn.ROLES, "container")}
+        if not procs:
+            return {}
+        for pid in procs:
+            _signal(pid, signal.SIGTERM)
+        left = _wait_gone(procs, 30)
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        left = _wait_gone(left, 10)
+        return {pid: procs[pid] for pid in left}
+
+    def yarn_endpoints(self) -> dict | None:
+        """The `yarn` entry of `endpoints --json` (None: YARN was never started under this workdir)."""
+        try:
+            ports = json.loads((yarn.yarn_dir(self.workdir) / "yarn.json").read_text())["ports"]
+        except (OSError, ValueError, KeyError):
+            return None
+        running = self.yarn_running()
+        conf = str(yarn.conf_dir(self.workdir))
+        return {
+            "cluster": yarn.CLUSTER,
+            "resourcemanager": {"address": f"{HOST}:{ports['rm']}", "scheduler": f"{HOST}:{ports['rm_scheduler']}",
+                                "web_ui": f"http://{HOST}:{ports['rm_web']}",
+                                "alive": f"{yarn.CLUSTER}/resourcemanager" in running},
+            "nodemanager": {"address": f"{HOST}:{ports['nm']}", "web_ui": f"http://{HOST}:{ports['nm_web']}",
+                            "memory_mb": yarn.NODE_MEMORY_MB, "vcores": yarn.NODE_VCORES,
+                            "alive": f"{yarn.CLUSTER}/nodemanager" in running},
+            "hadoop_conf_dir": conf,
+            "spark_conf_dir": str(yarn.spark_conf_dir(self.workdir)),
+            "containers_dir": str(yarn.yarn_dir(self.workdir) / "local"),
+            "container_logs_dir": str(yarn.yarn_dir(self.workdir) / "logs"),
+            # what spark-defaults.conf holds for this YARN (export HADOOP_CONF_DIR for spark-submit too)
+            "spark_conf": yarn.spark_conf(self.workdir, sys.executable),
+            # Airflow's Spark connections; the ResourceManager's web address lets the provider follow a
+            # cluster-mode application through the REST API (yarn_track_via_rm_api, its durable mode)
+            "connections": {
+                name: {"conn_type": "spark", "host": "yarn",
+                       "extra": {"deploy-mode": mode,
+                                 "yarn_resourcemanager_webapp_address": f"{HOST}:{ports['rm_web']}"}}
+                for name, mode in (("spark_yarn", "cluster"), ("spark_yarn_client", "client"))},
+        }
 
     # ------------------------------------------------------------------------------------------ region servers
     def _slot(self, name: str, server) -> int:
