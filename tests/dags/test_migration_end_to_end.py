@@ -90,7 +90,8 @@ def unexplained(bed, table: str, found: list[dict]) -> list[dict]:
             return []
         out = raw(cluster, [markers.newer_history_statement(table, v["row"].encode("latin-1"), v["column"].encode(),
                                                             v["timestamp"]) for v in asked])
-        return [markers.shown_again_by_retention(newer, spec.families[v["column"].split(":")[0]]["max_versions"])
+        return [markers.shown_again_by_retention(newer, v["column"].encode(),
+                                                 spec.families[v["column"].split(":")[0]]["max_versions"])
                 for v, newer in zip(asked, markers.parse_raw_cells(out, len(asked)))]
 
     missing = [v for v in found if v["kind"] == "missing_on_target"]

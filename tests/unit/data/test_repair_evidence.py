@@ -125,7 +125,7 @@ def test_raw_cells_keep_puts_by_their_value_and_markers_by_their_type():
 def test_a_newer_history_is_one_columns_raw_scan_after_the_version():
     assert markers.newer_history_statement("t", b"r", b"d:a", 100) == (
         f'scan "t", {{STARTROW => "r", STOPROW => "r\\x00", RAW => true, VERSIONS => 2147483647, '
-        f'COLUMNS => ["d:a"], TIMERANGE => [101, {LONG_MAX}]}}')
+        f'COLUMNS => ["d"], TIMERANGE => [101, {LONG_MAX}]}}')
 
 
 @pytest.mark.parametrize("newer, max_versions, shown_again", [
@@ -143,5 +143,5 @@ def test_a_newer_history_is_one_columns_raw_scan_after_the_version():
     ([], 1, False),
 ])
 def test_a_version_shown_again_by_retention_is_told_from_the_cells_newer_than_it(newer, max_versions, shown_again):
-    cells = [(b"r", "d:a", kind) for kind in newer]
-    assert markers.shown_again_by_retention(cells, max_versions) is shown_again
+    cells = [(b"r", "d:a", kind) for kind in newer] + [(b"r", "d:b", "Delete"), (b"r", "d:b", "Put")]  # another column
+    assert markers.shown_again_by_retention(cells, b"d:a", max_versions) is shown_again
