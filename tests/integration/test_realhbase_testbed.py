@@ -184,8 +184,12 @@ def test_replication_peer_ships_a_put_to_dc2(realhbase):
                      what="the put on dc1 to be readable on dc2")
         finally:
             client.close()
-        status = _shell_ok(realhbase, "dc1", "status 'replication'\n")
-        assert f"SOURCE: PeerID={peer}" in status and f"Normal Queue: {peer}" in status
+        # The master's view of replication is what each region server last reported (every
+        # hbase.regionserver.msginterval, 3 s): a peer added a moment ago may not be in it yet.
+        status = wait_for(lambda: (lambda out: out if f"SOURCE: PeerID={peer}" in out else None)(
+            _shell_ok(realhbase, "dc1", "status 'replication'\n")), timeout=180, interval=1,
+            what=f"status 'replication' to show peer {peer}")
+        assert f"Normal Queue: {peer}" in status, status
         rolled = _cli("roll-wals", "dc1", "--workdir", str(realhbase.workdir))
         assert rolled.returncode == 0, rolled.stderr
         assert len(json.loads(rolled.stdout)["rolled"]) == 2
