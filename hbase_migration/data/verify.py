@@ -102,9 +102,9 @@ class VerifyOptions(TableScope):
     - level: "rows" compares row counts only (RowCounter's key-only scan, cheap);
       "content" (default) compares every cell of every version.
     - recompare_sleep_s: pause before differing rows are fetched again (0 = no re-compare).
-    - recompare_rounds: how many times rows still different are fetched again, each pause twice the one
-      before (5, 10, 20 s): on a loaded cluster replication can lag past one pause, and an edit in flight
-      is not a difference.
+    - recompare_rounds: at most how many times rows still different are fetched again, each pause twice the
+      one before (5, 10, 20 s), as long as the last one saw a row change: on a loaded cluster replication can
+      lag past one pause, and an edit in flight is not a difference.
     - max_diff_rows: differing rows kept per partition for re-compare/repair (counts stay exact).
     - sample_limit: differing row keys listed per category in the result.
     - repair: write the source's cells to the target and delete target-only cells.
@@ -548,13 +548,15 @@ def verify_partition(
             verdict.recompared = len(tally.differing)
             changed: set[bytes] = set()
             for round_ in range(options.recompare_rounds):
-                if not tally.differing:
-                    break
                 sleep(options.recompare_sleep_s * 2 ** round_)
+                moved = False
                 for row, status, versions in recompare(src, tgt, sorted(tally.differing), tally.wide):
-                    if status != tally.differing[row]:
+                    if status != tally.differing[row] or tuple(versions) != tuple(tally.versions.get(row, ())):
                         changed.add(row)
+                        moved = True
                     tally.reclassify(row, status, versions)
+                if not moved or not tally.differing:
+                    break  # nothing in flight any more: what still differs stays different
             verdict.recompare_changed = len(changed)
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
