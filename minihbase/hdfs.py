@@ -405,9 +405,16 @@ class MiniHDFS:
         with self._lock:
             s = self._summary(path)
             q = self._quotas.get(path)
-        return {**s, "quota": q.namespace if q else -1, "spaceQuota": q.space if q else -1, "typeQuota": {}}
+        # Hadoop 3.4's NameNode also sends the erasure-coding policy ("" for replicated files) and the
+        # snapshot figures (0 without snapshots): seen by the conformance suite
+        return {**s, "quota": q.namespace if q else -1, "spaceQuota": q.space if q else -1, "typeQuota": {},
+                "ecPolicy": "", "snapshotDirectoryCount": 0, "snapshotFileCount": 0, "snapshotLength": 0,
+                "snapshotSpaceConsumed": 0}
 
     def quota_usage(self, path: str) -> dict:
-        s = self.content_summary(path)
+        try:
+            s = self.content_summary(path)
+        except FileNotFound as e:  # FSDirStatAndListingOp.getQuotaUsage's wording
+            raise FileNotFound(f"File/Directory does not exist: {normalize(path)}") from e
         return {"fileAndDirectoryCount": s["directoryCount"] + s["fileCount"], "quota": s["quota"],
                 "spaceConsumed": s["spaceConsumed"], "spaceQuota": s["spaceQuota"], "typeQuota": {}}

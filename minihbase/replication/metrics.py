@@ -116,9 +116,9 @@ class GlobalSourceMetrics:
         out["source.shippedKBs"] = out["source.shippedBytes"] // 1024
         out["source.sizeOfLogQueue"] = sum(s.size_of_log_queue for s in sources)
         out["source.ageOfLastShippedOp"] = self.age_of_last_shipped_op
-        out["source.oldestWalAge"] = max((s.oldest_wal_age() for s in sources), default=0)
         out["source.sizeOfHFileRefsQueue"] = 0
-        out["source.initializing"] = sum(1 for s in sources if not s.running)
+        # HBase 2.6's global key (`numInitializing`; per queue `isInitializing`); no global `oldestWalAge`
+        out["source.numInitializing"] = sum(1 for s in sources if not s.running)
         out["source.walReaderEditsBufferUsage"] = 0
         return out
 
@@ -144,7 +144,7 @@ class SinkMetrics:
         with self.lock:
             return {"sink.ageOfLastAppliedOp": self.age_of_last_applied_op,
                     "sink.appliedBatches": self.applied_batches, "sink.appliedOps": self.applied_ops,
-                    "sink.appliedHFiles": 0}
+                    "sink.appliedHFiles": 0, "sink.failedBatches": 0}
 
     def load(self) -> dict:
         with self.lock:

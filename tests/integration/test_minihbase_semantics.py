@@ -266,7 +266,9 @@ def test_quota_accounting_and_hdfs_messages(tmp_path):
     fs.mkdirs("/hbase/WALs")
     fs.set_quota("/hbase", namespace=5, space=3000)
     assert fs.content_summary("/hbase") == {"directoryCount": 2, "fileCount": 0, "length": 0, "quota": 5,
-                                            "spaceConsumed": 0, "spaceQuota": 3000, "typeQuota": {}}
+                                            "spaceConsumed": 0, "spaceQuota": 3000, "typeQuota": {},
+                                            "ecPolicy": "", "snapshotDirectoryCount": 0, "snapshotFileCount": 0,
+                                            "snapshotLength": 0, "snapshotSpaceConsumed": 0}
     stream = fs.create("/hbase/WALs/w1")
     stream.write(b"x" * 900)  # 2700 of 3000 with replication 3
     with pytest.raises(DSQuotaExceeded) as e:
