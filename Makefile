@@ -17,7 +17,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-full test-unit test-integration test-deploy test-realhbase test-versions \
+.PHONY: help bootstrap postgresql lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
 	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
@@ -137,6 +137,11 @@ test-full: bootstrap lint
 # Only the tests against real HBase (marker realhbase).
 test-realhbase: bootstrap
 	$(PYTEST) -m realhbase $(PYTEST_ARGS); $(LEFTOVERS)
+
+# The copy and verify Spark jobs on the test bed's YARN (a ResourceManager and a NodeManager beside dc2's HDFS), in
+# client and cluster mode, through the Airflow operators (marked full: also in test-full, not in test).
+test-yarn: bootstrap
+	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py $(PYTEST_ARGS); $(LEFTOVERS)
 
 # The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default).
 test-versions: bootstrap

@@ -80,18 +80,28 @@ class _HBaseJobOperator(SparkSubmitOperator):
         """The job's argv; `summary` holds `summary_ledger_url` and `summary_key` for the argv builder."""
         raise NotImplementedError
 
-    def _spark_master(self) -> str:
-        """The master the Spark connection names, read as SparkSubmitHook reads it ('' when it cannot be read:
-        the hook then reports the connection itself)."""
+    def _spark_target(self) -> tuple[str, str | None]:
+        """(master, deploy mode) the Spark connection names, read as SparkSubmitHook reads them ('' when the
+        connection cannot be read: the hook then reports it itself)."""
         from airflow.sdk import BaseHook
 
         try:
             conn = BaseHook.get_connection(self._conn_id)
         except Exception:
-            return ""
+            return "", self._deploy_mode
         if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
-            return conn.host
-        return f"{conn.conn_type}://{conn.host or ''}"
+            master = conn.host
+        else:
+            master = f"{conn.conn_type}://{conn.host or ''}"
+        return master, self._deploy_mode or (conn.extra_dejson or {}).get("deploy-mode")
+
+    def _follow_yarn_application(self, deploy_mode: str | None) -> None:
+        """YARN cluster mode with the provider's durable default: spark-submit returns once the application is
+        accepted and the task follows it through the ResourceManager's REST API (the Spark connection's extra
+        `yarn_resourcemanager_webapp_address`); a retried task then reconnects to an application still running
+        instead of submitting a second one, and reads the summary it keeps under the same key."""
+        if deploy_mode == "cluster" and getattr(self, "durable", False) and not self._yarn_track_via_rm_api:
+            self._yarn_track_via_rm_api = True
 
     def _python_env(self, on_yarn: bool) -> None:
         """The driver and local executors must run the Python that has happybase. Elsewhere than YARN this
@@ -138,13 +148,14 @@ class _HBaseJobOperator(SparkSubmitOperator):
         self.files = ",".join(files) or None
 
     def summary_key(self, context: Context) -> str:
-        """The key the job's summary is kept under in the ledger: this task's try, and a random part (two
-        submissions never share one)."""
+        """The key the job's summary is kept under in the ledger: the task instance (DAG, run, task, map index),
+        the same for each of its tries (a retry that reconnects to the YARN application of an earlier try reads
+        that application's summary); without a task instance (a bare `execute`), a random one."""
         ti = context.get("ti") if hasattr(context, "get") else None
-        parts = [self.job_kind, self.table, getattr(ti, "dag_id", None), getattr(ti, "run_id", None),
-                 getattr(ti, "task_id", None) or self.task_id, getattr(ti, "map_index", None),
-                 getattr(ti, "try_number", None), uuid.uuid4().hex]
-        return "/".join(str(p) for p in parts if p is not None)
+        if ti is None:
+            return f"{self.job_kind}/{self.table}/{self.task_id}/{uuid.uuid4().hex}"
+        return "/".join(str(p) for p in (self.job_kind, self.table, ti.dag_id, ti.run_id, ti.task_id,
+                                         getattr(ti, "map_index", -1)))
 
     def _take_summary(self, url: str, key: str) -> dict[str, Any] | None:
         """The summary the driver kept under `key` (None: it wrote none), removed from the ledger."""
@@ -167,7 +178,10 @@ class _HBaseJobOperator(SparkSubmitOperator):
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             url, key = ledger_url(), self.summary_key(context)
             self.application_args = self._prepare({"summary_ledger_url": url, "summary_key": key})
-            on_yarn = self._spark_master().startswith("yarn")
+            master, deploy_mode = self._spark_target()
+            on_yarn = master.startswith("yarn")
+            if on_yarn:
+                self._follow_yarn_application(deploy_mode)
             self._python_env(on_yarn)
             self._ship_code(tmp)
             self._ship_credentials()

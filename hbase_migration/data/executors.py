@@ -129,7 +129,7 @@ def code_origin(module: str = "hbase_migration") -> str:
     folder (a checkout). The summary names it for the driver and each executor: on YARN both must be the zip."""
     import importlib
 
-    file = str(importlib.import_module(module).__file__ or "")
+    file = os.path.abspath(str(importlib.import_module(module).__file__ or ""))  # YARN: './x.zip' in the container
     cut = file.find(".zip" + os.sep)
     return file[:cut + 4] if cut >= 0 else str(Path(file).parent)
 
