@@ -508,8 +508,10 @@ def test_jmx_replication_bean_names(request, scenario):
 
 MOVING = ["source.conf1.shippedOps", "source.shippedOps", "source.conf1.shippedBatches", "source.shippedBatches",
           "source.conf2.shippedOps", "source.conf1.logEditsFiltered", "sink.appliedOps", "sink.appliedBatches"]
-GAUGES = ["source.conf1.sizeOfLogQueue", "source.conf2.sizeOfLogQueue", "source.conf3.sizeOfLogQueue",
-          "source.sizeOfLogQueue", "source.conf1.isInitializing", "source.numInitializing"]
+GAUGES = ["source.conf1.sizeOfLogQueue", "source.conf1.isInitializing", "source.numInitializing"]
+# A disabled peer's queue holds every WAL since it was added: its length (and the global sum) depends on when
+# WALs rolled (seen 1 and 2 on HBase, a region server's WAL rolls as regions move to it): checked >= 1 only.
+DISABLED_QUEUES = ["source.conf2.sizeOfLogQueue", "source.conf3.sizeOfLogQueue", "source.sizeOfLogQueue"]
 
 
 def test_jmx_replication_values_move(request, scenario):
@@ -521,16 +523,17 @@ def test_jmx_replication_values_move(request, scenario):
         before, after = scenario.beans["before"][cluster], scenario.beans["shipped"][cluster]
         got[cluster] = sorted(
             (tuple(None if k not in after[s] else after[s][k] - before[s].get(k, 0) for k in MOVING),
-             tuple(after[s].get(k) for k in GAUGES)) for s in after)
+             tuple(after[s].get(k) for k in GAUGES),
+             tuple(None if k not in after[s] else after[s][k] >= 1 for k in DISABLED_QUEUES)) for s in after)
 
     def difference(real, mini):
         """Listed difference `wal-entries`: the sink's appliedOps counts WAL entries on HBase (the 4 rows of one
         putMultiple are 1 entry), rows on minihbase (4). Everything else equal. Asserted exactly."""
         applied = MOVING.index("sink.appliedOps")
-        assert sorted(m[applied] for m, _ in real["dc2"]) == [0, 1]
-        assert sorted(m[applied] for m, _ in mini["dc2"]) == [0, ROWS]
-        fixed = {c: sorted((tuple(ROWS if i == applied and v == 1 else v for i, v in enumerate(m)), g)
-                           for m, g in servers) for c, servers in real.items()}
+        assert sorted(m[applied] for m, _, _ in real["dc2"]) == [0, 1]
+        assert sorted(m[applied] for m, _, _ in mini["dc2"]) == [0, ROWS]
+        fixed = {c: sorted((tuple(ROWS if i == applied and v == 1 else v for i, v in enumerate(m)), g, q)
+                           for m, g, q in servers) for c, servers in real.items()}
         assert fixed == mini
 
     observe(request, scenario.backend, got, lambda v: len(v) == 2, difference=difference)
