@@ -25,7 +25,9 @@ import pytest
 from demo.switching_writer import SwitchingWriter, freeze_figures, lost_writes
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.slow]
+# test-full: make test's cut-over on real HBase is the DAG end to end (tests/dags/test_cutover_end_to_end_realhbase.py),
+# whose window task runs the same steps; these are its abort, ACL and early-write cases.
+pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.slow, pytest.mark.full]
 
 
 @pytest.fixture(scope="module")

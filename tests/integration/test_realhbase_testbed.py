@@ -197,6 +197,7 @@ def test_replication_peer_ships_a_put_to_dc2(realhbase):
         _shell_ok(realhbase, "dc1", f"remove_peer '{peer}'\n")
 
 
+@pytest.mark.full  # the CLI verbs; make test kills and starts a region server in test_toolkit_realhbase.py (the API)
 def test_kill_rs_and_start_rs(realhbase):
     workdir = str(realhbase.workdir)
     table = _table()
