@@ -21,7 +21,10 @@ import pytest
 
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.deployment, pytest.mark.slow]
+# test-full: make test's run on the deployment is the seeded chaos run (tests/deploy/test_chaos_run.py: a REST-
+# triggered migration on Celery workers and Spark standalone, twice, under faults); these are the clean run on
+# real HBase, the executors' imports and a killed worker's resume.
+pytestmark = [pytest.mark.integration, pytest.mark.deployment, pytest.mark.slow, pytest.mark.full]
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_ID = "hbase_table_migration"
@@ -142,7 +145,6 @@ def _done_partitions(ledger_url: str, table: str) -> dict[str, int]:
     return {r[1]: int(r[2]) for r in rows}
 
 
-@pytest.mark.full  # a second run on the deployment, with a fault; make test's faults there are the chaos run's
 @pytest.mark.timeout(1500)
 def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment, minihbase_pair, tmp_path):
     from demo.workload import LiveWriter, SampleTable, Thrift2, compare, load

@@ -227,6 +227,7 @@ def test_the_same_on_the_target_a_compaction_between_a_replicated_delete_and_the
 
 
 @pytest.mark.realhbase
+@pytest.mark.full  # make test runs the two above on minihbase; real HBase agreed (docs/data-path.md)
 def test_on_real_hbase_rows_deleted_around_t0_and_rewritten_before_enable_peer_verify_clean(realhbase):
     """The first test's interleaving on real HBase (the session's realhbase: two region servers a cluster, the
     table's 4 regions over both), which decides what correct is: the source's regions flushed and compacted
