@@ -188,8 +188,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from chaos.mailbox import Mailbox
     from chaos.nemesis import Nemesis, Supervisor
     from chaos.zkproxy import ZkProxy
+    from demo.backends import TestBed
     from demo.cluster import clusters_toml, gateway_settings
-    from demo.run import create_source_tables, minihbase, toolkit_connection
+    from demo.run import create_source_tables, toolkit_connection
     from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
 
     kinds = parse_kinds(args.faults)
@@ -205,14 +206,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     config = clusters_toml(workdir, gateway_settings(), unique_parents=bool(args.zookeeper))
     log(f"starting minihbase dc1/dc2 in {mh}")
-    minihbase("up", *(["--zookeeper", args.zookeeper] if args.zookeeper else []),
-              *(["--config", str(config)] if config else []), workdir=mh)
+    bed = TestBed("minihbase", mh, zookeeper=args.zookeeper, config=config)  # the nemesis needs its faults
+    bed.up()
     dep = writer = nemesis = supervisor = zk_proxy = None
     mailbox = Mailbox()
     writers: list[Any] = []
     attempts: list[dict[str, Any]] = []
     try:
-        endpoints = json.loads(minihbase("endpoints", "--json", workdir=mh))["clusters"]
+        endpoints = bed.described()["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
         tables = sample_tables(args.rows)
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
@@ -322,8 +323,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   ("deployment", lambda: dep and (log("stopping the deployment"), dep.stop())),
                   ("mailbox", mailbox.stop),
                   ("zookeeper proxy", lambda: zk_proxy and zk_proxy.stop()),
-                  ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"),
-                                         minihbase("down", workdir=mh, check=False)))]
+                  ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"), bed.down()))]
         for name, step in steps:
             try:
                 step()
