@@ -132,8 +132,28 @@ def verify_counts(src, dst, table: str) -> tuple:
     return counts, verdict
 
 
-def test_rows_deleted_around_t0_and_rewritten_before_enable_peer_verify_clean(pair, thrift2):
+def assert_rewritten_rows_equal_everywhere(c1, c2, src, dst, table: str, rewritten: list[bytes]) -> None:
+    """After the backlog shipped: each rewritten row reads the same on both sides; the toolkit's verify finds every
+    row matching (before the fix: the rewritten rows CONTENT_DIFFERENT, their cells `missing_on_target`, because
+    the source listed each of them twice); an independent comparison finds no difference; and both sides' scans
+    (the copy and verify read this way) return every row once."""
     from demo.workload import compare
+
+    for row in rewritten:
+        assert {c: [v[0] for v in vs] for c, vs in c2.versions(table, row).items()} == \
+               {c: [v[0] for v in vs] for c, vs in c1.versions(table, row).items()}
+    counts, verdict = verify_counts(src, dst, table)
+    assert counts == (ROWS + 4, 0, 0, 0), (verdict.differing, verdict.versions)
+    assert verdict.source_cells == verdict.target_cells
+    independent = compare(c1, c2, table)
+    assert independent.differences == 0, independent.as_dict()
+    assert independent.source_rows == independent.target_rows == ROWS + 4
+    for client in (c1, c2):
+        keys = scan_keys(client, table)
+        assert len(keys) == len(set(keys)) == ROWS + 4, [k for k in keys if keys.count(k) > 1]
+
+
+def test_rows_deleted_around_t0_and_rewritten_before_enable_peer_verify_clean(pair, thrift2):
 
     dc1, dc2, n = pair
     c1, c2 = thrift2
@@ -173,21 +193,7 @@ def test_rows_deleted_around_t0_and_rewritten_before_enable_peer_verify_clean(pa
             c1.put(table, [(row, row_cells(int(row[3:]), "rewrite"), None)])
         shell(dc1, "enable_peer 'i31'")
         wait_shipped(c1, c2, table, canaries(c1, table, "shipped"))
-        for row in rewritten:
-            assert {c: [v[0] for v in vs] for c, vs in c2.versions(table, row).items()} == \
-                   {c: [v[0] for v in vs] for c, vs in c1.versions(table, row).items()}
-        # The toolkit's verify: every row matching (before the fix: the 8 rewritten rows CONTENT_DIFFERENT, their
-        # cells `missing_on_target`, because the source listed each of them twice).
-        counts, verdict = verify_counts(src, dst, table)
-        assert counts == (ROWS + 4, 0, 0, 0), (verdict.differing, verdict.versions)
-        assert verdict.source_cells == verdict.target_cells
-        independent = compare(c1, c2, table)
-        assert independent.differences == 0, independent.as_dict()
-        assert independent.source_rows == independent.target_rows == ROWS + 4
-        # What both sides' scans return (the copy and verify read this way): every row once.
-        for client in (c1, c2):
-            keys = scan_keys(client, table)
-            assert len(keys) == len(set(keys)) == ROWS + 4, [k for k in keys if keys.count(k) > 1]
+        assert_rewritten_rows_equal_everywhere(c1, c2, src, dst, table, rewritten)
     finally:
         shell(dc1, "remove_peer 'i31'")
 
@@ -235,7 +241,7 @@ def test_on_real_hbase_rows_deleted_around_t0_and_rewritten_before_enable_peer_v
     the toolkit's verify and an independent comparison find both sides equal, every version."""
     import json
 
-    from demo.workload import Thrift2, compare
+    from demo.workload import Thrift2
     from hbase_migration.data.jobargs import cluster_from_text
 
     endpoints = realhbase.endpoints()
@@ -282,18 +288,7 @@ def test_on_real_hbase_rows_deleted_around_t0_and_rewritten_before_enable_peer_v
                 c1.put(table, [(row, row_cells(int(row[3:]), "rewrite"), None)])
             shell_ok("dc1", f"enable_peer '{peer}'")
             wait_shipped(c1, c2, table, canaries(c1, table, "shipped"))
-            for row in rewritten:
-                assert {c: [v[0] for v in vs] for c, vs in c2.versions(table, row).items()} == \
-                       {c: [v[0] for v in vs] for c, vs in c1.versions(table, row).items()}
-            counts, verdict = verify_counts(src, dst, table)
-            assert counts == (ROWS + 4, 0, 0, 0), (verdict.differing, verdict.versions)
-            assert verdict.source_cells == verdict.target_cells
-            independent = compare(c1, c2, table)
-            assert independent.differences == 0, independent.as_dict()
-            assert independent.source_rows == independent.target_rows == ROWS + 4
-            for client in (c1, c2):
-                keys = scan_keys(client, table)
-                assert len(keys) == len(set(keys)) == ROWS + 4, [k for k in keys if keys.count(k) > 1]
+            assert_rewritten_rows_equal_everywhere(c1, c2, src, dst, table, rewritten)
         finally:
             shell_ok("dc1", f"remove_peer '{peer}'", f"disable '{table}'", f"drop '{table}'")
     finally:
