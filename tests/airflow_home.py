@@ -108,8 +108,16 @@ class Hitl:
         self.client = AirflowClient(base, user, password)
 
     def running_run(self, dag_id: str) -> str | None:
-        runs = self.client.request("GET", f"/dags/{quote(dag_id)}/dagRuns",
-                                   params={"state": "running", "limit": 10})["dag_runs"]
+        """The running run's id; None before `airflow dags test` has written the DAG to the database (a 404)."""
+        from deploy.rest import AirflowAPIError
+
+        try:
+            runs = self.client.request("GET", f"/dags/{quote(dag_id)}/dagRuns",
+                                       params={"state": "running", "limit": 10})["dag_runs"]
+        except AirflowAPIError as e:
+            if ": 404 " in str(e):
+                return None
+            raise
         return runs[0]["dag_run_id"] if runs else None
 
     def detail(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any] | None:
