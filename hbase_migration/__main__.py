@@ -341,10 +341,11 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def cmd_switches(args: argparse.Namespace) -> int:
-    from hbase_migration.data import switches
-    from hbase_migration.ledger.location import cli_ledger_url
+    from hbase_migration.data import jobargs, switches
+    from hbase_migration.ledger.location import ENV_VAR, cli_ledger_url
     from hbase_migration.ledger.store import Ledger
 
+    jobargs.refuse_password("--ledger-url", args.ledger_url, f"give it in {ENV_VAR} (the default)")
     cluster = resolve_cluster(args.source)
     with Ledger.open(args.ledger_url or cli_ledger_url()) as ledger:
         released = switches.release(cluster, ledger, args.release) if args.release else None
@@ -564,7 +565,8 @@ def parser() -> argparse.ArgumentParser:
                                          "found and who holds them off; --release HOLDER drops a stale hold")
     common(sp)
     sp.add_argument("--release", metavar="HOLDER", help="release this hold (the last one restores the state found)")
-    sp.add_argument("--ledger-url", help="the ledger the holds are counted in (default: as the CLI copy's)")
+    sp.add_argument("--ledger-url", help="the ledger the holds are counted in (default: as the CLI copy's); a URL "
+                                         "holding a password is refused: give that one in HBASE_MIGRATION_LEDGER_URL")
     sp.set_defaults(func=cmd_switches)
 
     sp = sub.add_parser("cluster", help="a connection as the toolkit reads it (the cluster's wire form)")

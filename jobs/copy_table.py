@@ -1,8 +1,12 @@
 """Spark job: copy an HBase table to another cluster, keeping every cell's timestamp (a PySpark CopyTable).
 
     spark-submit jobs/copy_table.py --source CLUSTER --target CLUSTER --table T [--target-table T2]
-        [--start-time-ms MS] [--end-time-ms MS] [--families cf1 src:dst] [--savepoint FILE | --ledger-url URL]
+        [--start-time-ms MS] [--end-time-ms MS] [--families cf1 src:dst]
+        [--savepoint FILE | --ledger-url URL | --ledger-url-file FILE]
     python jobs/copy_table.py --master 'local[2]' ...   (the same, without spark-submit)
+
+A ledger URL holding a password is refused on the command line: it goes in a file only its owner can read, named by
+--ledger-url-file (a bare name is also looked for among the files shipped with --files, as the operator ships it).
 
 The driver checks both tables, plans one partition per source region (big regions split at sampled keys
 with --rows-per-partition), drops the partitions the savepoint/ledger already holds, and runs one task per

@@ -1,6 +1,7 @@
 """Spark job: the file-copying part of a table's snapshot export (docs/snapshot-export.md).
 
-    spark-submit jobs/snapshot_export.py --source CLUSTER --target CLUSTER --table T --copy-id ID --ledger-url URL
+    spark-submit jobs/snapshot_export.py --source CLUSTER --target CLUSTER --table T --copy-id ID
+        --ledger-url-file FILE (a file holding the ledger's URL; --ledger-url URL only without a password)
         [--snapshot NAME] [--tasks N] [--task-bytes-per-s N] [--bytes-per-s N] [--checksum auto|hdfs|md5]
         [--max-load ...] [--critical-load ...]
     python jobs/snapshot_export.py --master 'local[2]' ...   (the same, without spark-submit)

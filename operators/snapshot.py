@@ -80,11 +80,11 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.snapshot_export import job_args
-        from operators.ledger import ledger_url
 
         options = self._options()
         return job_args(cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
-                        copy_id=options.copy_id, ledger_url=ledger_url(), snapshot=options.name, tasks=options.tasks,
+                        copy_id=options.copy_id, ledger_url_file=summary["summary_ledger_url_file"],
+                        snapshot=options.name, tasks=options.tasks,
                         task_bytes_per_s=options.task_bytes_per_s, bytes_per_s=options.bytes_per_s,
                         max_load=self.max_load, critical_load=self.critical_load, max_pause_s=self.max_pause_s,
                         **summary)

@@ -5,7 +5,9 @@ passed to the job (addresses, principals and file paths; no secret lives in an H
 clusters their keytab and krb5.conf shipped with the job (`--files`), the toolkit's code shipped with it
 (`--py-files`: one zip of `hbase_migration`, `jobs` and the ledger's SQL, so a driver in a YARN container imports
 nothing from a checkout), the ledger for resume and results, the job's JSON summary returned as XCom (the driver
-keeps it in the ledger under a key this task chose: it reaches the task from a driver in any container), and, for
+keeps it in the ledger under a key this task chose: it reaches the task from a driver in any container; the ledger's
+URL, which may hold its database's password, goes in a file only its owner can read, shipped with `--files` and
+named on the command line, never the URL itself), and, for
 the copy, the library's oldWALs watchdog that samples the source's quota while the job runs and applies the quota
 policy on a breach.
 """
@@ -77,7 +79,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
     application_path = ""
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
-        """The job's argv; `summary` holds `summary_ledger_url` and `summary_key` for the argv builder."""
+        """The job's argv; `summary` holds `summary_ledger_url_file` (the name of the shipped file holding the
+        ledger's URL, for the job's own ledger too) and `summary_key` for the argv builder."""
         raise NotImplementedError
 
     def _spark_target(self) -> tuple[str, str | None]:
@@ -147,6 +150,20 @@ class _HBaseJobOperator(SparkSubmitOperator):
         files += [f for f in dict.fromkeys(w for w in wanted if w) if f not in files]
         self.files = ",".join(files) or None
 
+    def _ship_ledger_url(self, tmp: str, url: str) -> str:
+        """The ledger's URL (a PostgreSQL one holds its password) never goes on spark-submit's command line, which
+        `ps`, Spark's UI and YARN's application page show: it is written into a file readable by its owner only
+        (0600) in the task's temporary folder, removed after the job, and shipped with the job (`--files`: YARN
+        keeps such a file private to the application's user); the job reads it by its name
+        (`jobargs.read_ledger_url_file`). Returns that name."""
+        from hbase_migration.data.jobargs import write_ledger_url_file
+
+        path = write_ledger_url_file(url, tmp)
+        name = os.path.basename(path)
+        files = [f for f in (self.files or "").split(",") if f and os.path.basename(f) != name]
+        self.files = ",".join([*files, path])
+        return name
+
     def summary_key(self, context: Context) -> str:
         """The key the job's summary is kept under in the ledger: the task instance (DAG, run, task, map index),
         the same for each of its tries (a retry that reconnects to the YARN application of an earlier try reads
@@ -177,7 +194,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             url, key = ledger_url(), self.summary_key(context)
-            self.application_args = self._prepare({"summary_ledger_url": url, "summary_key": key})
+            self.application_args = self._prepare({"summary_ledger_url_file": self._ship_ledger_url(tmp, url),
+                                                   "summary_key": key})
             master, deploy_mode = self._spark_target()
             on_yarn = master.startswith("yarn")
             if on_yarn:
@@ -269,14 +287,13 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.jobargs import copy_job_args
-        from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id
         return copy_job_args(
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
-            ledger_url=ledger_url() if copy_id else None, max_load=self.max_load,
+            ledger_url_file=summary["summary_ledger_url_file"] if copy_id else None, max_load=self.max_load,
             critical_load=self.critical_load, max_pause_s=self.max_pause_s, load_sample_s=self.load_sample_s,
             **summary)
 

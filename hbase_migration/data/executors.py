@@ -85,6 +85,46 @@ def stop_session(spark: Any) -> None:
         log.warning("stopping Spark failed (%s: %s); the JVM is probably gone already", type(e).__name__, e)
 
 
+def shipped_file(name: str) -> str | None:
+    """Where a file given to a job is readable on this host: `name` itself (a path: the CLI, a test; a bare name:
+    the working directory of a YARN container, where spark-submit's `--files` are localized), else Spark's copy of
+    a file shipped with the job: SparkFiles' directory on an executor or on a driver whose SparkContext runs, or
+    the file as spark-submit was given it, on a driver in client mode (on the submitting host; `spark.files`, or
+    `spark.yarn.dist.files` on YARN, whose client mode gives the driver no copy). None when there is none. Only a
+    bare name is looked for among Spark's files, and Spark is asked only where it is already there (pyspark loaded,
+    or spark-submit's JVM waiting for this driver: no JVM is started and no SparkContext created here)."""
+    if os.path.isfile(name):
+        return os.path.abspath(name)
+    if not name or os.path.basename(name) != name:
+        return None
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # set by spark-submit for a Python driver
+    if "pyspark" not in sys.modules and not under_submit:
+        return None
+    from pyspark import SparkConf, SparkContext, SparkFiles
+
+    sc = SparkContext._active_spark_context
+    if SparkFiles._is_running_on_worker or sc is not None:
+        path = SparkFiles.get(name)
+        if os.path.isfile(path):
+            return path
+        if sc is None:  # an executor: its files are in SparkFiles' directory or its working directory only
+            return None
+        conf = sc.getConf()
+    elif under_submit:
+        SparkContext._ensure_initialized()  # the gateway to spark-submit's JVM, whose properties hold the conf
+        conf = SparkConf()
+    else:
+        return None
+    from urllib.parse import urlparse
+
+    given = ",".join(conf.get(key, "") or "" for key in ("spark.files", "spark.yarn.dist.files"))
+    for entry in given.split(","):
+        uri = urlparse(entry.strip())
+        if uri.scheme in ("", "file") and os.path.basename(uri.path) == name and os.path.isfile(uri.path):
+            return uri.path
+    return None
+
+
 SHIPPED_PACKAGES = ("hbase_migration",)
 
 

@@ -8,12 +8,19 @@ A cluster is given as one argument, in any of these forms:
 - an Airflow connection URI: `hbase://thrift-host:9090?zookeeper_quorum=zk1,zk2&znode_parent=/hbase`;
 - an Airflow connection id (`hbase_source`), resolved as the CLI resolves it.
 Connection fields are decoded by `Cluster.from_connection`, the one place that reads a connection's extras.
+
+The run ledger's URL may carry its database's password, and a command line is seen by every user of the host (`ps`,
+Spark's UI, YARN's application page): the operators write it into a file only its owner can read, ship that with
+the job (spark-submit `--files`) and pass the file's name (`--ledger-url-file`, `--summary-ledger-url-file`); a
+plain `--ledger-url` holding a password is refused.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+from pathlib import Path
 from typing import Any, Mapping, NoReturn, Sequence
 
 from hbase_migration.clusters.cluster import Cluster, ClusterConfigError
@@ -126,27 +133,95 @@ def add_summary_args(p: argparse.ArgumentParser) -> None:
     or the run ledger under a key the submitting task chose (a driver anywhere: YARN's or Kubernetes' cluster
     mode, where no file of the Airflow worker can be reached)."""
     p.add_argument("--summary-file", help="also write the final JSON summary to this file")
-    p.add_argument("--summary-ledger-url",
-                   help="also keep the final JSON summary in the run ledger at this SQLAlchemy URL, under "
+    add_ledger_url_args(p, "--summary-ledger-url",
+                        "also keep the final JSON summary in the run ledger at this SQLAlchemy URL, under "
                         "--summary-key (how the Airflow task reads it wherever the driver ran)")
     p.add_argument("--summary-key", help="the summary's key in the ledger of --summary-ledger-url")
 
 
 def summary_args_check(ns: argparse.Namespace) -> None:
-    """--summary-ledger-url and --summary-key go together."""
-    if bool(getattr(ns, "summary_ledger_url", None)) != bool(getattr(ns, "summary_key", None)):
+    """--summary-ledger-url (or its -file) and --summary-key go together."""
+    given = getattr(ns, "summary_ledger_url", None) or getattr(ns, "summary_ledger_url_file", None)
+    if bool(given) != bool(getattr(ns, "summary_key", None)):
         raise UsageError("--summary-ledger-url and --summary-key go together — give both (the ledger and the key "
                          "the submitting task reads the summary under) or neither")
 
 
-def summary_argv(summary_file: str | None = None, summary_ledger_url: str | None = None,
+def summary_argv(summary_file: str | None = None, summary_ledger_url_file: str | None = None,
                  summary_key: str | None = None) -> list[str]:
     argv: list[str] = []
-    for flag, value in (("--summary-file", summary_file), ("--summary-ledger-url", summary_ledger_url),
+    for flag, value in (("--summary-file", summary_file), ("--summary-ledger-url-file", summary_ledger_url_file),
                         ("--summary-key", summary_key)):
         if value:
             argv += [flag, value]
     return argv
+
+
+# --------------------------------------------------------------------------------------------------
+# The ledger's URL: on a command line only without a password; otherwise in a file (see the module docstring)
+
+LEDGER_URL_FILE = "hbase-migration-ledger-url"  # the name the operators ship the ledger's URL under
+
+
+def add_ledger_url_args(p: argparse.ArgumentParser, flag: str, what: str) -> None:
+    """`flag` (a URL without a password) and `flag`-file (a file holding the URL), one or the other."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(flag, help=f"{what}. Without a password: a URL holding one is refused (a command line is "
+                                  f"seen by every user of the host); give it in {flag}-file instead")
+    group.add_argument(f"{flag}-file", metavar="FILE",
+                       help=f"as {flag}, the URL read from this file (keep it readable only by you: chmod 600); a "
+                            "bare name is also looked for among the files shipped with the Spark job (--files)")
+
+
+def write_ledger_url_file(url: str, directory: str | os.PathLike[str], name: str = LEDGER_URL_FILE) -> str:
+    """Write `url` into a new file `name` in `directory`, readable and writable by its owner only (0600, whatever
+    the umask), for spark-submit `--files`; its path. The caller removes the directory after the job."""
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(url + "\n")
+    return path
+
+
+def read_ledger_url_file(flag: str, name: str) -> str:
+    """The URL in the file `name` (a path, or the name of a file shipped with the Spark job:
+    `executors.shipped_file`); a `UsageError` naming `flag` when there is none."""
+    from hbase_migration.data.executors import shipped_file
+
+    path = shipped_file(name)
+    if path is None:
+        raise UsageError(f"{flag}: no file {name!r} on this host, nor shipped with the Spark job — give the path of "
+                         "a file holding the ledger's SQLAlchemy URL, or ship it with spark-submit --files")
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{flag}: {path} cannot be read ({getattr(e, 'strerror', None) or e}) — make it readable "
+                         "by the user running the job, and by no one else (chmod 600)") from None
+    if not text or "\n" in text:
+        raise UsageError(f"{flag}: {path} must hold the ledger's SQLAlchemy URL on one line — write it there "
+                         "(e.g. postgresql+psycopg://user:password@host/db)")
+    return text
+
+
+def refuse_password(flag: str, url: str | None, fix: str | None = None) -> None:
+    """A `UsageError` when the URL given to `flag` on a command line carries a password (not echoed)."""
+    from hbase_migration.ledger.location import has_password
+
+    if url and has_password(url):
+        raise UsageError(f"{flag}: the URL holds a password, which a command line shows to every user of this host "
+                         f"— {fix or f'put the URL in a file only you can read (chmod 600) and give {flag}-file'}, "
+                         "or leave the password out (libpq reads ~/.pgpass)")
+
+
+def ledger_args(ns: argparse.Namespace) -> None:
+    """Resolve `--ledger-url` and `--summary-ledger-url` (where the parser has them): a URL given as such must hold
+    no password; one given by `-file` is read into `ns.ledger_url` / `ns.summary_ledger_url`. UsageError: exit 2."""
+    for flag, attr in (("--ledger-url", "ledger_url"), ("--summary-ledger-url", "summary_ledger_url")):
+        refuse_password(flag, getattr(ns, attr, None))
+        name = getattr(ns, attr + "_file", None)
+        if name:
+            setattr(ns, attr, read_ledger_url_file(f"{flag}-file", name))
 
 
 def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -159,7 +234,7 @@ def copy_parser(prog: str | None = None) -> argparse.ArgumentParser:
     _add_scope(p)
     p.add_argument("--copy-id", help="name of this copy in the savepoint/ledger (default: from clusters+tables)")
     p.add_argument("--savepoint", help="JSON file recording finished partitions (resume skips them)")
-    p.add_argument("--ledger-url", help="record finished partitions in the run ledger at this SQLAlchemy URL")
+    add_ledger_url_args(p, "--ledger-url", "record finished partitions in the run ledger at this SQLAlchemy URL")
     p.add_argument("--writers", type=int, help="target connections per task")
     p.add_argument("--pipeline", type=int, help="write calls in flight per connection (mutateRowsTs or putMultiple)")
     p.add_argument("--scan-batch-rows", type=int, help="rows per scanner call")
@@ -296,12 +371,13 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
                   start_time_ms: int | None = None, end_time_ms: int | None = None,
                   families: Sequence[str] | str | None = None, versions: int | None = None,
                   rows_per_partition: int | None = None, rows_per_s: float | None = None,
-                  copy_id: str | None = None, savepoint: str | None = None, ledger_url: str | None = None,
+                  copy_id: str | None = None, savepoint: str | None = None, ledger_url_file: str | None = None,
                   options: Mapping[str, Any] | None = None, summary_file: str | None = None,
                   max_load: str | None = None, critical_load: str | None = None,
                   max_pause_s: float | None = None, load_sample_s: float | None = None,
-                  summary_ledger_url: str | None = None, summary_key: str | None = None) -> list[str]:
-    """`application_args` for jobs/copy_table.py."""
+                  summary_ledger_url_file: str | None = None, summary_key: str | None = None) -> list[str]:
+    """`application_args` for jobs/copy_table.py. The ledger goes by the name of the file holding its URL
+    (`write_ledger_url_file`, shipped with --files), never by the URL."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions,
                        rows_per_partition, options)
     if rows_per_s:
@@ -311,10 +387,10 @@ def copy_job_args(source: str, target: str, table: str, *, target_table: str | N
                             ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):
             if value:
                 argv += [flag, str(value)]
-    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url", ledger_url)):
+    for flag, value in (("--copy-id", copy_id), ("--savepoint", savepoint), ("--ledger-url-file", ledger_url_file)):
         if value:
             argv += [flag, value]
-    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)
+    return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)
 
 
 def verify_job_args(source: str, target: str, table: str, *, target_table: str | None = None,
@@ -323,7 +399,7 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
                     versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
                     repair: bool = False, sample_limit: int | None = None,
                     options: Mapping[str, Any] | None = None, summary_file: str | None = None,
-                    summary_ledger_url: str | None = None, summary_key: str | None = None) -> list[str]:
+                    summary_ledger_url_file: str | None = None, summary_key: str | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
@@ -335,4 +411,4 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
         argv += ["--sample-limit", str(sample_limit)]
     if repair:
         argv += ["--repair"]
-    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)
+    return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)

@@ -294,6 +294,7 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     started = time.monotonic()
     jobargs.spark_conf(ns.conf)
     jobargs.summary_args_check(ns)
+    jobargs.ledger_args(ns)
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     load_limits = store = None

@@ -878,8 +878,10 @@ def add_arguments(p: argparse.ArgumentParser, *, job: bool) -> None:
     p.add_argument("--copy-id", help="the run this export belongs to: its ledger rows, and the snapshot's name "
                                      "(default: derived from the clusters and the table)")
     p.add_argument("--snapshot", help="the snapshot's name on both clusters (default: from --copy-id and the table)")
-    p.add_argument("--ledger-url", help="the run ledger's SQLAlchemy URL (finished files are recorded there; a re-run "
-                                        "skips them). Default: the toolkit's default ledger")
+    from hbase_migration.data.jobargs import add_ledger_url_args
+
+    add_ledger_url_args(p, "--ledger-url", "the run ledger's SQLAlchemy URL (finished files are recorded there; a "
+                                           "re-run skips them). Default: the toolkit's default ledger")
     p.add_argument("--tasks", type=int, help="groups the files are balanced over (default: the task slots)")
     p.add_argument("--task-bytes-per-s", type=_finite, help="bandwidth limit per task (bytes/s)")
     p.add_argument("--bytes-per-s", type=_finite, help="bandwidth limit of the whole export (bytes/s)")
@@ -925,6 +927,7 @@ def prepare(ns: argparse.Namespace) -> tuple["Cluster", "Cluster", ExportOptions
     from hbase_migration.data.copy import default_copy_id
     from hbase_migration.data.scope import TableScope
 
+    jobargs.ledger_args(ns)  # first: a URL with a password is refused before any connection is looked up
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     jobargs.spark_conf(ns.conf)
@@ -1021,15 +1024,16 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
     return status
 
 
-def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url: str, snapshot: str | None = None,
+def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url_file: str, snapshot: str | None = None,
              tasks: int | None = None, task_bytes_per_s: float | None = None, bytes_per_s: float | None = None,
              checksum: str = "auto", max_load: str | None = None, critical_load: str | None = None,
              max_pause_s: float | None = None, load_sample_s: float | None = None,
-             summary_file: str | None = None, summary_ledger_url: str | None = None,
+             summary_file: str | None = None, summary_ledger_url_file: str | None = None,
              summary_key: str | None = None) -> list[str]:
-    """`application_args` of jobs/snapshot_export.py (the Airflow operator's spark-submit)."""
-    argv = ["--source", source, "--target", target, "--table", table, "--copy-id", copy_id, "--ledger-url",
-            ledger_url]
+    """`application_args` of jobs/snapshot_export.py (the Airflow operator's spark-submit); the ledger goes by the
+    name of the file holding its URL (`jobargs.write_ledger_url_file`, shipped with --files), never by the URL."""
+    argv = ["--source", source, "--target", target, "--table", table, "--copy-id", copy_id, "--ledger-url-file",
+            ledger_url_file]
     if snapshot:
         argv += ["--snapshot", snapshot]
     for flag, value in (("--tasks", tasks), ("--task-bytes-per-s", task_bytes_per_s),
@@ -1045,4 +1049,4 @@ def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url: 
                 argv += [flag, str(value)]
     from hbase_migration.data.jobargs import summary_argv
 
-    return argv + summary_argv(summary_file, summary_ledger_url, summary_key)
+    return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)

@@ -108,6 +108,17 @@ def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflo
     )
 
 
+def has_password(text: str) -> bool:
+    """Whether a ledger URL carries a password (`user:PASSWORD@host`, or a `password=` query parameter the driver
+    passes on): such a URL must not go on a command line. A text that does not parse says no; `Ledger.open`
+    refuses it later without echoing it."""
+    try:
+        parsed = make_url(text)
+    except (ArgumentError, TypeError, ValueError):
+        return False
+    return bool(parsed.password) or any("password" in key.lower() for key in parsed.query)
+
+
 def _render(url: URL, *, hide_password: bool) -> str:
     return url.render_as_string(hide_password=hide_password)
 

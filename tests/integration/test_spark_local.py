@@ -54,3 +54,51 @@ def test_partitions_run_one_task_each_or_dealt_to_fewer_tasks(spark):
     for item, task_id in dealt:
         by_task.setdefault(task_id, []).append(item)
     assert sorted(by_task.values()) == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+
+
+DRIVER = '''
+import json, os, sys
+from hbase_migration.data import jobargs
+name, yarn_name = sys.argv[1:3]
+read = lambda n: jobargs.read_ledger_url_file("--ledger-url-file", n)
+before = read(name), read(yarn_name)  # no SparkContext yet: spark-submit's spark.files / spark.yarn.dist.files
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+after = read(name), read(yarn_name)  # SparkFiles' copy on the driver; YARN's client mode gives none
+on_executor = spark.sparkContext.parallelize([0], 1).map(lambda _: (read(name), os.getpid())).collect()[0]
+spark.stop()
+print(json.dumps({"before": before, "after": after, "executor": on_executor[0], "driver_pid": os.getpid(),
+                  "executor_pid": on_executor[1]}))
+'''
+
+
+def test_a_client_mode_driver_reads_the_ledger_url_file_spark_submit_shipped_by_its_name(tmp_path):
+    """What the operators do in local or client mode: the URL in a 0600 file in the worker's temporary folder,
+    shipped with --files, its bare name on the command line; the driver's working directory is elsewhere."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hbase_migration.data.jobargs import LEDGER_URL_FILE, write_ledger_url_file
+
+    repo = Path(__file__).resolve().parents[2]
+    url = "postgresql+psycopg://migrator:s3cr3t@db.example/ledger"
+    worker = tmp_path / "worker"
+    worker.mkdir(mode=0o700)
+    path = write_ledger_url_file(url, worker)
+    on_yarn = write_ledger_url_file(url + "?yarn", worker, "yarn-ledger-url")  # what YARN's client mode passes on
+    (tmp_path / "driver.py").write_text(DRIVER)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(repo), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.yarn.dist.files=file://{on_yarn}", "--files", path, str(tmp_path / "driver.py"),
+         LEDGER_URL_FILE, "yarn-ledger-url"],
+        capture_output=True, text=True, cwd=str(elsewhere), env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["before"] == out["after"] == [url, url + "?yarn"] and out["executor"] == url
+    assert out["executor_pid"] != out["driver_pid"]  # read in a Python worker too

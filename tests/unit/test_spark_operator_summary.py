@@ -24,38 +24,50 @@ def connections(tmp_path, monkeypatch):
     return url
 
 
-def fake_driver(monkeypatch, summary: dict | None, seen: dict) -> None:
-    """spark-submit replaced: parse the job's argv as the job does, keep the summary where it is told to."""
+def fake_driver(monkeypatch, summary: dict | None, seen: dict, container=None) -> None:
+    """spark-submit replaced: the shipped files put in the driver's working directory (a YARN container's, in
+    `container`), the job's argv parsed as the job does, the summary kept where it is told to."""
+    import os
+    import shutil
+
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     from hbase_migration.data import jobargs
     from hbase_migration.data.progress import write_summary
 
     def execute(self, context):
-        seen.update(py_files=self.py_files, env_vars=dict(self.env_vars or {}), argv=list(self.application_args))
+        seen.update(py_files=self.py_files, env_vars=dict(self.env_vars or {}), argv=list(self.application_args),
+                    files=self.files)
         with zipfile.ZipFile(self.py_files.split(",")[0]) as zf:
             seen["zip"] = set(zf.namelist())
+        for f in (self.files or "").split(","):
+            shutil.copy(f, container / os.path.basename(f))
+        monkeypatch.chdir(container)
         ns = jobargs.verify_parser().parse_args(self.application_args)
         jobargs.summary_args_check(ns)
+        jobargs.ledger_args(ns)
+        seen["summary_ledger_url"] = ns.summary_ledger_url
         if summary is not None:
             assert write_summary(ns, "verify", json.dumps(summary), "verify_table") is None
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
 
 
-def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(connections, monkeypatch):
+def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(connections, monkeypatch, tmp_path):
+    from hbase_migration.data.jobargs import LEDGER_URL_FILE
     from hbase_migration.ledger.store import Ledger
     from operators.spark import HBaseVerifyTableOperator
 
     seen: dict = {}
     summary = {"identical": True, "level": "content", "spark": {"application_id": "application_1_0001",
                                                                  "deploy_mode": "cluster"}}
-    fake_driver(monkeypatch, summary, seen)
+    fake_driver(monkeypatch, summary, seen, tmp_path)
     op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn", py_files="extra.zip")
     assert op.execute({}) == summary
     argv = seen["argv"]
     key = argv[argv.index("--summary-key") + 1]
-    assert key.startswith("verify/t/verify/") and argv[argv.index("--summary-ledger-url") + 1] == connections
+    assert key.startswith("verify/t/verify/") and argv[argv.index("--summary-ledger-url-file") + 1] == LEDGER_URL_FILE
+    assert seen["summary_ledger_url"] == connections  # read from the file shipped with --files
     assert "--summary-file" not in argv  # no local path: the driver may be in a container on another host
     with Ledger.open(connections) as ledger:
         assert ledger.take_job_summary(key) is None  # taken by the task
@@ -67,13 +79,13 @@ def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(con
     assert seen["env_vars"] == {"PYTHONPATH": ""}
 
 
-def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connections, monkeypatch):
+def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connections, monkeypatch, tmp_path):
     import sys
 
     from operators.spark import REPO, HBaseVerifyTableOperator
 
     seen: dict = {}
-    fake_driver(monkeypatch, {"identical": True}, seen)
+    fake_driver(monkeypatch, {"identical": True}, seen, tmp_path)
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_local").execute({}) == {
@@ -81,11 +93,72 @@ def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connecti
     assert seen["env_vars"] == {"PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
 
 
-def test_a_job_that_kept_no_summary_fails_the_task(connections, monkeypatch):
+def test_a_job_that_kept_no_summary_fails_the_task(connections, monkeypatch, tmp_path):
     from airflow.sdk.exceptions import AirflowException
 
     from operators.spark import HBaseVerifyTableOperator
 
-    fake_driver(monkeypatch, None, {})
+    fake_driver(monkeypatch, None, {}, tmp_path)
     with pytest.raises(AirflowException, match="verify of t failed"):
         HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_yarn").execute({})
+
+
+SECRET = "s3cr3t-Pw"
+PG_URL = f"postgresql+psycopg://migrator:{SECRET}@db.dc1.example:5432/ledger"
+
+
+@pytest.mark.parametrize("kind", ["copy", "verify"])
+def test_the_spark_submit_command_holds_no_password_the_url_goes_in_a_private_shipped_file(
+        kind, connections, monkeypatch):
+    """The house rule "no secret on a command line": `ps`, Spark's UI and YARN's application page show
+    spark-submit's command; the ledger's URL (a PostgreSQL one with its password) goes with --files instead."""
+    import os
+    import stat
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from hbase_migration.data.jobargs import LEDGER_URL_FILE
+    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_URL", PG_URL)
+    seen: dict = {}
+
+    def execute(self, context):  # the command the provider's hook would run, and the file while the job runs
+        seen["cmd"] = self._get_hook()._build_spark_submit_command(self.application)
+        shipped = [f for f in self.files.split(",") if os.path.basename(f) == LEDGER_URL_FILE]
+        assert len(shipped) == 1
+        seen["path"], st = shipped[0], os.stat(shipped[0])
+        seen["mode"], seen["owner"] = stat.S_IMODE(st.st_mode), st.st_uid
+        seen["text"] = open(shipped[0], encoding="utf-8").read().strip()
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
+    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+                        lambda self, url, key: {"identical": True, "failed_partitions": 0})
+    if kind == "copy":
+        op = HBaseCopyTableOperator(task_id="copy", table="t", copy_id="run-1", hold_switches=False,
+                                    spark_conn_id="spark_local", files="/etc/other.conf")
+    else:
+        op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_local")
+    op.execute({})
+    cmd = seen["cmd"]
+    assert not any(SECRET in part for part in cmd), cmd
+    assert not any(part.startswith("postgresql") for part in cmd)
+    assert cmd[cmd.index("--files") + 1].split(",")[-1] == seen["path"]
+    assert cmd[cmd.index("--summary-ledger-url-file") + 1] == LEDGER_URL_FILE
+    if kind == "copy":
+        assert cmd[cmd.index("--ledger-url-file") + 1] == LEDGER_URL_FILE
+        assert cmd[cmd.index("--files") + 1].startswith("/etc/other.conf,")  # the operator's own files stay
+    assert (seen["mode"], seen["owner"], seen["text"]) == (0o600, os.getuid(), PG_URL)
+    assert not os.path.exists(seen["path"]) and not os.path.exists(os.path.dirname(seen["path"]))  # removed after
+    assert not any(SECRET in str(getattr(op, field, "")) for field in op.template_fields)  # the rendered fields
+
+
+def test_the_snapshot_export_s_argv_names_the_file_not_the_url(connections):
+    from hbase_migration.data.jobargs import LEDGER_URL_FILE
+    from operators.snapshot import HBaseSnapshotExportOperator
+
+    op = HBaseSnapshotExportOperator(task_id="export", table="t", ledger_run_id="run-1")
+    argv = op._prepare({"summary_ledger_url_file": LEDGER_URL_FILE, "summary_key": "k"})
+    assert argv[argv.index("--ledger-url-file") + 1] == argv[argv.index("--summary-ledger-url-file") + 1] == (
+        LEDGER_URL_FILE)
+    assert "--ledger-url" not in argv and "--summary-ledger-url" not in argv

@@ -159,19 +159,96 @@ def test_a_package_imports_from_its_zip_through_the_compiled_modules(tmp_path):
     assert out == f"{path}/hbase_migration/data/rowdiff.pyc"  # and the IDL loads from the zip too
 
 
-def test_summary_args_round_trip_and_go_together():
-    argv = job_args.verify_job_args("s", "t", "tbl", summary_ledger_url="sqlite:////l.db", summary_key="verify/t/1")
-    assert argv[-4:] == ["--summary-ledger-url", "sqlite:////l.db", "--summary-key", "verify/t/1"]
+def test_summary_args_round_trip_and_go_together(tmp_path):
+    url_file = job_args.write_ledger_url_file("sqlite:////l.db", tmp_path)
+    argv = job_args.verify_job_args("s", "t", "tbl", summary_ledger_url_file=url_file, summary_key="verify/t/1")
+    assert argv[-4:] == ["--summary-ledger-url-file", url_file, "--summary-key", "verify/t/1"]
     ns = job_args.verify_parser().parse_args(argv)
     job_args.summary_args_check(ns)
+    job_args.ledger_args(ns)
     assert (ns.summary_ledger_url, ns.summary_key, ns.summary_file) == ("sqlite:////l.db", "verify/t/1", None)
     argv = job_args.copy_job_args("s", "t", "tbl", copy_id="c", summary_file="/tmp/s.json",
-                                  summary_ledger_url="sqlite:////l.db", summary_key="k")
-    assert argv[-8:] == ["--copy-id", "c", "--summary-file", "/tmp/s.json", "--summary-ledger-url",
-                         "sqlite:////l.db", "--summary-key", "k"]
+                                  summary_ledger_url_file="url", summary_key="k")
+    assert argv[-8:] == ["--copy-id", "c", "--summary-file", "/tmp/s.json", "--summary-ledger-url-file", "url",
+                         "--summary-key", "k"]
     lone = job_args.copy_parser().parse_args(["--source", "s", "--target", "t", "--table", "x", "--summary-key", "k"])
     with pytest.raises(UsageError, match="--summary-ledger-url and --summary-key go together"):
         job_args.summary_args_check(lone)
+    plain = job_args.verify_parser().parse_args(["--source", "s", "--target", "t", "--table", "x",
+                                                 "--summary-ledger-url", "sqlite:////l.db", "--summary-key", "k"])
+    job_args.summary_args_check(plain)
+    job_args.ledger_args(plain)  # a URL without a password may still be given as such (the CLI)
+    assert plain.summary_ledger_url == "sqlite:////l.db"
+
+
+SECRET = "s3cr3t-Pw"
+PG_URL = f"postgresql+psycopg://migrator:{SECRET}@db.dc1.example:5432/ledger?sslmode=require"
+
+
+def test_no_argv_holds_the_ledger_s_password_only_the_name_of_the_file_that_holds_it(tmp_path):
+    import os
+    import stat
+
+    path = job_args.write_ledger_url_file(PG_URL, tmp_path)
+    name = os.path.basename(path)
+    assert name == job_args.LEDGER_URL_FILE
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600  # whatever the umask
+    assert open(path, encoding="utf-8").read() == PG_URL + "\n"
+    with pytest.raises(FileExistsError):  # never written through an existing file or link
+        job_args.write_ledger_url_file("other", tmp_path)
+    from hbase_migration.data.snapshot_export import job_args as snapshot_job_args
+
+    for argv in (
+        job_args.copy_job_args("s", "t", "tbl", copy_id="c", ledger_url_file=name, summary_ledger_url_file=name,
+                               summary_key="k"),
+        job_args.verify_job_args("s", "t", "tbl", summary_ledger_url_file=name, summary_key="k"),
+        snapshot_job_args("s", "t", "tbl", copy_id="c", ledger_url_file=name, summary_ledger_url_file=name,
+                          summary_key="k"),
+    ):
+        assert not any(SECRET in arg for arg in argv), argv
+        assert argv[argv.index("--summary-ledger-url-file") + 1] == name
+    copy = job_args.copy_job_args("s", "t", "tbl", copy_id="c", ledger_url_file=name)
+    assert copy[-4:] == ["--copy-id", "c", "--ledger-url-file", name]
+
+
+def test_the_job_reads_the_url_back_from_a_path_or_the_name_spark_localized(tmp_path, monkeypatch):
+    path = job_args.write_ledger_url_file(PG_URL, tmp_path)
+    argv = ["--source", "s", "--target", "t", "--table", "x", "--copy-id", "c"]
+    ns = job_args.copy_parser().parse_args([*argv, "--ledger-url-file", path, "--summary-ledger-url-file", path,
+                                            "--summary-key", "k"])
+    job_args.ledger_args(ns)  # a path (the CLI, a driver on the submitting host given the path)
+    assert ns.ledger_url == ns.summary_ledger_url == PG_URL
+    monkeypatch.chdir(tmp_path)  # a YARN container: spark-submit's --files are in the working directory
+    ns = job_args.copy_parser().parse_args([*argv, "--ledger-url-file", job_args.LEDGER_URL_FILE])
+    job_args.ledger_args(ns)
+    assert ns.ledger_url == PG_URL
+    monkeypatch.chdir(tmp_path.parent)
+    ns = job_args.copy_parser().parse_args([*argv, "--ledger-url-file", job_args.LEDGER_URL_FILE])
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    with pytest.raises(UsageError, match=f"--ledger-url-file: no file '{job_args.LEDGER_URL_FILE}' on this host, "
+                                         "nor shipped with the Spark job — "):
+        job_args.ledger_args(ns)
+    (tmp_path / "empty").write_text("\n")
+    ns = job_args.copy_parser().parse_args([*argv, "--ledger-url-file", str(tmp_path / "empty")])
+    with pytest.raises(UsageError, match="must hold the ledger's SQLAlchemy URL on one line"):
+        job_args.ledger_args(ns)
+
+
+@pytest.mark.parametrize("flag", ["--ledger-url", "--summary-ledger-url"])
+def test_a_url_with_a_password_on_the_command_line_is_refused_without_echoing_it(flag, capsys):
+    from hbase_migration.data.runner import job_main
+
+    argv = ["--source", "s", "--target", "t", "--table", "x", flag, PG_URL]
+    argv += ["--summary-key", "k"] if flag == "--summary-ledger-url" else []
+    assert job_main("copy", argv, lambda *a: pytest.fail("no executor for bad input")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"copy_table: error: {flag}: the URL holds a password, which a command line shows to every "
+                       f"user of this host — put the URL in a file only you can read (chmod 600) and give "
+                       f"{flag}-file, or leave the password out (libpq reads ~/.pgpass)")
+    assert not any(SECRET in line for line in err)
+    both = ["--source", "s", "--target", "t", "--table", "x", flag, "sqlite:////l.db", f"{flag}-file", "f"]
+    with pytest.raises(UsageError, match=f"argument {flag}-file: not allowed with argument {flag}"):
+        job_args.copy_parser().parse_args(both)
 
 
 def test_the_summary_reaches_the_ledger_under_its_key(tmp_path, capsys):
@@ -230,3 +307,17 @@ def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_pa
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(container),
                          env=env, check=True).stdout.split()
     assert out == ["zipfile", f"{path}/jobs/spark_job.pyc", "{}"]
+
+
+def test_the_snapshot_export_and_the_switches_command_refuse_it_too(capsys):
+    from hbase_migration.__main__ import main
+    from hbase_migration.data.snapshot_export import export_main
+
+    argv = ["--source", "s", "--target", "t", "--table", "x", "--ledger-url", PG_URL]
+    assert export_main(argv, lambda *a: pytest.fail("no executor"), prog="snapshot_export.py", job=True) == 2
+    assert main(["switches", "--source", "s", "--ledger-url", PG_URL]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2].startswith("snapshot_export.py: error: --ledger-url: the URL holds a password")
+    assert err[-1].startswith("error: --ledger-url: the URL holds a password")
+    assert "give it in HBASE_MIGRATION_LEDGER_URL" in err[-1]
+    assert not any(SECRET in line for line in err)

@@ -166,10 +166,10 @@ def test_progress_line_rate_and_eta():
 
 
 def test_the_jobs_argv():
-    assert job_args("SRC", "DST", "ns1:t", copy_id="run-1", ledger_url="sqlite:////l.db") == [
-        "--source", "SRC", "--target", "DST", "--table", "ns1:t", "--copy-id", "run-1", "--ledger-url",
-        "sqlite:////l.db"]
-    assert job_args("S", "D", "t", copy_id="c", ledger_url="u", snapshot="s1", tasks=4, task_bytes_per_s=1e6,
+    assert job_args("SRC", "DST", "ns1:t", copy_id="run-1", ledger_url_file="ledger-url") == [
+        "--source", "SRC", "--target", "DST", "--table", "ns1:t", "--copy-id", "run-1", "--ledger-url-file",
+        "ledger-url"]
+    assert job_args("S", "D", "t", copy_id="c", ledger_url_file="u", snapshot="s1", tasks=4, task_bytes_per_s=1e6,
                     bytes_per_s=None, checksum="md5", max_load="queueSize=10", critical_load=None,
                     max_pause_s=600, summary_file="/tmp/s.json")[9:] == [
         "u", "--snapshot", "s1", "--tasks", "4", "--task-bytes-per-s", "1000000.0", "--checksum", "md5",
