@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--yarn", action="store_true",
                    help="also run YARN (a ResourceManager and a NodeManager) beside dc2's HDFS")
+    p.add_argument("--secure", action="store_true",
+                   help="Kerberos on every channel: the MIT KDC (DC1.TEST, DC2.TEST, trust both ways), SASL "
+                        "ZooKeeper, Kerberized HDFS and HBase, SASL/SPNEGO Thrift (realhbase/secure.py)")
     add("down", "stop everything `up` started")
     p = add("status", "liveness of every role")
     p.add_argument("--json", action="store_true")
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     bed = RealHBase(args.workdir, zookeeper_hosts=getattr(args, "zookeeper", None),
-                    timeout=getattr(args, "timeout", 300.0), yarn=getattr(args, "yarn", False))
+                    timeout=getattr(args, "timeout", 300.0), yarn=getattr(args, "yarn", False),
+                    secure=getattr(args, "secure", False))
     try:
         return COMMANDS[args.command](bed, args)
     except RealHBaseError as e:
@@ -157,7 +161,11 @@ def _endpoints(bed: RealHBase, args) -> int:
         return 1
     yarn = bed.yarn_endpoints() if not args.cluster or args.cluster == "dc2" else None
     if args.json:
-        print(json.dumps({"clusters": clusters, **({"yarn": yarn} if yarn else {})}, indent=1, sort_keys=True))
+        from realhbase import secure
+
+        security = secure.summary(bed.workdir) if bed.secure else None  # krb5.conf, realms, KDC, keytabs
+        print(json.dumps({"clusters": clusters, **({"yarn": yarn} if yarn else {}),
+                          **({"security": security} if security else {})}, indent=1, sort_keys=True))
     else:
         for name, ep in clusters.items():
             print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  thrift2 "

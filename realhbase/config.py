@@ -206,14 +206,26 @@ logger.metrics.level = WARN
 METRICS2 = "*.period=2\n"
 
 
-def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int]) -> Path:
+def merged(base: list[tuple[str, str, str]], overlay: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """`base` with `overlay`'s keys replacing theirs (in place) or appended."""
+    extra = {prop[0]: prop for prop in overlay}
+    out = [extra.pop(prop[0], prop) for prop in base]
+    return out + list(extra.values())
+
+
+def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
+               overlay: dict[str, list[tuple[str, str, str]]] | None = None) -> Path:
+    """The cluster's conf/ directory; `overlay` adds keys to a site file ({"hbase-site.xml": [...]}: the secured
+    bed's, realhbase/secure.py)."""
     conf = cluster_dir / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     for sub in ("tmp", "hadoop-tmp", "logs"):
         (cluster_dir / sub).mkdir(exist_ok=True)
-    (conf / "hbase-site.xml").write_text(site_xml(hbase_site(name, cluster_dir, zk_hosts, ports)))
-    (conf / "core-site.xml").write_text(site_xml(core_site(cluster_dir, ports)))
-    (conf / "hdfs-site.xml").write_text(site_xml(hdfs_site(cluster_dir, ports)))
+    overlay = overlay or {}
+    for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports)),
+                        ("core-site.xml", core_site(cluster_dir, ports)),
+                        ("hdfs-site.xml", hdfs_site(cluster_dir, ports))):
+        (conf / file).write_text(site_xml(merged(props, overlay.get(file, []))))
     (conf / "log4j2.properties").write_text(LOG4J2.replace("{level}", "INFO"))
     (conf / "log4j2-client.properties").write_text(LOG4J2.replace("{level}", "WARN"))
     for metrics in ("hadoop-metrics2.properties", "hadoop-metrics2-hbase.properties"):

@@ -60,6 +60,7 @@ def processes(workdir: Path) -> dict[int, str]:
     """pid -> "<cluster>/<role>" (or "zookeeper") of every live process this workdir's test bed started."""
     marker = f"-Drealhbase.workdir={workdir}"
     zoo_cfg = str(workdir / "zookeeper" / "zoo.cfg")
+    kdc_pid_file = str(workdir / "kdc" / "kdc.pid")
     containers = str(yarn.yarn_dir(workdir) / "local") + os.sep
     found = {}
     for entry in Path("/proc").iterdir():
@@ -72,6 +73,8 @@ def processes(workdir: Path) -> dict[int, str]:
             role = f"{yarn.CLUSTER}/container"
         elif "org.apache.zookeeper.server.ZooKeeperServerMain" in argv and zoo_cfg in argv:
             role = "zookeeper"
+        elif argv and argv[0].endswith("krb5kdc") and kdc_pid_file in argv:  # a secured bed's KDC (up --secure)
+            role = "kdc"
         else:
             continue
         if pid_alive(int(entry.name)):
@@ -190,12 +193,13 @@ class RealHBase:
     """
 
     def __init__(self, workdir: Path | str = DEFAULT_WORKDIR, zookeeper_hosts: str | None = None,
-                 timeout: float = 300.0, progress: bool = True, yarn: bool = False):
+                 timeout: float = 300.0, progress: bool = True, yarn: bool = False, secure: bool = False):
         self.workdir = Path(workdir).resolve()
         self.zookeeper_hosts = zookeeper_hosts
         self.timeout = timeout
         self.progress = progress
         self.yarn = yarn
+        self._secure = secure  # up --secure (realhbase/secure.py); a workdir started so stays so
         self._jars: Jars | None = None
 
     # ------------------------------------------------------------------------------------------ helpers
@@ -207,6 +211,18 @@ class RealHBase:
 
     def cluster_dir(self, name: str) -> Path:
         return self.workdir / name
+
+    @property
+    def secure(self) -> bool:
+        """Kerberized (`up --secure`, or a workdir an earlier `up --secure` started)."""
+        return self._secure or bool(self._instance().get("secure"))
+
+    def _security_flags(self, name: str, role: str) -> list[str]:
+        if not self.secure:
+            return []
+        from realhbase import secure
+
+        return secure.jvm_flags(name, self.cluster_dir(name), client=role == "client")
 
     def _instance(self) -> dict:
         try:
@@ -236,7 +252,7 @@ class RealHBase:
                 f"-Drealhbase.{'client.' if role == 'client' else ''}workdir={self.workdir}",
                 f"-Drealhbase.role={name}/{role}",
                 f"-Dlog4j2.configurationFile={d / 'conf' / log_config}", f"-Djava.io.tmpdir={d / 'tmp'}",
-                *extra, "-cp", classpath, main, *args]
+                *self._security_flags(name, role), *extra, "-cp", classpath, main, *args]
 
     def _role_command(self, name: str, role: str, ports: dict[str, int], cds_flags: list[str] = ()) -> list[str]:
         if role == "master":
@@ -302,7 +318,7 @@ class RealHBase:
     # ------------------------------------------------------------------------------------------ up / down
     def running(self) -> dict[str, int]:
         """"<cluster>/<role>" -> pid of every live JVM of the clusters (ZooKeeper not included)."""
-        return {role: pid for pid, role in processes(self.workdir).items() if role != "zookeeper"}
+        return {role: pid for pid, role in processes(self.workdir).items() if role not in ("zookeeper", "kdc")}
 
     def up(self) -> dict[str, dict]:
         """Starts ZooKeeper (unless given) and both clusters; returns once every role answers. Already up:
@@ -323,14 +339,23 @@ class RealHBase:
             raise RealHBaseError(f"realhbase: part of a test bed runs under {self.workdir} "
                                  f"({', '.join(sorted(running))}); run `python -m realhbase down --workdir "
                                  f"{self.workdir}` first")
+        if self._secure and self.zookeeper_hosts:
+            raise RealHBaseError("realhbase: --zookeeper cannot be used with --secure (the secured clusters need "
+                                 "the SASL ZooKeeper `up --secure` starts, zookeeper/localhost@DC1.TEST)")
+        if not self._secure and self._instance().get("secure"):
+            self._secure = True  # a workdir first started secured keeps its keytabs and Kerberized HDFS
         self.workdir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         jars = self.jars  # resolves (and reports) before anything starts
         self._settle_cds()
         self._log(f"jars ready after {time.monotonic() - started:.1f} s")
         zk_owned = self.zookeeper_hosts is None
+        stack = None
         try:
-            if zk_owned:
+            if self._secure:
+                stack = self._start_secure_stack()
+                self.zookeeper_hosts = stack.zookeeper.hosts
+            elif zk_owned:
                 self.zookeeper_hosts = self._start_zookeeper()
             elif not zk_ruok(self.zookeeper_hosts):
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
@@ -339,7 +364,13 @@ class RealHBase:
             for name in CLUSTERS:
                 d = self.cluster_dir(name)
                 ports = config.plan_ports(config.load_cluster(d).get("ports", {}))
-                config.write_conf(name, d, self.zookeeper_hosts, ports)
+                overlay = None
+                if stack is not None:
+                    from realhbase import secure
+
+                    overlay = secure.site_overlay(name, self.workdir, d)
+                    secure.write_files(name, self.workdir, d, stack.kdc.port, stack.tls)
+                config.write_conf(name, d, self.zookeeper_hosts, ports, overlay)
                 config.save_ports(d, ports, self.zookeeper_hosts)
                 for role in ROLES:
                     procs[f"{name}/{role}"] = self._spawn(name, role, ports)
@@ -348,6 +379,8 @@ class RealHBase:
             deadline = time.monotonic() + self.timeout
             for name in CLUSTERS:
                 self._wait_ready(name, deadline)
+            if stack is not None:
+                self._secure_grants(deadline)
             if self.yarn:
                 self.start_yarn()
         except BaseException:
@@ -358,7 +391,8 @@ class RealHBase:
         (self.workdir / "instance.json").write_text(json.dumps({
             **self._instance(),  # the port of a ZooKeeper `up` started: the next `up` takes it again
             "zookeeper": self.zookeeper_hosts, "zookeeper_owned": zk_owned, "clusters": sorted(CLUSTERS),
-            "versions": jars.versions, "up_seconds": round(time.monotonic() - started, 1)}, indent=1))
+            "versions": jars.versions, "up_seconds": round(time.monotonic() - started, 1),
+            **({"secure": True} if self._secure else {})}, indent=1))
         self._log(f"up in {time.monotonic() - started:.1f} s")
         return self.endpoints()
 
@@ -376,6 +410,43 @@ class RealHBase:
         instance.update(zookeeper=server.hosts, zookeeper_owned=True, zookeeper_port=server.port)
         (self.workdir / "instance.json").write_text(json.dumps(instance, indent=1))
         return server.hosts
+
+    def _start_secure_stack(self):
+        """The KDC (realms DC1.TEST and DC2.TEST, trust both ways), every keytab, the TLS files and the SASL
+        ZooKeeper (minihbase's SecureStack, its files under the workdir); recorded in instance.json and
+        security.json (`endpoints --json`'s `security`)."""
+        from minihbase.kdc import KdcError
+        from realhbase import secure
+
+        port = self._instance().get("zookeeper_port")
+        stack = secure.stack(self.workdir, zookeeper_port=port if port and config.port_free(port) else None)
+        try:
+            stack.start()
+        except (KdcError, RuntimeError, OSError) as e:
+            raise RealHBaseError(f"realhbase: the secure stack (KDC, keytabs, SASL ZooKeeper) did not start: {e}"
+                                 f"\n{tail(self.workdir / 'zookeeper' / 'zookeeper.log')}") from None
+        instance = self._instance()
+        instance.update(zookeeper=stack.zookeeper.hosts, zookeeper_owned=True, zookeeper_port=stack.zookeeper.port,
+                        secure=True, kdc_pid=stack.kdc.process.pid)
+        (self.workdir / "instance.json").write_text(json.dumps(instance, indent=1))
+        (self.workdir / "security.json").write_text(json.dumps(stack.describe(), indent=1, sort_keys=True))
+        return stack
+
+    def _secure_grants(self, deadline: float) -> None:
+        """What the README's secured section asks an operator to give the toolkit beyond `hbase.superuser`:
+        HDFS ACLs to read oldWALs' summary (secure HBase makes the rootdir 700), once the master made oldWALs."""
+        from realhbase import secure
+
+        for name in CLUSTERS:
+            url = f"http://{HOST}:{self._ports(name)['namenode_http']}"
+            while True:
+                try:
+                    secure.grant_hdfs_acls(self.workdir, name, url, ROOTDIR)
+                    break
+                except Exception as e:
+                    if time.monotonic() >= deadline:
+                        raise RealHBaseError(f"realhbase: the toolkit's HDFS ACLs on {name} failed: {e}") from None
+                    time.sleep(1)
 
     def _dead_role(self, name: str, roles) -> None:
         """Raises naming the first of `roles` whose JVM is gone, with its log's tail."""
@@ -411,6 +482,8 @@ class RealHBase:
         self._log(f"{name} ready")
 
     def _readiness_checks(self, name: str, ports: dict[str, int], roles) -> dict:
+        if self.secure:
+            return self._secure_readiness_checks(name, ports, roles)
         checks = {}
         if "master" in roles:
             checks["WebHDFS"] = lambda: _answers(
@@ -426,11 +499,33 @@ class RealHBase:
             checks["Thrift2"] = lambda: thrift_answers(ports["thrift2"], "thrift2")
         return checks
 
+    def _secure_readiness_checks(self, name: str, ports: dict[str, int], roles) -> dict:
+        """The same checks, each authenticated as the cluster's hbase service principal (SPNEGO, Thrift SASL or
+        HTTP mode): an answer also shows that the server accepts Kerberos."""
+        from realhbase import secure
+
+        def answers(port, path):
+            return lambda: secure.http_answers(self.workdir, name, f"http://{HOST}:{port}{path}")
+
+        checks = {}
+        if "master" in roles:
+            checks["WebHDFS"] = answers(ports["namenode_http"], "/webhdfs/v1/?op=GETFILESTATUS")
+            checks["master info server"] = answers(ports["master_info"], "/jmx?qry=x:y=z")
+        for role in roles:
+            if role.startswith("rs"):
+                checks[f"{role} info server"] = answers(ports[f"{role}_info"], "/jmx?qry=x:y=z")
+                checks[f"{role} in ZooKeeper"] = lambda r=role: self._servername(name, r, ports) is not None
+        if "thrift" in roles:
+            for kind, label in (("thrift", "Thrift1 (master initialized)"), ("thrift2", "Thrift2")):
+                checks[label] = lambda k=kind: secure.thrift_answers(self.workdir, name, HOST, ports[k], k,
+                                                                     _thrift_modules())
+        return checks
+
     def down(self) -> list[str]:
         """Stops every process of this workdir (the clusters gracefully, then SIGKILL at a deadline) and the
         ZooKeeper `up` started; returns the survivors ("dc1/rs0 (pid 123)"), normally none."""
         owned = self._instance().get("zookeeper_owned", False)
-        survivors = self._stop_everything(stop_zookeeper=owned)
+        survivors = self._stop_everything(stop_zookeeper=owned or self.secure)
         for name in CLUSTERS:
             (self.cluster_dir(name) / "ready").unlink(missing_ok=True)
         return [f"{role} (pid {pid})" for pid, role in sorted(survivors.items())]
@@ -462,6 +557,16 @@ class RealHBase:
                 _signal(pid, signal.SIGKILL)
             survivors.update({pid: "zookeeper" for pid in _wait_gone(left, 10)})
             (self.workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
+        # a secured bed's KDC last: the clusters authenticate their shutdown with it
+        kdc = [p for p, r in processes(self.workdir).items() if r == "kdc"]
+        for pid in kdc:
+            _signal(pid, signal.SIGTERM)
+        left = _wait_gone(kdc, 15)
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        survivors.update({pid: "kdc" for pid in _wait_gone(left, 10)})
+        if kdc:
+            (self.workdir / "kdc" / "kdc.pid").unlink(missing_ok=True)
         return survivors
 
     # ------------------------------------------------------------------------------------------ YARN
@@ -672,7 +777,24 @@ class RealHBase:
 
     def _ensure_parents(self) -> None:
         """Each cluster's znode parent, created before its JVMs start: a region server that starts before its
-        master has created it retries with an error per second until it has."""
+        master has created it retries with an error per second until it has. Secured: as dc1's hbase service
+        principal (SASL), with the ACL secure HBase gives its base znode."""
+        if self.secure:
+            from minihbase.security import zk as secure_zk
+            from realhbase import secure
+
+            for name, parent in CLUSTERS.items():
+                principal = secure.hbase_principal("dc1")
+                client = secure_zk.secure_client(self.zookeeper_hosts, 10, parent, ["hbase-migration"],
+                                                 "zookeeper/_HOST@DC1.TEST", principal,
+                                                 secure.keytab(self.workdir, principal))
+                client.start(timeout=15)
+                try:
+                    client.ensure_path(parent)
+                finally:
+                    client.stop()
+                    client.close()
+            return
         client = self._zk()
         try:
             for parent in CLUSTERS.values():
@@ -736,6 +858,13 @@ class RealHBase:
                  "webhdfs_url": webhdfs_url, "webhdfs_user": getpass.getuser(), "rootdir": ROOTDIR,
                  "peer_admin": "shell",
                  "shell_command": shlex.join(shell_command), "thrift2_servers": f"{HOST}:{ports['thrift2']}"}
+        security = None
+        if self.secure:  # minihbase's secured schema: the connection's security extras, the cluster's `security`
+            from realhbase import secure
+
+            extra.pop("webhdfs_user")  # Kerberos: WebHDFS ignores user.name, the SPNEGO principal is the user
+            extra.update(secure.connection_extras(name, self.workdir))
+            security = secure.describe(name, self.workdir)
         region_servers = []
         for slot in range(REGION_SERVERS):
             role = f"rs{slot}"
@@ -766,7 +895,7 @@ class RealHBase:
             "rootdir": ROOTDIR,
             # HDFS checks permissions: the daemons' user is its superuser (WebHDFS `user.name`); anonymous calls
             # are `dr.who`, refused a summary of the whole rootdir (HBase makes /hbase/staging 711)
-            "hdfs_superuser": getpass.getuser(),
+            "hdfs_superuser": "hbase" if security else getpass.getuser(),
             "workdir": str(self.workdir),
             "conf_dir": str(self.cluster_dir(name) / "conf"),
             "logs_dir": str(self.cluster_dir(name) / "logs"),
@@ -774,6 +903,7 @@ class RealHBase:
             "connection": connection,
             "connection_uri": f"hbase://{HOST}:{ports['thrift']}/?__extra__="
                               + quote(json.dumps(extra, sort_keys=True), safe=""),
+            **({"security": security} if security else {}),
         }
 
     # ------------------------------------------------------------------------------------------ tools
@@ -799,8 +929,18 @@ class RealHBase:
         """`hbase shell -n` with `script` on standard input (exit status: 0, or non-zero on the first error).
         `script=None, capture=False`: the shell reads and writes this process's standard streams."""
         _, env = self.shell_java_command(name, list(args))  # checks the cluster before anything runs
+        env.update(self._client_env(name))
         return self._run_client("shell", lambda flags: self.shell_java_command(name, list(args), flags)[0], env=env,
                                 script=script, capture=capture, timeout=timeout)
+
+    def _client_env(self, name: str) -> dict[str, str]:
+        """A secured cluster's client JVM acts as the cluster's admin (hbase@<realm>, a superuser of HBase and
+        HDFS) from a ticket cache `kinit` filled; nothing for a plain bed."""
+        if not self.secure:
+            return {}
+        from realhbase import secure
+
+        return secure.kinit_env(self.workdir, name, self.cluster_dir(name))
 
     def set_quota(self, name: str, path: str, space_bytes: int | None = None,
                   namespace: int | None = None) -> None:
@@ -813,7 +953,8 @@ class RealHBase:
             ops.append(["-clrQuota", path] if namespace < 0 else ["-setQuota", str(namespace), path])
         for op in ops:
             proc = self._run_client("tool", lambda flags, op=op: self._client_command(
-                name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op], cds_flags=flags), timeout=120)
+                name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op], cds_flags=flags), timeout=120,
+                env={**os.environ, **self._client_env(name)})
             if proc.returncode != 0:
                 raise RealHBaseError(f"realhbase: DFSAdmin {' '.join(op)} on {name} failed: "
                                      f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
