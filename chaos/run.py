@@ -227,9 +227,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from deploy import Deployment
 
         log(f"starting the deployment in {workdir / 'deploy'}")
+        overrides = mailbox.airflow_settings() if mailbox.port else {}
+        if getattr(args, "retry_delay_s", None) is not None:
+            overrides.setdefault("hbase_migration", {})["retry_delay_s"] = str(args.retry_delay_s)
         dep = Deployment.start(workdir / "deploy", spark_workers=args.spark_workers,
-                               celery_workers=args.celery_workers,
-                               airflow_overrides=mailbox.airflow_settings() if mailbox.port else None)
+                               celery_workers=args.celery_workers, airflow_overrides=overrides or None)
         rest = dep.client
         if mailbox.port:
             from chaos.mailbox import SMTP_CONN_ID
@@ -430,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spark-workers", type=int, default=2)
     p.add_argument("--celery-workers", type=int, default=2)
     p.add_argument("--no-alerts", action="store_true", help="no SMTP receiver, no alert settings")
+    p.add_argument("--retry-delay-s", type=float, default=None,
+                   help="[hbase_migration] retry_delay_s of the deployment: seconds between a task's retries "
+                        "(default: each step's own, 30 s or a minute)")
     p.add_argument("--fail-first-attempt", action="store_true",
                    help="cut the toolkit off from the source's ZooKeeper until the first attempt's preflight has "
                         "failed for good (the recovery path: state left behind, re-trigger); the nemesis then "

@@ -8,7 +8,7 @@ import pendulum
 from airflow.sdk import DAG, task
 
 from hbase_migration.migration.runspec import WATCH
-from operators.factory import form_params
+from operators.factory import form_params, retry_delay
 
 with DAG(
     dag_id="hbase_replication_watch",
@@ -27,7 +27,7 @@ with DAG(
 
         return list(RunSpec.validate(context["params"], WATCH).clusters)
 
-    @task(task_id="check_cluster", retries=1, retry_delay=timedelta(seconds=30), map_index_template="{{ conn_id }}")
+    @task(task_id="check_cluster", retries=1, retry_delay=retry_delay(30), map_index_template="{{ conn_id }}")
     def check_cluster(conn_id: str, **context) -> dict:
         from operators.watch import check_cluster_health
 

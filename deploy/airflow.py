@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
 
-from deploy.processes import free_port, spawn, stop_session, wait_until
+from deploy.processes import free_port, signal_session, spawn, stop_session, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 ADMIN = "admin"
@@ -244,6 +244,11 @@ class AirflowServices:
         errors = []
         order = [n for n in self.procs if n.startswith("celery-worker")] + [
             "scheduler", "triggerer", "dag-processor", "api-server"]
+        # Every component told to stop at once (each takes seconds to wind down; one after the other they took
+        # more than a minute), then each waited for in turn, in the order a worker's tasks end before the scheduler.
+        for name in order:
+            if name in self.procs:
+                signal_session(self.procs[name].pid)
         for name in order:
             proc = self.procs.get(name)
             if proc is None:

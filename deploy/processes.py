@@ -81,6 +81,11 @@ def _reap(pids: Iterable[int]) -> None:
             pass
 
 
+def signal_session(sid: int, sig: int = signal.SIGTERM) -> None:
+    """Signal every process of the session without waiting (stop_session then waits for it)."""
+    _signal(session_members(sid), sig)
+
+
 def stop_session(sid: int, name: str = "", timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:
     """Signal every process of the session, wait up to `timeout`, SIGKILL what is left, and check that
     nothing is: RuntimeError naming the survivors otherwise."""

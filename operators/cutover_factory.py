@@ -27,7 +27,7 @@ from operators.cutover import (
     RollbackCheckOperator,
     SetReadOnlyOperator,
 )
-from operators.factory import _OPEN_TASK, _SPEC, _doc, _publish, form_params, spec
+from operators.factory import _OPEN_TASK, _SPEC, _doc, _publish, form_params, retry_delay, spec
 from operators.spark import HBaseVerifyTableOperator
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
     ) as dag:
         both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
         run = {"ledger_run_id": "{{ run_id }}"}
-        safe_retry = {"retries": 2, "retry_delay": timedelta(seconds=30)}
+        safe_retry = {"retries": 2, "retry_delay": retry_delay(30)}
 
         @task(task_id=_OPEN_TASK)
         def open_run(**context) -> list[dict[str, Any]]:
@@ -113,7 +113,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 task_id=task_id, doc_md=_doc(HBaseVerifyTableOperator), **both,
                 start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
                 recompare_sleep_s=spec("recompare_sleep_s"), repair=False, spark_conn_id=spark_conn_id,
-                map_index_template="{{ task.table }}", retries=1, retry_delay=timedelta(minutes=1),
+                map_index_template="{{ task.table }}", retries=1, retry_delay=retry_delay(60),
                 ledger_phase=phase, **run,
             ).expand_kwargs(opened)
 

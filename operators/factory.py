@@ -83,6 +83,28 @@ def spec(name: str) -> str:
     return _SPEC + "{{ s." + name + " | tojson }}"
 
 
+RETRY_DELAY_OPTION = "retry_delay_s"
+
+
+def retry_delay(default_s: float) -> timedelta:
+    """A step's wait between its retries: `[hbase_migration] retry_delay_s` when set (one figure for every step,
+    e.g. shorter on a test deployment), else the step's own default (30 s for quick steps, a minute for copies and
+    verifies). Read when the DAG is parsed."""
+    from airflow.sdk import conf
+
+    value = conf.get("hbase_migration", RETRY_DELAY_OPTION, fallback=None)
+    if value in (None, ""):
+        return timedelta(seconds=default_s)
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < 86400:
+        raise ValueError(f"[hbase_migration] {RETRY_DELAY_OPTION} = {value!r}: give seconds between 0 and 86400, "
+                         "or remove it for each step's default")
+    return timedelta(seconds=seconds)
+
+
 def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
     """The open task's results: the spec as XCom `spec` (read by `spec(...)` templates), the copies to map over
     as its return value (Airflow maps only over a return value)."""
@@ -94,7 +116,7 @@ def _release_switches_task() -> Any:
     """Once every copy of the run has ended, in any state: the switch holds its copies left behind released (a
     copy killed without a retry cannot release its own; the last hold of the source restores the state found)."""
 
-    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=timedelta(seconds=30))
+    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30))
     def release_switches(**context) -> dict[str, Any]:
         from operators.steps import release_switches as _release
 
@@ -122,7 +144,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         peer = {"peer_id": spec("peer_id")}
         # Every step is idempotent, so a lost worker or a database restart costs a retry, not the run; bad
         # input and failed checks fail at once (AirflowFailException skips the retries).
-        safe_retry = {"retries": 2, "retry_delay": timedelta(seconds=30)}
+        safe_retry = {"retries": 2, "retry_delay": retry_delay(30)}
 
         @task(task_id=_OPEN_TASK, **safe_retry)
         def open_run(**context) -> list[dict[str, Any]]:
@@ -179,7 +201,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
             hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
-            map_index_template="{{ task.table }}", retries=2, retry_delay=timedelta(minutes=1),
+            map_index_template="{{ task.table }}", retries=2, retry_delay=retry_delay(60),
         ).expand_kwargs(scans)
         # A retry resumes: files finished (recorded, or on the target with their length and checksum) are skipped.
         snapshot = HBaseSnapshotExportOperator.partial(
@@ -188,7 +210,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
-            retries=2, retry_delay=timedelta(minutes=1),
+            retries=2, retry_delay=retry_delay(60),
         ).expand_kwargs(snapshots)
         release = _release_switches_task()
         # One of the two copy tasks may have no table (a mapped task over nothing is skipped).
@@ -206,7 +228,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
-            retry_delay=timedelta(minutes=1),
+            retry_delay=retry_delay(60),
         ).expand_kwargs(run)
 
         @task(task_id="report")
@@ -267,7 +289,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms"),
                        "versions": spec("versions")}
 
-        @task(task_id=_OPEN_TASK, retries=2, retry_delay=timedelta(seconds=30))
+        @task(task_id=_OPEN_TASK, retries=2, retry_delay=retry_delay(30))
         def open_window(**context) -> list[dict[str, Any]]:
             from operators.steps import bad_input_fails_at_once
             from operators.steps import open_window as _open
@@ -282,7 +304,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
             rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
             max_pause_s=spec("max_pause_s"), hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=2,
-            retry_delay=timedelta(minutes=1),
+            retry_delay=retry_delay(60),
         ).expand_kwargs(window)
         copy >> _release_switches_task()
 

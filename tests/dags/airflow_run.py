@@ -17,6 +17,9 @@ def connections_env(source, target, ledger_path: Path) -> dict[str, str]:
         "AIRFLOW_CONN_HBASE_TARGET": target.connection_json,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": f"sqlite:///{ledger_path}",
+        # A retried step waits 2 s, not its production default (30 s, a minute): what a test checks is that it
+        # retries, not how long it waits.
+        "AIRFLOW__HBASE_MIGRATION__RETRY_DELAY_S": "2",
     }
 
 

@@ -75,3 +75,24 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
     with pytest.raises(ConnectionError):  # anything else is left to the retries
         with bad_input_fails_at_once():
             raise ConnectionError("ledger database restarting")
+
+
+def test_one_setting_shortens_every_steps_retry_delay_and_a_bad_one_is_an_import_error(monkeypatch):
+    """`[hbase_migration] retry_delay_s` (here through its environment variable) replaces each step's default
+    (30 s, a minute); not a number of seconds, the DAG files do not import, naming the setting."""
+    from datetime import timedelta
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    def delays() -> set[timedelta]:
+        bag = DagBag(dag_folder=str(DAGS_FOLDER / "hbase_table_migration.py"))
+        assert bag.import_errors == {}, bag.import_errors
+        return {t.retry_delay for t in bag.dags["hbase_table_migration"].tasks if t.retries}
+
+    assert delays() == {timedelta(seconds=30), timedelta(minutes=1)}
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__RETRY_DELAY_S", "2.5")
+    assert delays() == {timedelta(seconds=2.5)}
+    monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__RETRY_DELAY_S", "soon")
+    bag = DagBag(dag_folder=str(DAGS_FOLDER / "hbase_table_migration.py"))
+    [error] = bag.import_errors.values()
+    assert "[hbase_migration] retry_delay_s = 'soon': give seconds between 0 and 86400" in error

@@ -27,7 +27,7 @@ def test_a_seeded_chaos_run_ends_with_zero_differences(zookeeper, tmp_path):
     result = run(Namespace(seed=SEED, duration=DURATION_S, faults=",".join(KINDS), rows=1500, write_rate=10.0,
                            rows_per_s=None, timeout_s=1200.0, workdir=str(tmp_path / "chaos"),
                            zookeeper=zookeeper.hosts, spark_workers=2, celery_workers=2, no_alerts=False,
-                           fail_first_attempt=True))
+                           fail_first_attempt=True, retry_delay_s=5.0))
     print(json.dumps({k: result[k] for k in ("faults", "attempts", "recovery_by_kind", "differences",
                                              "wall_time_s")}, sort_keys=True, default=str))
     # The schedule is the pure function's, one fault per phase.
