@@ -72,6 +72,7 @@ def test_reversed_window_is_refused_and_writes_nothing(minihbase_pair, tmp_path)
     assert cells(dc2, table) == {}
 
 
+@pytest.mark.full  # a second backfill end to end (make test runs the windowed one): make test-full
 def test_a_run_without_bounds_copies_its_data_interval(minihbase_pair, tmp_path):
     """The window comes from the run's data interval, as under `airflow backfill create`: the day before the
     logical date 2020-09-14 given to `airflow dags test`, start inclusive and end exclusive."""
