@@ -83,7 +83,10 @@ def split_zk_hosts(hosts: str) -> tuple[str, int]:
     return ",".join(host for host, _, _ in pairs), int(pairs[0][2])
 
 
-def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
+               server_host: str = HOST) -> list[tuple[str, str, str]]:
+    """`server_host`: the address the master and region servers listen on (RPC and info servers); 127.0.0.1
+    unless the secured bed gives dc2's another (realhbase/secure.py)."""
     quorum, zk_port = split_zk_hosts(zk_hosts)
     return [
         ("hbase.cluster.distributed", "true", "every daemon in its own process, the rootdir on HDFS"),
@@ -94,13 +97,13 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("zookeeper.znode.parent", CLUSTERS[name], "one znode parent per cluster on the shared ZooKeeper"),
         ("zookeeper.session.timeout", "20000",
          "a SIGKILLed region server is declared dead after 20 s (HBase: 90 s); long enough for a 2-core machine"),
-        ("hbase.master.ipc.address", HOST, "loopback only"),
-        ("hbase.regionserver.ipc.address", HOST, "loopback only"),
+        ("hbase.master.ipc.address", server_host, "loopback only"),
+        ("hbase.regionserver.ipc.address", server_host, "loopback only"),
         ("hbase.master.port", str(ports["master"]), "a free port chosen at up"),
         ("hbase.master.info.port", str(ports["master_info"]), "the master's info server: /jmx, /conf"),
-        ("hbase.master.info.bindAddress", HOST, "loopback only"),
+        ("hbase.master.info.bindAddress", server_host, "loopback only"),
         ("hbase.master.infoserver.redirect", "false", "no extra redirect port"),
-        ("hbase.regionserver.info.bindAddress", HOST,
+        ("hbase.regionserver.info.bindAddress", server_host,
          "loopback only; each region server's rpc and info port are given on its command line"),
         ("hbase.master.wait.on.regionservers.mintostart", str(REGION_SERVERS),
          "assign hbase:meta only once every region server has checked in"),
@@ -214,7 +217,7 @@ def merged(base: list[tuple[str, str, str]], overlay: list[tuple[str, str, str]]
 
 
 def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
-               overlay: dict[str, list[tuple[str, str, str]]] | None = None) -> Path:
+               overlay: dict[str, list[tuple[str, str, str]]] | None = None, server_host: str = HOST) -> Path:
     """The cluster's conf/ directory; `overlay` adds keys to a site file ({"hbase-site.xml": [...]}: the secured
     bed's, realhbase/secure.py)."""
     conf = cluster_dir / "conf"
@@ -222,7 +225,7 @@ def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
     for sub in ("tmp", "hadoop-tmp", "logs"):
         (cluster_dir / sub).mkdir(exist_ok=True)
     overlay = overlay or {}
-    for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports)),
+    for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports, server_host)),
                         ("core-site.xml", core_site(cluster_dir, ports)),
                         ("hdfs-site.xml", hdfs_site(cluster_dir, ports))):
         (conf / file).write_text(site_xml(merged(props, overlay.get(file, []))))

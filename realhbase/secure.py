@@ -29,6 +29,7 @@ datacenter's hosts have), the JAAS file, and the keystore; the KDC, keytabs and 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -46,7 +47,14 @@ CLUSTER_SECURITY = {
     "dc1": {"realm": "DC1.TEST", "thrift_qop": "auth-conf", "thrift_http": False, "thrift_ssl": False},
     "dc2": {"realm": "DC2.TEST", "thrift_qop": None, "thrift_http": True, "thrift_ssl": True},
 }
-SERVICE_HOST = "localhost"  # the canonical name of 127.0.0.1: what every server principal names
+SERVICE_HOST = "localhost"  # the canonical name of 127.0.0.1: what the gateways' and NameNodes' principals name
+# Where each cluster's master and region servers listen, and the host their principals name (hbase/<host>,
+# HTTP/<host> for their info servers). dc2's have an address of their own: Java's SASL clients (HBase's RPC,
+# Hadoop's, ZooKeeper's) ask for the host-based name `hbase@<host>` and drop the realm of the principal they were
+# configured with (the peer CONFIG's hbase.regionserver.kerberos.principal included), so the realm of a server
+# comes from the client's [domain_realm] for its host, as between two datacenters' hosts: dc1's region servers
+# reach dc2's (replication) as hbase/127.0.0.3@DC2.TEST because dc1's krb5.conf maps 127.0.0.3 to DC2.TEST.
+SERVER_HOSTS = {"dc1": ("127.0.0.1", "localhost"), "dc2": ("127.0.0.3", "127.0.0.3")}
 KEYSTORE_PASSWORD = "realhbase"  # the Thrift gateways' PKCS#12 keystore (a test certificate, nothing else in it)
 
 
@@ -54,12 +62,20 @@ def realm(name: str) -> str:
     return CLUSTER_SECURITY[name]["realm"]
 
 
+def server_host(name: str) -> str:
+    """The address the cluster's master and region servers listen on."""
+    return SERVER_HOSTS[name][0]
+
+
 def hbase_principal(name: str) -> str:
-    return f"hbase/{SERVICE_HOST}@{realm(name)}"
+    """The cluster's service principal: its master, region servers, NameNode, DataNode and gateways log in as it
+    (the master JVM holds the NameNode and DataNode: one login)."""
+    return f"hbase/{SERVER_HOSTS[name][1]}@{realm(name)}"
 
 
-def http_principal(name: str) -> str:
-    return f"HTTP/{SERVICE_HOST}@{realm(name)}"
+def http_principal(name: str, host: str = SERVICE_HOST) -> str:
+    """The SPNEGO principal of the cluster's HTTP servers on `host` (the canonical name of the address)."""
+    return f"HTTP/{host}@{realm(name)}"
 
 
 ZK_HOST = "127.0.0.2"  # the secured bed's ZooKeeper listens here (see RealSecureStack)
@@ -85,6 +101,14 @@ class RealSecureStack(SecureStack):
     @property
     def zookeeper_principal(self) -> str:
         return f"zookeeper/{ZK_HOST}@{ZK_REALM}"
+
+    def principals(self) -> dict[str, list[str]]:
+        out = super().principals()
+        out["hbase_service"] = [hbase_principal(n) for n in CLUSTER_SECURITY]
+        out["spnego_service"] = list(dict.fromkeys([
+            *(http_principal(n) for n in CLUSTER_SECURITY),
+            *(http_principal(n, SERVER_HOSTS[n][1]) for n in CLUSTER_SECURITY)]))
+        return out
 
     def start(self, timeout: float = 30.0) -> "RealSecureStack":
         from minihbase.security import tls
@@ -129,7 +153,8 @@ def _other_realms(name: str) -> list[str]:
 def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[tuple[str, str, str]]]:
     """The secure keys each site file gets on top of the plain bed's: {file name: [(key, value, why)]}."""
     hbase, spnego = hbase_principal(name), http_principal(name)
-    hbase_kt, http_kt = keytab(workdir, hbase), keytab(workdir, spnego)
+    info_spnego = http_principal(name, SERVER_HOSTS[name][1])  # the master's and region servers' info servers
+    hbase_kt, http_kt, info_kt = keytab(workdir, hbase), keytab(workdir, spnego), keytab(workdir, info_spnego)
     rules = cross_realm_rules(_other_realms(name))
     conf = cluster_dir / "conf"
     core = [
@@ -182,12 +207,17 @@ def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[
         ("hbase.regionserver.kerberos.principal", hbase, ""),
         ("hbase.regionserver.keytab.file", hbase_kt, ""),
         ("hbase.security.authentication.ui", "kerberos", "info servers (/jmx, /conf) behind SPNEGO"),
-        ("hbase.security.authentication.spnego.kerberos.principal", spnego, ""),
-        ("hbase.security.authentication.spnego.kerberos.keytab", http_kt, ""),
+        ("hbase.security.authentication.spnego.kerberos.principal", info_spnego, ""),
+        ("hbase.security.authentication.spnego.kerberos.keytab", info_kt, ""),
         ("hbase.security.authentication.spnego.kerberos.name.rules", rules, ""),
         ("hbase.thrift.kerberos.principal", hbase, "the gateways' own login"),
         ("hbase.thrift.keytab.file", hbase_kt, ""),
     ]
+    if SERVER_HOSTS[name][0] != "127.0.0.1":
+        host = SERVER_HOSTS[name][0]
+        hbase_site += [(key, host, "the master and region servers named by their own address (SERVER_HOSTS)")
+                       for key in ("hbase.master.hostname", "hbase.regionserver.hostname",
+                                   "hbase.unsafe.regionserver.hostname")]
     s = CLUSTER_SECURITY[name]
     if s["thrift_http"]:
         hbase_site += [
@@ -216,7 +246,9 @@ def write_files(name: str, workdir: Path, cluster_dir: Path, kdc_port: int, tls_
     # the ZooKeeper's address is in DC1.TEST (RealSecureStack): what dc2's hosts must be told
     (conf / "krb5.conf").write_text(krb5_conf_text(REALMS, kdc_port, ss.ticket_lifetime_s, ss.renew_lifetime_s,
                                                    default_realm=realm(name))
-                                    + f"[domain_realm]\n  {ZK_HOST} = {ZK_REALM}\n")
+                                    + f"[domain_realm]\n  {ZK_HOST} = {ZK_REALM}\n"
+                                    + "".join(f"  {SERVER_HOSTS[n][1]} = {realm(n)}\n" for n in CLUSTER_SECURITY
+                                              if SERVER_HOSTS[n][1] != SERVICE_HOST))
     (conf / "jaas.conf").write_text(
         "Client {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n"
         f'  keyTab="{keytab(workdir, hbase_principal(name))}"\n  storeKey=true\n  useTicketCache=false\n'
@@ -250,6 +282,7 @@ def settings(name: str, workdir: Path) -> dict:
     out = ss.cluster_security(realm(name), thrift_qop=s["thrift_qop"], thrift_http=s["thrift_http"],
                               thrift_ssl=False)
     out["krb5_conf"] = str(ss.krb5_conf)
+    out["hbase_keytab"] = keytab(workdir, hbase_principal(name))
     if s["thrift_ssl"]:
         tls_dir = workdir / "tls"
         out.update(thrift_ssl=True, ssl_cert=str(tls_dir / "server.pem"), ssl_key=str(tls_dir / "server-key.pem"),
@@ -292,13 +325,16 @@ def _creds(principal: str, kt: str):
     return gss.keytab_credentials(principal, kt)
 
 
-def negotiate(workdir: Path, name: str, url_host: str = SERVICE_HOST) -> dict[str, str]:
-    """`Authorization: Negotiate` as the cluster's hbase service principal, for its HTTP principal."""
+def negotiate(workdir: Path, name: str, url: str) -> dict[str, str]:
+    """`Authorization: Negotiate` as the cluster's hbase service principal, for the HTTP principal of the URL's
+    host (HTTP/<its canonical name>@<realm>)."""
+    from urllib.parse import urlsplit
+
     from minihbase.security import gss
 
     principal = hbase_principal(name)
-    header = gss.negotiate_header(_creds(principal, keytab(workdir, principal)), http_principal(name))
-    return {"Authorization": header}
+    target = http_principal(name, gss.canonical_host(urlsplit(url).hostname))
+    return {"Authorization": gss.negotiate_header(_creds(principal, keytab(workdir, principal)), target)}
 
 
 def http_answers(workdir: Path, name: str, url: str, method: str = "GET") -> bool:
@@ -310,7 +346,7 @@ def http_answers(workdir: Path, name: str, url: str, method: str = "GET") -> boo
 
 
 def http(workdir: Path, name: str, url: str, method: str = "GET", timeout: float = 5.0):
-    request = urllib.request.Request(url, method=method, headers=negotiate(workdir, name))
+    request = urllib.request.Request(url, method=method, headers=negotiate(workdir, name, url))
     with urllib.request.urlopen(request, timeout=timeout) as resp:
         body = resp.read()
     return json.loads(body) if body else None
@@ -375,6 +411,23 @@ class _GssapiSasl:
 def thrift_answers(workdir: Path, name: str, host: str, port: int, kind: str, modules) -> bool:
     """The plain bed's readiness probe (Thrift1 getTableNames, Thrift2 getTableNamesByPattern), authenticated as
     the cluster's hbase service principal: binary SASL with the QOP, or HTTP mode with SPNEGO (over TLS)."""
+    try:
+        with thrift_client(workdir, name, host, port, kind, modules, timeout_ms=3000) as client:
+            if kind == "thrift":
+                client.getTableNames()
+            else:
+                client.getTableNamesByPattern(None, True)
+        return True
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def thrift_client(workdir: Path, name: str, host: str, port: int, kind: str, modules, timeout_ms: int = 30000):
+    """A thriftpy2 client of one of the cluster's gateways (`kind` "thrift" or "thrift2", `modules` the Hbase and
+    hbase2 IDLs) as the cluster's hbase service principal, an operator's tool (the tests' setup): binary SASL
+    with the cluster's QOP, or HTTP mode with SPNEGO over TLS. Built on python-gssapi and thriftpy2's own
+    transports, nothing of the toolkit's."""
     from thriftpy2.protocol.binary import TBinaryProtocolFactory
     from thriftpy2.thrift import TClient
 
@@ -382,40 +435,32 @@ def thrift_answers(workdir: Path, name: str, host: str, port: int, kind: str, mo
     service = hbase1.Hbase if kind == "thrift" else hbase2.THBaseService
     s = CLUSTER_SECURITY[name]
     principal = hbase_principal(name)
+    creds = _creds(principal, keytab(workdir, principal))
+    if s["thrift_http"]:
+        from thriftpy2.http import THttpClient, THttpHeaderFactory
+
+        from minihbase.security import gss
+
+        class Negotiate(THttpHeaderFactory):
+            def get_headers(self):
+                return {"Authorization": gss.negotiate_header(creds, http_principal(name))}
+
+        ca = str(workdir / "tls" / "ca.pem")
+        scheme = "https" if s["thrift_ssl"] else "http"
+        transport = THttpClient(f"{scheme}://{host}:{port}/", timeout=timeout_ms, http_header_factory=Negotiate(),
+                                ssl_context_factory=lambda: ssl.create_default_context(cafile=ca))
+    else:
+        from thriftpy2.transport import TSocket
+        from thriftpy2.transport.sasl import TSaslClientTransport
+
+        sock = TSocket(host, port, socket_timeout=timeout_ms, connect_timeout=3000)
+        transport = TSaslClientTransport(lambda: _GssapiSasl(creds, principal, principal, s["thrift_qop"]),
+                                         "GSSAPI", sock)
+    transport.open()
     try:
-        creds = _creds(principal, keytab(workdir, principal))
-        if s["thrift_http"]:
-            from thriftpy2.http import THttpClient, THttpHeaderFactory
-
-            from minihbase.security import gss
-
-            class Negotiate(THttpHeaderFactory):
-                def get_headers(self):
-                    return {"Authorization": gss.negotiate_header(creds, http_principal(name))}
-
-            ca = str(workdir / "tls" / "ca.pem")
-            scheme = "https" if s["thrift_ssl"] else "http"
-            transport = THttpClient(f"{scheme}://{host}:{port}/", timeout=3000, http_header_factory=Negotiate(),
-                                    ssl_context_factory=lambda: ssl.create_default_context(cafile=ca))
-        else:
-            from thriftpy2.transport import TSocket
-            from thriftpy2.transport.sasl import TSaslClientTransport
-
-            sock = TSocket(host, port, socket_timeout=3000, connect_timeout=3000)
-            transport = TSaslClientTransport(lambda: _GssapiSasl(creds, principal, principal, s["thrift_qop"]),
-                                             "GSSAPI", sock)
-        transport.open()
-        try:
-            client = TClient(service, TBinaryProtocolFactory().get_protocol(transport))
-            if kind == "thrift":
-                client.getTableNames()
-            else:
-                client.getTableNamesByPattern(None, True)
-        finally:
-            transport.close()
-        return True
-    except Exception:
-        return False
+        yield TClient(service, TBinaryProtocolFactory().get_protocol(transport))
+    finally:
+        transport.close()
 
 
 def kinit_env(workdir: Path, name: str, cluster_dir: Path) -> dict[str, str]:

@@ -217,6 +217,15 @@ class RealHBase:
         """Kerberized (`up --secure`, or a workdir an earlier `up --secure` started)."""
         return self._secure or bool(self._instance().get("secure"))
 
+    def server_host(self, name: str) -> str:
+        """The address the cluster's master and region servers listen on and are named by (servernames):
+        127.0.0.1, except the secured dc2's (realhbase/secure.py SERVER_HOSTS)."""
+        if not self.secure:
+            return HOST
+        from realhbase import secure
+
+        return secure.server_host(name)
+
     def _security_flags(self, name: str, role: str) -> list[str]:
         if not self.secure:
             return []
@@ -370,7 +379,7 @@ class RealHBase:
 
                     overlay = secure.site_overlay(name, self.workdir, d)
                     secure.write_files(name, self.workdir, d, stack.kdc.port, stack.tls)
-                config.write_conf(name, d, self.zookeeper_hosts, ports, overlay)
+                config.write_conf(name, d, self.zookeeper_hosts, ports, overlay, self.server_host(name))
                 config.save_ports(d, ports, self.zookeeper_hosts)
                 for role in ROLES:
                     procs[f"{name}/{role}"] = self._spawn(name, role, ports)
@@ -504,16 +513,17 @@ class RealHBase:
         HTTP mode): an answer also shows that the server accepts Kerberos."""
         from realhbase import secure
 
-        def answers(port, path):
-            return lambda: secure.http_answers(self.workdir, name, f"http://{HOST}:{port}{path}")
+        def answers(host, port, path):
+            return lambda: secure.http_answers(self.workdir, name, f"http://{host}:{port}{path}")
 
+        server = self.server_host(name)
         checks = {}
         if "master" in roles:
-            checks["WebHDFS"] = answers(ports["namenode_http"], "/webhdfs/v1/?op=GETFILESTATUS")
-            checks["master info server"] = answers(ports["master_info"], "/jmx?qry=x:y=z")
+            checks["WebHDFS"] = answers(HOST, ports["namenode_http"], "/webhdfs/v1/?op=GETFILESTATUS")
+            checks["master info server"] = answers(server, ports["master_info"], "/jmx?qry=x:y=z")
         for role in roles:
             if role.startswith("rs"):
-                checks[f"{role} info server"] = answers(ports[f"{role}_info"], "/jmx?qry=x:y=z")
+                checks[f"{role} info server"] = answers(server, ports[f"{role}_info"], "/jmx?qry=x:y=z")
                 checks[f"{role} in ZooKeeper"] = lambda r=role: self._servername(name, r, ports) is not None
         if "thrift" in roles:
             for kind, label in (("thrift", "Thrift1 (master initialized)"), ("thrift2", "Thrift2")):
@@ -871,7 +881,8 @@ class RealHBase:
             servername = self._servername(name, role, ports, registered)
             alive = f"{name}/{role}" in running
             state_word = ("online" if servername and alive else "starting" if alive else "aborted")
-            region_servers.append({"slot": slot, "servername": servername, "host": HOST, "port": ports[role],
+            region_servers.append({"slot": slot, "servername": servername, "host": self.server_host(name),
+                                   "port": ports[role],
                                    "info_port": ports[f"{role}_info"], "alive": bool(servername and alive),
                                    "state": state_word, "pid": running.get(f"{name}/{role}")})
         connection = {"conn_type": "hbase", "host": HOST, "port": ports["thrift"], "extra": extra}
@@ -887,7 +898,7 @@ class RealHBase:
             "zookeeper": {"quorum": quorum, "port": zk_port, "znode_parent": parent, "hosts": zk_hosts},
             "cluster_key": f"{quorum}:{zk_port}:{parent}",
             "cluster_id": self.cluster_id(name) if registered else None,
-            "master": {"host": HOST, "port": ports["master"], "info_port": ports["master_info"],
+            "master": {"host": self.server_host(name), "port": ports["master"], "info_port": ports["master_info"],
                        "alive": f"{name}/master" in running},
             "region_servers": region_servers,
             "namenode": {"host": HOST, "port": ports["namenode"], "http_port": ports["namenode_http"]},
@@ -933,10 +944,11 @@ class RealHBase:
         return self._run_client("shell", lambda flags: self.shell_java_command(name, list(args), flags)[0], env=env,
                                 script=script, capture=capture, timeout=timeout)
 
-    def _client_env(self, name: str) -> dict[str, str]:
-        """A secured cluster's client JVM acts as the cluster's admin (hbase@<realm>, a superuser of HBase and
-        HDFS) from a ticket cache `kinit` filled; nothing for a plain bed."""
-        if not self.secure:
+    def _client_env(self, name: str, own_ticket_cache: bool = True) -> dict[str, str]:
+        """A secured cluster's client JVM acts as the caller's ticket cache says (KRB5CCNAME, as `hbase shell` does:
+        the toolkit's shell backend fills one of its own), else as the cluster's admin (hbase@<realm>, a superuser
+        of HBase and HDFS) from a ticket cache `kinit` fills; nothing for a plain bed."""
+        if not self.secure or (own_ticket_cache and os.environ.get("KRB5CCNAME")):
             return {}
         from realhbase import secure
 
@@ -954,7 +966,7 @@ class RealHBase:
         for op in ops:
             proc = self._run_client("tool", lambda flags, op=op: self._client_command(
                 name, "org.apache.hadoop.hdfs.tools.DFSAdmin", [fs, *op], cds_flags=flags), timeout=120,
-                env={**os.environ, **self._client_env(name)})
+                env={**os.environ, **self._client_env(name, own_ticket_cache=False)})
             if proc.returncode != 0:
                 raise RealHBaseError(f"realhbase: DFSAdmin {' '.join(op)} on {name} failed: "
                                      f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
