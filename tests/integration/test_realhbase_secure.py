@@ -296,3 +296,15 @@ def test_the_peer_ships_across_the_realms(secure_bed, clusters):
             assert time.monotonic() < deadline, "the put on dc1 did not reach dc2 in 180 s (cross-realm replication)"
             time.sleep(2)
     assert [(c.timestamp, c.value) for c in result.columnValues] == [(4242, b"across")]
+
+
+def test_the_beds_own_tools_run_as_the_clusters_admin(secure_bed):
+    """`realhbase shell` and DFSAdmin without a ticket cache of the caller's: as `hbase@<realm>` from a cache the
+    bed fills with kinit (a superuser of HBase and of HDFS)."""
+    import os
+
+    assert not os.environ.get("KRB5CCNAME")
+    proc = secure_bed.shell("dc1", "list_peers\nwhoami\n")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "secrepl" in proc.stdout and "hbase@DC1.TEST" in proc.stdout
+    secure_bed.set_quota("dc2", "/hbase", namespace=100000)  # the bed's own value: DFSAdmin authenticated
