@@ -281,7 +281,10 @@ PEER_PRINCIPAL_KEY = "hbase.regionserver.kerberos.principal"
 def peer_principal_config(source: Security | None, target: Security | None) -> dict[str, str]:
     """The CONFIG a replication peer towards `target` carries (HBASE-15294): the target's region server principal
     when its realm differs from the source servers' (their own `hbase.regionserver.kerberos.principal`, which the
-    replication sink's principal would otherwise be taken from, names the wrong realm). Empty otherwise (pure)."""
+    replication sink's principal would otherwise be taken from, names the wrong service and host). Empty otherwise
+    (pure). Shown on real HBase 2.6.4: its Java SASL client uses the service and host of this principal but not
+    its realm, which comes from the source hosts' krb5.conf `[domain_realm]` for the sink's host (an operator's
+    setting the toolkit cannot make; docs/secured-clusters.md)."""
     if target is None or target.hbase_principal is None:
         return {}
     source_realm = source.server_realm if source is not None else None
