@@ -7,7 +7,7 @@ What each cluster runs with (the keys below are added to the plain bed's site fi
   (HBase's own test shortcut instead of privileged ports or data transfer protection), the NameNode and DataNode
   as `hbase/localhost@<realm>` (they share one JVM, and so one login, with the HMaster: as HBase's
   `HBaseKerberosUtils.setSecuredConfiguration` runs MiniDFSCluster), WebHDFS behind SPNEGO (`HTTP/localhost@<realm>`),
-  HDFS ACLs on: the toolkit gets `--x` on the rootdir and `r-x` on oldWALs (docs/secured-clusters.md);
+  the toolkit in HDFS's superuser group (it reads the quotas of the rootdir and its ancestors: subtree reads);
 - HBase: `hbase.security.authentication=kerberos`, `hbase.security.authorization=true` with the AccessController,
   `hbase.superuser=hbase,hbase-migration` (what the README's secured section tells an operator to grant), the
   master and region servers as `hbase/localhost@<realm>`, info servers behind SPNEGO
@@ -171,6 +171,10 @@ def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[
         ("hadoop.http.authentication.kerberos.principal", spnego, ""),
         ("hadoop.http.authentication.kerberos.keytab", http_kt, ""),
         ("hadoop.http.authentication.kerberos.name.rules", rules, ""),
+        ("hadoop.user.group.static.mapping.overrides", f"dr.who=;{TOOLKIT.split('@')[0]}=supergroup",
+         "the toolkit in HDFS's superuser group (dfs.permissions.superusergroup): the oldWALs guard reads the "
+         "quotas of the rootdir and of every ancestor up to /, and GETCONTENTSUMMARY / GETQUOTAUSAGE need "
+         "READ_EXECUTE on the whole subtree (secure HBase keeps its data, staging and WAL directories to itself)"),
         ("hadoop.proxyuser.hbase.hosts", "*",
          "the Thrift gateways (hbase) act as the client they authenticated (SASL authzid, HTTP mode's user)"),
         ("hadoop.proxyuser.hbase.groups", "*", ""),
@@ -188,8 +192,6 @@ def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[
         ("dfs.web.authentication.kerberos.principal", spnego, "WebHDFS behind SPNEGO"),
         ("dfs.web.authentication.kerberos.keytab", http_kt, ""),
         ("dfs.namenode.kerberos.internal.spnego.principal", spnego, ""),
-        ("dfs.namenode.acls.enabled", "true",
-         "HDFS ACLs: the toolkit reads oldWALs' summary through an ACL (secure HBase makes the rootdir 700)"),
     ]
     hbase_site = [
         ("hbase.security.authentication", "kerberos", ""),
@@ -350,16 +352,6 @@ def http(workdir: Path, name: str, url: str, method: str = "GET", timeout: float
     with urllib.request.urlopen(request, timeout=timeout) as resp:
         body = resp.read()
     return json.loads(body) if body else None
-
-
-def grant_hdfs_acls(workdir: Path, name: str, webhdfs_url: str, rootdir: str) -> None:
-    """What docs/secured-clusters.md tells an operator to run for the toolkit (`hdfs dfs -setfacl`), through
-    WebHDFS as the HDFS superuser (the NameNode's own principal): `--x` on the rootdir, `r-x` (and the same
-    default) on oldWALs."""
-    user = TOOLKIT.split("@")[0]
-    for path, spec in ((rootdir, f"user:{user}:--x"),
-                       (f"{rootdir}/oldWALs", f"user:{user}:r-x,default:user:{user}:r-x")):
-        http(workdir, name, f"{webhdfs_url}/webhdfs/v1{path}?op=MODIFYACLENTRIES&aclspec={spec}", method="PUT")
 
 
 class _GssapiSasl:

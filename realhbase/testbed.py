@@ -388,8 +388,6 @@ class RealHBase:
             deadline = time.monotonic() + self.timeout
             for name in CLUSTERS:
                 self._wait_ready(name, deadline)
-            if stack is not None:
-                self._secure_grants(deadline)
             if self.yarn:
                 self.start_yarn()
         except BaseException:
@@ -440,22 +438,6 @@ class RealHBase:
         (self.workdir / "instance.json").write_text(json.dumps(instance, indent=1))
         (self.workdir / "security.json").write_text(json.dumps(stack.describe(), indent=1, sort_keys=True))
         return stack
-
-    def _secure_grants(self, deadline: float) -> None:
-        """What the README's secured section asks an operator to give the toolkit beyond `hbase.superuser`:
-        HDFS ACLs to read oldWALs' summary (secure HBase makes the rootdir 700), once the master made oldWALs."""
-        from realhbase import secure
-
-        for name in CLUSTERS:
-            url = f"http://{HOST}:{self._ports(name)['namenode_http']}"
-            while True:
-                try:
-                    secure.grant_hdfs_acls(self.workdir, name, url, ROOTDIR)
-                    break
-                except Exception as e:
-                    if time.monotonic() >= deadline:
-                        raise RealHBaseError(f"realhbase: the toolkit's HDFS ACLs on {name} failed: {e}") from None
-                    time.sleep(1)
 
     def _dead_role(self, name: str, roles) -> None:
         """Raises naming the first of `roles` whose JVM is gone, with its log's tail."""

@@ -308,3 +308,67 @@ def test_the_beds_own_tools_run_as_the_clusters_admin(secure_bed):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "secrepl" in proc.stdout and "hbase@DC1.TEST" in proc.stdout
     secure_bed.set_quota("dc2", "/hbase", namespace=100000)  # the bed's own value: DFSAdmin authenticated
+
+
+# ------------------------------------------------------------------------------ preflight (issue 29, part 2)
+
+
+def _preflight(endpoints, **source_extra) -> tuple[int, str]:
+    import os
+
+    source = json.loads(json.dumps(endpoints["clusters"]["dc1"]["connection"]))
+    source["extra"].update(source_extra)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5_CONFIG": endpoints["security"]["krb5_conf"],
+           "AIRFLOW_CONN_SRC": json.dumps(source),
+           "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"])}
+    proc = subprocess.run([sys.executable, "-m", "hbase_migration", "preflight", "--source", "src", "--target", "dst",
+                           "--tables", "pf_secure", "--peer-id", "pfsec", "--sample-gap-s", "0"], env=env,
+                          capture_output=True, text=True, cwd=str(REPO), timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _line(output: str, check: str) -> str:
+    return next(t for t in output.splitlines() if f"] {check}:" in t)
+
+
+def _nothing_changed(clusters) -> None:
+    from hbase_migration.clusters import zk
+    from hbase_migration.migration.tables import existing_tables
+    from hbase_migration.replication import zk_peers
+
+    with zk.connect(clusters["dc1"], timeout=15) as client:
+        assert "pfsec" not in {p.id for p in zk_peers.read_peers(client, clusters["dc1"].znode_parent)}
+    assert existing_tables(clusters["dc2"], ["pf_secure"]) == set()
+
+
+def test_the_security_preflight_passes_on_the_real_clusters(secure_bed, endpoints, clusters):
+    """Every endpoint of both clusters accepts the toolkit (ZooKeeper, both gateways, each region server's /jmx,
+    WebHDFS), the QOP agrees, the clocks agree; the oldWALs guard reads the rootdir's and its ancestors' quotas
+    (the toolkit is in HDFS's superuser group: those reads need the whole subtree)."""
+    _create_table(secure_bed, "dc1", "pf_secure", scope=1)
+    rc, out = _preflight(endpoints)
+    assert rc == 0, out
+    assert "[ok  ] source_authentication: src: accepted by all 6 endpoint(s)" in out
+    assert "[ok  ] target_authentication: dst: accepted by all 6 endpoint(s)" in out
+    assert "[ok  ] source_thrift_qop: src: every gateway agreed on QOP auth-conf" in out
+    assert _line(out, "oldwals_headroom").startswith("[ok  ]")
+    assert "preflight passed" in out
+    _nothing_changed(clusters)
+
+
+def test_a_qop_mismatch_and_a_wrong_keytab_are_refused_by_preflight(secure_bed, endpoints, clusters):
+    _create_table(secure_bed, "dc1", "pf_secure", scope=1)
+    rc, out = _preflight(endpoints, thrift_qop="auth-int")
+    assert rc == 1, out
+    failed = _line(out, "source_thrift_qop")
+    ep = endpoints["clusters"]["dc1"]
+    assert failed.startswith("[FAIL]") and (
+        f"thrift1 gateway 127.0.0.1:{ep['thrift']['port']}, thrift2 gateway 127.0.0.1:{ep['thrift2']['port']} offer "
+        "SASL QOP auth-conf, the connection's thrift_qop is auth-int") in failed
+    intruder = endpoints["security"]["keytabs"]["intruder@DC1.TEST"]
+    rc, out = _preflight(endpoints, keytab=intruder)
+    assert rc == 1, out
+    failed = _line(out, "source_kerberos_login")
+    assert failed.startswith("[FAIL]")
+    assert f"keytab {intruder} does not hold hbase-migration@DC1.TEST (it holds: intruder@DC1.TEST)" in failed
+    _nothing_changed(clusters)

@@ -47,8 +47,8 @@ def test_each_clusters_secured_site_files(tmp_path):
         assert hbase["hbase.security.authentication.spnego.kerberos.principal"] == f"HTTP/{host}@{realm}"
         assert hdfs["dfs.web.authentication.kerberos.principal"] == f"HTTP/localhost@{realm}"
         assert core["hadoop.http.authentication.kerberos.principal"] == f"HTTP/localhost@{realm}"
-        assert (hdfs["dfs.block.access.token.enable"], hdfs["ignore.secure.ports.for.testing"],
-                hdfs["dfs.namenode.acls.enabled"]) == ("true", "true", "true")
+        assert (hdfs["dfs.block.access.token.enable"], hdfs["ignore.secure.ports.for.testing"]) == ("true", "true")
+        assert core["hadoop.user.group.static.mapping.overrides"] == "dr.who=;hbase-migration=supergroup"
         assert core["hadoop.security.authentication"] == "kerberos"
         other = "DC2" if realm == "DC1.TEST" else "DC1"
         assert core["hadoop.security.auth_to_local"] == (
