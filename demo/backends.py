@@ -26,8 +26,6 @@ class TestBed:
                  secure: bool = False, reuse: bool = False) -> None:
         if kind not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
-        if secure and kind != "minihbase":
-            raise ValueError("secured clusters are minihbase's for now: run with --stand-in")
         if config is not None and kind != "minihbase":
             raise ValueError("a clusters.toml configures minihbase only")
         self.kind, self.workdir, self.zookeeper, self.config = kind, Path(workdir), zookeeper, config
