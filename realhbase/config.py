@@ -6,6 +6,7 @@ Every setting that differs from HBase's or Hadoop's default says why next to it 
 from __future__ import annotations
 
 import json
+import random
 import socket
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -59,16 +60,40 @@ def port_free(port: int, host: str = HOST) -> bool:
             return False
 
 
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections (Linux's default 32768-60999)."""
+    try:
+        low, high = (int(x) for x in Path(path).read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def listening_port(taken, rng: random.Random = random.SystemRandom()) -> int:
+    """A free port below the kernel's ephemeral range, for a server that binds it later (a JVM, seconds on).
+    A port from bind(0) is in that range: between planning it and the JVM's bind, any outgoing connection on the
+    machine (a Thrift client, Spark, another bed's) may take it as its own local port, and the JVM then dies with
+    "Address already in use" (seen with two beds and a demo starting at once)."""
+    low = ephemeral_range()[0]
+    floor = 10000 if low > 12000 else 1024
+    for _ in range(200):
+        port = rng.randrange(floor, low)
+        if port not in taken and port_free(port):
+            return port
+    port = free_port(HOST)  # an odd ephemeral range: the kernel's choice then
+    while port in taken:
+        port = free_port(HOST)
+    return port
+
+
 def plan_ports(saved: dict[str, int], names: list[str] = PORT_NAMES) -> dict[str, int]:
     """The cluster's ports (or YARN's, `names`): the ones of its last start when still free (stable addresses
-    across restarts), free ones otherwise."""
+    across restarts), free ones below the ephemeral range otherwise (`listening_port`)."""
     ports: dict[str, int] = {}
     for name in names:
         port = saved.get(name)
         if not port or port in ports.values() or not port_free(port):
-            port = free_port(HOST)
-            while port in ports.values():
-                port = free_port(HOST)
+            port = listening_port(set(ports.values()))
         ports[name] = port
     return ports
 

@@ -408,7 +408,8 @@ class RealHBase:
 
         zk_dir = self.workdir / "zookeeper"
         port = self._instance().get("zookeeper_port")
-        server = ZooKeeperServer(zk_dir, port=port if port and config.port_free(port) else None)
+        server = ZooKeeperServer(zk_dir, port=port if port and config.port_free(port)
+                                 else config.listening_port(set()))
         try:
             server.start()
         except RuntimeError as e:
@@ -718,7 +719,7 @@ class RealHBase:
         self.zookeeper_hosts = self.zookeeper_hosts or self._instance().get("zookeeper")
         for key in (role, f"{role}_info"):
             if not config.port_free(ports[key]):
-                ports[key] = config.free_port(HOST)
+                ports[key] = config.listening_port(set(ports.values()))
         config.save_ports(self.cluster_dir(name), ports, self.zookeeper_hosts)
         before = self._servername(name, role, ports)
         self._spawn(name, role, ports)
