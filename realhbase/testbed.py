@@ -523,6 +523,19 @@ class RealHBase:
             (self.cluster_dir(name) / "ready").unlink(missing_ok=True)
         return [f"{role} (pid {pid})" for pid, role in sorted(survivors.items())]
 
+    def _stop_role(self, role: str) -> dict[int, str]:
+        """SIGTERM this bed's `role` processes (zookeeper, kdc), SIGKILL what is left after 15 s, remove its pid
+        file; the survivors of both."""
+        pids = [p for p, r in processes(self.workdir).items() if r == role]
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+        left = _wait_gone(pids, 15)
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        survivors = {pid: role for pid in _wait_gone(left, 10)}
+        (self.workdir / role / f"{role}.pid").unlink(missing_ok=True)
+        return survivors
+
     def _stop_everything(self, stop_zookeeper: bool) -> dict[int, str]:
         survivors = self._stop_yarn()  # YARN first: its containers still write to dc2's HDFS
         procs = {pid: role for pid, role in processes(self.workdir).items() if role != "zookeeper"}
@@ -542,24 +555,9 @@ class RealHBase:
         survivors.update({pid: procs[pid] for pid in left})
         self._settle_cds(killed)
         if stop_zookeeper:
-            zk = [p for p, r in processes(self.workdir).items() if r == "zookeeper"]
-            for pid in zk:
-                _signal(pid, signal.SIGTERM)
-            left = _wait_gone(zk, 15)
-            for pid in left:
-                _signal(pid, signal.SIGKILL)
-            survivors.update({pid: "zookeeper" for pid in _wait_gone(left, 10)})
-            (self.workdir / "zookeeper" / "zookeeper.pid").unlink(missing_ok=True)
+            survivors.update(self._stop_role("zookeeper"))
         # a secured bed's KDC last: the clusters authenticate their shutdown with it
-        kdc = [p for p, r in processes(self.workdir).items() if r == "kdc"]
-        for pid in kdc:
-            _signal(pid, signal.SIGTERM)
-        left = _wait_gone(kdc, 15)
-        for pid in left:
-            _signal(pid, signal.SIGKILL)
-        survivors.update({pid: "kdc" for pid in _wait_gone(left, 10)})
-        if kdc:
-            (self.workdir / "kdc" / "kdc.pid").unlink(missing_ok=True)
+        survivors.update(self._stop_role("kdc"))
         return survivors
 
     # ------------------------------------------------------------------------------------------ YARN
