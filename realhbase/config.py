@@ -86,15 +86,19 @@ def listening_port(taken, rng: random.Random = random.SystemRandom()) -> int:
     return port
 
 
-def plan_ports(saved: dict[str, int], names: list[str] = PORT_NAMES) -> dict[str, int]:
+def plan_ports(saved: dict[str, int], names: list[str] = PORT_NAMES, planned: set[int] | None = None) -> dict[str, int]:
     """The cluster's ports (or YARN's, `names`): the ones of its last start when still free (stable addresses
-    across restarts), free ones below the ephemeral range otherwise (`listening_port`)."""
+    across restarts), free ones below the ephemeral range otherwise (`listening_port`). `planned`: ports already
+    given to another cluster of the same start, whose JVMs have not bound them yet (port_free cannot see them:
+    dc1's NameNode and dc2's Thrift2 info server once got the same port); the new ones are added to it."""
+    planned = set() if planned is None else planned
     ports: dict[str, int] = {}
     for name in names:
         port = saved.get(name)
-        if not port or port in ports.values() or not port_free(port):
-            port = listening_port(set(ports.values()))
+        if not port or port in ports.values() or port in planned or not port_free(port):
+            port = listening_port(planned | set(ports.values()))
         ports[name] = port
+    planned.update(ports.values())
     return ports
 
 

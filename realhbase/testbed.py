@@ -370,9 +370,10 @@ class RealHBase:
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
             self._ensure_parents()
             procs = {}
+            planned: set[int] = set()  # both clusters' ports, before any JVM binds one
             for name in CLUSTERS:
                 d = self.cluster_dir(name)
-                ports = config.plan_ports(config.load_cluster(d).get("ports", {}))
+                ports = config.plan_ports(config.load_cluster(d).get("ports", {}), planned=planned)
                 overlay = None
                 if stack is not None:
                     from realhbase import secure

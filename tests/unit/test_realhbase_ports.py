@@ -33,3 +33,16 @@ def test_the_range_is_read_from_the_kernel_and_a_taken_candidate_is_skipped(tmp_
     assert config.ephemeral_range(str(tmp_path / "missing")) == (32768, 60999)
     first = config.listening_port(set(), random.Random(7))
     assert config.listening_port({first}, random.Random(7)) != first
+
+
+def test_two_clusters_planned_in_one_start_never_share_a_port():
+    """dc2's ports are planned before dc1's JVMs bind theirs, so port_free cannot see dc1's: the plan must (once
+    dc1's NameNode and dc2's Thrift2 info server were given the same port, and the NameNode died on it)."""
+    planned: set[int] = set()
+    dc1 = config.plan_ports({}, planned=planned)
+    dc2 = config.plan_ports({}, planned=planned)
+    assert not set(dc1.values()) & set(dc2.values())
+    assert planned == set(dc1.values()) | set(dc2.values())
+    # a saved port the other cluster was just given is replaced, not reused
+    again = config.plan_ports({"master": dc1["master"]}, planned=planned)
+    assert again["master"] != dc1["master"] and not set(again.values()) & (set(dc1.values()) | set(dc2.values()))
