@@ -127,12 +127,18 @@ lint: $(VENV)/.installed
 # `make test-full` adds the tests marked `full` (docs/testing.md says which and why).
 PYTEST = rm -rf .state/pytest && mkdir -p .state && $(VENV)/bin/pytest --basetemp=.state/pytest
 LEFTOVERS = rc=$$?; scripts/no-leftovers .state/pytest || rc=1; exit $$rc
+# Two pytest-xdist workers: one runs the real-HBase tests (one unit of work: the bed starts once, in that worker),
+# the other the rest, file by file, in the order collected (tests/xdist_groups.py); much of a test's time is waiting
+# on a JVM or a DAG.
+# TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --no-loadscope-reorder)
 
 test: bootstrap lint
-	$(PYTEST) -m "not full" $(PYTEST_ARGS); $(LEFTOVERS)
+	$(PYTEST) -m "not full" $(XDIST) $(PYTEST_ARGS); $(LEFTOVERS)
 
 test-full: bootstrap lint
-	$(PYTEST) $(PYTEST_ARGS); $(LEFTOVERS)
+	$(PYTEST) $(XDIST) $(PYTEST_ARGS); $(LEFTOVERS)
 
 # Only the tests against real HBase (marker realhbase).
 test-realhbase: bootstrap

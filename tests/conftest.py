@@ -7,7 +7,9 @@ ephemeral nodes really vanish; minihbase clusters run as their own processes on 
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import sys
 import threading
 import uuid
@@ -22,8 +24,27 @@ pytest_plugins = [
     "tests.secure_fixtures",  # secured minihbase: KDC, SASL ZooKeeper, secured cluster pairs
     "tests.realhbase_fixtures",  # real HBase and HDFS (realhbase), started once per session
 ]
+if importlib.util.find_spec("xdist") is not None:
+    pytest_plugins.append("tests.xdist_groups")  # make test's two workers: the real-HBase tests one unit of work
 os.environ.setdefault("AIRFLOW_HOME", str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _metadata_db_per_worker() -> None:
+    """Under pytest-xdist (`make test` runs two workers) each worker gets its own copy of the migrated metadata
+    database: `airflow dags test` runs with the repository as AIRFLOW_HOME, and two runs writing one SQLite file at
+    once would fail on its lock. A test's own Airflow (tests/airflow_home.py) and a deployment set their own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    source = REPO / ".airflow" / "airflow.db"
+    if not worker or not source.is_file() or "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" in os.environ:
+        return
+    copy = REPO / ".state" / "pytest-airflow" / f"{worker}.db"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{copy}"
+
+
+_metadata_db_per_worker()
 
 
 KERBEROS_ENV = ("KRB5_CONFIG", "KRB5CCNAME", "KRB5_KDC_PROFILE")

@@ -4,9 +4,10 @@ once per test session on the session's ZooKeeper.
 Enabled by `pytest_plugins = [..., "tests.realhbase_fixtures"]` in tests/conftest.py. The first use resolves
 the jars with Maven (~210 MB into ~/.cache/realhbase); `up` then takes one to four minutes on two cores.
 
-Every test that uses the fixture is marked `realhbase` and runs first, together: the bed's eight JVMs (~2.4 GiB,
-and their ZooKeeper sessions) are stopped right after the last of them, so the deployment tests and the rest never
-share two cores with them. (Every test that uses the bed is sorted before that moment, so none finds it stopped.)
+Every test that uses the fixture is marked `realhbase` and runs first, together, in one process: the bed's JVMs
+(~2.4 GiB, and their ZooKeeper sessions) are stopped right after the last of them. (Every test that uses the bed is
+sorted before that moment, so none finds it stopped.) Under pytest-xdist (`make test`'s two workers) they are one
+unit of work (tests/xdist_groups.py), so one worker runs them while the other runs the rest.
 
 Opt-in: the `realhbase_yarn` fixture is the same bed with YARN added beside dc2 (a ResourceManager and a
 NodeManager, `RealHBase.start_yarn`); the default fixture never starts YARN, and YARN stops with the bed.

@@ -103,6 +103,7 @@ def missing(cluster, log) -> list:
         return lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()))
 
 
+@pytest.mark.timeout(2400)  # make test's two workers share two cores: several times its quiet-machine time
 def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, realhbase):
     from demo.switching_writer import SwitchingWriter, freeze_figures
     from demo.workload import Thrift2

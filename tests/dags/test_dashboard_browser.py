@@ -154,6 +154,7 @@ def airflow(minihbase_pair, tmp_path_factory):
         yield base, env, password, home
 
 
+@pytest.mark.timeout(1800)  # make test's two workers share two cores: several times its quiet-machine time
 def test_the_dashboard_during_and_after_a_live_migration(minihbase_pair, airflow, tmp_path):
     from selenium.webdriver.common.by import By
 

@@ -38,6 +38,7 @@ def fill_after_add_peer(cluster, zk_hosts: str, peer_id: str, quota: int, fracti
 
 
 
+@pytest.mark.timeout(1800)  # make test's two workers share two cores: several times its quiet-machine time
 def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase_pair, zookeeper, tmp_path):
     from hbase_migration.ledger.store import Ledger
 

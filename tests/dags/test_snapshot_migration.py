@@ -122,6 +122,7 @@ def run_snapshot_migration(bed, workdir: Path, rows: int = 3000, write_rate: flo
                        env=env, cwd=REPO, capture_output=True, timeout=600)
 
 
+@pytest.mark.timeout(1800)  # make test's two workers share two cores: several times its quiet-machine time
 def test_migration_by_snapshot_with_a_live_writer(realhbase, tmp_path):
     started = time.monotonic()
     r = run_snapshot_migration(realhbase, tmp_path)

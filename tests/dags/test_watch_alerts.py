@@ -61,6 +61,7 @@ class Roller:
         self.thread.join(30)
 
 
+@pytest.mark.timeout(1800)  # make test's two workers share two cores: several times its quiet-machine time
 def test_each_breach_alerts_once_when_it_starts_and_once_when_it_ends(minihbase_factory, tmp_path):
     from hbase_migration.clusters.connections import cluster_from_connection_text
     from hbase_migration.ledger.store import Ledger

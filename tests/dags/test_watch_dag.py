@@ -19,6 +19,7 @@ def run_watch(pair, tmp_path, **params):
     return rc, log.read_text()
 
 
+@pytest.mark.full  # make test: the lag-data watch below passes on the same healthy pair, and checks its ledger rows
 def test_healthy_cluster_passes(minihbase_pair, tmp_path):
     rc, log = run_watch(minihbase_pair, tmp_path)
     assert rc == 0, log[-4000:]
@@ -32,6 +33,7 @@ def test_quota_pressure_fails(minihbase_pair, tmp_path):
     assert "new_state=up_for_retry" not in log  # a breach alerts at once; only errors are retried
 
 
+@pytest.mark.full  # make test: test_watch_alerts.py's watch fails on a peer DISABLED too long and alerts on it
 def test_peer_disabled_too_long_fails(minihbase_pair, tmp_path):
     from hbase_migration.clusters.connections import cluster_from_connection_text
     from hbase_migration.migration.preflight import migration_peer_config
