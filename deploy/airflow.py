@@ -4,7 +4,8 @@ processes, PostgreSQL as the metadata database and Redis as the Celery broker.
 The deployment has an AIRFLOW_HOME of its own (`<workdir>/airflow`): an airflow.cfg made from the repository's
 (same DAGs, plugins and `[hbase_migration]` settings) with the deployment's overrides, secrets generated for
 this run only (fernet key, API secret, JWT secret, the admin's password, the broker's URL with its password)
-in `<home>/secrets` (mode 700), logs in `<home>/logs`.
+and the PostgreSQL URLs (metadata database, ledger: the server asks for a password) in `<home>/secrets` (mode 700),
+read through `*_cmd` options; logs in `<home>/logs`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ ADMIN = "admin"
 
 
 def _secret_file(path: Path, value: str) -> None:
-    path.write_text(value + "\n", encoding="utf-8")
+    # No trailing newline: a *_cmd option's value is the command's output as printed (a newline would end
+    # `sql_alchemy_conn`'s database name).
+    path.write_text(value, encoding="utf-8")
     path.chmod(0o600)
 
 
@@ -76,6 +79,9 @@ class AirflowServices:
         _secret_file(self.secrets / "jwt_secret", secrets.token_urlsafe(32))
         _secret_file(self.secrets / "broker_url", self.broker_url)
         _secret_file(self.secrets / "result_backend", self.result_backend)
+        # The PostgreSQL URLs carry its password: read through *_cmd options too, never written in airflow.cfg.
+        _secret_file(self.secrets / "sql_alchemy_conn", self.sql_alchemy_conn)
+        _secret_file(self.secrets / "ledger_url", self.ledger_url)
         # SimpleAuthManager reads its users' passwords from this file (and generates none when present).
         _secret_file(self.secrets / "passwords.json", json.dumps({ADMIN: secrets.token_urlsafe(18)}))
 
@@ -97,9 +103,9 @@ class AirflowServices:
                 # can take it, so "queued" for long means the worker that took it was lost (below).
                 "default_pool_task_slot_count": self.celery_workers * self.worker_concurrency,
             },
-            "database": {"sql_alchemy_conn": self.sql_alchemy_conn,
+            "database": {"sql_alchemy_conn_cmd": _cmd(self.secrets / "sql_alchemy_conn"),
                          # psycopg 3 has an asyncio driver; Airflow's default async URL would need asyncpg.
-                         "sql_alchemy_conn_async": self.sql_alchemy_conn},
+                         "sql_alchemy_conn_async_cmd": _cmd(self.secrets / "sql_alchemy_conn")},
             "logging": {"base_log_folder": logs, "dag_processor_child_process_log_directory": logs / "dag_processor"},
             "api": {"host": "127.0.0.1", "port": self.api_port, "base_url": self.api_url, "workers": 1,
                     "secret_key_cmd": _cmd(self.secrets / "api_secret_key")},
@@ -114,7 +120,7 @@ class AirflowServices:
             # scheduler requeues it after task_queued_timeout (default 600 s), checked every 15 s here.
             "scheduler": {"task_instance_heartbeat_timeout": self.heartbeat_timeout_s,
                           "task_queued_timeout": self.queued_timeout_s, "task_queued_timeout_check_interval": 15},
-            "hbase_migration": {"ledger_url": self.ledger_url, "ledger_conn_id": ""},
+            "hbase_migration": {"ledger_url_cmd": _cmd(self.secrets / "ledger_url"), "ledger_conn_id": ""},
         }
         for section, values in self.overrides.items():
             settings.setdefault(section, {}).update(values)

@@ -137,7 +137,8 @@ class Deployment:
             "admin_user": ADMIN,
             "admin_password_file": str(self.airflow.secrets / "passwords.json"),
             "postgres": {"port": self.postgres.port, "dir": str(self.postgres.dir), "pid": self.postgres.pid},
-            "ledger_url": self.ledger_url,
+            "ledger_url": ledger_shown(self.ledger_url),  # the password masked: it is in the secrets file
+            "ledger_url_file": str(self.airflow.secrets / "ledger_url"),
             "redis_port": self.redis.port,
             "spark": {"master_url": self.spark.master_url, "master_ui": self.spark.master_ui_url,
                       "workers": self.spark.n_workers, "client_conf_dir": str(self.spark.client_conf_dir)},
@@ -211,3 +212,10 @@ def stop_workdir(workdir: Path | str, timeout: float = 30.0) -> dict[str, list[i
         if pg_dir and Path(pg_dir).name.startswith("hbase-migration-pg-"):
             shutil.rmtree(pg_dir, ignore_errors=True)
     return running
+
+
+def ledger_shown(url: str | None) -> str | None:
+    """A ledger URL with its password masked (`***`), for the state file and logs."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True) if url else url

@@ -1,6 +1,10 @@
-"""A throw-away PostgreSQL server: Debian's server binaries, a fresh data directory, a free loopback port, trust
-authentication, stopped (immediately) and deleted afterwards. The ledger's tests use it for the ledger database,
-the deployment (`deploy.Deployment`) for Airflow's metadata database and the ledger.
+"""A throw-away PostgreSQL server: Debian's server binaries, a fresh data directory, a free loopback port,
+stopped (immediately) and deleted afterwards. The ledger's tests use it for the ledger database, the deployment
+(`deploy.Deployment`) for Airflow's metadata database and the ledger.
+
+It asks for a password, as production's does (`scram-sha-256` for every connection, the Unix socket's too): the
+superuser's, generated for this server only (`password`), is in the URLs `create_database` returns, so whatever
+carries them (a command line, a log, Spark's configuration) is caught leaking a real secret.
 
 PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user the Debian package
 creates, with its data directory in /tmp (pytest's own temporary directories are private to root). The
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +39,7 @@ class PostgresServer:
         self.data = self.dir / "data"
         self.user = "postgres" if os.geteuid() == 0 else None
         self.options = options  # extra `postgres` options, e.g. "-c max_connections=200"
+        self.password = secrets.token_urlsafe(24)  # URL-safe: goes into URLs as it is
 
     def _run(self, *args: str, timeout: float = 120) -> None:
         cmd = [*(["runuser", "-u", self.user, "--"] if self.user else []), *args]
@@ -44,8 +50,16 @@ class PostgresServer:
     def start(self) -> "PostgresServer":
         if self.user:
             shutil.chown(self.dir, self.user)
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                  "--no-sync", "-E", "UTF8")
+        pwfile = self.dir / "pwfile"  # initdb reads the superuser's password from a file, never its arguments
+        pwfile.write_text(self.password + "\n")
+        pwfile.chmod(0o600)
+        if self.user:
+            shutil.chown(pwfile, self.user)
+        try:
+            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=scram-sha-256",
+                      f"--pwfile={pwfile}", "--no-sync", "-E", "UTF8")
+        finally:
+            pwfile.unlink(missing_ok=True)
         self._start_server()
         return self
 
@@ -69,8 +83,7 @@ class PostgresServer:
         import psycopg
 
         try:
-            psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
-                            connect_timeout=3).close()
+            self._connect(connect_timeout=3).close()
             return True
         except psycopg.OperationalError:
             return False
@@ -83,17 +96,21 @@ class PostgresServer:
         except (FileNotFoundError, ValueError, IndexError):
             return None
 
-    def create_database(self, name: str) -> str:
-        """Create database `name`; returns its SQLAlchemy URL."""
+    def _connect(self, **kwargs):
         import psycopg
 
-        conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True)
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", password=self.password,
+                               dbname="postgres", **kwargs)
+
+    def create_database(self, name: str) -> str:
+        """Create database `name`; returns its SQLAlchemy URL, the superuser's password in it."""
+        conn = self._connect(autocommit=True)
         try:
             with conn.cursor() as cur:
                 cur.execute(f'CREATE DATABASE "{name}"')
         finally:
             conn.close()
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+        return f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
         try:

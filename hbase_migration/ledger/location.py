@@ -3,7 +3,8 @@
 Resolution, first match wins: an Airflow connection named by `[hbase_migration] ledger_conn_id` (so a
 database password lives in Airflow's connections or secrets backend, not in airflow.cfg), then the Airflow
 option `[hbase_migration] ledger_url` (airflow.cfg, or the environment variable
-AIRFLOW__HBASE_MIGRATION__LEDGER_URL), then the toolkit's own variable
+AIRFLOW__HBASE_MIGRATION__LEDGER_URL), then the output of `[hbase_migration] ledger_url_cmd` (a command, as
+Airflow's own `sql_alchemy_conn_cmd`: `cat` of a file only Airflow's user reads), then the toolkit's own variable
 HBASE_MIGRATION_LEDGER_URL (what the CLI reads outside Airflow), then the ledger's default
 `sqlite:///.state/ledger.db`. A relative SQLite path is taken relative to AIRFLOW_HOME (the repository root
 here), never to the API server's working directory, which differs between `airflow standalone`, a systemd
@@ -12,6 +13,8 @@ unit and a container.
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +25,7 @@ from sqlalchemy.exc import ArgumentError
 DEFAULT_URL = "sqlite:///.state/ledger.db"  # hbase_migration.ledger.store.DEFAULT_URL, which a unit test compares
 ENV_VAR = "HBASE_MIGRATION_LEDGER_URL"
 CONFIG_SECTION, CONFIG_OPTION, CONN_OPTION = "hbase_migration", "ledger_url", "ledger_conn_id"
+CMD_OPTION = "ledger_url_cmd"
 # Airflow connection types -> SQLAlchemy dialects; extra `sqlalchemy_scheme` names another (e.g. a driver).
 DIALECTS = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
 # libpq settings a PostgreSQL connection's extra may carry (Airflow's postgres extras mix them with hook-only
@@ -69,14 +73,32 @@ def configured_connection(conn_id: str | None, lookup: Callable[[str], Any]) -> 
     return (conn_id, connection_url(conn_id, lookup(conn_id))) if conn_id else None
 
 
+def option_cmd_output(cmd: str) -> str:
+    """What `[hbase_migration] ledger_url_cmd` prints, stripped: run as Airflow runs its own `*_cmd` options
+    (split as a shell would, no shell). Its output is a secret: never echoed, also not when it fails."""
+    what = f"[{CONFIG_SECTION}] {CMD_OPTION}"
+    try:
+        proc = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=60)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise LedgerUrlError(f"{what} could not run ({type(exc).__name__}): fix the command") from None
+    if proc.returncode != 0:
+        raise LedgerUrlError(f"{what} exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return proc.stdout.strip()
+
+
 def resolve_ledger_url(airflow_option: str | None, env_value: str | None, airflow_home: str | os.PathLike,
-                       connection: tuple[str, str] | None = None) -> LedgerLocation:
+                       connection: tuple[str, str] | None = None, option_cmd: str | None = None) -> LedgerLocation:
     """Choose the ledger URL (see the module docstring); anchor a relative SQLite path at `airflow_home`.
-    `connection` is (conn id, its `connection_url`) when `ledger_conn_id` is set."""
+    `connection` is (conn id, its `connection_url`) when `ledger_conn_id` is set; `option_cmd` is
+    `ledger_url_cmd`, run only when neither the connection nor `ledger_url` is set."""
     conn_id, conn_url = connection or (None, None)
+    cmd_output = None
+    if option_cmd and option_cmd.strip() and not any(v and v.strip() for v in (conn_url, airflow_option)):
+        cmd_output = option_cmd_output(option_cmd)
     candidates = (
         (conn_url, f"[{CONFIG_SECTION}] {CONN_OPTION} (connection {conn_id})"),
         (airflow_option, f"[{CONFIG_SECTION}] {CONFIG_OPTION}"),
+        (cmd_output, f"[{CONFIG_SECTION}] {CMD_OPTION}"),
         (env_value, ENV_VAR),
         (DEFAULT_URL, "default"),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from hbase_migration.ledger.location import (  # noqa: F401 - re-exported for the dashboard
+    CMD_OPTION,
     CONFIG_OPTION,
     CONFIG_SECTION,
     CONN_OPTION,
@@ -26,4 +27,5 @@ def configured_ledger_location() -> LedgerLocation:
     option = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
     connection = configured_connection(conf.get(CONFIG_SECTION, CONN_OPTION, fallback=None),
                                        Connection.get_connection_from_secrets)
-    return resolve_ledger_url(option, os.environ.get(ENV_VAR), AIRFLOW_HOME, connection)
+    return resolve_ledger_url(option, os.environ.get(ENV_VAR), AIRFLOW_HOME, connection,
+                              conf.get(CONFIG_SECTION, CMD_OPTION, fallback=None))

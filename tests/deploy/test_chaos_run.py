@@ -2,7 +2,8 @@
 phase) on a deployment of its own. The first attempt is forced to fail (the toolkit cut off from the source's
 ZooKeeper until preflight has failed after every retry): it must stop with the exact state it left (no peer), say
 so in its alert, and the harness's re-trigger, struck by the seeded nemesis, must succeed; the independent
-comparison of every version finds 0 differences; every fault that fired recovered.
+comparison of every version finds 0 differences; every fault that fired recovered. All through it, no secret of the
+deployment (PostgreSQL asks for a password, as production's does) is on any process's command line or in a file.
 
 Longer runs and other seeds are `make chaos CHAOS_ARGS=...` (README "Operations under failure").
 """
@@ -23,13 +24,26 @@ KINDS = ("zk_expire", "rs_kill", "gateway_reset", "scheduler_kill")
 def test_a_seeded_chaos_run_ends_with_zero_differences(zookeeper, tmp_path):
     from chaos.run import run
     from chaos.schedule import PHASES, make_schedule
+    from tests.secret_watch import CommandLines, deployment_secrets, files_containing
 
-    result = run(Namespace(seed=SEED, duration=DURATION_S, faults=",".join(KINDS), rows=1500, write_rate=10.0,
-                           rows_per_s=None, timeout_s=1200.0, workdir=str(tmp_path / "chaos"),
-                           zookeeper=zookeeper.hosts, spark_workers=2, celery_workers=2, no_alerts=False,
-                           fail_first_attempt=True, retry_delay_s=5.0))
+    with CommandLines() as cmdlines:  # every process's command line, read all through the run
+        result = run(Namespace(seed=SEED, duration=DURATION_S, faults=",".join(KINDS), rows=1500, write_rate=10.0,
+                               rows_per_s=None, timeout_s=1200.0, workdir=str(tmp_path / "chaos"),
+                               zookeeper=zookeeper.hosts, spark_workers=2, celery_workers=2, no_alerts=False,
+                               fail_first_attempt=True, retry_delay_s=5.0))
     print(json.dumps({k: result[k] for k in ("faults", "attempts", "recovery_by_kind", "differences",
                                              "wall_time_s")}, sort_keys=True, default=str))
+    # No secret of the deployment (PostgreSQL's password in the metadata database's and the ledger's URLs, Redis's,
+    # the admin's, the keys) on any command line during the run, nor in any file it wrote outside its secrets.
+    secrets_dir = tmp_path / "chaos" / "deploy" / "airflow" / "secrets"
+    secrets = deployment_secrets(secrets_dir)
+    assert {"password in sql_alchemy_conn", "password in ledger_url", "password in broker_url",
+            "password of admin"} <= set(secrets), sorted(secrets)
+    jobs = [line for line in cmdlines.seen if "SparkSubmit" in line and "ledger-url-file" in line]
+    assert jobs, f"the sampler saw no Spark job ({cmdlines.samples} samples)"  # it watched the copies run
+    assert cmdlines.containing(secrets) == []
+    assert files_containing(tmp_path / "chaos", secrets, skip=secrets_dir) == []
+
     # The schedule is the pure function's, one fault per phase.
     planned = make_schedule(SEED, DURATION_S, KINDS)
     assert result["schedule"] == [f.as_dict() for f in planned]

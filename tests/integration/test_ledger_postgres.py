@@ -20,6 +20,20 @@ def pg_url(postgres):
     return postgres.create_database("ledger_" + uuid.uuid4().hex[:8])
 
 
+def test_the_server_asks_for_a_password_as_production_does(postgres, pg_url):
+    """The test server authenticates every connection (scram-sha-256), so a URL without the password fails where a
+    trusting server would have hidden its absence; the URL `create_database` returns carries it."""
+    import psycopg
+
+    url = sqlalchemy.engine.make_url(pg_url)
+    assert url.password == postgres.password
+    for password in (None, "not-" + postgres.password):
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(host="127.0.0.1", port=postgres.port, user="postgres", password=password,
+                            dbname=url.database, connect_timeout=5).close()
+    assert pg_rows(pg_url, "select 1") == [(1,)]
+
+
 def pg_rows(url, sql):
     """An independent look at what PostgreSQL stored (plain SQLAlchemy, not the ledger's queries)."""
     engine = sqlalchemy.create_engine(url)
@@ -201,7 +215,8 @@ def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres,
     database = pg_url.rsplit("/", 1)[1]
     monkeypatch.setenv("AIRFLOW_CONN_MIGRATION_LEDGER", json.dumps(
         {"conn_type": "postgres", "host": "127.0.0.1", "port": postgres.port, "login": "postgres",
-         "schema": database, "extra": {"sslmode": "disable", "cursor": "dictcursor"}}))  # libpq's key passes
+         "password": postgres.password, "schema": database,
+         "extra": {"sslmode": "disable", "cursor": "dictcursor"}}))  # libpq's key passes
     monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_CONN_ID", "migration_ledger")
     with open_ledger() as ledger:
         ledger.start_run("run-1", "d", "p", "zk:2181:/hbase", "zkb:2181:/hbase", "mig1", ["t"], started_ms=1)

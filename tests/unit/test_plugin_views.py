@@ -48,6 +48,27 @@ def test_server_url_keeps_its_password_for_use_and_masks_it_for_show(tmp_path):
     assert loc.sqlite_file is None
 
 
+def test_ledger_url_cmd_is_read_after_the_option_and_before_the_variable(tmp_path):
+    secret = tmp_path / "ledger_url"  # as a deployment keeps it: a file only Airflow's user reads
+    secret.write_text("postgresql://mig:s3cret@db.example.com/ledger\n")
+    loc = resolve_ledger_url(None, "sqlite:///b.db", tmp_path, option_cmd=f"cat {secret}")
+    assert (loc.url, loc.shown, loc.source) == ("postgresql://mig:s3cret@db.example.com/ledger",
+                                                "postgresql://mig:***@db.example.com/ledger",
+                                                "[hbase_migration] ledger_url_cmd")
+    ran = tmp_path / "ran"  # the option set: it wins, and the command is not run
+    loc = resolve_ledger_url("sqlite:///a.db", None, tmp_path, option_cmd=f"touch {ran}")
+    assert loc.source == "[hbase_migration] ledger_url" and not ran.exists()
+
+
+def test_a_ledger_url_cmd_that_fails_is_refused_without_echoing_its_output(tmp_path):
+    with pytest.raises(LedgerUrlError, match=r"^\[hbase_migration\] ledger_url_cmd exited with 3: no file") as e:
+        resolve_ledger_url(None, None, tmp_path,
+                           option_cmd="sh -c 'echo postgresql://u:hunter2@h/db; echo no file >&2; exit 3'")
+    assert "hunter2" not in str(e.value)
+    with pytest.raises(LedgerUrlError, match=r"ledger_url_cmd could not run \(FileNotFoundError\): fix the command"):
+        resolve_ledger_url(None, None, tmp_path, option_cmd="/nonexistent/print-ledger-url")
+
+
 @pytest.mark.parametrize("option, message", [
     ("not a url", r"ledger url from \[hbase_migration\] ledger_url is not a SQLAlchemy URL"),
     ("sqlite://", "must name a SQLite database file, got ''"),
