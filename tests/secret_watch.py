@@ -64,9 +64,9 @@ def deployment_secrets(secrets_dir: Path) -> dict[str, str]:
     return {name: value for name, value in found.items() if value}
 
 
-def files_containing(root: Path, secrets: dict[str, str], skip: Path) -> list[tuple[str, str]]:
-    """(file, the secret's name) for every file under `root`, outside `skip`, that holds one of `secrets` (name ->
-    value; the value is never in the answer: a failing test prints it)."""
+def files_containing(root: Path, secrets: dict[str, str], skip: Path) -> list[tuple[str, str, int]]:
+    """(file, the secret's name, the file's permission bits) for every file under `root`, outside `skip`, that
+    holds one of `secrets` (name -> value; the value is never in the answer: a failing test prints it)."""
     wanted = {name: value.encode() for name, value in secrets.items()}
     hits = []
     for path in root.rglob("*"):
@@ -76,5 +76,5 @@ def files_containing(root: Path, secrets: dict[str, str], skip: Path) -> list[tu
             data = path.read_bytes()
         except OSError:
             continue
-        hits += [(str(path), name) for name, value in wanted.items() if value in data]
+        hits += [(str(path), name, path.stat().st_mode & 0o777) for name, value in wanted.items() if value in data]
     return hits
