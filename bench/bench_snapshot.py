@@ -12,7 +12,7 @@
 The fixed costs of the snapshot path (taking the snapshot, publishing, the clone: shell sessions) are printed
 apart. Printed, never asserted; the last line is one JSON object.
 
-    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--testbed DIR]
+    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--compact] [--testbed DIR]
 """
 from __future__ import annotations
 
@@ -91,11 +91,51 @@ def rss_task(src_conn: str, dst_conn: str, name: str, size: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def compact(bed, source, table: str, timeout_s: float = 1800) -> None:
+    """Major-compact `table` and wait until each of its stores holds one file, as a production table's (the test
+    bed flushes at 4 MiB, so a loaded table is made of ~3 MiB files). `major_compact` only queues the request, and
+    `compaction_state` says NONE until a compaction starts: the store directories are what tell."""
+    from hbase_migration.clusters import hdfs
+    from hbase_migration.data.snapshot_copy import webhdfs_of
+    from tests.snapshot_bed import shell_ok
+
+    client = webhdfs_of(source)
+    root = f"/hbase/data/default/{table}"
+
+    def files_per_store() -> list[int]:
+        counts = []
+        for region in client.list_status(root):
+            if region.type != "DIRECTORY" or region.path_suffix.startswith("."):
+                continue
+            for family in client.list_status(f"{root}/{region.path_suffix}"):
+                if family.type == "DIRECTORY" and not family.path_suffix.startswith((".", "recovered.edits")):
+                    files = [f for f in client.list_status(f"{root}/{region.path_suffix}/{family.path_suffix}")
+                             if f.type == "FILE"]
+                    if files:
+                        counts.append(len(files))
+        return counts
+
+    started = time.perf_counter()
+    shell_ok(bed, "dc1", [f"major_compact '{table}'"])
+    while time.perf_counter() - started < timeout_s:
+        try:
+            counts = files_per_store()
+        except hdfs.HdfsPathNotFound:  # a region split or merged away while listed (the bed's regions are small)
+            counts = []
+        if counts and max(counts) == 1:
+            log(f"major compaction done in {time.perf_counter() - started:.0f}s: {len(counts)} stores, one file each")
+            return
+        time.sleep(5)
+    raise SystemExit(f"the major compaction of {table} did not end within {timeout_s:.0f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/bench_snapshot.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--mb", type=int, default=256, help="MiB loaded into the table (default 256)")
     p.add_argument("--big-mb", type=int, default=1024, help="the large file of the memory test, MiB (default 1024)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
+    p.add_argument("--compact", action="store_true",
+                   help="major-compact the table before the export: one file per region, --mb/8 MiB each")
     args = p.parse_args(argv)
 
     from demo.workload import Thrift2
@@ -125,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         table = BedTable(unique("bench_snap_"), tuple(b"%02x" % b for b in range(0x20, 0x100, 0x20)))
         scan_table = table.name + "_scan"
         shell_ok(bed, "dc1", table.create_statements())
+        if args.compact:  # the bed splits regions past 8 MiB; a production-shaped table keeps its 8 regions
+            shell_ok(bed, "dc1", [f"alter '{table.name}', MAX_FILESIZE => '{64 << 30}'"])
         families = ("{NAME => 'd', VERSIONS => 3, REPLICATION_SCOPE => 1}, "
                     "{NAME => 'k', VERSIONS => 5, KEEP_DELETED_CELLS => 'true', REPLICATION_SCOPE => 1}")
         splits = ", ".join(f"'{s.decode()}'" for s in table.splits)
@@ -146,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         client.close()
         log(f"loaded in {time.perf_counter() - started:.0f}s; flushing")
         shell_ok(bed, "dc1", [f"flush '{table.name}'"])
+        if args.compact:
+            compact(bed, source, table.name)
 
         spark, _ = executors.spark_session("bench-snapshot", "local[2]")
         spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()  # warm-up: Python workers started
@@ -203,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         ledger.close()
         result = {
             "bench": "snapshot", "hbase": endpoints["dc1"].get("hbase_version"), "table_mib": round(
-                store_bytes / 2**20, 1), "files": summary["files_total"],
+                store_bytes / 2**20, 1), "files": summary["files_total"], "compacted": args.compact,
             "export_mib_per_s": round(export_bps / 2**20, 2), "export_copy_s": round(copy_s, 1),
             "plain_webhdfs_mib_per_s": round(plain_bps / 2**20, 2), "scan_copy_mib_per_s": round(scan_bps / 2**20, 2),
             "scan_copy_s": round(scan_s, 1), "snapshot_take_s": round(take_s, 1),

@@ -5,7 +5,7 @@ What one task does with its group of files (`copy_group`), one file at a time, l
 1. find the file on the source: its live location, else `archive/` (a compaction, split or table deletion moved
    it there during the export; over WebHDFS nothing follows the move for us, HBASE-22877);
 2. skip it when the target already holds it: same length and the same checksum (a retried task re-copies no
-   finished file);
+   finished file); the source's side (where the file is, its checksum) is asked for in a second thread meanwhile;
 3. stream it: OPEN on the source's DataNode -> CREATE on the target's, in chunks of `chunk_bytes` (memory stays
    flat whatever the file's size), created with the source file's block size so HDFS's block checksums compare,
    and its permission; paced by the task's bandwidth limit and the load throttle's decision;
@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -235,13 +236,16 @@ def _md5_of(client: hdfs.WebHdfs, path: str, chunk: int) -> str:
 
 
 def same_content(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, src_path: str, dst_path: str, length: int,
-                 settings: CopySettings, source_md5: str | None = None) -> _Verdict:
+                 settings: CopySettings, source_md5: str | None = None,
+                 source_checksum: Callable[[], hdfs.FileChecksum] | None = None) -> _Verdict:
     """Whether two files of `length` bytes hold the same bytes: HDFS's checksums when they compare, else MD5s
-    (the source's from the copy when given, else read)."""
+    (the source's from the copy when given, else read). `source_checksum`: the source's HDFS checksum, asked for
+    beside the copy (a snapshot's file never changes), else asked for now."""
     if length == 0:
         return _Verdict(True, "length")
     if settings.checksum == "hdfs":
-        a, b = src.file_checksum(src_path), dst.file_checksum(dst_path)
+        a = source_checksum() if source_checksum is not None else src.file_checksum(src_path)
+        b = dst.file_checksum(dst_path)
         verdict = hdfs.compare_checksums(a, b)
         if verdict != hdfs.INCOMPARABLE:
             same = verdict == hdfs.EQUAL
@@ -270,20 +274,34 @@ def _stream(chunks: Iterable[bytes], relative: str, bucket: TokenBucket | None, 
 
 
 def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: CopySettings, *,
-              reporter: Reporter, bucket: TokenBucket | None = None, gate: Any = None) -> FileResult:
+              reporter: Reporter, bucket: TokenBucket | None = None, gate: Any = None,
+              side: tuple[Executor, hdfs.WebHdfs] | None = None) -> FileResult:
     """One file: located, skipped when already there, else streamed and verified (`attempts` tries). Never raises
-    for the file's own failure (returns it failed); raises ExportAborted, and LoadAbort from the gate."""
+    for the file's own failure (returns it failed); raises ExportAborted, and LoadAbort from the gate.
+
+    `side`: one thread and a source client of its own: the file is located and its HDFS checksum asked for there
+    while this thread asks the target for it and copies it (a small file's time is mostly these round trips)."""
     started = time.monotonic()
     target = f.target_path(settings.target_root)
     result = FileResult(f.relative, f.size, FAILED, task=reporter.task)
     for attempt in range(1, settings.attempts + 1):
         result.attempts = attempt
         try:
-            path, status, where = locate(src, f, settings.source_root)
+            source_checksum = None
+            if side is not None:
+                pool, side_src = side
+                located = pool.submit(locate, side_src, f, settings.source_root)
+                if settings.checksum == "hdfs":  # in the same thread, so once located
+                    source_checksum = pool.submit(lambda loc=located: side_src.file_checksum(loc.result()[0])).result
+                existing = dst.status_or_none(target)
+                path, status, where = located.result()
+            else:
+                path, status, where = locate(src, f, settings.source_root)
+                existing = dst.status_or_none(target)
             result.found_in, result.size = where, status.length
-            existing = dst.status_or_none(target)
             if existing is not None and existing.type == "FILE" and existing.length == status.length:
-                verdict = same_content(src, dst, path, target, status.length, settings)
+                verdict = same_content(src, dst, path, target, status.length, settings,
+                                       source_checksum=source_checksum)
                 if verdict.same:
                     result.status, result.verified_by, result.checksum = MATCHED, verdict.by, verdict.checksum
                     result.error = None
@@ -304,7 +322,7 @@ def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: Cop
                 raise OSError(f"length differs after the copy: {status.length} bytes on the source, "
                               f"{written.length} on the target")
             verdict = same_content(src, dst, path, target, status.length, settings,
-                                   digest.hexdigest() if digest is not None else None)
+                                   digest.hexdigest() if digest is not None else None, source_checksum)
             if not verdict.same:
                 raise OSError(f"copied bytes differ: {verdict.detail}")
             if settings.owner or settings.group:
@@ -335,6 +353,8 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
     from hbase_migration.data.throttle import LoadAbort, LoadGate
 
     src, dst = webhdfs_of(source), webhdfs_of(target)
+    side = ThreadPoolExecutor(1, thread_name_prefix=f"export-{task}-source")
+    side_src = webhdfs_of(source)  # used by that thread only
     reporter = Reporter(settings.progress_url, task, settings.report_every_s)
     bucket = TokenBucket(settings.bytes_per_s, burst=max(settings.bytes_per_s, settings.chunk_bytes)) \
         if settings.bytes_per_s else None
@@ -347,7 +367,8 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
             results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
             continue
         try:
-            result = copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate)
+            result = copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
+                               side=(side, side_src))
         except (ExportAborted, LoadAbort) as exc:
             stopped = f"not copied: {type(exc).__name__}: {exc}"
             results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
@@ -357,6 +378,7 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
             reporter.result(result)
         except ExportAborted as exc:
             stopped = f"not copied: ExportAborted: {exc}"
+    side.shutdown(wait=False, cancel_futures=True)
     copied = sum(r.bytes_copied for r in results)
     elapsed = time.monotonic() - started
     log.info("snapshot export task %d: %d files (%d copied, %d already there, %d failed), %s in %.1fs (%s/s)",

@@ -76,8 +76,11 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
     proc = snapshot_cli(dc1, dc2, table.name, ledger_url, "--copy-id", copy_id, "--master", "local[2,4]",
                         "--tasks", "2", "--task-bytes-per-s", str(256 << 10), wait=False, log=tmp_path / "cli.log")
     try:
-        done = wait_ledger(ledger_url, lambda led: len(_files_done(led, copy_id, table.name)) >= 2, 900,
-                           "two files finished", proc)
+        def two_done(led):  # the finished files themselves (the ones that must not be copied again)
+            files = _files_done(led, copy_id, table.name)
+            return files if len(files) >= 2 else None
+
+        done = wait_ledger(ledger_url, two_done, 900, "two files finished", proc)
         forked, tree = spark_python_workers(proc.pid)
         assert forked, f"no PySpark worker to kill among {tree}"
         before = {path: listing(dc2, _archive(table.name)).get(f"/hbase/archive/{path}", {}).get("modificationTime")
