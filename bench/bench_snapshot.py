@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="major-compact the table before the export: one file per region, --mb/8 MiB each")
     args = p.parse_args(argv)
 
+    from bench.harness import exit_on_sigterm
     from demo.workload import Thrift2
     from hbase_migration.clusters.cluster import Cluster
     from hbase_migration.data import executors
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     from realhbase.testbed import RealHBase
     from tests.snapshot_bed import BedTable, connection, shell_ok, unique
 
+    exit_on_sigterm()
     workdir = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
     bed = RealHBase(Path(args.testbed) if args.testbed else workdir / "realhbase")
     if not args.testbed:

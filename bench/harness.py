@@ -4,6 +4,8 @@ started, so a measured job does not pay for the JVM), all stopped on exit."""
 from __future__ import annotations
 
 import json
+import signal
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,11 +49,18 @@ class RealCluster:
         self.set_latency(ms)
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM (`kill`, a CI timeout) ends the benchmark through SystemExit, so its `finally` blocks stop what it
+    started: Python's default handler exits at once, and a killed run left its real test bed running."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 @contextmanager
 def clusters_and_spark(name: str, backend: str = "minihbase") -> Iterator[tuple[Path, Any, Any]]:
     """Yields (workdir, dc1, dc2): MiniClusters, or RealClusters of a realhbase test bed started for the run."""
     from hbase_migration.data import executors
 
+    exit_on_sigterm()
     workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     zk = ZooKeeperServer(workdir / "zk")
     zk.start()
