@@ -191,6 +191,12 @@ class Kdc:
                       f"kdb5_util create -r {realm}")
             self._add_trusts(realm)
 
+    def restore_trusts(self) -> None:
+        """Every trust of the KDC that is missing from a database added again, with its first keys (a test
+        deletes one to show a missing trust)."""
+        for realm in self.realms:
+            self._add_trusts(realm)
+
     def _add_trusts(self, created: str) -> None:
         """For each trust (A, B) involving the realm just created: krbtgt/B@A in both databases with the same
         keys (one password per pair of realms, generated once and kept in the workdir so a realm created later

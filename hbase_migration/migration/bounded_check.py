@@ -33,7 +33,11 @@ carries them all, the check is the second line; (2) right after the switch a ful
 version again while the reverse peer (ENABLED at the switch) keeps the source current, and a rollback is one step
 away (`hbase_rollback`), so a difference found then is caught with both sides intact.
 
-Pure: `since_ms`, `classify`. I/O: `compare_window`, `recheck`, `bounded_check` (the data path, Thrift).
+The live pass (writes not fenced) re-reads its differing rows until they match or `settle_s` has passed
+(`settle`): a lag gate reading "drained" does not prove that no batch is in flight.
+
+Pure: `since_ms`, `classify`, `settle` (given its re-read). I/O: `compare_window`, `recheck`, `bounded_check`
+(the data path, Thrift).
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from hbase_migration.data.rowdiff import (
     MISSING_ON_TARGET,
@@ -99,12 +103,15 @@ class CheckVerdict:
         return d
 
 
-def classify(differences: Iterable[Difference], kept_since_ms: int | None, sample_limit: int = 10) -> CheckVerdict:
+def classify(differences: Iterable[Difference], kept_since_ms: int | None, sample_limit: int = 10, *,
+             live: bool = False) -> CheckVerdict:
     """Each differing version of each row as lost, conflict, not_kept, early_write or superseded (module doc).
 
     `kept_since_ms`: the instant from which the reverse peer keeps the target's writes (None: it does not exist,
     every target-only version is not kept). A target-only version counts as kept when its timestamp is at or
-    after it; the caller puts a skew margin into it (a version stamped just before may have been written after)."""
+    after it; the caller puts a skew margin into it (a version stamped just before may have been written after).
+    `live`: the writes were not fenced (the live pass), so a lost version says replication is behind, not that a
+    write is gone."""
     counts = {k: 0 for k in (LOST, CONFLICT, NOT_KEPT, EARLY_WRITE, SUPERSEDED)}
     samples: list[str] = []
     early_rows: list[tuple[str, str]] = []
@@ -132,7 +139,11 @@ def classify(differences: Iterable[Difference], kept_since_ms: int | None, sampl
         if row_early:
             early_rows.append((table, to_string_binary(row)))
     reasons = []
-    if counts[LOST]:
+    if counts[LOST] and live:
+        reasons.append(f"{counts[LOST]} source version(s) written since the last verification were still not on the "
+                       "target when the live pass gave up re-reading them (writes not fenced): the forward peer is "
+                       "behind or stuck although its lag metrics looked drained")
+    elif counts[LOST]:
         reasons.append(f"{counts[LOST]} source version(s) written since the last verification are not on the target "
                        "although the forward peer drained with writes fenced: an acknowledged write did not arrive")
     if counts[CONFLICT]:
@@ -218,27 +229,53 @@ def recheck(source: "Cluster", target: "Cluster", differences: Sequence[Differen
     return out
 
 
+def settle(differences: Sequence[Difference], reread: Callable[[Sequence[Difference]], list[Difference]],
+           kept_since_ms: int | None, *, pause_s: float, budget_s: float,
+           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic
+           ) -> tuple[list[Difference], int]:
+    """The live pass's differing rows re-read (`reread`) every `pause_s` while some still stop the cut-over, for
+    at most `budget_s` after the first re-read: writes are not fenced yet, so a version missing on the target may
+    be in flight (a replication batch held up by a region move on the target, a slow sink) and a target-only one
+    may be a source delete not yet shipped. Returns what still differs and how many re-reads were made."""
+    current = list(differences)
+    rounds = 0
+    deadline = None
+    while current and (rounds == 0 or not classify(current, kept_since_ms).ok):
+        if deadline is not None and clock() >= deadline:
+            break
+        sleep(pause_s)
+        current = reread(current)
+        rounds += 1
+        if deadline is None:
+            deadline = clock() + budget_s
+    return current, rounds
+
+
 def bounded_check(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
                   kept_since_ms: int | None, live: bool = False, recompare_sleep_s: float = 2.0,
-                  parallel: int = 8, timeout_s: float | None = None,
+                  settle_s: float = 0.0, parallel: int = 8, timeout_s: float | None = None,
                   sleep: Any = time.sleep, clock: Any = time.monotonic) -> dict[str, Any]:
     """Compare every version written since `since` on both sides and classify what differs (`classify`).
 
     `live` (writes still going to the source, before the freeze): the differing rows are read again after
-    `recompare_sleep_s` and only those still differing count (edits in flight). Returns the verdict as a dict
-    with `since_ms`, the cells read per side, the ranges, `seconds`, and `recompared` rows."""
+    `recompare_sleep_s`, and again every `recompare_sleep_s` for up to `settle_s` while some still stop the
+    cut-over (`settle`); only those still differing then count. Returns the verdict as a dict with `since_ms`, the
+    cells read per side, the ranges, `seconds`, `recompared` rows and `rereads`."""
     started = clock()
     differences, stats = compare_window(source, target, tables, since, parallel=parallel, timeout_s=timeout_s)
     first = len(differences)
+    rereads = 0
     if live and differences:
-        sleep(recompare_sleep_s)
-        differences = recheck(source, target, differences, since, timeout_s=timeout_s)
-    verdict = classify(differences, kept_since_ms)
+        differences, rereads = settle(differences, lambda d: recheck(source, target, d, since, timeout_s=timeout_s),
+                                      kept_since_ms, pause_s=recompare_sleep_s, budget_s=settle_s, sleep=sleep,
+                                      clock=clock)
+    verdict = classify(differences, kept_since_ms, live=live)
     result = {**verdict.to_dict(), "since_ms": since, "kept_since_ms": kept_since_ms, "live": live,
-              "tables": list(tables), **stats, "recompared": first if live else 0,
+              "tables": list(tables), **stats, "recompared": first if live else 0, "rereads": rereads,
               "seconds": round(clock() - started, 3)}
-    log.info("bounded check since %d (%s): %d source / %d target cells in %d ranges, %d differing row(s) (%s) in "
+    log.info("bounded check since %d (%s): %d source / %d target cells in %d ranges, %d differing row(s) (%s)%s in "
              "%.2fs%s", since, "live" if live else "frozen", stats["source_cells"], stats["target_cells"],
              stats["ranges"], verdict.rows, ", ".join(f"{k} {v}" for k, v in verdict.counts.items() if v) or "none",
-             result["seconds"], "" if verdict.ok else ": " + "; ".join(verdict.reasons))
+             f" after {rereads} re-read(s) of {first} row(s)" if rereads else "", result["seconds"],
+             "" if verdict.ok else ": " + "; ".join(verdict.reasons))
     return result

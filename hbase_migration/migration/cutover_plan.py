@@ -12,7 +12,8 @@ gh-ost's lesson: the lock is short because every slow step happens before it. So
     shell sessions opened              the shells' JVM start (10 to 20 s) paid before the freeze
     lag gate                           the forward peer's lag under `max_lag_ms`, else abort (nothing changed)
     live pass                          the bounded check from the verification's start, writes still on: abort on a
-                                       difference that stays (nothing changed); its start is the next bound
+                                       difference that stays `lag_wait_s` (nothing changed); its start is the next
+                                       bound
     FREEZE: fence                      READONLY (every region reopens) or WRITE revoked (ACL, no region reopens)
             WAL roll + drain           every queue of the forward peer lets go of the WALs from before the roll
             bounded check              what changed since the live pass, on both sides, writes fenced
@@ -47,12 +48,16 @@ class AbortConditions:
     """When a cut-over stops by itself (docs/cutover.md, "Abort conditions").
 
     max_lag_ms: before the freeze, the forward peer's ageOfLastShippedOp must be at most this on every queue.
-    lag_wait_s: how long the lag may stay above it before the cut-over is aborted (nothing changed yet).
+    lag_wait_s: how long the lag may stay above it before the cut-over is aborted (nothing changed yet); also how
+      long the live pass goes on re-reading versions that have not reached the target yet.
     max_freeze_s: the fenced steps (fence, WAL roll and drain, bounded check, switch) must be done within this
       after the fence started, else the fence is lifted and the clients stay on the source.
     skew_margin_ms: how far the region servers' clocks (which stamp the cells) may be behind the toolkit's; the
       bounded check reaches back this much before the last verification's start.
-    recompare_sleep_s: the live pass re-reads its differing rows after this pause (edits in flight).
+    recompare_sleep_s: the live pass re-reads its differing rows after this pause (edits in flight), and again
+      every such pause while some still differ, for up to `lag_wait_s`: the lag metrics can look drained while a
+      replication batch is held up (HBase 2.6's ageOfLastShippedOp is a histogram whose max drops to 0 in an
+      interval where nothing shipped).
     """
 
     max_lag_ms: int = 10_000

@@ -372,3 +372,116 @@ def test_a_qop_mismatch_and_a_wrong_keytab_are_refused_by_preflight(secure_bed, 
     assert failed.startswith("[FAIL]")
     assert f"keytab {intruder} does not hold hbase-migration@DC1.TEST (it holds: intruder@DC1.TEST)" in failed
     _nothing_changed(clusters)
+
+
+def _kdc(bed):
+    """The secure bed's running KDC, for kadmin.local (its databases under the workdir)."""
+    from realhbase import secure
+
+    return secure.stack(bed.workdir).kdc
+
+
+def test_a_missing_cross_realm_trust_is_refused_by_preflight(secure_bed, endpoints, clusters):
+    """krbtgt/DC2.TEST@DC1.TEST deleted from DC1's database for the run: the toolkit (DC1.TEST) gets its tickets
+    for dc1 but none for dc2's principals; preflight names the target's endpoints, the missing krbtgt and the fix,
+    and changes nothing. The trust is put back with its first keys (dc1's replication to dc2 needs it)."""
+    _create_table(secure_bed, "dc1", "pf_secure", scope=1)
+    kdc = _kdc(secure_bed)
+    kdc.kadmin("DC1.TEST", "delprinc -force krbtgt/DC2.TEST@DC1.TEST")
+    try:
+        assert not kdc.has_principal("krbtgt/DC2.TEST@DC1.TEST", realm="DC1.TEST")
+        rc, out = _preflight(endpoints)
+    finally:
+        kdc.restore_trusts()
+    assert kdc.has_principal("krbtgt/DC2.TEST@DC1.TEST", realm="DC1.TEST")
+    assert rc == 1, out
+    assert _line(out, "source_authentication").startswith("[ok  ]")
+    failed = _line(out, "target_authentication")
+    assert failed.startswith("[FAIL]") and "no cross-realm trust from DC1.TEST to DC2.TEST" in failed, out
+    thrift2 = endpoints["clusters"]["dc2"]["thrift2"]
+    assert f"thrift2 127.0.0.1:{thrift2['port']}" in failed
+    lines = out.splitlines()
+    fix = lines[lines.index(failed) + 1].strip()
+    assert fix.startswith("fix:") and "krbtgt/DC2.TEST@DC1.TEST" in fix, out
+    _nothing_changed(clusters)
+
+
+def _every_version(bed, name, table) -> list[tuple]:
+    """Every version of every cell, read as the cluster's hbase principal (not the toolkit)."""
+    from realhbase.testbed import _thrift_modules
+
+    _, T = _thrift_modules()
+    out = []
+    with _admin_thrift2(bed, name) as admin:
+        scanner = admin.openScanner(table.encode(), T.TScan(maxVersions=100))
+        try:
+            while True:
+                rows = admin.getScannerRows(scanner, 500)
+                if not rows:
+                    break
+                out += [(r.row, c.family, c.qualifier, c.timestamp, c.value) for r in rows for c in r.columnValues]
+        finally:
+            admin.closeScanner(scanner)
+    return out
+
+
+def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_cell(secure_bed, endpoints):
+    """The toolkit's principal given 20 s tickets (`modprinc -maxlife`, the servers' own unchanged): the CLI's copy,
+    throttled to take more than twice that, reads dc1's SASL auth-conf gateway and writes dc2's SPNEGO gateway
+    (a token per HTTP call) across the trust, and samples /jmx through SPNEGO. It renews from its keytab; every
+    version of every cell is on the target, read back as dc2's hbase principal."""
+    import os
+    import re
+
+    from realhbase.testbed import _thrift_modules
+
+    lifetime = 20
+    _, T = _thrift_modules()
+    table = "sec_renewal"
+    splits = [b"r0150", b"r0300", b"r0450"]
+    for name in ("dc1", "dc2"):
+        with _admin_thrift2(secure_bed, name) as admin:
+            admin.createTable(T.TTableDescriptor(
+                tableName=T.TTableName(ns=b"default", qualifier=table.encode()),
+                columns=[T.TColumnFamilyDescriptor(name=b"d", maxVersions=3)]), splits)
+    with _admin_thrift2(secure_bed, "dc1") as admin:
+        for start in range(0, 600, 150):
+            admin.putMultiple(table.encode(), [T.TPut(row=b"r%04d" % i, columnValues=[
+                T.TColumnValue(family=b"d", qualifier=b"q", value=b"v%d-%d" % (i, ts), timestamp=ts)
+                for ts in (1000, 2000, 3000)]) for i in range(start, start + 150)])
+    principal = endpoints["security"]["toolkit"]["principal"]
+    kdc = _kdc(secure_bed)
+    kdc.kadmin("DC1.TEST", f"modprinc -maxlife \"{lifetime} seconds\" {principal}")
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5_CONFIG": endpoints["security"]["krb5_conf"],
+               "AIRFLOW_CONN_SRC": json.dumps(endpoints["clusters"]["dc1"]["connection"]),
+               "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"])}
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "hbase_migration", "copy", "--source", "src", "--target",
+                               "dst", "--table", table, "--workers", "1", "--rows-per-s", "16", "--load-sample-s",
+                               "2", "--max-load", "numCallsInGeneralQueue=1000", "--json"], env=env,
+                              capture_output=True, text=True, cwd=str(REPO), timeout=600)
+        took = time.monotonic() - started
+    finally:
+        kdc.kadmin("DC1.TEST", f"modprinc -maxlife \"1 day\" {principal}")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["rows"] == 600 and summary["failed_partitions"] == 0
+    assert took > lifetime + 10  # well past the first ticket's end
+    logged = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+    def at(line):
+        import datetime
+
+        return datetime.datetime.strptime(logged.match(line).group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+    lines = proc.stderr.splitlines()
+    tickets = [at(t) for t in lines if "has a ticket from keytab" in t and logged.match(t)]
+    assert len(tickets) >= 2, proc.stderr[-3000:]
+    last = max(at(t) for t in lines if logged.match(t))
+    gaps = [b - a for a, b in zip(tickets, [*tickets[1:], last])]
+    assert max(gaps) < lifetime, (gaps, proc.stderr[-3000:])
+    assert "Ticket expired" not in proc.stderr
+    source = _every_version(secure_bed, "dc1", table)
+    assert len(source) == 1800
+    assert _every_version(secure_bed, "dc2", table) == source

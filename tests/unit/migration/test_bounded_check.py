@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from hbase_migration.data.rowdiff import MISSING_ON_TARGET, ONLY_ON_TARGET, VALUE_DIFFERS
-from hbase_migration.migration.bounded_check import BoundedCheckError, classify, since_ms
+from hbase_migration.migration.bounded_check import BoundedCheckError, classify, settle, since_ms
 
 R = 1_700_000_100_000  # the reverse peer exists from here (skew margin included by the caller)
 
@@ -73,3 +73,65 @@ def test_samples_are_bounded_and_counts_exact():
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown kind"):
         classify([("t1", b"r", ((b"f:a", 1, "other"),))], R)
+
+
+def test_a_live_lost_version_says_replication_is_behind_not_that_a_write_is_gone():
+    verdict = classify([("t1", b"r1", ((b"f:a", R - 10, MISSING_ON_TARGET),))], R, live=True)
+    assert not verdict.ok and verdict.counts["lost"] == 1
+    assert "the forward peer is behind or stuck" in verdict.reasons[0]
+    assert "did not arrive" not in verdict.reasons[0]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def sleep(self, s):
+        self.slept.append(s)
+        self.now += s
+
+
+def _missing(row):
+    return ("t1", row, ((b"f:a", R - 10, MISSING_ON_TARGET),))
+
+
+def test_settle_rereads_until_versions_held_up_in_replication_arrive():
+    """A batch held up for 20 s (the CI run whose live pass gave up after one 1 s re-read): each re-read sees
+    fewer rows missing, and the pass ends clean once they have all arrived."""
+    clock = _Clock()
+    arrivals = iter([[_missing(b"r1"), _missing(b"r2")], [_missing(b"r2")], []])
+    reads = []
+
+    def reread(current):
+        reads.append([r for _, r, _ in current])
+        return next(arrivals)
+
+    left, rounds = settle([_missing(b"r1"), _missing(b"r2")], reread, R, pause_s=10, budget_s=300,
+                          sleep=clock.sleep, clock=lambda: clock.now)
+    assert left == [] and rounds == 3
+    assert reads == [[b"r1", b"r2"], [b"r1", b"r2"], [b"r2"]]  # only what still differs is read again
+    assert clock.slept == [10, 10, 10]
+
+
+def test_settle_gives_up_after_its_budget_and_returns_what_still_differs():
+    clock = _Clock()
+    left, rounds = settle([_missing(b"r1")], lambda cur: list(cur), R, pause_s=2, budget_s=7,
+                          sleep=clock.sleep, clock=lambda: clock.now)
+    assert left == [_missing(b"r1")]
+    assert rounds == 5  # one re-read, then re-reads for 7 s more at 2 s each (the last one past the budget)
+    assert clock.now == 10
+
+
+def test_settle_stops_at_the_first_reread_when_only_allowed_differences_remain():
+    early = ("t1", b"r9", ((b"f:a", R + 5, ONLY_ON_TARGET),))  # a kept early target write: allowed
+    clock = _Clock()
+    left, rounds = settle([early, _missing(b"r1")], lambda cur: [early], R, pause_s=1, budget_s=60,
+                          sleep=clock.sleep, clock=lambda: clock.now)
+    assert left == [early] and rounds == 1
+
+
+def test_settle_reads_nothing_when_nothing_differs():
+    left, rounds = settle([], lambda cur: pytest.fail("re-read with nothing to re-read"), R, pause_s=1, budget_s=1,
+                          sleep=lambda s: pytest.fail("slept"))
+    assert left == [] and rounds == 0
