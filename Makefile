@@ -176,8 +176,9 @@ demo: bootstrap
 demo-cluster: bootstrap
 	$(PY) -m demo.run --cluster $(DEMO_ARGS)
 
-# The same demo on minihbase's secured clusters (`up --secure`): a KDC with two realms and a trust, SASL ZooKeeper,
-# SASL auth-conf gateways on dc1, HTTP mode with SPNEGO over TLS on dc2; the summary's `security` section says how
+# The same demo on secured real clusters (`realhbase up --secure`; DEMO_ARGS=--stand-in: minihbase's): a KDC with
+# two realms and a trust, Kerberized HDFS, SASL ZooKeeper, SASL auth-conf gateways on dc1, HTTP mode with SPNEGO over
+# TLS on dc2; the summary's `security` section says how
 # each channel authenticated.
 demo-secure: bootstrap
 	$(PY) -m demo.run --secure $(DEMO_ARGS)

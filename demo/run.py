@@ -11,12 +11,13 @@ independently (a plain Thrift2 client of HBase's IDL, no toolkit code), prints a
 and stops everything it started. `--data-path thrift1` gives the toolkit Thrift1-only connections (the
 fallback for clusters without `hbase thrift2`).
 
-With `--secure` (`make demo-secure`) the clusters are minihbase's secured ones (`up --secure`): a real KDC with two
-realms and a trust, a SASL ZooKeeper, dc1's gateways with SASL GSSAPI and QOP auth-conf, dc2's in HTTP mode with
-SPNEGO over TLS, SPNEGO on every /jmx and WebHDFS, a shell that needs a ticket. The toolkit authenticates with
-the connections' security extras; the demo's own writer and comparison authenticate as each realm's hbase admin
-without toolkit code (demo/secure.py). The summary's `security` section says how each channel authenticated:
-the toolkit's connections, what its preflight found at every endpoint, and the comparison client.
+With `--secure` (`make demo-secure`) the clusters are secured (`realhbase up --secure`; with `--stand-in`
+minihbase's `up --secure`): a real KDC with two realms and a trust, a SASL ZooKeeper, Kerberized HDFS, dc1's
+gateways with SASL GSSAPI and QOP auth-conf, dc2's in HTTP mode with SPNEGO over TLS, SPNEGO on every /jmx and
+WebHDFS, a shell that needs a ticket. The toolkit authenticates with the connections' security extras; the
+demo's own writer and comparison authenticate as each realm's hbase admin without toolkit code (demo/secure.py).
+The summary's `security` section says how each channel authenticated: the toolkit's connections, what its
+preflight found at every endpoint, and the comparison client.
 
 With `--cluster` (`make demo-cluster`) the same migration runs as production runs it (`deploy/`): Airflow's
 API server, scheduler, DAG processor, triggerer and Celery workers (Redis broker, PostgreSQL metadata database
@@ -146,11 +147,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     started = time.monotonic()
-    # The secured clusters are minihbase's unless the caller asks for real ones (`real=True`: realhbase up --secure;
-    # issue 29 part 4 makes them the default).
-    secure = bool(getattr(args, "secure", False))
-    backend = ("minihbase" if getattr(args, "stand_in", False) or (secure and not getattr(args, "real", False))
-               else "realhbase")
+    # `real=False` (the tests' spelling of --stand-in) keeps minihbase's clusters, secured or not.
+    stand_in = bool(getattr(args, "stand_in", False)) or getattr(args, "real", True) is False
+    backend = "minihbase" if stand_in else "realhbase"
     testbed_dir = getattr(args, "testbed", None)
     peer_id = getattr(args, "peer_id", None) or "demo"
     cluster_mode = bool(getattr(args, "cluster", False))
@@ -327,16 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table-prefix", default="", help="prefix of the demo's table names (default none)")
     p.add_argument("--peer-id", default="demo", help="the migration's replication peer (default demo)")
     p.add_argument("--secure", action="store_true",
-                   help="secured clusters (minihbase up --secure, so with --stand-in): Kerberos in two realms, "
-                        "SASL, SPNEGO, TLS")
+                   help="secured clusters (realhbase up --secure; with --stand-in minihbase's): Kerberos in two "
+                        "realms, SASL, SPNEGO, TLS")
     p.add_argument("--cluster", action="store_true",
                    help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
-    if args.secure and not args.stand_in:
-        log("--secure: the secured clusters are minihbase's for now (--stand-in)")
-        args.stand_in = True
     args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else
                                                           "demo-secure" if args.secure else "demo"))
     result = run(args)
