@@ -4,7 +4,8 @@ the end of the dry run (its growth over that span), and HDFS's free space from t
 
 The scratch table (`hbase_migration_size_<peer>_<table>`, default namespace) is created from the source's
 `describe` (codec map applied, REPLICATION_SCOPE 0: the sample must not replicate anywhere from the target) and
-dropped whatever happens; one left by an earlier, interrupted sizing is dropped first. Changes nothing else:
+dropped whatever happens; one left by an earlier, interrupted sizing is dropped first. Every table's scratch table
+is created in one shell call and dropped in one (each call starts a shell JVM). Changes nothing else:
 the sample reads the source and writes only the scratch table.
 
 Which region is sampled: the smallest one holding data (bounded time; a table's regions are alike once its split
@@ -108,77 +109,139 @@ def _shell(cluster: "Cluster", statements: list[str]) -> None:
     channels.shell(cluster, statements, timeout_s=max(cluster.shell_timeout_s, 120.0))
 
 
-def _create_scratch(target: "Cluster", schema: "TableSchema", name: str, codec_map: Mapping[str, str] | None) -> None:
-    from hbase_migration.clusters.shell import ShellCommandError
-    from hbase_migration.migration.schema import create_statement, ruby_string
+def _scratch_statement(schema: "TableSchema", name: str, codec_map: Mapping[str, str] | None) -> str:
+    from hbase_migration.migration.schema import create_statement
 
     families = tuple(dataclasses.replace(f, attributes={**f.attributes, "REPLICATION_SCOPE": "0"})
                      for f in schema.families)
-    statement = create_statement(dataclasses.replace(schema, families=families), [], name=name, codec_map=codec_map)
+    return create_statement(dataclasses.replace(schema, families=families), [], name=name, codec_map=codec_map)
+
+
+def _drop_statements(names: Sequence[str]) -> list[str]:
+    from hbase_migration.migration.schema import ruby_string
+
+    return [s for n in names for s in (f"disable {ruby_string(n)}", f"drop {ruby_string(n)}")]
+
+
+def _create_scratch(target: "Cluster", schema: "TableSchema", name: str, codec_map: Mapping[str, str] | None) -> None:
+    from hbase_migration.clusters.shell import ShellCommandError
+
+    statement = _scratch_statement(schema, name, codec_map)
     try:
         _shell(target, [statement])
     except ShellCommandError as e:
         if "already exists" not in str(e):
             raise
         log.warning("a scratch table %s from an earlier sizing is on %s: dropping it", name, target.name)
-        _shell(target, [f"disable {ruby_string(name)}", f"drop {ruby_string(name)}"])
+        _shell(target, _drop_statements([name]))
         _shell(target, [statement])
 
 
-def _drop_scratch(target: "Cluster", name: str) -> None:
-    from hbase_migration.migration.schema import ruby_string
+def create_scratches(target: "Cluster", scratches: Sequence[tuple["TableSchema", str]],
+                     codec_map: Mapping[str, str] | None) -> None:
+    """Every scratch table in one shell call (a shell is a JVM start: 5 to 20 s, per call, not per table); one
+    left by an earlier sizing makes it one table at a time, dropping the leftover first. When creating fails,
+    those it created are dropped again before it raises."""
+    from hbase_migration.clusters.shell import ShellCommandError
+    from hbase_migration.migration.tables import existing_tables
 
-    _shell(target, [f"disable {ruby_string(name)}", f"drop {ruby_string(name)}"])
+    try:
+        try:
+            _shell(target, [_scratch_statement(schema, name, codec_map) for schema, name in scratches])
+        except ShellCommandError as e:
+            if "already exists" not in str(e):
+                raise
+            log.warning("a scratch table from an earlier sizing is on %s: creating them one at a time", target.name)
+            for schema, name in scratches:
+                _create_scratch(target, schema, name, codec_map)
+    except BaseException:
+        left = sorted(existing_tables(target, [name for _, name in scratches]))
+        if left:
+            _shell(target, _drop_statements(left))
+        raise
+
+
+def drop_scratches(target: "Cluster", names: Sequence[str]) -> None:
+    """Every scratch table dropped in one shell call."""
+    _shell(target, _drop_statements(names))
 
 
 def sample_copy(source: "Cluster", target: "Cluster", schema: "TableSchema", region: Any, region_bytes: int,
-                approximate: bool, peer_id: str, request: SizingRequest, codec_map: Mapping[str, str] | None = None,
+                approximate: bool, peer_id: str, request: SizingRequest,
                 clock: Callable[[], float] = time.monotonic) -> SampleCopy:
-    """Copy one region into the scratch table, timed, stopping at `request.sample_timeout_s`; the scratch table
-    is dropped whatever happens (a failed drop is raised, naming the table left)."""
+    """Copy one region into its scratch table (`create_scratches` made it; the caller drops it), timed, stopping at
+    `request.sample_timeout_s`."""
     from hbase_migration.data.copy import CopyOptions, copy_partition
     from hbase_migration.data.partitions import Partition, partition_id
 
     table = schema.name
-    scratch = scratch_name(peer_id, table)
     # Few retries: a sample that cannot write says so at once (the copy itself retries as configured).
-    options = CopyOptions(table=table, target_table=scratch, start_time_ms=request.start_time_ms,
+    options = CopyOptions(table=table, target_table=scratch_name(peer_id, table), start_time_ms=request.start_time_ms,
                           end_time_ms=request.end_time_ms, versions=request.versions, log_every_s=1.0, retries=2,
                           retry_wait_max_s=2.0)
     name = encoded_name(region.name) or region.name.decode("utf-8", "backslashreplace")
     partition = Partition(table, 0, region.start_key, region.end_key, name,
                           partition_id(table, region.start_key, region.end_key, options.fingerprint()))
-    _create_scratch(target, schema, scratch, codec_map)
-    error: BaseException | None = None
+    last: dict[str, Any] = {}
+    started = clock()
+    deadline = started + request.sample_timeout_s
+
+    def on_progress(snap: dict[str, Any]) -> None:
+        last.update(snap)
+        if not snap.get("final") and clock() >= deadline:
+            raise _SampleTimeout()
+
     try:
-        last: dict[str, Any] = {}
-        started = clock()
-        deadline = started + request.sample_timeout_s
+        result = copy_partition(source, target, partition, options, on_progress=on_progress)
+        return SampleCopy(name, region_bytes, result.rows, result.cells, result.bytes, result.elapsed_s, True,
+                          approximate)
+    except _SampleTimeout:
+        return SampleCopy(name, region_bytes, last.get("rows", 0), last.get("cells", 0), last.get("bytes", 0),
+                          round(clock() - started, 3), False, approximate)
 
-        def on_progress(snap: dict[str, Any]) -> None:
-            last.update(snap)
-            if not snap.get("final") and clock() >= deadline:
-                raise _SampleTimeout()
 
-        try:
-            result = copy_partition(source, target, partition, options, on_progress=on_progress)
-            return SampleCopy(name, region_bytes, result.rows, result.cells, result.bytes, result.elapsed_s, True,
-                              approximate)
-        except _SampleTimeout:
-            return SampleCopy(name, region_bytes, last.get("rows", 0), last.get("cells", 0), last.get("bytes", 0),
-                              round(clock() - started, 3), False, approximate)
-    except BaseException as e:
-        error = e
-        raise
+def _sample_all(source: "Cluster", target: "Cluster", picks: Sequence[tuple], peer_id: str,
+                request: SizingRequest, codec_map: Mapping[str, str] | None, errors: list[str]
+                ) -> dict[str, "SampleCopy | str"]:
+    """Each picked table's sample copy (or why it failed), its scratch table created with the others before and
+    dropped with them after whatever happens; a failed drop is in `errors`, naming the tables left."""
+    scratches = [(schema, scratch_name(peer_id, schema.name)) for schema, *_ in picks]
+    try:
+        create_scratches(target, scratches, codec_map)
+    except Exception as e:
+        why = f"sample copy failed: the scratch tables could not be created on {target.name!r}: " \
+              f"{type(e).__name__}: {e}"
+        return {schema.name: why for schema, *_ in picks}
+    out: dict[str, SampleCopy | str] = {}
+    try:
+        for schema, region, region_bytes, approximate in picks:
+            try:
+                sample = sample_copy(source, target, schema, region, region_bytes, approximate, peer_id, request)
+            except Exception as e:
+                out[schema.name] = f"sample copy failed: {type(e).__name__}: {e}"
+                continue
+            out[schema.name] = sample
+            log.info("sizing %s: sample region %s (%d bytes): %d rows, %d cells in %.2fs%s", schema.name,
+                     sample.region, region_bytes, sample.rows, sample.cells, sample.elapsed_s,
+                     "" if sample.complete else " (stopped at the sample timeout)")
     finally:
+        names = [name for _, name in scratches]
         try:
-            _drop_scratch(target, scratch)
+            drop_scratches(target, names)
         except Exception as drop_error:
-            message = (f"the scratch table {scratch} could not be dropped from {target.name!r}: {drop_error}; "
-                       f"drop it: disable '{scratch}'; drop '{scratch}'")
-            if error is None:
-                raise RuntimeError(message) from drop_error
+            message = (f"the scratch tables {', '.join(names)} could not be dropped from {target.name!r}: "
+                       f"{drop_error}; drop them: " + "; ".join(_drop_statements(names)))
             log.error("%s", message)
+            errors.append(message)
+    return out
+
+
+def _with_sample(sizing: TableSizing, sample: "SampleCopy | str | None") -> TableSizing:
+    if sample is None:
+        return sizing
+    if isinstance(sample, str):
+        return dataclasses.replace(sizing, error=sample)
+    return dataclasses.replace(sizing, sample=sample)
 
 
 def _table_sizing(table: str, regions: Sequence[Any], named: bool, metrics: Sequence[RegionMetrics]
@@ -238,6 +301,7 @@ def size_migration(source: "Cluster", target: "Cluster", tables: Sequence[str],
     errors += [f"{server}: /jmx sub=Regions unreadable ({why}): its regions are missing from the sizes"
                for server, why in sorted(unreadable.items())]
     sized: list[TableSizing] = []
+    picks: list[tuple] = []  # (schema, region, region bytes, approximate) of each table to sample
     for table in tables:
         schema = schemas.get(table)
         if schema is None:
@@ -252,16 +316,11 @@ def size_migration(source: "Cluster", target: "Cluster", tables: Sequence[str],
             errors.append(f"{table}: {sizing.regions - sizing.regions_reported} of {sizing.regions} regions not in "
                           "the region servers' metrics (unreadable server, or a region opening): sizes are low")
         if region is not None:
-            try:
-                sample = sample_copy(source, target, schema, region, region_bytes, approximate, peer_id, request,
-                                     codec_map)
-                sizing = dataclasses.replace(sizing, sample=sample)
-                log.info("sizing %s: sample region %s (%d bytes): %d rows, %d cells in %.2fs%s", table,
-                         sample.region, region_bytes, sample.rows, sample.cells, sample.elapsed_s,
-                         "" if sample.complete else " (stopped at the sample timeout)")
-            except Exception as e:
-                sizing = dataclasses.replace(sizing, error=f"sample copy failed: {type(e).__name__}: {e}")
+            picks.append((schema, region, region_bytes, approximate))
         sized.append(sizing)
+    if picks:
+        samples = _sample_all(source, target, picks, peer_id, request, codec_map, errors)
+        sized = [_with_sample(sizing, samples.get(sizing.table)) for sizing in sized]
     usage = capacity = None
     growth = files_growth = None
     if client is not None and first is not None:
