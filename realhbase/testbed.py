@@ -184,6 +184,9 @@ def thrift_answers(port: int, kind: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- the test bed
+SHELL_COMPAT = Path(__file__).resolve().parent / "ruby" / "shell_compat.rb"
+
+
 class RealHBase:
     """Both clusters of one workdir. Start-once-per-session friendly: `up()` returns at once when all runs.
 
@@ -911,10 +914,11 @@ class RealHBase:
 
     def shell_java_command(self, name: str, args: list[str], cds_flags: list[str] = ()) -> tuple[list[str], dict]:
         """The real `hbase shell` as bin/hbase runs it: JarBootstrapMain (jar-bootstrap.rb in hbase-shell's jar),
-        JRUBY_OPTS=-X+O; the cluster's conf/ on the class path."""
+        JRUBY_OPTS=-X+O; the cluster's conf/ on the class path. IRBRC=ruby/shell_compat.rb: the 2.4 shell's Ruby on
+        HBase 2.6's JRuby (see the file)."""
         cmd = self._client_command(name, "org.jruby.JarBootstrapMain", args, heap=config.HEAP["shell"],
                                    classpath_tail=self.jars.shell_extra, cds_flags=cds_flags)
-        env = {**os.environ, "JRUBY_OPTS": "-X+O"}
+        env = {**os.environ, "JRUBY_OPTS": "-X+O", "IRBRC": str(SHELL_COMPAT)}
         return cmd, env
 
     def shell(self, name: str, script: str | None, args: list[str] = ("-n",), timeout: float | None = 300.0,
