@@ -155,9 +155,14 @@ def create_scratches(target: "Cluster", scratches: Sequence[tuple["TableSchema",
             for schema, name in scratches:
                 _create_scratch(target, schema, name, codec_map)
     except BaseException:
-        left = sorted(existing_tables(target, [name for _, name in scratches]))
-        if left:
-            _shell(target, _drop_statements(left))
+        names = [name for _, name in scratches]
+        try:
+            left = sorted(existing_tables(target, names))
+            if left:
+                _shell(target, _drop_statements(left))
+        except Exception as cleanup:  # the creation's error is the one to raise
+            log.error("scratch tables may be left on %s (%s: %s): drop those of %s that exist", target.name,
+                      type(cleanup).__name__, cleanup, ", ".join(names))
         raise
 
 

@@ -247,9 +247,11 @@ def test_every_tables_scratch_table_is_made_in_one_shell_call_and_dropped_in_one
     source, target = cluster_of(dc1, "source"), cluster_of(dc2, "target")
     schemas = describe_tables(source, [table, other])
 
-    def shell_calls():  # size_migration shells the target only (the schemas were read before)
-        return [r.getMessage() for r in caplog.records if "statement(s) through" in r.getMessage()]
+    def shell_calls():  # on the target (describe_tables above shelled the source, and logging may keep INFO)
+        return [r.getMessage() for r in caplog.records
+                if "statement(s) through" in r.getMessage() and "--cluster dc2" in r.getMessage()]
 
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="hbase_migration.clusters.shell"):
         report = size_migration(source, target, [table, other], schemas, "sz1", SizingRequest(growth_window_s=0.0))
     assert [t.sample.complete for t in report.tables] == [True, True], report.tables
