@@ -21,6 +21,8 @@
 """
 from __future__ import annotations
 
+import datetime
+import re
 import uuid
 
 import gssapi
@@ -107,3 +109,21 @@ def gss_credentials(secure_stack):
         return gssapi.Credentials(name=gssapi.Name(principal, gssapi.NameType.kerberos_principal), usage="initiate",
                                   store={"client_keytab": str(keytab), "ccache": f"MEMORY:test-{uuid.uuid4().hex}"})
     return creds
+
+
+LOGGED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def logged_at(line: str) -> float:
+    """Seconds since the epoch of a log line's `2026-11-26 08:50:47,539` prefix."""
+    stamp = LOGGED.match(line).group(1)
+    return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def ticket_gaps(stderr: str) -> tuple[list[float], list[float]]:
+    """When the toolkit's log says it took a ticket from its keytab, and the seconds each ticket had to last (to
+    the next one, the last to the log's last line)."""
+    lines = stderr.splitlines()
+    tickets = [logged_at(t) for t in lines if "has a ticket from keytab" in t and LOGGED.match(t)]
+    last = max(logged_at(t) for t in lines if LOGGED.match(t))
+    return tickets, [b - a for a, b in zip(tickets, [*tickets[1:], last])]

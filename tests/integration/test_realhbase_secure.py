@@ -431,9 +431,9 @@ def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_c
     (a token per HTTP call) across the trust, and samples /jmx through SPNEGO. It renews from its keytab; every
     version of every cell is on the target, read back as dc2's hbase principal."""
     import os
-    import re
 
     from realhbase.testbed import _thrift_modules
+    from tests.secure_fixtures import ticket_gaps
 
     lifetime = 20
     _, T = _thrift_modules()
@@ -468,18 +468,8 @@ def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_c
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["rows"] == 600 and summary["failed_partitions"] == 0
     assert took > lifetime + 10  # well past the first ticket's end
-    logged = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
-
-    def at(line):
-        import datetime
-
-        return datetime.datetime.strptime(logged.match(line).group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-
-    lines = proc.stderr.splitlines()
-    tickets = [at(t) for t in lines if "has a ticket from keytab" in t and logged.match(t)]
+    tickets, gaps = ticket_gaps(proc.stderr)
     assert len(tickets) >= 2, proc.stderr[-3000:]
-    last = max(at(t) for t in lines if logged.match(t))
-    gaps = [b - a for a, b in zip(tickets, [*tickets[1:], last])]
     assert max(gaps) < lifetime, (gaps, proc.stderr[-3000:])
     assert "Ticket expired" not in proc.stderr
     source = _every_version(secure_bed, "dc1", table)
