@@ -346,6 +346,7 @@ def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOption
         keys = ("rows_repaired", "cells_put", "cells_deleted", "conflicts", "still_different", "masked_by_delete",
                 "not_read_back", "read_back_by_get", "not_repaired")
         rep: dict[str, Any] = {k: sum((v.repair or {}).get(k, 0) for v in ok) for k in keys}
+        rep["repair_rounds"] = max(((v.repair or {}).get("repair_rounds", 0) for v in ok), default=0)
         hints = sorted({h for v in ok for h in (v.repair or {}).get("hints", [])})
         if hints:
             rep["hint"] = " ".join(hints)
@@ -638,27 +639,47 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     windowed, exact = options.start_time_ms is not None, tgt.path.exact_deletes
     conflict_rows: set[bytes] = set()
     put_cells: dict[bytes, list[Cell]] = {}
-    writer = tgt.path.writer(tgt.table, writers=1)
-    try:
-        if narrow:
-            src_rows, tgt_rows = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
-            for row in narrow:
+    after_s: dict = {}
+    after_t: dict = {}
+    # Narrow rows in rounds: a version deleted from the target can uncover an older one the target still holds
+    # past its family's VERSIONS (not yet compacted away; the HBase book, "Major compactions change query
+    # results") and the source no longer shows. Such rows (every difference left is a target-only version, no
+    # conflict) are planned again from fresh reads, at most REPAIR_ROUNDS times in all.
+    pending, rounds = narrow, 0
+    while pending:
+        rounds += 1
+        src_rows, tgt_rows = _both(lambda: src.fetch(pending), lambda: tgt.fetch(pending))
+        round_puts: dict[bytes, list[Cell]] = {}
+        writer = tgt.path.writer(tgt.table, writers=1)
+        try:
+            for row in pending:
                 plan = plan_repair(src_rows.get(row, ()), tgt_rows.get(row, ()), windowed, exact)
                 if plan.deletes:
                     tgt.path.delete(tgt.table, row, plan.deletes)
                 if plan.puts:
-                    put_cells[row] = plan.puts
-                _count_plan(row, plan, report, conflict_rows, options)
-            writer.put(list(put_cells.items()))  # narrow rows' puts together: few putMultiple calls
-        for row in wide:
-            _repair_wide_row(src, tgt, row, writer, windowed, exact, report, conflict_rows, options)
-    finally:
-        writer.close()
-    # What the target looks like now, from both sides again. Rows still different whose repaired cells the
-    # target does not show (row -> (column, ts)) are examined below.
+                    round_puts[row] = plan.puts
+                    put_cells.setdefault(row, []).extend(plan.puts)
+                _count_plan(row, plan, report, conflict_rows, options, repaired=None if rounds == 1 else False)
+            writer.put(list(round_puts.items()))  # the round's puts together: few putMultiple calls
+        finally:
+            writer.close()  # every put acknowledged before the read-back
+        fresh_s, fresh_t = _both(lambda: src.fetch(pending), lambda: tgt.fetch(pending))
+        after_s.update(fresh_s)
+        after_t.update(fresh_t)
+        pending = [row for row in pending if rounds < REPAIR_ROUNDS and row not in conflict_rows
+                   and _uncovered_only(fresh_s.get(row, ()), fresh_t.get(row, ()))]
+    report["repair_rounds"] = rounds
+    if wide:
+        writer = tgt.path.writer(tgt.table, writers=1)
+        try:
+            for row in wide:
+                _repair_wide_row(src, tgt, row, writer, windowed, exact, report, conflict_rows, options)
+        finally:
+            writer.close()
+    # What the target looks like now (the last round's reads, from both sides). Rows still different whose
+    # repaired cells the target does not show (row -> (column, ts)) are examined below.
     unseen: dict[bytes, list[tuple[bytes, int]]] = {}
     if narrow:
-        after_s, after_t = _both(lambda: src.fetch(narrow), lambda: tgt.fetch(narrow))
         for row in narrow:
             status = row_status(after_s.get(row), after_t.get(row))
             if status is not None and status != MATCHING:
@@ -690,6 +711,14 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
 
 
 EXAMINED_ROWS = 50  # repaired rows still different whose cells are examined (Gets, raw scans, region server)
+REPAIR_ROUNDS = 4  # narrow rows planned again while deletes uncover older target-only versions
+
+
+def _uncovered_only(source_cells: Sequence[Cell], target_cells: Sequence[Cell]) -> bool:
+    """The row still differs, and only by versions the target shows and the source does not (what a repair's
+    delete uncovers), so another round of deletes can make it equal."""
+    found = version_differences(source_cells, target_cells)
+    return bool(found) and all(kind == ONLY_ON_TARGET for _c, _ts, kind in found)
 
 HINTS = {
     "masked_by_delete": "cells written with their source timestamps are hidden by delete markers on the target "

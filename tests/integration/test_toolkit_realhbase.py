@@ -255,3 +255,36 @@ def test_region_replicas_are_hbases_own_and_the_copy_plans_primaries_only(realhb
         RemovePeerOperator(task_id="rm", peer_id=peer_id).execute({})
     with peer_admin(source) as admin:
         assert admin.get_peer(REGION_REPLICA_PEER) is not None
+
+
+def test_a_repair_deletes_the_versions_each_delete_uncovers_until_the_target_shows_what_the_source_shows(
+        realhbase, connections):
+    """HBase keeps versions past a family's VERSIONS until a flush or compaction drops them (the HBase book, "Major
+    compactions change query results"): a delete of the newest shows the next. Here the target holds three versions
+    of a VERSIONS => 1 column in its memstore, the source one; verify's repair deletes the target's extra versions in
+    rounds (each read back) until the target shows exactly the source's version, in one verify (no retry)."""
+    from hbase_migration.data.partitions import Partition
+    from hbase_migration.data.verify import VerifyOptions, summarize_verify, verify_partition
+
+    table = f"rr{uuid.uuid4().hex[:6]}"
+    for name in ("dc1", "dc2"):
+        shell(realhbase, name, [f"create '{table}', {{NAME => 'f', VERSIONS => 1}}"])
+    try:
+        shell(realhbase, "dc1", [f"put '{table}', 'r1', 'f:a', 'v1', 1000",
+                                 f"put '{table}', 'r2', 'f:a', 'same', 1000"])
+        shell(realhbase, "dc2", [f"put '{table}', 'r1', 'f:a', 'v{i}', {i}000" for i in (1, 2, 3)]
+              + [f"put '{table}', 'r2', 'f:a', 'same', 1000"])
+        options = VerifyOptions(table, repair=True)
+        verdict = verify_partition(cluster("hbase_source"), cluster("hbase_target"),
+                                   Partition(table, 0, b"", b"", "whole table", "p0"), options)
+        result = summarize_verify([verdict], options, 1.0)
+        repair = result["repair"]
+        assert result["content_different"] == 1 and repair["rows_repaired"] == 1, result
+        # v3 deleted, which showed v2 (round 2 deletes it), which shows v1: the source's
+        assert repair["repair_rounds"] == 2 and repair["cells_deleted"] == 2, repair
+        assert repair["still_different"] == 0 and repair["conflicts"] == 0, repair
+        out = shell(realhbase, "dc2", [f"get '{table}', 'r1', {{COLUMN => 'f:a', VERSIONS => 3}}"])
+        assert "value=v1" in out and "value=v2" not in out and "value=v3" not in out, out
+    finally:
+        for name in ("dc1", "dc2"):
+            shell(realhbase, name, [f"disable '{table}'", f"drop '{table}'"])
