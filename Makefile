@@ -17,7 +17,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap postgresql lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
+.PHONY: help bootstrap packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
 	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
@@ -33,69 +33,46 @@ help:
 	@echo "make bench  print benchmark figures"
 	@echo "make lock   re-resolve requirements into constraints.txt"
 
-bootstrap: $(ZOOKEEPER_JAR) $(JAVAC) $(MVN) $(KRB5KDC) $(FAKETIME) postgresql $(REDIS_SERVER) $(CHROMEDRIVER) $(VENV)/.installed $(VENV)/.provider \
-	.airflow/airflow.db .airflow/secrets
+# The Python stack and HBase's jars are fetched side by side (both mostly wait on the network).
+bootstrap: packages
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(VENV)/.provider .airflow/airflow.db .airflow/secrets \
+	  hbase-jars
 
-# Debian's ZooKeeper (the jar and slf4j-simple) and a JDK to run it.
-$(ZOOKEEPER_JAR):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's zookeeper package by hand"; exit 1; }
-	apt-get update -qq
-	apt-get install -y -qq zookeeper libslf4j-java default-jre-headless >/dev/null
-	@test -f $@
+# Debian's packages the project runs, each named by a file it installs; those missing are installed in one apt-get
+# call (one index update, one dpkg run: a fresh machine lacks most of them):
+#   zookeeper, libslf4j-java, default-jre-headless   ZooKeeper (the jar and slf4j-simple) and a JRE to run it
+#   openjdk-17-jdk-headless, maven     javac compiles realhbase's launcher; Maven resolves HBase's and Hadoop's jars
+#                                      from Maven Central into ~/.cache/realhbase
+#   krb5-kdc, krb5-admin-server, krb5-user, libkrb5-dev   MIT Kerberos: the KDC secured clusters use, kadmin.local,
+#                                      kinit/klist, and the headers PyPI's gssapi builds against (no Linux wheel)
+#   faketime                           a secured cluster's clock 6 minutes ahead (the security preflight's test)
+#   chromium, chromium-driver          the dashboard's browser test (selenium drives them headless)
+#   postgresql                         the ledger's PostgreSQL tests and the deployment's metadata database (each
+#                                      starts its own throw-away server on a free port)
+#   redis-server                       the deployment's Celery broker (deploy/ starts its own on a free port)
+# A server a package's install starts (the KDC, PostgreSQL, Redis) is stopped again: tests start their own.
+PACKAGES := $(ZOOKEEPER_JAR)=zookeeper,libslf4j-java,default-jre-headless $(JAVAC)=openjdk-17-jdk-headless \
+	$(MVN)=maven $(KRB5KDC)=krb5-kdc,krb5-admin-server,krb5-user,libkrb5-dev $(FAKETIME)=faketime \
+	$(CHROMEDRIVER)=chromium,chromium-driver /usr/lib/postgresql/*/bin/initdb=postgresql $(REDIS_SERVER)=redis-server
 
-# A JDK (javac compiles realhbase's launcher) and Maven (resolves HBase's and Hadoop's jars from Maven Central into
-# ~/.cache/realhbase on first use), for the real HBase test bed.
-$(JAVAC) $(MVN):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install a JDK 17 and Maven 3.8 by hand"; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
-	@test -x $@
-
-# MIT Kerberos from Debian, for secured clusters: a real KDC (krb5kdc, kdb5_util; kadmin.local is in
-# krb5-admin-server) that `minihbase up --secure` runs on loopback, kinit/klist, and libkrb5-dev, which PyPI's
-# gssapi builds against (it has no Linux wheel). A KDC the package's install may start is stopped again.
-$(KRB5KDC):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's krb5-kdc, krb5-admin-server, krb5-user and libkrb5-dev by hand"; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-kdc krb5-admin-server krb5-user libkrb5-dev >/dev/null
-	@{ service krb5-kdc stop >/dev/null 2>&1 || true; service krb5-admin-server stop >/dev/null 2>&1 || true; }
-	@test -x $@
-
-# Debian's faketime (libfaketime): the security preflight's test runs a secured cluster with its clock 6 minutes ahead.
-$(FAKETIME):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's faketime by hand"; exit 1; }
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null; }
-	@test -x $@
-
-# Debian's Chromium and its ChromeDriver, for the dashboard's browser test (selenium drives them headless).
-$(CHROMEDRIVER):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's chromium and chromium-driver by hand"; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
-	@test -x $@
-
-# Debian's PostgreSQL server binaries, for the ledger's PostgreSQL tests (each test session starts its own
-# throw-away server on a free port). A server the package's install may start is stopped again.
-postgresql:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-	  command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's postgresql package by hand"; exit 1; }; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null && \
-	  { service postgresql stop >/dev/null 2>&1 || true; }; }
-
-# Debian's Redis, the Celery broker of the production-shaped deployment (deploy/ starts its own on a free port).
-# A server the package's install may start is stopped again.
-$(REDIS_SERVER):
-	@command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's redis-server package by hand"; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-	@{ service redis-server stop >/dev/null 2>&1 || true; }
-	@test -x $@
+packages:
+	@missing=""; for entry in $(PACKAGES); do \
+	  ls $${entry%%=*} >/dev/null 2>&1 || missing="$$missing $$(echo $${entry#*=} | tr , ' ')"; done; \
+	if [ -n "$$missing" ]; then \
+	  command -v apt-get >/dev/null || { echo "apt-get not found: install Debian's$$missing by hand"; exit 1; }; \
+	  echo "apt-get install$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  for s in krb5-kdc krb5-admin-server postgresql redis-server; do service $$s stop >/dev/null 2>&1 || true; done; \
+	fi; for entry in $(PACKAGES); do ls $${entry%%=*} >/dev/null 2>&1 || { echo "$${entry%%=*} missing after apt-get"; exit 1; }; done
 
 # The pinned stack, installed with the recorded resolution (constraints.txt) so every machine gets the same set.
-$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | $(KRB5KDC)
+# By uv (PyPI), which downloads and builds in parallel: 108 s on a fresh machine where pip took 509 s (the same
+# set; pyspark's and gssapi's source distributions are built either way).
+UV := uv==0.13.9
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | packages
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	$(PY) -m pip install -q --disable-pip-version-check $(UV)
+	$(VENV)/bin/uv pip install -q --python $(PY) -r requirements.txt -r requirements-dev.txt -c constraints.txt
 	$(PY) -c "import pyspark, airflow; assert pyspark.__version__ == '4.2.0', pyspark.__version__"
 	@touch $@
 
@@ -107,10 +84,16 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 	@rm -rf build
 	@touch $@
 
-.airflow/airflow.db: $(VENV)/.installed airflow.cfg
+.airflow/airflow.db: $(VENV)/.provider airflow.cfg
 	@mkdir -p .airflow
 	$(VENV)/bin/airflow db migrate >.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
 	@touch $@
+
+# HBase's and Hadoop's jars for the real test bed (realhbase/jars.py: Maven Central into ~/.cache/realhbase, ~210 MB,
+# keyed by pom.xml); at once when the cache holds them. The system Python: realhbase/jars.py needs no package.
+hbase-jars: | packages
+	@$(PYTHON) -c "from realhbase import jars; jars.resolve(progress=False)" || { \
+	  echo "hbase-jars: Maven could not resolve HBase's jars (the line above says which); make test-realhbase retries"; exit 1; }
 
 # Generated once per checkout, never committed; airflow.cfg reads them through *_cmd options.
 .airflow/secrets:

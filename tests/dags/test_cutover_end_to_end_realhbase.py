@@ -6,8 +6,8 @@ database, as an operator's script would answer the Required Actions), with clien
 0. the finished migration the cut-over starts from: the tables on both clusters, the forward peer dc1 -> dc2
    ENABLED (the tables were empty when it was added, so no copy was needed), the run and its clean verification
    in the ledger (the migration DAG's own end-to-end test covers the migration);
-1. a cut-over whose plan is rejected through the REST API: nothing changed (no reverse peer, the source writable,
-   the forward peer as it was), the run failed at its approval;
+1. (`make test-full`) a cut-over whose plan is rejected through the REST API: nothing changed (no reverse peer, the
+   source writable, the forward peer as it was), the run failed at its approval;
 2. the cut-over: the plan approved through REST before anything changes, then no person: reverse peer DISABLED,
    full verification, the window (READONLY fence, drain, bounded check, the switch command writes the switch file,
    the clients move), the reverse peer ENABLED, the source writable again, the verification after the switch, the
@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -103,13 +104,35 @@ def missing(cluster, log) -> list:
         return lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()))
 
 
-@pytest.mark.timeout(2400)  # make test's two workers share two cores: several times its quiet-machine time
-def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, realhbase):
-    from demo.switching_writer import SwitchingWriter, freeze_figures
-    from demo.workload import Thrift2
+@dataclass
+class Bed:
+    """A finished migration on the session's clusters (tables of its own, the forward peer ENABLED), an Airflow
+    home whose connections name them, an API server answering the approvals, the switch file the clients read."""
+    eps: dict
+    clusters: dict
+    tables: list
+    peer_id: str
+    ledger_url: str
+    env: dict
+    api: Hitl
+    switch_file: Path
+    migration_run: str
+
+    @property
+    def switch_command(self) -> str:
+        return (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(self.switch_file)!r}).write_text("
+                "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
+
+    def conf(self) -> dict:
+        return {"migration_run_id": self.migration_run, "switch_command": self.switch_command,
+                "recompare_sleep_s": 1, "idle_window_s": 10, "skew_margin_ms": 2000}
+
+
+@pytest.fixture
+def bed(tmp_path, realhbase):
     from hbase_migration.clusters import channels
     from hbase_migration.data.jobargs import cluster_from_text
-    from hbase_migration.ledger.store import Ledger
+    from hbase_migration.replication import peer_admin
 
     eps = realhbase.endpoints()
     clusters = {n: cluster_from_text(n, json.dumps(eps[n]["connection"])) for n in ("dc1", "dc2")}
@@ -124,33 +147,55 @@ def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, real
     switch_file.write_text("dc1")
     env, passwords = make_home(tmp_path / "airflow")
     env.update(connections_env(Conn(eps["dc1"]), Conn(eps["dc2"]), ledger_path))
-    server = ExitStack()
-    writer = None
+    with ExitStack() as server:
+        try:
+            migration_run = finished_migration(ledger_url, eps, clusters, tables, peer_id)
+            api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
+                       passwords["admin"])
+            yield Bed(eps, clusters, tables, peer_id, ledger_url, env, api, switch_file, migration_run)
+        finally:
+            server.close()
+            for cluster in clusters.values():
+                with peer_admin(cluster) as admin:
+                    for p in (peer_id, f"{peer_id}_rev"):
+                        if admin.get_peer(p) is not None:
+                            admin.remove_peer(p, force=True)
+                channels.shell(cluster, [f"alter '{t}', READONLY => 'false'" for t in tables]
+                               + [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables], timeout_s=900)
+
+
+@pytest.mark.full  # make test: the approved cut-over and the rollback below; test_cutover_dags.py checks the branch
+@pytest.mark.timeout(1800)
+def test_a_cut_over_whose_plan_is_rejected_changes_nothing(tmp_path, bed):
+    from hbase_migration.ledger.store import Ledger
+
+    log = tmp_path / "cutover-rejected.log"
+    rejected = dags_test("hbase_cutover", bed.conf(), bed.env, log)
+    rejected_run, question = bed.api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
+    assert question["subject"] == "Cut over now?" and bed.switch_command in question["body"]
+    bed.api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
+    assert rejected.wait(timeout=600) == 0, tail(log)
+    assert peer(bed.clusters["dc2"], f"{bed.peer_id}_rev") is None and peer(bed.clusters["dc1"], bed.peer_id).enabled
+    assert readonly(bed.clusters["dc1"], bed.tables) == {t: False for t in bed.tables}
+    with Ledger.open(bed.ledger_url) as ledger:
+        called_off = ledger.run_summary(rejected_run)
+    assert called_off["run"]["status"] == "failed"
+    assert "rejected at approve_cutover" in called_off["phases"]["*"]["approval"]["detail"]
+    assert called_off["peer"]["notes"] == []
+
+
+@pytest.mark.timeout(2400)  # make test's two workers share two cores: several times its quiet-machine time
+def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, bed):
+    from demo.switching_writer import SwitchingWriter, freeze_figures
+    from demo.workload import Thrift2
+    from hbase_migration.ledger.store import Ledger
+
+    eps, clusters, tables, peer_id, ledger_url, env, api, switch_file = (
+        bed.eps, bed.clusters, bed.tables, bed.peer_id, bed.ledger_url, bed.env, bed.api, bed.switch_file)
+    writer = SwitchingWriter(lambda n: Thrift2(eps[n]), ("dc1", "dc2"), tables, threads=4, ops_per_second=20,
+                             switch_file=switch_file).start()
+    conf = bed.conf()
     try:
-        migration_run = finished_migration(ledger_url, eps, clusters, tables, peer_id)
-        api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
-                   passwords["admin"])
-        writer = SwitchingWriter(lambda n: Thrift2(eps[n]), ("dc1", "dc2"), tables, threads=4, ops_per_second=20,
-                                 switch_file=switch_file).start()
-        switch_command = (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(switch_file)!r}).write_text("
-                          "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
-        conf = {"migration_run_id": migration_run, "switch_command": switch_command, "recompare_sleep_s": 1,
-                "idle_window_s": 10, "skew_margin_ms": 2000}
-
-        # 1. The plan rejected: nothing changed.
-        log = tmp_path / "cutover-rejected.log"
-        rejected = dags_test("hbase_cutover", conf, env, log)
-        rejected_run, question = api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
-        assert question["subject"] == "Cut over now?" and switch_command in question["body"]
-        api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
-        assert rejected.wait(timeout=600) == 0, tail(log)
-        assert peer(clusters["dc2"], f"{peer_id}_rev") is None and peer(clusters["dc1"], peer_id).enabled is True
-        with Ledger.open(ledger_url) as ledger:
-            called_off = ledger.run_summary(rejected_run)
-        assert called_off["run"]["status"] == "failed"
-        assert "rejected at approve_cutover" in called_off["phases"]["*"]["approval"]["detail"]
-        assert called_off["peer"]["notes"] == []
-
         # 2. The cut-over: approved, then no person.
         log = tmp_path / "cutover.log"
         started = time.time()
@@ -213,13 +258,3 @@ def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, real
     finally:
         if writer is not None:
             writer.stop()
-        server.close()
-        from hbase_migration.replication import peer_admin
-
-        for cluster in clusters.values():
-            with peer_admin(cluster) as admin:
-                for p in (peer_id, f"{peer_id}_rev"):
-                    if admin.get_peer(p) is not None:
-                        admin.remove_peer(p, force=True)
-            channels.shell(cluster, [f"alter '{t}', READONLY => 'false'" for t in tables]
-                           + [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables], timeout_s=900)
