@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from demo.backends import TestBed
     from demo.cluster import clusters_toml, gateway_settings
     from demo.run import create_source_tables, toolkit_connection
-    from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
+    from demo.workload import LiveWriter, Thrift2, chosen_tables, compare, load
 
     kinds = parse_kinds(args.faults)
     schedule = make_schedule(args.seed, args.duration, kinds)
@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         endpoints = bed.described()["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
-        tables = sample_tables(args.rows)
+        tables = chosen_tables(args.rows, names=getattr(args, "tables", None))
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
         create_source_tables(dc1, tables)
         client = Thrift2(dc1)
@@ -416,6 +416,8 @@ def result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, diff
 
 
 def main(argv: list[str] | None = None) -> int:
+    from demo.workload import table_names
+
     p = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=1, help="the nemesis's seed (default 1)")
     p.add_argument("--duration", type=float, default=600.0,
@@ -424,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", default=",".join(DEFAULT_FAULTS),
                    help=f"fault kinds, comma-separated, or 'all' (default all: {', '.join(DEFAULT_FAULTS)})")
     p.add_argument("--rows", type=int, default=20_000, help="rows loaded in all (default 20000)")
+    p.add_argument("--tables", type=table_names, metavar="NAME,...",
+                   help="only these of the demo's tables (users, orders, events; default all three)")
     p.add_argument("--write-rate", type=float, default=20.0, help="live writer ops/s (default 20)")
     p.add_argument("--rows-per-s", type=int, default=None, help="the copy's throttle per Spark task (default none)")
     p.add_argument("--timeout-s", type=float, default=3600.0, help="per attempt")

@@ -54,16 +54,6 @@ def shell(endpoint: dict, statements: list[str], env: dict[str, str] | None = No
     return proc.stdout
 
 
-def _table_names(text: str) -> list[str]:
-    """--tables: some of the demo's tables, by name."""
-    names = [n for n in text.split(",") if n]
-    unknown = sorted(set(names) - {"users", "orders", "events"})
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(f"unknown table(s) {', '.join(unknown) or text!r}: "
-                                         "name some of users, orders, events, comma-separated")
-    return names
-
-
 def create_source_tables(endpoint: dict, tables, env: dict[str, str] | None = None) -> None:
     from hbase_migration.migration.schema import (
         ruby_string,  # the demo's set-up may use the toolkit; the check does not
@@ -151,7 +141,7 @@ def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from demo.backends import TestBed
-    from demo.workload import LiveWriter, Thrift2, compare, load, sample_tables
+    from demo.workload import LiveWriter, Thrift2, chosen_tables, compare, load
 
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -192,9 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             os.environ["KRB5_CONFIG"] = described["security"]["krb5_conf"]  # the demo's own Kerberos clients
             shell_env = kinit_env(*logins["dc1"], described["security"].get("krb5_conf"), workdir / "tickets")
-        prefix = getattr(args, "table_prefix", None) or ""
-        tables = [t for t in sample_tables(args.rows, prefix)
-                  if not getattr(args, "tables", None) or t.name[len(prefix):] in args.tables]
+        tables = chosen_tables(args.rows, getattr(args, "table_prefix", None) or "", getattr(args, "tables", None))
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
         create_source_tables(dc1, tables, shell_env)
         client = Thrift2(dc1, login=logins.get("dc1"))
@@ -320,6 +308,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from demo.workload import table_names
+
     p = argparse.ArgumentParser(prog="python -m demo.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=100_000, help="rows loaded in all (default 100000)")
     p.add_argument("--write-rate", type=float, default=100.0, help="live writer ops/s")
@@ -336,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is already up: use it, do not stop "
                                      "it (give --table-prefix and --peer-id of this run's own)")
     p.add_argument("--table-prefix", default="", help="prefix of the demo's table names (default none)")
-    p.add_argument("--tables", type=_table_names, metavar="NAME,...",
+    p.add_argument("--tables", type=table_names, metavar="NAME,...",
                    help="only these of the demo's tables (users, orders, events; default all three)")
     p.add_argument("--peer-id", default="demo", help="the migration's replication peer (default demo)")
     p.add_argument("--secure", action="store_true",

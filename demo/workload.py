@@ -131,6 +131,26 @@ def sample_tables(total_rows: int = 100_000, prefix: str = "") -> list[SampleTab
     ]
 
 
+SAMPLE_NAMES = ("users", "orders", "events")
+
+
+def table_names(text: str) -> list[str]:
+    """A --tables argument: some of sample_tables' tables, by name, comma-separated (argparse's type)."""
+    import argparse
+
+    names = [n for n in text.split(",") if n]
+    unknown = sorted(set(names) - set(SAMPLE_NAMES))
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown table(s) {', '.join(unknown) or text!r}: "
+                                         f"name some of {', '.join(SAMPLE_NAMES)}, comma-separated")
+    return names
+
+
+def chosen_tables(total_rows: int, prefix: str = "", names: list[str] | None = None) -> list[SampleTable]:
+    """sample_tables, only those `names` (None: all)."""
+    return [t for t in sample_tables(total_rows, prefix) if not names or t.name[len(prefix):] in names]
+
+
 def _cells(table: SampleTable, i: int, version: int = 0) -> dict[bytes, bytes]:
     out = {}
     for fam in table.families:
