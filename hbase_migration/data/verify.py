@@ -643,8 +643,8 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
     after_t: dict = {}
     # Narrow rows in rounds: a version deleted from the target can uncover an older one the target still holds
     # past its family's VERSIONS (not yet compacted away; the HBase book, "Major compactions change query
-    # results") and the source no longer shows. Such rows (every difference left is a target-only version, no
-    # conflict) are planned again from fresh reads, at most REPAIR_ROUNDS times in all.
+    # results") and the source no longer shows. Such rows (a target-only version the round's read did not show,
+    # no conflict) are planned again from fresh reads, at most REPAIR_ROUNDS times in all.
     pending, rounds = narrow, 0
     while pending:
         rounds += 1
@@ -667,7 +667,7 @@ def _repair(src: Side, tgt: Side, tally: Tally, options: VerifyOptions) -> dict[
         after_s.update(fresh_s)
         after_t.update(fresh_t)
         pending = [row for row in pending if rounds < REPAIR_ROUNDS and row not in conflict_rows
-                   and _uncovered_only(fresh_s.get(row, ()), fresh_t.get(row, ()))]
+                   and _uncovered(tgt_rows.get(row, ()), fresh_s.get(row, ()), fresh_t.get(row, ()))]
     report["repair_rounds"] = rounds
     if wide:
         writer = tgt.path.writer(tgt.table, writers=1)
@@ -714,11 +714,13 @@ EXAMINED_ROWS = 50  # repaired rows still different whose cells are examined (Ge
 REPAIR_ROUNDS = 4  # narrow rows planned again while deletes uncover older target-only versions
 
 
-def _uncovered_only(source_cells: Sequence[Cell], target_cells: Sequence[Cell]) -> bool:
-    """The row still differs, and only by versions the target shows and the source does not (what a repair's
-    delete uncovers), so another round of deletes can make it equal."""
-    found = version_differences(source_cells, target_cells)
-    return bool(found) and all(kind == ONLY_ON_TARGET for _c, _ts, kind in found)
+def _uncovered(target_before: Sequence[Cell], source_cells: Sequence[Cell], target_cells: Sequence[Cell]) -> bool:
+    """The row still differs, and the target now shows a version it did not show before the round's deletes and
+    the source does not show (uncovered by them; it may in turn hide a version the round put, past VERSIONS):
+    another round can delete it."""
+    before = {(c, ts) for c, ts, _v in target_before}
+    return any(kind == ONLY_ON_TARGET and (c, ts) not in before
+               for c, ts, kind in version_differences(source_cells, target_cells))
 
 HINTS = {
     "masked_by_delete": "cells written with their source timestamps are hidden by delete markers on the target "

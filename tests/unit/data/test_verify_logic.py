@@ -348,3 +348,16 @@ def test_rows_level_summary_compares_counts_only():
     r = summarize_verify([same, other], opts, 1.0)
     assert (r["matching"], r["row_count_mismatch_partitions"], r["identical"]) == (None, 1, False)
     assert summarize_verify([same], opts, 1.0)["identical"] is True
+
+
+def test_a_repair_round_goes_on_only_while_its_deletes_uncover_a_version_the_target_did_not_show():
+    from hbase_migration.data.verify import _uncovered
+
+    before = [(b"f:a", 3000, b"v3")]
+    # v3 deleted, v2 shows (and hides v1, past VERSIONS => 1): uncovered
+    assert _uncovered(before, [(b"f:a", 1000, b"v1")], [(b"f:a", 2000, b"v2")])
+    # equal now, or still the version the round read (a delete that did not take): no other round
+    assert not _uncovered(before, [(b"f:a", 1000, b"v1")], [(b"f:a", 1000, b"v1")])
+    assert not _uncovered(before, [(b"f:a", 1000, b"v1")], [(b"f:a", 3000, b"v3")])
+    # the target lacks a version (a put not read back): not a round's business, the examination's
+    assert not _uncovered(before, [(b"f:a", 1000, b"v1"), (b"f:b", 1000, b"x")], [(b"f:a", 1000, b"v1")])
