@@ -66,7 +66,7 @@ def _secured_run(tmp_path, real: bool) -> dict:
     workdir = tmp_path / "demo"
     result = run(Namespace(rows=2000, write_rate=30.0, cores=2, timeout_s=1500.0 if real else 1200.0,
                            workdir=str(workdir), zookeeper=None, data_path="thrift2", repair=True, secure=True,
-                           real=real))
+                           real=real, tables=["users", "orders"]))  # families keeping 1, 2 and 3 versions
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
     assert result["writer"]["errors"] == 0 and result["writer"]["puts"] > 0, result["writer"]
