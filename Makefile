@@ -17,7 +17,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
+.PHONY: help bootstrap bootstrap-parts packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
 	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
@@ -35,8 +35,10 @@ help:
 
 # The Python stack and HBase's jars are fetched side by side (both mostly wait on the network).
 bootstrap: packages
-	@$(MAKE) --no-print-directory -j2 --output-sync=target $(VENV)/.provider .airflow/airflow.db .airflow/secrets \
-	  hbase-jars
+	@$(MAKE) --no-print-directory -j2 --output-sync=target bootstrap-parts
+
+bootstrap-parts: $(VENV)/.provider .airflow/airflow.db .airflow/secrets hbase-jars
+	@:
 
 # Debian's packages the project runs, each named by a file it installs; those missing are installed in one apt-get
 # call (one index update, one dpkg run: a fresh machine lacks most of them):
