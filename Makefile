@@ -69,12 +69,14 @@ packages:
 
 # The pinned stack, installed with the recorded resolution (constraints.txt) so every machine gets the same set.
 # By uv (PyPI), which downloads and builds in parallel: 108 s on a fresh machine where pip took 509 s (the same
-# set; pyspark's and gssapi's source distributions are built either way).
+# set; pyspark's and gssapi's source distributions are built either way). As pip here: the system's certificate
+# store (pip's PIP_CERT), a 180 s read timeout (PIP_DEFAULT_TIMEOUT).
 UV := uv==0.13.9
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | packages
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check $(UV)
-	$(VENV)/bin/uv pip install -q --python $(PY) -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	UV_HTTP_TIMEOUT=180 $(VENV)/bin/uv pip install -q --native-tls --python $(PY) -r requirements.txt \
+	  -r requirements-dev.txt -c constraints.txt
 	$(PY) -c "import pyspark, airflow; assert pyspark.__version__ == '4.2.0', pyspark.__version__"
 	@touch $@
 
