@@ -3,6 +3,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
+SPARK_CDS := .state/spark-cds/spark-driver.jsa
 PY := $(VENV)/bin/python
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 JAVAC := /usr/bin/javac
@@ -37,7 +38,7 @@ help:
 bootstrap: packages
 	@$(MAKE) --no-print-directory -j2 --output-sync=target bootstrap-parts
 
-bootstrap-parts: $(VENV)/.provider .airflow/airflow.db .airflow/secrets hbase-jars
+bootstrap-parts: $(VENV)/.provider .airflow/airflow.db .airflow/secrets hbase-jars $(SPARK_CDS)
 	@:
 
 # Debian's packages the project runs, each named by a file it installs; those missing are installed in one apt-get
@@ -98,6 +99,11 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 hbase-jars: | packages
 	@$(PYTHON) -c "from realhbase import jars; jars.resolve(progress=False)" || { \
 	  echo "hbase-jars: Maven could not resolve HBase's jars (the line above says which); make test-realhbase retries"; exit 1; }
+
+# The Spark driver's class data sharing archive for the tests' and the demo's short jobs (deploy/spark_jvm.py: a
+# third of a driver's start-up CPU); without it they only start slower.
+$(SPARK_CDS): $(VENV)/.provider
+	@$(VENV)/bin/python -m deploy.spark_jvm dump || echo "spark-cds: no archive (the line above says why); Spark jobs start slower"
 
 # Generated once per checkout, never committed; airflow.cfg reads them through *_cmd options.
 .airflow/secrets:

@@ -197,6 +197,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "AIRFLOW_CONN_HBASE_TARGET": toolkit_connection(dc2, args.data_path),
                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
                "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url}
+        from deploy import spark_jvm
+
+        spark_jvm.with_submit_opts(env)  # the demo's short jobs: a quicker driver JVM
         writer = LiveWriter(lambda: Thrift2(dc1, login=logins.get("dc1")), tables,
                             ops_per_second=args.write_rate).start()
         log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "

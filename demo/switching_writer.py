@@ -172,10 +172,16 @@ def freeze_figures(log: WriterLog, old: str, new: str, since: float = 0.0) -> di
             "first_new_accept": first_new, "last_old_accept": last_old, "writes_accepted_by_both": both}
 
 
-def lost_writes(log: WriterLog, read_rows: Callable[[str, list[bytes]], set[bytes]]) -> list[tuple[str, bytes]]:
-    """Acknowledged writes absent from a cluster: `read_rows(table, keys)` gives the keys present there."""
+def lost_writes(log: WriterLog, read_rows: Callable[[str, list[bytes]], set[bytes]],
+                accepted_before: float | None = None) -> list[tuple[str, bytes]]:
+    """Acknowledged writes absent from a cluster: `read_rows(table, keys)` gives the keys present there. With
+    `accepted_before`, only the writes acknowledged before that instant: a writer still running keeps adding acks
+    that replication has not shipped yet, so "every write so far" must be a fixed set to be waited for."""
     by_table: dict[str, list[bytes]] = {}
-    for a in log.acks:
+    acks = list(log.acks)  # the writer's threads append while this reads
+    for a in acks:
+        if accepted_before is not None and a.accepted >= accepted_before:
+            continue
         by_table.setdefault(a.table, []).append(a.row)
     lost = []
     for table, keys in by_table.items():

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from deploy import spark_jvm
 from deploy.airflow import ADMIN, REPO, AirflowServices
 from deploy.postgres import PostgresServer
 from deploy.processes import leftovers, record_session, recorded_sessions, stop_session
@@ -42,7 +43,7 @@ def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.update({"PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
     env.update(extra or {})
-    return env
+    return spark_jvm.with_submit_opts(env)
 
 
 class Deployment:

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
 
+from deploy import spark_jvm
 from deploy.processes import free_port, spawn, stop_session, wait_until
 
 
@@ -100,6 +101,10 @@ class SparkStandalone:
             "spark.driver.bindAddress     127.0.0.1",
             "spark.ui.enabled             false",
             "spark.ui.showConsoleProgress false",
+            # short jobs on a small machine (deploy/spark_jvm.py: C1 only, serial GC); the driver in client mode
+            # gets the same through SPARK_SUBMIT_OPTS
+            f"spark.driver.extraJavaOptions   {' '.join(spark_jvm.FLAGS)}",
+            f"spark.executor.extraJavaOptions {' '.join(spark_jvm.FLAGS)}",
         ]) + "\n", encoding="utf-8")
 
     def start(self, timeout: float = 120.0) -> "SparkStandalone":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from deploy import spark_jvm
 from minihbase.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +29,7 @@ if importlib.util.find_spec("xdist") is not None:
     pytest_plugins.append("tests.xdist_groups")  # make test's two workers: the real-HBase tests one unit of work
 os.environ.setdefault("AIRFLOW_HOME", str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+spark_jvm.with_submit_opts(os.environ)  # every driver the tests start: C1 only, serial GC, the class archive
 
 
 def _metadata_db_per_worker() -> None:

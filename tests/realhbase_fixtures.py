@@ -91,6 +91,11 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: 0 if _uses_bed(item) else 1)
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
+    # After pytest's own teardown of the item: its fixtures (a test's tables and peers) are removed from the bed
+    # before the bed stops.
+    result = yield
     if _holder is not None and _uses_bed(item) and (nextitem is None or not _uses_bed(nextitem)):
         _holder.stop()
+    return result

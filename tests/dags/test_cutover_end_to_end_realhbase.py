@@ -96,12 +96,22 @@ def peer(cluster, peer_id: str):
         return admin.get_peer(peer_id)
 
 
-def missing(cluster, log) -> list:
+def missing(cluster, log, accepted_before: float | None = None) -> list:
     from demo.switching_writer import lost_writes
     from hbase_migration.data.datapath import open_data_path
 
     with open_data_path(cluster) as path:
-        return lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()))
+        return lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()), accepted_before)
+
+
+def replication_warnings(workdir: Path, cluster: str, last: int = 6) -> str:
+    """The last replication WARN/ERROR lines of each of a cluster's region servers: why a peer does not ship."""
+    out = []
+    for log in sorted((workdir / cluster / "logs").glob("rs*.log")):
+        lines = [line for line in log.read_text(errors="replace").splitlines()
+                 if (" WARN " in line or " ERROR " in line) and "eplication" in line]
+        out += [f"{cluster}/{log.name}: {len(lines)} replication warning(s)"] + lines[-last:]
+    return "\n".join(out)
 
 
 @dataclass
@@ -117,6 +127,7 @@ class Bed:
     api: Hitl
     switch_file: Path
     migration_run: str
+    workdir: Path  # the test bed's: each cluster's logs
 
     @property
     def switch_command(self) -> str:
@@ -152,7 +163,8 @@ def bed(tmp_path, realhbase):
             migration_run = finished_migration(ledger_url, eps, clusters, tables, peer_id)
             api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
                        passwords["admin"])
-            yield Bed(eps, clusters, tables, peer_id, ledger_url, env, api, switch_file, migration_run)
+            yield Bed(eps, clusters, tables, peer_id, ledger_url, env, api, switch_file, migration_run,
+                      realhbase.workdir)
         finally:
             server.close()
             for cluster in clusters.values():
@@ -227,8 +239,14 @@ def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, bed)
         print("writer at the cut-over:", figures)
         assert figures["writes_accepted_by_both"] == 0, figures
         assert missing(clusters["dc2"], writer.log) == []
-        wait_for(lambda: missing(clusters["dc1"], writer.log) == [], 240,
-                 "every write so far on the source too (the reverse peer)", interval=3)
+        # The writes acknowledged until now (the writer goes on, and replication always trails its newest writes).
+        until = time.time()
+        try:
+            wait_for(lambda: missing(clusters["dc1"], writer.log, until) == [], 240,
+                     "every write so far on the source too (the reverse peer)", interval=3)
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {len(missing(clusters['dc1'], writer.log, until))} missing\n"
+                                 + replication_warnings(bed.workdir, "dc2")) from None
 
         # 3. The rollback.
         log = tmp_path / "rollback.log"
