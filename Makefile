@@ -103,7 +103,7 @@ hbase-jars: | packages
 # The Spark driver's class data sharing archive for the tests' and the demo's short jobs (deploy/spark_jvm.py: a
 # third of a driver's start-up CPU); without it they only start slower.
 $(SPARK_CDS): $(VENV)/.provider
-	@$(VENV)/bin/python -m deploy.spark_jvm dump || echo "spark-cds: no archive (the line above says why); Spark jobs start slower"
+	@$(VENV)/bin/python -c 'from deploy import spark_jvm; spark_jvm.main()' || echo "spark-cds: no archive (the line above says why); Spark jobs start slower"
 
 # Generated once per checkout, never committed; airflow.cfg reads them through *_cmd options.
 .airflow/secrets:

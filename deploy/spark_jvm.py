@@ -6,11 +6,11 @@ Measured on two cores (a `local[2]` job summing a 4-partition RDD, `spark-submit
   C1 only (-XX:TieredStopAtLevel=1), serial GC    13-14 s wall, 13-14 s CPU
   the same with a class data sharing archive      8.5-9 s wall, 7.5-8 s CPU
 A job of the tests or the demo lasts seconds to a minute: the JIT's second tier and the parallel collector's
-threads cost more than they return there. Production jobs (hours of copying) keep the JDK's defaults: nothing
-here is set on a cluster's own spark-submit, nor for `make bench`.
+threads cost more than they return there. The toolkit's operators set none of this: production jobs (hours of
+copying) keep the JDK's defaults, and so does `make bench`.
 
-The archive (`-XX:SharedArchiveFile`) holds the classes a first job loaded; `python -m deploy.spark_jvm dump`
-(the bootstrap's `spark-cds` part) writes it once per venv. A missing or stale archive (another JDK, another
+The archive (`-XX:SharedArchiveFile`) holds the classes a first job loaded; `main()` (the bootstrap's
+`spark-cds` part) writes it once per venv. A missing or stale archive (another JDK, another
 pyspark) only costs the speed-up: the JVM then loads its classes as usual, without a word on stdout.
 """
 from __future__ import annotations
@@ -70,7 +70,6 @@ def dump(archive: Path = ARCHIVE, python: str = sys.executable) -> Path:
     return archive
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] != ["dump"]:
-        sys.exit("usage: python -m deploy.spark_jvm dump")
+def main() -> None:
+    """The bootstrap's `spark-cds` part (Makefile)."""
     print(f"spark-cds: {dump()} ({ARCHIVE.stat().st_size >> 20} MiB)")

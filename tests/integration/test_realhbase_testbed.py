@@ -166,6 +166,8 @@ def test_webhdfs_content_summary_and_quota(realhbase):
         realhbase.set_quota("dc2", "/hbase", space_bytes=4 << 30)
 
 
+@pytest.mark.full  # make test: peers ship on real HBase in the migration, cut-over and conformance tests (which
+# compare `status 'replication'` too); this one polls the shell, a JVM a second, until the master shows the peer
 def test_replication_peer_ships_a_put_to_dc2(realhbase):
     eps = realhbase.endpoints()
     table = _table()
