@@ -301,6 +301,7 @@ class RealHBase:
         `capture` it shares this process's standard input and output (the CLI's `shell`)."""
         cds_flags, dump = cds.flags(self.jars.cds_dir, kind)
         pipe = subprocess.PIPE if capture else None
+        started = time.monotonic()
         proc = subprocess.Popen(command(cds_flags), env=env, text=True, stdout=pipe, stderr=pipe,
                                 stdin=subprocess.PIPE if script is not None else None)
         if dump:
@@ -311,9 +312,23 @@ class RealHBase:
             proc.kill()
             proc.wait()
             cds.settle(self.jars.cds_dir, {proc.pid})
+            self._log_client(kind, started, "killed", script, proc.args)
             raise
         cds.settle(self.jars.cds_dir)
+        self._log_client(kind, started, proc.returncode, script, proc.args)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def _log_client(self, kind: str, started: float, status, script: str | None, args) -> None:
+        """One line per client JVM in <workdir>/clients.log (when, kind, seconds, exit status, what it ran: a
+        script's first statement or the tool's arguments): each costs a JVM's start-up, which is what makes a
+        real-HBase test slow, and this says which."""
+        what = (script or "").strip().splitlines()[:1] or [" ".join(str(a) for a in list(args)[-3:])]
+        line = f"{time.strftime('%FT%T')}\t{kind}\t{time.monotonic() - started:.1f}\t{status}\t{what[0][:160]}\n"
+        try:
+            with open(self.workdir / "clients.log", "a", encoding="utf-8") as f:
+                f.write(line)
+        except OSError:
+            pass  # the record is for people; a workdir being removed must not fail the client's call
 
     def _settle_cds(self, killed: set[int] = frozenset()) -> None:
         """Class data archives of JVMs that have ended (see realhbase/cds.py); `up` settles what a `down` in

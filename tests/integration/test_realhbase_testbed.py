@@ -101,6 +101,11 @@ def test_real_shell_creates_a_replicated_table_puts_and_scans(realhbase):
     assert failed.returncode != 0  # `hbase shell -n` stops at the first error
     said = failed.stdout + failed.stderr
     assert f"Unknown table no_such_table_{table}!" in said or "TableNotFoundException" in said, said[-2000:]
+    # Each client JVM is on record: kind, seconds, exit status, its first statement.
+    runs = [line.split("\t") for line in (realhbase.workdir / "clients.log").read_text().splitlines()]
+    [ok] = [r for r in runs if r[4] == f"create '{table}', {{NAME => 'cf', REPLICATION_SCOPE => 1}}"]
+    [refused] = [r for r in runs if r[4] == f"put 'no_such_table_{table}', 'r', 'cf:q', 'v'"]
+    assert ok[1] == refused[1] == "shell" and ok[3] == "0" and refused[3] != "0" and float(ok[2]) > 0
 
 
 def test_thrift1_and_thrift2_answer(realhbase):
