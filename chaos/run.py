@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from chaos.schedule import KINDS, ScheduleError, make_schedule, parse_kinds
 
@@ -114,6 +114,18 @@ class Partition:
             self.proxy.unblock()
             self.record.update(healed_at_s=round(time.monotonic() - self.t0, 1), healed_because=why)
             log(f"forced fault healed ({why})")
+
+
+def slow_step(what: str, fn: Callable[[], Any], slow_s: float = 60.0) -> Any:
+    """`fn()`, said in the log when it took longer than `slow_s` (seed 10 once spent 13 minutes between a run's
+    end and its comparison, unexplained: the next time says where)."""
+    started = time.monotonic()
+    try:
+        return fn()
+    finally:
+        took = time.monotonic() - started
+        if took > slow_s:
+            log(f"{what} took {took:.0f}s")
 
 
 def tries(client: Any, run_id: str) -> dict[str, Any]:
@@ -289,10 +301,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             entry["faults"] = [forced.record] if forced is not None else []
             if attempt == nemesis_attempt:
                 log("lifting the faults still held and timing their recovery")
-                nemesis.stop()
+                slow_step("the nemesis' stop (every fired fault's recovery judged)", nemesis.stop)
                 entry["phases_began_s"] = {p: round(t - t0, 1) for p, t in nemesis.tracker.started.items()}
                 entry["faults"] += [{k: v for k, v in r.items() if k != "dispatched"} for r in nemesis.records]
-            entry["retried_tasks"] = tries(rest, run_id)
+            entry["retried_tasks"] = slow_step("reading the run's task tries from the REST API",
+                                               lambda: tries(rest, run_id))
             attempts.append(entry)
             if final["state"] == "success":
                 break
