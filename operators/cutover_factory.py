@@ -174,7 +174,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 target_conn_id=spec("source_conn_id"), peer_id=spec("reverse_peer_id"),
                 max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
                 caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
-                deferrable=True, poke_interval=5, timeout=timedelta(hours=6), **run)
+                deferrable=True, poke_interval=5, timeout=timedelta(hours=6), **run, **safe_retry)
             verify = verify_task("final_verify", "verify")
             subject = "Clients switched back to the source?"
             body = (_SPEC + "Tables **{{ s.tables | join(', ') }}**: the target ({{ s.target_conn_id }}) is READONLY, "

@@ -222,7 +222,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
             caught_up_queue_size=spec("caught_up_queue_size"),
             canary_table=_SPEC + "{{ s.tables[0] | tojson if s.canary else None }}",
-            deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}")
+            deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}",
+            **safe_retry)  # a lost worker (chaos seed 12) costs a retry; the deadline fails at once
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),

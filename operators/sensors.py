@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any, Sequence
 
 from airflow.sdk import BaseSensorOperator, Context
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowFailException
 
 from operators.hooks import HBaseClusterHook
 
@@ -116,7 +116,8 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         if event.get("status") != "drained":
             reasons = event.get("decision", {}).get("reasons") or [event.get("error", "no sample")]
             self._ledger("failed", {"reasons": reasons})
-            raise AirflowException(f"peer {self.peer_id} did not drain before the timeout: {'; '.join(reasons)}")
+            # The deadline is the answer, not a failure to get one: a retry would wait the whole timeout again.
+            raise AirflowFailException(f"peer {self.peer_id} did not drain before the timeout: {'; '.join(reasons)}")
         self.log.info("%s", event.get("line"))
         self._run_canary()
         self._ledger("success", event.get("decision"))

@@ -65,9 +65,16 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
         dag = bag.dags[dag_id]
         no_retry = sorted(t.task_id for t in dag.tasks if not t.retries)
         # report closes the run in the ledger, state_left_behind runs after a failure (a re-run of either is
-        # a person's decision), a short-circuit decides from XCom, a sensor waits with its own timeout.
-        assert set(no_retry) <= {"report", "state_left_behind", "proceed_unless_dry_run", "verify_requested",
-                                 "wait_drained"}, (dag_id, no_retry)
+        # a person's decision), a short-circuit decides from XCom. The drain sensor retries too (chaos seed 12:
+        # a Celery worker SIGKILLed while it ran wait_drained failed the run); its deadline fails at once, below.
+        assert set(no_retry) <= {"report", "state_left_behind", "proceed_unless_dry_run", "verify_requested"}, (
+            dag_id, no_retry)
+    for dag_id, task_id in (("hbase_table_migration", "wait_drained"), ("hbase_rollback", "final_drain")):
+        assert bag.dags[dag_id].get_task(task_id).retries == 2, (dag_id, task_id)
+    sensor = bag.dags["hbase_table_migration"].get_task("wait_drained")
+    with pytest.raises(AirflowFailException, match="did not drain before the timeout: lag 9000 ms"):
+        type(sensor)(task_id="w", source_conn_id="s", target_conn_id="t", peer_id="p").execute_complete(
+            {}, {"status": "timeout", "decision": {"reasons": ["lag 9000 ms"]}})
     for error in (InvalidRunInput("peer_id", "must be letters"), ClusterConfigError("same cluster twice")):
         with pytest.raises(AirflowFailException, match=str(error)):
             with bad_input_fails_at_once():
