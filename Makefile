@@ -100,8 +100,8 @@ hbase-jars: | packages
 	@$(PYTHON) -c "from realhbase import jars; jars.resolve(progress=False)" || { \
 	  echo "hbase-jars: Maven could not resolve HBase's jars (the line above says which); make test-realhbase retries"; exit 1; }
 
-# The Spark driver's class data sharing archive for the tests' and the demo's short jobs (deploy/spark_jvm.py: a
-# third of a driver's start-up CPU); without it they only start slower.
+# The Spark driver's class data sharing archive for the tests' and the demo's short jobs (deploy/spark_jvm.py: about
+# 40% of a C1 driver's start-up CPU); without it they only start slower.
 $(SPARK_CDS): $(VENV)/.provider
 	@$(VENV)/bin/python -c 'from deploy import spark_jvm; spark_jvm.main()' || echo "spark-cds: no archive (the line above says why); Spark jobs start slower"
 
