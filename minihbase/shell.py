@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from minihbase import process
 from minihbase.replication import parse_cluster_key
@@ -34,7 +35,7 @@ from minihbase.shell_format import (
     status_replication,
     table_cfs_string,
 )
-from minihbase.shell_lang import RubySyntaxError, Statement, statements
+from minihbase.shell_lang import RubySyntaxError, Statement, incomplete, statements
 from minihbase.shell_tables import TABLE_COMMANDS
 
 _table_name = table_name
@@ -133,6 +134,9 @@ class Shell:
         except TypeError:
             raise ArgumentError(f"wrong number of arguments ({len(statement.args)}) for "
                                 f"{statement.command}") from None
+        if statement.command == "puts":  # Ruby's own, not a shell command: HBase's shell times none of it
+            handler(self, *statement.args)
+            return
         started = time.monotonic()
         try:
             handler(self, *statement.args)
@@ -526,6 +530,12 @@ def cmd_list_peer_configs(sh: Shell) -> None:
         sh.print(f" PeerId {peer.peer_id}", *peer_config_rows(peer.config), "  ")
 
 
+def cmd_puts(sh: Shell, *values: Any) -> None:
+    """Ruby's `puts`: each value on a line of its own (what a caller keeping the shell open prints as a marker)."""
+    sh.print(*([""] if not values else ["" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                                        for v in values]))
+
+
 def cmd_exit(sh: Shell, code: Any = 0) -> None:
     raise SystemExit(code if isinstance(code, int) else 0)
 
@@ -548,7 +558,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "remove_peer_exclude_namespaces": _namespaces_setter("exclude_namespaces", "remove"),
     "set_peer_exclude_tableCFs": cmd_set_peer_exclude_tableCFs,
     "get_peer_config": cmd_get_peer_config, "list_peer_configs": cmd_list_peer_configs,
-    "exit": cmd_exit, "quit": cmd_exit,
+    "exit": cmd_exit, "quit": cmd_exit, "puts": cmd_puts,
 }
 from minihbase.shell_data import DATA_COMMANDS  # noqa: E402  (put, get, scan, deleteall; imports this module)
 
@@ -574,12 +584,14 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             print(f"ERROR: cannot read script {args.script}: {e}", flush=True)
             return 1
-    texts.append(sys.stdin.read())
     failed = False
     try:
-        for text in texts:
+        # The script file whole, then standard input statement by statement as HBase's shell reads it: each
+        # statement runs (and its output is flushed) as soon as its last line arrives, so a caller can keep one
+        # shell open and feed it statements (clusters.shell.ShellSession).
+        for text, first_line in itertools.chain([(t, 1) for t in texts], _chunks(sys.stdin)):
             try:
-                for statement in statements(text):
+                for statement in statements(text, first_line):
                     try:
                         shell.execute(statement)
                     except ShellError as e:
@@ -587,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
                         failed = True
                         if args.noninteractive:
                             return 1
+                    finally:
+                        sys.stdout.flush()
             except RubySyntaxError as e:
                 shell.print(f"ERROR: SyntaxError: (hbase):{e}")
                 failed = True
@@ -598,3 +612,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         shell.close()
     return 1 if failed and args.noninteractive else 0
+
+
+def _chunks(stream) -> Iterator[tuple[str, int]]:
+    """Complete statements from `stream` as its lines arrive, with the number of their first line."""
+    buffer, first, number = "", 1, 0
+    for line in stream:
+        number += 1
+        buffer += line
+        if not incomplete(buffer):
+            yield buffer, first
+            buffer, first = "", number + 1
+    if buffer.strip():
+        yield buffer, first

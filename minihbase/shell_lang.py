@@ -43,7 +43,7 @@ class Statement:
     line: int
 
 
-_PUNCT = ("=>", ",", "[", "]", "{", "}", "(", ")", ";", ":")
+_PUNCT = ("=>", ",", "[", "]", "{", "}", "(", ")", ";", ":", "+")
 _SIMPLE_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "s": b" ", "e": b"\x1b", "a": b"\x07",
                    "b": b"\x08", "f": b"\x0c", "v": b"\x0b"}
 _NUMBER = re.compile(r"-?\d[\d_]*(\.\d+)?")
@@ -118,9 +118,10 @@ def _single_quoted(text: str, i: int, line: int) -> tuple[bytes, int]:
     raise RubySyntaxError(f"line {line}: unterminated string meets end of file")
 
 
-def tokenize(text: str) -> list[Token]:
+def tokenize(text: str, line: int = 1) -> list[Token]:
+    """`line`: the number of the text's first line (a shell reading its input chunk by chunk counts on)."""
     tokens: list[Token] = []
-    i, n, line = 0, len(text), 1
+    i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "\n":
@@ -167,7 +168,7 @@ def tokenize(text: str) -> list[Token]:
 
 def split_statements(tokens: list[Token]) -> Iterator[list[Token]]:
     """Group tokens into statements: a newline or `;` ends one unless brackets are open or the previous token
-    is `,` or `=>` (Ruby continues the expression on the next line)."""
+    is `,`, `=>` or `+` (Ruby continues the expression on the next line)."""
     current: list[Token] = []
     depth = 0
     for tok in tokens:
@@ -176,7 +177,7 @@ def split_statements(tokens: list[Token]) -> Iterator[list[Token]]:
         elif tok.kind == "punct" and tok.value in ")]}":
             depth -= 1
         if (tok.kind == "newline" or (tok.kind == "punct" and tok.value == ";")) and depth <= 0:
-            if current and current[-1].kind == "punct" and current[-1].value in (",", "=>") \
+            if current and current[-1].kind == "punct" and current[-1].value in (",", "=>", "+") \
                     and tok.kind == "newline":
                 continue
             if current:
@@ -217,6 +218,19 @@ class _Parser:
         return tok is not None and tok.kind == "punct" and tok.value == value
 
     def value(self) -> Any:
+        value = self.primary()
+        while self.at("+"):  # `"a" + "b"`: Ruby's string concatenation (and integer addition)
+            tok = self.take()
+            right = self.primary()
+            if isinstance(value, RStr) and isinstance(right, RStr):
+                value = RStr(value.raw + right.raw)
+            elif type(value) is int and type(right) is int:
+                value = value + right
+            else:
+                raise RubySyntaxError(f"line {tok.line}: `+` joins two strings or two integers")
+        return value
+
+    def primary(self) -> Any:
         tok = self.take()
         if tok.kind in ("str", "int", "float"):
             return tok.value
@@ -308,17 +322,37 @@ def parse_statement(tokens: list[Token], text: str = "") -> Statement:
     return Statement(first.value, args, text, first.line)
 
 
-def statements(text: str) -> Iterator[Statement]:
-    """Statements in order; a syntax error is raised when the bad statement is reached (earlier ones run)."""
+def statements(text: str, first_line: int = 1) -> Iterator[Statement]:
+    """Statements in order; a syntax error is raised when the bad statement is reached (earlier ones run).
+    `first_line`: the number of the text's first line in the whole input."""
     try:
-        tokens = tokenize(text)
+        tokens = tokenize(text, first_line)
     except RubySyntaxError as e:
         # Run what lexes cleanly before the bad line, then fail where Ruby would.
-        bad_line = int(re.match(r"line (\d+)", str(e)).group(1)) if re.match(r"line (\d+)", str(e)) else 1
-        good = "\n".join(text.splitlines()[:bad_line - 1])
-        yield from statements(good) if good.strip() else iter(())
+        bad_line = int(re.match(r"line (\d+)", str(e)).group(1)) if re.match(r"line (\d+)", str(e)) else first_line
+        good = "\n".join(text.splitlines()[:bad_line - first_line])
+        yield from statements(good, first_line) if good.strip() else iter(())
         raise
     lines = text.splitlines()
     for group in split_statements(tokens):
-        source = "\n".join(lines[group[0].line - 1:group[-1].line])
+        source = "\n".join(lines[group[0].line - first_line:group[-1].line - first_line + 1])
         yield parse_statement(group, source.strip())
+
+
+def incomplete(text: str) -> bool:
+    """Whether `text` ends inside a statement (a string or a bracket still open, or a last line ending with `,`,
+    `=>`, `+` or `\\`): a shell reading line by line, as `hbase shell` does, waits for more before running it."""
+    try:
+        tokens = tokenize(text)
+    except RubySyntaxError as e:
+        return "meets end of file" in str(e)
+    if text.rstrip(" \t\r\n").endswith("\\"):
+        return True
+    depth = 0
+    for tok in tokens:
+        if tok.kind == "punct" and tok.value in "([{":
+            depth += 1
+        elif tok.kind == "punct" and tok.value in ")]}":
+            depth -= 1
+    last = [t for t in tokens if t.kind != "newline"][-1:]
+    return depth > 0 or bool(last and last[0].kind == "punct" and last[0].value in (",", "=>", "+"))

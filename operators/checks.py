@@ -94,21 +94,25 @@ class PreflightOperator(BaseOperator):
         self.safety_factor = safety_factor
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.clusters.channels import one_shell_per_cluster
         from hbase_migration.migration.preflight import run_preflight
         from hbase_migration.migration.runspec import parse_codec_map
 
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
         recorded, resumed = self._earlier_decisions()
-        report = run_preflight(
-            HBaseClusterHook(self.source_conn_id).get_cluster(), HBaseClusterHook(self.target_conn_id).get_cluster(),
-            table_names(self.tables), self.peer_id, create_missing=self.create_missing,
-            expected_copy_s=self.expected_copy_s, safety_factor=self.safety_factor, quota_mark=self.quota_mark,
-            codec_map=parse_codec_map(self.codec_map or ""), target_coprocessors=table_names(self.target_coprocessors),
-            allow_target_data=self.allow_target_data is True, serial=self.serial is True,
-            bandwidth=int(self.bandwidth or 0), sizing=self._sizing_request(),
-            initial_copy=self.initial_copy or "scan",
-            snapshot_threshold_bytes=int(self.snapshot_threshold_bytes) if self.snapshot_threshold_bytes else None,
-            recorded=recorded, resumed_exports=resumed,
-        )
+        with one_shell_per_cluster():  # describe, namespaces, the sizing's scratch tables: one JVM per cluster
+            report = run_preflight(
+                source, target, table_names(self.tables), self.peer_id, create_missing=self.create_missing,
+                expected_copy_s=self.expected_copy_s, safety_factor=self.safety_factor, quota_mark=self.quota_mark,
+                codec_map=parse_codec_map(self.codec_map or ""),
+                target_coprocessors=table_names(self.target_coprocessors),
+                allow_target_data=self.allow_target_data is True, serial=self.serial is True,
+                bandwidth=int(self.bandwidth or 0), sizing=self._sizing_request(),
+                initial_copy=self.initial_copy or "scan",
+                snapshot_threshold_bytes=int(self.snapshot_threshold_bytes) if self.snapshot_threshold_bytes else None,
+                recorded=recorded, resumed_exports=resumed,
+            )
         for line in report.text().splitlines():
             self.log.info("%s", line)
         if report.sizing is not None and self.ledger_run_id:
@@ -203,12 +207,22 @@ class CreateTargetTablesOperator(BaseOperator):
         self.target_coprocessors = target_coprocessors
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from hbase_migration.migration.runspec import parse_codec_map
-        from hbase_migration.migration.tables import TableRefused, create_missing_tables, create_namespaces
+        from hbase_migration.clusters.channels import one_shell_per_cluster
 
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         cloned = [t["table"] if isinstance(t, dict) else t for t in table_names(self.clone_tables or [])]
+        with one_shell_per_cluster():  # describe, list_namespace, create, describe again: one JVM per cluster
+            done = self._create(source, target, cloned)
+        for item in done:
+            self.log.info("%s: %s%s", item["table"], item["outcome"],
+                          f" ({item['statement']})" if item.get("statement") else "")
+        return done
+
+    def _create(self, source: Any, target: Any, cloned: list[str]) -> list[dict[str, Any]]:
+        from hbase_migration.migration.runspec import parse_codec_map
+        from hbase_migration.migration.tables import TableRefused, create_missing_tables, create_namespaces
+
         try:
             done = create_missing_tables(
                 source, target, [t for t in table_names(self.tables) if t not in cloned],
@@ -220,7 +234,4 @@ class CreateTargetTablesOperator(BaseOperator):
             statements = create_namespaces(source, target, cloned, dry_run=self.dry_run is True)
             done += [{"table": t, "outcome": "cloned from its snapshot later (snapshot_export)",
                       "statement": "; ".join(statements) or None} for t in cloned]
-        for item in done:
-            self.log.info("%s: %s%s", item["table"], item["outcome"],
-                          f" ({item['statement']})" if item.get("statement") else "")
         return done

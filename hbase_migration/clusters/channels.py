@@ -14,6 +14,7 @@ retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers). A
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -291,12 +292,68 @@ def http(cluster: Any) -> Any:
 # The HBase shell
 
 
+# The sessions `one_shell_per_cluster` keeps open for its block: {key: (ExitStack, ShellSession)}, or None.
+_shared_shells: contextvars.ContextVar[dict | None] = contextvars.ContextVar("hbase_shells", default=None)
+_shared_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def one_shell_per_cluster() -> Iterator[None]:
+    """Within the block, `shell()` runs each cluster's statements in one `hbase shell` kept open (opened at its
+    first call), not in a shell of their own: a task that reads schemas, namespaces and switches, creates and
+    describes again pays one JVM start per cluster (10-30 s each on a real cluster) instead of one per call.
+    The statements and what they print are the same; a statement that fails ends that session (`-n`) and
+    raises as a call of its own would, and the next call opens a new one. Closed on leaving the block."""
+    if _shared_shells.get() is not None:  # nested: the outer block's sessions serve
+        yield
+        return
+    sessions: dict = {}
+    token = _shared_shells.set(sessions)
+    try:
+        yield
+    finally:
+        _shared_shells.reset(token)
+        for stack, _ in sessions.values():
+            with contextlib.suppress(Exception):  # closing a dead or stuck shell must not hide the block's error
+                stack.close()
+
+
+def _shared_shell(sessions: dict, cluster: "Cluster", statements: Sequence[str], timeout: float) -> "ShellOutput":
+    from hbase_migration.clusters.shell import ShellCommandError
+
+    key = (cluster.name, tuple(cluster.shell_command))
+    if key not in sessions or not sessions[key][1].alive:
+        if key in sessions:
+            sessions.pop(key)[0].close()
+        stack = contextlib.ExitStack()
+        try:
+            sessions[key] = (stack, stack.enter_context(shell_session(cluster, timeout_s=timeout)))
+        except BaseException:
+            stack.close()
+            raise
+    stack, session = sessions[key]
+    log.info("running %d statement(s) in the open shell of %s: %s", len(statements), cluster.name,
+             "; ".join(statements))
+    try:
+        with _shared_lock:  # a session takes one caller at a time (a thread that copied the block's context)
+            return session.run(statements, timeout_s=timeout)
+    except ShellCommandError:
+        sessions.pop(key, None)
+        stack.close()  # a failed statement ended it (`-n`), or a timeout killed it
+        raise
+
+
 def shell(cluster: "Cluster", statements: Sequence[str], timeout_s: float | None = None) -> "ShellOutput":
     """`statements` through the cluster's `shell_command` (clusters.shell.run_shell), with a Kerberos ticket
-    of the toolkit's own when the cluster is Kerberized."""
+    of the toolkit's own when the cluster is Kerberized; inside `one_shell_per_cluster`, in its open shell."""
     from hbase_migration.clusters.shell import run_shell
 
     timeout = cluster.shell_timeout_s if timeout_s is None else timeout_s
+    sessions = _shared_shells.get()
+    if sessions is not None:
+        if not statements:
+            raise ValueError("no statements to run")
+        return _shared_shell(sessions, cluster, statements, timeout)
     security = security_of(cluster)
     if security is None or not security.kerberos:
         return run_shell(statements, cluster.shell_command, timeout)

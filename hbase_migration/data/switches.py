@@ -162,9 +162,12 @@ def _lease_s(cluster: "Cluster") -> float:
 def hold(cluster: "Cluster", ledger: Any, holder: str, run_id: str | None = None,
          logger: logging.Logger | None = None) -> dict[str, Any]:
     """Turn the source's switches off for `holder` (see the module docstring); returns what was found and set."""
+    from hbase_migration.clusters.channels import one_shell_per_cluster
+
     out = logger or log
     key = source_key(cluster)
-    with _lease(ledger, key, _lease_s(cluster), _lease_s(cluster) + 60.0) as owner:
+    # the read and the set in one shell (one JVM start), the state found recorded in between
+    with _lease(ledger, key, _lease_s(cluster), _lease_s(cluster) + 60.0) as owner, one_shell_per_cluster():
         others = [h["holder"] for h in ledger.switch_holds(key) if h["holder"] != holder]
         guard = ledger.switch_guard(key) or {}
         if guard.get("found") is None:

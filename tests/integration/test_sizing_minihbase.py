@@ -268,3 +268,33 @@ def test_every_tables_scratch_table_is_made_in_one_shell_call_and_dropped_in_one
     assert [t.sample.complete for t in report.tables] == [True, True], report.tables
     assert len(shell_calls()) > 2  # the fallback: one table at a time
     assert scratch_tables(dc2) == []
+
+
+def test_creating_the_target_tables_keeps_one_shell_per_cluster_open(minihbase_pair, table, caplog):
+    """What `create_target_tables` (and preflight) run inside `channels.one_shell_per_cluster`: the source's
+    describe and namespace, the target's list_namespace, create and describe again, each cluster's statements
+    in one shell kept open (minihbase's shell reads statement by statement, as HBase's does); the table made
+    is the one the calls one by one make, and no shell is left running."""
+    import logging
+
+    from hbase_migration.clusters import channels
+    from hbase_migration.migration.tables import create_missing_tables
+
+    dc1, dc2 = minihbase_pair
+    source, target = cluster_of(dc1, "source"), cluster_of(dc2, "target")
+    namespace = "pooled" + uuid.uuid4().hex[:6]
+    name = f"{namespace}:t"
+    dc1.create_namespace(namespace)
+    dc1.create_table(name, {"d": {"max_versions": 3, "replication_scope": 1}}, split_keys=SPLITS)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="hbase_migration.clusters"):
+        with channels.one_shell_per_cluster():
+            done = create_missing_tables(source, target, [name])
+    opened = [r.getMessage() for r in caplog.records if "shell session" in r.getMessage()]
+    ran = [r.getMessage() for r in caplog.records if "in the open shell of" in r.getMessage()]
+    assert [d["outcome"] for d in done] == ["created"] and done[0]["namespace_statement"], done
+    assert len(opened) == 2 and sum("--cluster dc1" in m for m in opened) == 1, opened  # one per cluster
+    assert len(ran) >= 4 and not [r for r in caplog.records if "statement(s) through" in r.getMessage()], ran
+    assert describe_tables(target, [name])[name].families == describe_tables(source, [name])[name].families
+    assert not [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+                .splitlines() if "minihbase shell" in line and str(dc2.workdir) in line]

@@ -7,7 +7,7 @@ import pytest
 from minihbase.replication import codec, parse_cluster_key
 from minihbase.replication.source import Throttler
 from minihbase.shell_format import human_ttl, list_peers_row, table_cfs_string
-from minihbase.shell_lang import RubySyntaxError, statements
+from minihbase.shell_lang import RubySyntaxError, incomplete, statements
 from minihbase.znodes import with_metadata
 
 
@@ -76,6 +76,25 @@ def test_ruby_statements():
         list(statements('describe "t#{1}"'))
     with pytest.raises(RubySyntaxError):
         list(statements("create 't', {NAME => 'cf'"))
+
+
+def test_a_shell_reading_line_by_line_waits_for_a_statement_to_end():
+    """What minihbase's shell runs as soon as it arrives (HBase's shell reads its input statement by statement)."""
+    for whole in ("list\n", "describe 't'\n", "create 't', {NAME => 'cf'}\n", "puts \"a\" + \"b\"\n", "\n",
+                  "# a comment\n", "describe 't\n'x\n", "create 't', :\n"):  # the last: an error, run to fail
+        assert not incomplete(whole), whole
+    for part in ("create 't', {NAME => 'cf',\n", "add_peer '1',\n", "x 'a' =>\n", "puts \"a\" +\n",
+                 "describe 'unterminated\n", "list \\\n", "scan 't', [\n"):
+        assert incomplete(part), part
+    [joined] = statements('puts "__mark" + "er_1__"\n')
+    assert joined.command == "puts" and joined.args == ["__marker_1__"]
+    assert list(statements("x 1 + 2"))[0].args == [3]
+    with pytest.raises(RubySyntaxError, match="joins two strings"):
+        list(statements("x 'a' + 1"))
+    # numbered as lines of the whole input, which a chunk read later starts in the middle of
+    with pytest.raises(RubySyntaxError, match="line 7"):
+        list(statements("list\nx 'a' + 1\n", first_line=6))
+    assert [s.text for s in statements("list\ndescribe 't'\n", first_line=40)] == ["list", "describe 't'"]
 
 
 def test_shell_formats():
