@@ -111,11 +111,21 @@ def markers_hiding(column: bytes, at_or_after: Sequence[tuple[bytes, str, str]],
 def classify(rows: Mapping[bytes, Sequence[tuple[bytes, int]]], stdout: str
              ) -> dict[bytes, dict[tuple[bytes, int], list[str]]]:
     """row -> (column, ts) -> the markers hiding that cell ([] = none), from the output of `marker_statements`."""
-    order = [(row, ts) for row in sorted(rows) for ts in sorted({ts for _c, ts in rows[row]})]
-    sections = parse_raw_scans(stdout, 2 * len(order))
-    by_key = {key: (sections[2 * i], sections[2 * i + 1]) for i, key in enumerate(order)}
-    return {row: {(column, ts): markers_hiding(column, *by_key[(row, ts)], row) for column, ts in cells}
-            for row, cells in rows.items()}
+    return classify_many([rows], stdout)[0]
+
+
+def classify_many(requests: Sequence[Mapping[bytes, Sequence[tuple[bytes, int]]]], stdout: str
+                  ) -> list[dict[bytes, dict[tuple[bytes, int], list[str]]]]:
+    """`classify` of several tables' rows from one shell run of their `marker_statements`, in that order (one
+    shell start for all)."""
+    orders = [[(row, ts) for row in sorted(rows) for ts in sorted({ts for _c, ts in rows[row]})] for rows in requests]
+    sections = iter(parse_raw_scans(stdout, 2 * sum(len(order) for order in orders)))
+    out = []
+    for rows, order in zip(requests, orders):
+        by_key = {key: (next(sections), next(sections)) for key in order}
+        out.append({row: {(column, ts): markers_hiding(column, *by_key[(row, ts)], row) for column, ts in cells}
+                    for row, cells in rows.items()})
+    return out
 
 
 def hiding_markers(cluster: "Cluster", table: str, rows: Mapping[bytes, Sequence[tuple[bytes, int]]]

@@ -83,6 +83,13 @@ def test_classify_maps_every_cell_of_every_row_to_its_hiding_markers():
     found = markers.classify(rows, SHELL_OUTPUT)
     assert found == {b"r\x01": {(b"d:a", 20): ["DeleteFamily d:"], (b"h:b", 20): ["Delete h:b"],
                                 (b"h:c", 30): ["DeleteFamilyVersion h:"], (b"d:b", 30): []}}
+    # Two requests read by one shell run: the scans in order, the first request's ts 20 then the second's ts 30.
+    first, second = {b"r\x01": [(b"d:a", 20), (b"h:b", 20)]}, {b"r\x01": [(b"h:c", 30), (b"d:b", 30)]}
+    assert markers.classify_many([first, second], SHELL_OUTPUT) == [
+        {b"r\x01": {(b"d:a", 20): ["DeleteFamily d:"], (b"h:b", 20): ["Delete h:b"]}},
+        {b"r\x01": {(b"h:c", 30): ["DeleteFamilyVersion h:"], (b"d:b", 30): []}}]
+    with pytest.raises(ValueError, match="expected the output of 6 raw scan"):
+        markers.classify_many([first, second, {b"x": [(b"d:a", 1)]}], SHELL_OUTPUT)
 
 
 def _cells(*cols):
