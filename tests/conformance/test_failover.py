@@ -17,7 +17,9 @@ from tests.conformance.test_replication import znode_snapshot
 from tests.conformance.zk_probes import split_metadata
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.realhbase]
+# make test-full: a region server killed on each backend (minutes on real HBase); make test's conformance runs
+# the rest of the suite, and its real region server kill is test_toolkit_realhbase.py's (during catch-up).
+pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.full]
 
 PEER, TABLE, VICTIM = "conffo", "conf_fo", 1  # VICTIM: the slot of the dc1 region server killed
 STATUS = "status 'replication'"

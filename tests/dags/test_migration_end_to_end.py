@@ -5,7 +5,10 @@ independent comparison of every version of every column (value and timestamp) on
 Thrift2 client.
 
 On real HBase (the session's realhbase test bed, dc1 -> dc2) through the toolkit's Thrift2 data path in `make
-test`; its Thrift1 fallback, and both paths on minihbase (the stand-in), in `make test-full`."""
+test`, with both initial copies in the one run (`initial_copy` auto: `orders` flushed, so by snapshot, exported
+over WebHDFS and cloned; `users` by scan); its Thrift1 fallback, and both paths on minihbase (the stand-in, scan
+only), in `make test-full`. The snapshot path's own test (a namespace the target lacks, a KEEP_DELETED_CELLS
+family's hidden cells) is tests/dags/test_snapshot_migration.py (`make test-full`)."""
 import re
 import uuid
 from argparse import Namespace
@@ -39,8 +42,9 @@ def test_migration_with_live_writes_loses_no_version(request, tmp_path, zookeepe
                            zookeeper=zookeeper.hosts, data_path=data_path, repair=True, stand_in=not real,
                            testbed=str(testbed) if real else None, table_prefix=f"e2e{tag}_" if real else "",
                            peer_id=f"e2e{tag}" if real else "demo",
-                           # on real HBase, two of the three tables: families keeping 1, 3 and 3, 2 versions
-                           tables=["users", "orders"] if real else None))
+                           # on real HBase, two of the three tables: families keeping 1, 3 and 3, 2 versions;
+                           # orders by snapshot and users by scan, in the one run (initial_copy auto)
+                           tables=["users", "orders"] if real else None, snapshot=["orders"] if real else None))
     assert result["backend"] == backend and (result["hbase_version"] is not None) is real, result
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
@@ -51,6 +55,9 @@ def test_migration_with_live_writes_loses_no_version(request, tmp_path, zookeepe
     assert writer["errors"] == 0, writer
     # The deferrable catch-up left every poll in the ledger: at least the stable window the demo asks for (3).
     assert result["catch_up"]["lag_samples"] >= 3, result["catch_up"]
+    methods = {table: r["initial_copy"] for table, r in result["tables"].items()}
+    assert methods == ({f"e2e{tag}_users": "scan", f"e2e{tag}_orders": "snapshot"} if real else
+                       dict.fromkeys(methods, "scan")), result["tables"]
     assert_the_ledger_feeds_the_dashboard(tmp_path / "demo" / "ledger.db", result["run_id"])
     found_by_table = {}
     for table, r in result["tables"].items():
@@ -58,7 +65,12 @@ def test_migration_with_live_writes_loses_no_version(request, tmp_path, zookeepe
         assert cmp["differences"] == 0, (table, cmp)
         assert cmp["source_rows"] == cmp["target_rows"] > 0, (table, cmp)
         assert cmp["source_cells"] == cmp["target_cells"] > cmp["source_rows"], (table, cmp)  # every version
-        assert r["rows_copied"] and r["rows_copied"] > 0, (table, r)
+        if r["initial_copy"] == "scan":
+            assert r["rows_copied"] and r["rows_copied"] > 0, (table, r)
+        else:  # exported file by file over WebHDFS, cloned on dc2, both snapshots deleted afterwards
+            export = r["snapshot_export"]
+            assert export["state"] == "cleaned" and export["cloned_ms"], (table, export)
+            assert export["files"]["files"] == export["files_total"] > 0, (table, export)
         # Verify reads every version. What it may find is what HBase's own version retention allows (the HBase
         # book, "Major compactions change query results"): a version pushed out of the versions a family keeps
         # is dropped by a flush on one cluster and still held on the other (or was never read by the copy, whose
@@ -77,11 +89,15 @@ def test_migration_with_live_writes_loses_no_version(request, tmp_path, zookeepe
 
 
 def drop_peer_and_tables(bed, peer: str, prefix: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     from demo.workload import sample_tables
 
     drops = "".join(f"disable '{t.name}'\ndrop '{t.name}'\n" for t in sample_tables(4000, prefix))
-    bed.shell("dc1", f"remove_peer '{peer}'\n" + drops, args=())  # without -n: a missing piece stops nothing
-    bed.shell("dc2", drops, args=())
+    with ThreadPoolExecutor(2) as pool:  # both clusters' shells side by side; without -n: a missing piece stops nothing
+        for done in [pool.submit(bed.shell, "dc1", f"remove_peer '{peer}'\n" + drops, args=()),
+                     pool.submit(bed.shell, "dc2", drops, args=())]:
+            done.result()
 
 
 def unexplained(bed, found_by_table: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -152,7 +168,7 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
     disabled_phase = [p for p in series["lag"] if p["sampled_ms"] < enabled]
     assert disabled_phase, "no lag sample before enable_peer: the watchdog did not sample the disabled peer"
     plans = series["copy"]["plans"]
-    assert set(plans) == set(summary["run"]["tables"])
+    assert set(plans) == set(summary["copy"]["tables"]) and plans  # the tables the scan copied
     assert all(plans[t]["partitions"] == summary["copy"]["tables"][t]["partitions"] for t in plans)
     app = FastAPI()
     app.mount("/hbase-migration", create_app(resolve_ledger_url(url, None, ledger_path.parent)))
@@ -165,7 +181,7 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
     quota_chart = re.search(r'<svg class="chart quota-chart"[^>]*data-points="(\d+)"', page.text)
     assert quota_chart and int(quota_chart.group(1)) >= summary["quota"]["samples"] // 2, page.text[:2000]
     assert re.search(r'<svg class="chart lag-chart lag-size"[^>]*data-points="[1-9]', page.text)
-    for table in summary["run"]["tables"]:
+    for table in plans:
         n = plans[table]["partitions"]
         assert f"{table} {n} of {n} 100%" in shown
     # preflight sized the run before the copy: every table and the projection are in the ledger and on the page

@@ -25,7 +25,9 @@ from tests.snapshot_bed import (
     unique,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.realhbase]
+# make test-full: make test's migration on real HBase (tests/dags/test_migration_end_to_end.py) copies one of its
+# tables by snapshot in the same run; this one adds a namespace the target lacks and a KEEP_DELETED_CELLS family.
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.realhbase, pytest.mark.full]
 
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable

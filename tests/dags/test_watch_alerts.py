@@ -14,7 +14,9 @@ from tests.alert_receivers import SECRETS, alert_env, http_receiver, smtp_server
 from tests.dags.airflow_run import airflow_env, dags_test
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.dags]
+# make test-full: make test runs the watch DAG (test_watch_dag.py) and shows an alert reaching a person (the chaos
+# run's failed attempt); this one is every breach kind, once each, and the all-clear.
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.full]
 
 ALERT_LAG_MS = 2000
 # Far beyond any real projection: any oldWALs growth during the watch's two readings is a breach.
