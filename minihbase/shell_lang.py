@@ -166,19 +166,27 @@ def tokenize(text: str, line: int = 1) -> list[Token]:
     return tokens
 
 
+def _nesting(tok: Token) -> int:
+    """+1 for a bracket opened, -1 for one closed."""
+    if tok.kind == "punct" and tok.value in ("(", "[", "{"):
+        return 1
+    return -1 if tok.kind == "punct" and tok.value in (")", "]", "}") else 0
+
+
+def _continues(tok: Token) -> bool:
+    """A line ending with this token goes on on the next (Ruby)."""
+    return tok.kind == "punct" and tok.value in (",", "=>", "+")
+
+
 def split_statements(tokens: list[Token]) -> Iterator[list[Token]]:
     """Group tokens into statements: a newline or `;` ends one unless brackets are open or the previous token
     is `,`, `=>` or `+` (Ruby continues the expression on the next line)."""
     current: list[Token] = []
     depth = 0
     for tok in tokens:
-        if tok.kind == "punct" and tok.value in "([{":
-            depth += 1
-        elif tok.kind == "punct" and tok.value in ")]}":
-            depth -= 1
+        depth += _nesting(tok)
         if (tok.kind == "newline" or (tok.kind == "punct" and tok.value == ";")) and depth <= 0:
-            if current and current[-1].kind == "punct" and current[-1].value in (",", "=>", "+") \
-                    and tok.kind == "newline":
+            if current and _continues(current[-1]) and tok.kind == "newline":
                 continue
             if current:
                 yield current
@@ -348,11 +356,5 @@ def incomplete(text: str) -> bool:
         return "meets end of file" in str(e)
     if text.rstrip(" \t\r\n").endswith("\\"):
         return True
-    depth = 0
-    for tok in tokens:
-        if tok.kind == "punct" and tok.value in "([{":
-            depth += 1
-        elif tok.kind == "punct" and tok.value in ")]}":
-            depth -= 1
     last = [t for t in tokens if t.kind != "newline"][-1:]
-    return depth > 0 or bool(last and last[0].kind == "punct" and last[0].value in (",", "=>", "+"))
+    return sum(map(_nesting, tokens)) > 0 or bool(last and _continues(last[0]))

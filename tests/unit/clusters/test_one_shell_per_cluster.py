@@ -14,25 +14,10 @@ import pytest
 from hbase_migration.clusters import channels
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.clusters.shell import ShellCommandError
+from tests.unit.clusters.test_shell_session import STAND_IN as SESSION_STAND_IN
 
-STAND_IN = r'''
-import os, re, sys
-with open(sys.argv[1], "a") as f:
-    f.write(f"{os.getpid()}\n")
-n = 0
-for line in sys.stdin:
-    n += 1
-    line = line.rstrip("\n")
-    print(f"hbase:{n:03d}:0> {line}", flush=True)
-    m = re.fullmatch(r'puts "(.*)" \+ "(.*)"', line)
-    if m:
-        print(m.group(1) + m.group(2), flush=True)
-    elif line == "fail":
-        print("ERROR: Table nosuch does not exist.", flush=True)
-        sys.exit(1)
-    else:
-        print(f"ran {line}", flush=True)
-'''
+# test_shell_session's stand-in, each start recorded (its pid) in the file its first argument names
+STAND_IN = "import os, sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(f'{os.getpid()}\\n')\n" + SESSION_STAND_IN
 
 
 def cluster(name: str, starts: Path) -> Cluster:
@@ -72,7 +57,7 @@ def test_a_failing_statement_raises_and_the_next_call_opens_a_new_shell(tmp_path
     a = cluster("a", tmp_path / "a")
     with channels.one_shell_per_cluster():
         channels.shell(a, ["list"])
-        with pytest.raises(ShellCommandError, match="Table nosuch does not exist"):
+        with pytest.raises(ShellCommandError, match="NameError: fail"):
             channels.shell(a, ["fail", "never run"])
         assert channels.shell(a, ["list"]).stdout.splitlines()[-1] == "ran list"
     assert len(started(tmp_path / "a")) == 2
