@@ -391,22 +391,26 @@ class LedgerStore:
     without it, the whole copy job failed at the first partition it finished during the outage, and the work of
     every partition in flight was lost to the task's retry (or a job starting then failed at its plan)."""
 
-    def __init__(self, ledger: Any, retry_s: float = 120.0):
+    def __init__(self, ledger: Any, retry_s: float = 120.0, sleep: Callable[[float], None] | None = None):
         for name in ("partition_done", "done_partitions"):
             if not callable(getattr(ledger, name, None)):
                 raise TypeError(f"ledger {ledger!r} has no {name}() method")
         self.ledger = ledger
         self.retry_s = retry_s
+        self._sleep = sleep  # the waits between retries (a test's fake; never the process-wide time.sleep)
+
+    def _retry(self, fn: Callable[[], Any], what: str) -> Any:
+        return retry_transient(fn, what, self.retry_s, sleep=self._sleep)
 
     def done_partitions(self, copy_id: str, table: str) -> set[str]:
-        return set(retry_transient(lambda: self.ledger.done_partitions(copy_id, table),
-                                   f"reading the finished partitions of {table}", self.retry_s))
+        return set(self._retry(lambda: self.ledger.done_partitions(copy_id, table),
+                               f"reading the finished partitions of {table}"))
 
     def finished_ranges(self, copy_id: str, table: str) -> list[Any]:
         from hbase_migration.data.resume import FinishedRange
 
-        rows = retry_transient(lambda: self.ledger.finished_ranges(copy_id, table),
-                               f"reading the finished key ranges of {table}", self.retry_s)
+        rows = self._retry(lambda: self.ledger.finished_ranges(copy_id, table),
+                           f"reading the finished key ranges of {table}")
         return [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in rows]
 
     def partition_done(
@@ -419,14 +423,14 @@ class LedgerStore:
 
     def partitions_done(self, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:
         for r in records:
-            retry_transient(lambda r=r: self.partition_done(
+            self._retry(lambda r=r: self.partition_done(
                 copy_id, table, r["partition_id"], r["start_row"], r["stop_row"],
                 r["rows"], r["cells"], r["bytes"], fingerprint=r.get("fingerprint"),
-            ), f"recording partition {r['partition_id']} of {table}", self.retry_s)
+            ), f"recording partition {r['partition_id']} of {table}")
 
     def copy_plan(self, copy_id: str, table: str, partitions: int, est_rows: int | None = None) -> None:
-        retry_transient(lambda: self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows),
-                        f"recording the partition plan of {table}", self.retry_s)
+        self._retry(lambda: self.ledger.copy_plan(copy_id, table, partitions, est_rows=est_rows),
+                    f"recording the partition plan of {table}")
 
 
 def record_done(store: Any, copy_id: str, table: str, records: list[dict[str, Any]]) -> None:

@@ -45,7 +45,9 @@ class FakeTime:
         return self.now
 
 
-REFUSED = _wrapped(OperationalError, psycopg.OperationalError("connection failed: Connection refused"))
+def refused():
+    """A new error each raise: one shared instance would carry every earlier raise's traceback along."""
+    return _wrapped(OperationalError, psycopg.OperationalError("connection failed: Connection refused"))
 
 
 def test_a_transient_error_is_retried_with_growing_waits_until_it_succeeds():
@@ -54,7 +56,7 @@ def test_a_transient_error_is_retried_with_growing_waits_until_it_succeeds():
     def fn():
         calls.append(t.now)
         if len(calls) < 6:
-            raise REFUSED
+            raise refused()
         return "recorded"
 
     assert retry_transient(fn, "recording p1", 120, sleep=t.sleep, clock=t.clock) == "recorded"
@@ -65,7 +67,7 @@ def test_past_its_bound_or_for_another_error_the_retry_raises():
     t = FakeTime()
 
     def down():
-        raise REFUSED
+        raise refused()
 
     with pytest.raises(OperationalError):
         retry_transient(down, "recording p1", 20, sleep=t.sleep, clock=t.clock)
@@ -77,8 +79,8 @@ def test_past_its_bound_or_for_another_error_the_retry_raises():
     assert t2.sleeps == []
 
 
-def test_the_ledger_store_retries_each_partition_record(monkeypatch):
-    recorded, failures, waits = [], [REFUSED, REFUSED], []
+def test_the_ledger_store_retries_each_partition_record():
+    recorded, failures, waits = [], [refused(), refused()], []
 
     class FlakyLedger:
         def done_partitions(self, copy_id, table):
@@ -89,15 +91,15 @@ def test_the_ledger_store_retries_each_partition_record(monkeypatch):
                 raise failures.pop()
             recorded.append(pid)
 
-    monkeypatch.setattr("hbase_migration.data.progress.time.sleep", waits.append)  # no real waiting here
-    LedgerStore(FlakyLedger(), retry_s=30).partitions_done("c", "t", [
+    # the store's own waits, faked: patching time.sleep would also catch every other thread's sleeps (py4j's)
+    LedgerStore(FlakyLedger(), retry_s=30, sleep=waits.append).partitions_done("c", "t", [
         {"partition_id": "p1", "start_row": b"", "stop_row": b"m", "rows": 1, "cells": 1, "bytes": 1},
         {"partition_id": "p2", "start_row": b"m", "stop_row": b"", "rows": 1, "cells": 1, "bytes": 1}])
     assert recorded == ["p1", "p2"] and waits == [1.0, 2.0]
 
 
-def test_the_ledger_stores_reads_and_plan_wait_too(monkeypatch):
-    failures, waits = {"finished_ranges": [REFUSED], "done_partitions": [REFUSED], "copy_plan": [REFUSED]}, []
+def test_the_ledger_stores_reads_and_plan_wait_too():
+    failures, waits = {"finished_ranges": [refused()], "done_partitions": [refused()], "copy_plan": [refused()]}, []
 
     class FlakyLedger:
         def _maybe_fail(self, name):
@@ -118,8 +120,7 @@ def test_the_ledger_stores_reads_and_plan_wait_too(monkeypatch):
         def copy_plan(self, copy_id, table, partitions, est_rows=None):
             self._maybe_fail("copy_plan")
 
-    monkeypatch.setattr("hbase_migration.data.progress.time.sleep", waits.append)
-    store = LedgerStore(FlakyLedger(), retry_s=30)
+    store = LedgerStore(FlakyLedger(), retry_s=30, sleep=waits.append)
     assert store.done_partitions("c", "t") == {"p1"}
     assert [r.partition_id for r in store.finished_ranges("c", "t")] == ["p1"]
     store.copy_plan("c", "t", 4)
