@@ -8,8 +8,10 @@
   (KRB5CCNAME, KRB5_CONFIG).
 
 An open cluster (no security extras) gets exactly the clients it always had, at no extra cost. Timeouts and
-retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers). An authentication failure raises
-`kerberos.KerberosError` or `sasl.SaslError`, never a ConnectionError: retrying would fail the same way.
+retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers), but for ZooKeeper's reads: those
+are sent again here after a lost connection or an expired session (kazoo opens the new session itself). An
+authentication failure raises `kerberos.KerberosError` or `sasl.SaslError`, never a ConnectionError: retrying
+would fail the same way.
 """
 from __future__ import annotations
 
@@ -56,9 +58,66 @@ class ZooKeeperUnreachable(ConnectionError):
     """No ZooKeeper server of the quorum answered within the timeout."""
 
 
+def _rereading_client_class() -> type:
+    """KazooClient whose reads outlive a lost connection or an expired session, and never wait unbounded.
+
+    On an expiry kazoo fails the request in flight (SessionExpiredError, or ConnectionLoss first) and opens a
+    new session by itself; a read is safe to send again, so `get`, `exists` and `get_children` are, for up to
+    `reread_s` seconds in all (chaos seed 12: one expiry failed a whole try of `enable_peer`). Past it, the last
+    ConnectionLoss is raised (a partition: kazoo alone would wait for the reconnection however long it took).
+    Writes are not sent again: the replication backends change znodes conditionally and read the outcome back."""
+    global _REREADING
+    if _REREADING is not None:
+        return _REREADING
+    import time
+
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+
+    class RereadingKazooClient(KazooClient):
+        reread_s = 30.0
+        toolkit_hosts = ""
+
+        def _reread(self, read_async: Any, *args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + self.reread_s
+            delay, warned = 0.1, False
+            while True:
+                try:
+                    return read_async(*args, **kwargs).get(timeout=max(deadline - time.monotonic(), 0.1))
+                except self.handler.timeout_exception:
+                    raise ConnectionLoss(f"ZooKeeper {self.toolkit_hosts} did not answer a read within "
+                                         f"{self.reread_s:.0f}s") from None
+                except (ConnectionLoss, SessionExpiredError) as e:
+                    if time.monotonic() + delay >= deadline:
+                        raise
+                    if not warned:
+                        log.warning("ZooKeeper %s: %s during a read; reading again, on a new session if it "
+                                    "expired, for up to %.0fs", self.toolkit_hosts, type(e).__name__,
+                                    self.reread_s)
+                        warned = True
+                    time.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+
+        def get(self, path: str, watch: Any = None) -> Any:
+            return self._reread(self.get_async, path, watch=watch)
+
+        def exists(self, path: str, watch: Any = None) -> Any:
+            return self._reread(self.exists_async, path, watch=watch)
+
+        def get_children(self, path: str, watch: Any = None, include_data: bool = False) -> Any:
+            return self._reread(self.get_children_async, path, watch=watch, include_data=include_data)
+
+    _REREADING = RereadingKazooClient
+    return _REREADING
+
+
+_REREADING: type | None = None
+
+
 def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "KazooClient":
     """A started KazooClient for a cluster's quorum (a `Cluster`, a `ClusterKey`, or a connect string
-    `h1:2181,h2:2181[/chroot]`). With SASL the first call confirms the authentication (kazoo reports the
+    `h1:2181,h2:2181[/chroot]`), whose reads are sent again after a lost connection or session for up to
+    `max(3 * timeout, 30)` seconds. With SASL the first call confirms the authentication (kazoo reports the
     connection before its SASL exchange). Raises ZooKeeperUnreachable when no server answers in `timeout`."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import AuthFailedError
@@ -79,7 +138,8 @@ def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "K
         login.credentials()  # a keytab problem is named now, not as a ZooKeeper time-out
         options["sasl_options"] = {"mechanism": sasl.zookeeper_mechanism().name, "login": login,
                                    "principal_pattern": security.zookeeper_principal, "errors": errors}
-    client = KazooClient(hosts=hosts, timeout=max(timeout, 1.0), **options)
+    client = _rereading_client_class()(hosts=hosts, timeout=max(timeout, 1.0), **options)
+    client.toolkit_hosts, client.reread_s = hosts, max(3 * timeout, 30.0)
     try:
         client.start(timeout=timeout)
     except KazooTimeoutError:
@@ -92,7 +152,7 @@ def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "K
             "the client port and that ZooKeeper is running") from None
     if options:
         try:
-            client.exists("/")
+            KazooClient.exists(client, "/")  # once: an authentication failure is not waited out
         except AuthFailedError:
             pass
         if errors or client.client_state == "AUTH_FAILED":
