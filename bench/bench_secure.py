@@ -10,7 +10,13 @@ runner: the partitions on 2 threads, the Thrift2 data path, as a Spark task runs
 Each mode is copied `--repeat` times into fresh target tables; the best rate counts (the first run of a mode also
 pays for the logins). Printed as rows/s and as the ratio to plain; never asserted.
 
-    .venv/bin/python bench/bench_secure.py [--rows 20000] [--repeat 2]
+With `--backend realhbase` the clusters are real HBase (realhbase/): first a plain bed, then `up --secure`'s bed,
+one after the other. A real gateway's QOP is a server setting and the secured bed runs dc1's gateways on SASL
+`auth-conf` and dc2's in HTTP mode with SPNEGO over TLS (as production does), so the modes are the three copies
+that bed offers, each against the plain bed's copy of the same shape: dc1 -> dc1 (SASL auth-conf both ends),
+dc2 -> dc2 (HTTP + SPNEGO + TLS both ends) and dc1 -> dc2 (across the realms: the migration's own path).
+
+    .venv/bin/python bench/bench_secure.py [--rows 20000] [--repeat 2] [--backend realhbase]
 """
 from __future__ import annotations
 
@@ -102,12 +108,70 @@ def copy_rate(src, dst, target_table: str, workdir: Path) -> float:
     return summary["rows"] / elapsed
 
 
+# realhbase: mode -> (source cluster, target cluster); each measured on the plain bed and on the secured one.
+REAL_MODES = {
+    "sasl auth-conf": ("dc1", "dc1"),
+    "http+spnego+tls": ("dc2", "dc2"),
+    "sasl auth-conf -> http+spnego+tls": ("dc1", "dc2"),
+}
+
+
+def real_rates(workdir: Path, secure: bool, rows: int, repeat: int) -> dict[str, float]:
+    """Each REAL_MODES copy's best rows/s on one realhbase bed (plain, or `up --secure`'s), started and stopped."""
+    from bench.harness import RealCluster
+    from realhbase.testbed import RealHBase, processes
+
+    bed = RealHBase(workdir / ("secure" if secure else "plain"), secure=secure, timeout=600)
+    rates: dict[str, float] = {}
+    try:
+        bed.up()
+        clusters = {name: RealCluster(bed, name) for name in ("dc1", "dc2")}
+        for cluster in clusters.values():
+            load(cluster, rows)
+        for mode, (source, target) in REAL_MODES.items():
+            runs = [copy_rate(clusters[source], clusters[target], f"{source}_{target}_{i}", workdir)
+                    for i in range(repeat)]
+            rates[mode] = max(runs)
+            print(f"{'secured' if secure else 'plain':8s} {mode:34s} {rates[mode]:9.0f} rows/s (runs: "
+                  f"{', '.join(f'{r:.0f}' for r in runs)})", file=sys.stderr, flush=True)
+    finally:
+        survivors = bed.down()
+        if survivors or processes(bed.workdir):
+            print(f"left running: {survivors or processes(bed.workdir)}", file=sys.stderr)
+    return rates
+
+
+def main_realhbase(rows: int, repeat: int) -> int:
+    from bench.harness import exit_on_sigterm
+    from hbase_migration.clusters import kerberos
+
+    exit_on_sigterm()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-secure-real-"))
+    try:
+        plain = real_rates(workdir, False, rows, repeat)
+        kerberos.forget_krb5_conf()
+        secured = real_rates(workdir, True, rows, repeat)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    from realhbase.jars import hbase_version
+
+    result = {"backend": "realhbase", "hbase_version": hbase_version(), "rows": rows,
+              "rows_per_s": {"plain": {m: round(r) for m, r in plain.items()},
+                             "secured": {m: round(r) for m, r in secured.items()}},
+              "ratio_to_plain": {m: round(secured[m] / plain[m], 2) for m in REAL_MODES}}
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated, of: " + ", ".join(MODES))
+    p.add_argument("--backend", choices=("minihbase", "realhbase"), default="minihbase")
     args = p.parse_args(argv)
+    if args.backend == "realhbase":
+        return main_realhbase(args.rows, args.repeat)
     from hbase_migration.clusters import kerberos
     from minihbase.security.stack import SecureStack
     from minihbase.zookeeper import ZooKeeperServer

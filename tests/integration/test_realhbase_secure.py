@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -313,14 +314,14 @@ def test_the_beds_own_tools_run_as_the_clusters_admin(secure_bed):
 # ------------------------------------------------------------------------------ preflight (issue 29, part 2)
 
 
-def _preflight(endpoints, **source_extra) -> tuple[int, str]:
+def _preflight(endpoints, env_extra: dict | None = None, **source_extra) -> tuple[int, str]:
     import os
 
     source = json.loads(json.dumps(endpoints["clusters"]["dc1"]["connection"]))
     source["extra"].update(source_extra)
     env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5_CONFIG": endpoints["security"]["krb5_conf"],
            "AIRFLOW_CONN_SRC": json.dumps(source),
-           "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"])}
+           "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"]), **(env_extra or {})}
     proc = subprocess.run([sys.executable, "-m", "hbase_migration", "preflight", "--source", "src", "--target", "dst",
                            "--tables", "pf_secure", "--peer-id", "pfsec", "--sample-gap-s", "0"], env=env,
                           capture_output=True, text=True, cwd=str(REPO), timeout=600)
@@ -403,6 +404,31 @@ def test_a_missing_cross_realm_trust_is_refused_by_preflight(secure_bed, endpoin
     lines = out.splitlines()
     fix = lines[lines.index(failed) + 1].strip()
     assert fix.startswith("fix:") and "krbtgt/DC2.TEST@DC1.TEST" in fix, out
+    _nothing_changed(clusters)
+
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not Path(FAKETIME_LIB).exists(), reason="needs Debian's faketime package")
+def test_a_toolkit_host_clock_six_minutes_ahead_is_refused_by_preflight_as_skew(secure_bed, endpoints, clusters):
+    """The toolkit's host (the Airflow worker) six minutes ahead of the KDC and the clusters (libfaketime on the
+    preflight process and the shells it starts; Kerberos allows 300 s): every server's HTTP Date is measured 360 s
+    behind, and preflight refuses with the endpoints, by how much, and the fix, changing nothing. Whatever the
+    clusters refused besides (the shells' Java Kerberos stamps its authenticators with the skewed clock) is
+    reported on the skewed hosts, not as a keytab or trust problem."""
+    _create_table(secure_bed, "dc1", "pf_secure", scope=1)
+    rc, out = _preflight(endpoints, env_extra={"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "+6m",
+                                               "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+    assert rc == 1, out
+    failed = _line(out, "clock_skew")
+    assert failed.startswith("[FAIL]"), out
+    assert re.search(r"its clock is 3(59|60|61)s behind this host's", failed), failed
+    assert "src " in failed and "dst " in failed, failed  # both clusters' servers measured, each named
+    lines = out.splitlines()
+    fix = lines[lines.index(failed) + 1].strip()
+    assert fix.startswith("fix:") and "synchronize the clocks" in fix, out
+    assert not _line(out, "source_kerberos_login").startswith("[FAIL]")  # the keytab is not what is wrong
     _nothing_changed(clusters)
 
 
