@@ -132,8 +132,9 @@ def real_rates(workdir: Path, secure: bool, rows: int, repeat: int) -> dict[str,
             runs = [copy_rate(clusters[source], clusters[target], f"{source}_{target}_{i}", workdir)
                     for i in range(repeat)]
             rates[mode] = max(runs)
-            print(f"{'secured' if secure else 'plain':8s} {mode:34s} {rates[mode]:9.0f} rows/s (runs: "
-                  f"{', '.join(f'{r:.0f}' for r in runs)})", file=sys.stderr, flush=True)
+            shape = f"{source} -> {target}, " + (mode if secure else "plain")
+            print(f"{shape:45s} {rates[mode]:9.0f} rows/s (runs: {', '.join(f'{r:.0f}' for r in runs)})",
+                  file=sys.stderr, flush=True)
     finally:
         survivors = bed.down()
         if survivors or processes(bed.workdir):
