@@ -10,8 +10,10 @@ Cache layout (`REALHBASE_CACHE`, default `~/.cache/realhbase`):
     yarn-<hadoop version>/classpath.txt   YARN's ResourceManager and NodeManager (realhbase/yarn/pom.xml), keyed
                                       by that pom's content (`up --yarn` only)
 
-`REALHBASE_VERSION` picks another HBase (e.g. 2.5.13-hadoop3); its Hadoop is read from that release's
-hbase-server pom unless `REALHBASE_HADOOP_VERSION` says it. Only the pom's defaults are tested.
+`REALHBASE_VERSION` picks another HBase (e.g. 2.5.13-hadoop3, 3.0.0-alpha-4); its Hadoop is read from that
+release's hbase-server pom unless `REALHBASE_HADOOP_VERSION` says it. An HBase 3.x takes the pom's `hbase3.*`
+shell and Thrift gateway versions (the 2.4 shell cannot load on 3.x's client: `companions`). Only the pom's
+defaults and 3.0.0-alpha-4 are tested.
 """
 from __future__ import annotations
 
@@ -70,6 +72,18 @@ def tool(name: str, hint: str) -> str:
 
 def hbase_version() -> str:
     return os.environ.get("REALHBASE_VERSION") or pom_properties()["hbase.version"]
+
+
+def companions(version: str, props: dict[str, str] | None = None) -> dict:
+    """The hbase-shell and hbase-thrift versions and the shell-only compat artifacts that go with HBase `version`:
+    the pom's defaults, or for a 3.x its `hbase3.shell.version` / `hbase3.thrift.version` and no compat jars (the
+    2.4 shell's Ruby names HColumnDescriptor, which 3.0 removed: it dies as it loads; the HTrace jars are for 2.4's
+    `trace` command only)."""
+    props = props or pom_properties()
+    if version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 3:
+        return {"shell": props["hbase3.shell.version"], "thrift": props["hbase3.thrift.version"], "compat": []}
+    return {"shell": props["hbase.shell.version"], "thrift": props["hbase.thrift.version"],
+            "compat": [a for a in props["shell.compat.artifacts"].split(",") if a.strip()]}
 
 
 def _mvn(args: list[str], what: str, progress: bool, pom: Path = POM) -> str:
@@ -144,18 +158,20 @@ def resolve(progress: bool = True) -> Jars:
             print(f"realhbase: resolving HBase {version}'s jars with Maven into {cache_dir() / 'm2'} "
                   "(first use only)", file=sys.stderr)
         hadoop = _hadoop_for(version, progress)
+        props = pom_properties()
+        with_it = companions(version, props)
         _mvn(["dependency:build-classpath", f"-Dhbase.version={version}", f"-Dhadoop.version={hadoop}",
+              f"-Dhbase.shell.version={with_it['shell']}", f"-Dhbase.thrift.version={with_it['thrift']}",
               f"-Dmdep.outputFile={cp_file}"], f"HBase {version} (Hadoop {hadoop})", progress)
         classpath = cp_file.read_text().strip().split(os.pathsep)
-        props = pom_properties()
-        shell_extra = [_single_artifact(a, progress) for a in props["shell.compat.artifacts"].split(",")]
+        shell_extra = [_single_artifact(a, progress) for a in with_it["compat"]]
         versions_file.write_text(json.dumps({
-            "hbase": version, "hadoop": hadoop, "hbase-thrift": props["hbase.thrift.version"],
-            "hbase-shell": props["hbase.shell.version"], "jruby": props["jruby.version"],
-            "shell-compat": props["shell.compat.artifacts"].split(",")}, indent=1))
+            "hbase": version, "hadoop": hadoop, "hbase-thrift": with_it["thrift"],
+            "hbase-shell": with_it["shell"], "jruby": props["jruby.version"],
+            "shell-compat": with_it["compat"]}, indent=1))
         (vdir / "shell-extra.txt").write_text(os.pathsep.join(shell_extra))
         key_file.write_text(key)
-    shell_extra = (vdir / "shell-extra.txt").read_text().split(os.pathsep)
+    shell_extra = [j for j in (vdir / "shell-extra.txt").read_text().split(os.pathsep) if j]
     cds_key = hashlib.sha256(os.pathsep.join([java, *classpath, *shell_extra]).encode()).hexdigest()[:16]
     return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java, shell_extra,
                 vdir / "cds" / cds_key)

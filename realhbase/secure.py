@@ -408,7 +408,7 @@ def thrift_answers(workdir: Path, name: str, host: str, port: int, kind: str, mo
             if kind == "thrift":
                 client.getTableNames()
             else:
-                client.getTableNamesByPattern(None, True)
+                client.getTableNamesByPattern(".*", True)  # HBase 3.x's Admin refuses a null pattern
         return True
     except Exception:
         return False

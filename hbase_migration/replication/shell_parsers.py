@@ -32,9 +32,9 @@ class ShellOutputError(ValueError):
 # column -> (may be empty, what a value looks like)
 _COLUMNS: dict[str, tuple[bool, re.Pattern]] = {
     "PEER_ID": (False, re.compile(r"[A-Za-z0-9_.]+")),
-    "CLUSTER_KEY": (True, re.compile(r"\S+:\d+:/\S*")),
-    "ENDPOINT_CLASSNAME": (True, re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)+")),
-    "REMOTE_ROOT_DIR": (True, re.compile(r"\S*/\S*")),
+    "CLUSTER_KEY": (True, re.compile(r"nil|\S+:\d+:/\S*")),
+    "ENDPOINT_CLASSNAME": (True, re.compile(r"nil|[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)+")),
+    "REMOTE_ROOT_DIR": (True, re.compile(r"nil|\S*/\S*")),
     "SYNC_REPLICATION_STATE": (False, re.compile(r"NONE|ACTIVE|DOWNGRADE_ACTIVE|STANDBY")),
     "STATE": (False, re.compile(r"ENABLED|DISABLED")),
     "REPLICATE_ALL": (False, re.compile(r"true|false")),
@@ -44,6 +44,9 @@ _COLUMNS: dict[str, tuple[bool, re.Pattern]] = {
     "SERIAL": (False, re.compile(r"true|false")),
 }
 _ANY = (True, re.compile(r"\S+"))
+# HBase 3.x's list_peers.rb prints the word `nil` where 2.x leaves the cell empty (seen on 3.0.0-alpha-4 with the
+# 3.0.0-alpha-3 shell: ` s1 127.0.0.1:2181:/hbase-dc1 nil hdfs://... STANDBY ENABLED false  default.sr1 0 false`)
+_NIL_COLUMNS = frozenset({"CLUSTER_KEY", "ENDPOINT_CLASSNAME", "REMOTE_ROOT_DIR"})
 _END_OF_TABLE = re.compile(r"^\s*(\d+ row\(s\)|Took \d|=> )")
 
 
@@ -153,7 +156,8 @@ def parse_list_peers(output: str) -> list[ListedPeer]:
         if not line.strip():
             continue
         cells = _exact_cells(line, columns) or _matched_cells(line, columns)
-        row = dict(zip(columns, cells))
+        row = {column: None if column in _NIL_COLUMNS and cell == "nil" else cell
+               for column, cell in zip(columns, cells)}
         bandwidth = row.get("BANDWIDTH")
         peers.append(ListedPeer(
             peer_id=row["PEER_ID"] or "",

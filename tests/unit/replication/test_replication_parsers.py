@@ -78,6 +78,28 @@ def test_list_peers_3x_header():
         "hdfs://nn/remoteWALs", "ACTIVE", "t1", True)
 
 
+def test_list_peers_as_hbase_3_prints_it_nil_for_an_absent_cell():
+    """Real HBase 3.0.0-alpha-4 (the 3.0.0-alpha-3 shell, realhbase): `nil`, not an empty cell, for the endpoint
+    class, the remote WAL dir and a missing cluster key."""
+    output = (
+        "hbase:002:0> list_peers\n"
+        " PEER_ID CLUSTER_KEY ENDPOINT_CLASSNAME REMOTE_ROOT_DIR SYNC_REPLICATION_STATE STATE REPLICATE_ALL "
+        "NAMESPACES TABLE_CFS BANDWIDTH SERIAL\n"
+        " s1 127.0.0.1:13892:/hbase-dc1 nil hdfs://127.0.0.1:32135/hbase/remoteWALs STANDBY ENABLED false  "
+        "default.sr1 0 false\n"
+        " 2 127.0.0.1:13892:/hbase-dc2 nil nil NONE DISABLED false  default.t1:cf 0 false\n"
+        "2 row(s)\n"
+        "Took 0.0902 seconds\n"
+    )
+    sync, plain = parse_list_peers(output)
+    assert sync == ListedPeer(peer_id="s1", cluster_key="127.0.0.1:13892:/hbase-dc1", state="ENABLED",
+                              endpoint_class=None, replicate_all=False, namespaces=None, table_cfs="default.sr1",
+                              bandwidth=0, serial=False, remote_root_dir="hdfs://127.0.0.1:32135/hbase/remoteWALs",
+                              sync_replication_state="STANDBY")
+    assert (plain.endpoint_class, plain.remote_root_dir, plain.sync_replication_state, plain.enabled) == (
+        None, None, "NONE", False)
+
+
 def test_list_peers_with_collapsed_whitespace_is_parsed_from_both_ends():
     output = HEADER_21 + "1 cdp01:2181:/hbase DISABLED true 0 false\n" \
         "2 zk:2181:/h ENABLED false ns1 t1:cf 5 true\n"
