@@ -77,6 +77,10 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
     job_kind = ""
     application_path = ""
+    # spark.yarn.maxAppAttempts on YARN (None: YARN's yarn.resourcemanager.am.max-attempts, 2 by default). A second
+    # attempt starts when the first one's driver exits non-zero or its container is lost (cluster mode: the driver
+    # runs in the application master's container), and runs the job again from its start.
+    yarn_max_app_attempts: int | None = None
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         """The job's argv; `summary` holds `summary_ledger_url_file` (the name of the shipped file holding the
@@ -105,6 +109,11 @@ class _HBaseJobOperator(SparkSubmitOperator):
         instead of submitting a second one, and reads the summary it keeps under the same key."""
         if deploy_mode == "cluster" and getattr(self, "durable", False) and not self._yarn_track_via_rm_api:
             self._yarn_track_via_rm_api = True
+
+    def _yarn_attempts(self) -> None:
+        """The job's `yarn_max_app_attempts` as spark-submit's conf, unless the operator was given one."""
+        if self.yarn_max_app_attempts is not None:
+            self.conf = {"spark.yarn.maxAppAttempts": str(self.yarn_max_app_attempts), **(self.conf or {})}
 
     def _python_env(self, on_yarn: bool) -> None:
         """The driver and local executors must run the Python that has happybase. Elsewhere than YARN this
@@ -200,6 +209,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
             on_yarn = master.startswith("yarn")
             if on_yarn:
                 self._follow_yarn_application(deploy_mode)
+                self._yarn_attempts()
             self._python_env(on_yarn)
             self._ship_code(tmp)
             self._ship_credentials()
@@ -398,6 +408,12 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
 
     job_kind = "verify"
     application_path = VERIFY_JOB
+    # One attempt: a verification's exit status 1 is its verdict (rows differ), not a crash, and YARN would start
+    # the application again on it: a second verification (with `repair`, of rows the first one repaired), whose
+    # summary replaces the first's under the task's key, so what was found and repaired is lost. A lost driver is
+    # retried by the task (verify is read-only unless `repair`, and a repair is idempotent). The copy and the
+    # snapshot export keep YARN's attempts: a second one resumes from the ledger.
+    yarn_max_app_attempts = 1
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "recompare_sleep_s", "level", "repair")
     ui_color = "#d2e3fc"
 

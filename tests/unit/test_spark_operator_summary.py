@@ -162,3 +162,28 @@ def test_the_snapshot_export_s_argv_names_the_file_not_the_url(connections):
     assert argv[argv.index("--ledger-url-file") + 1] == argv[argv.index("--summary-ledger-url-file") + 1] == (
         LEDGER_URL_FILE)
     assert "--ledger-url" not in argv and "--summary-ledger-url" not in argv
+
+
+@pytest.mark.parametrize("kind, conn_id, given, attempts", [
+    ("verify", "spark_yarn", None, "1"),  # a verdict (exit 1: rows differ) must not start a second verification
+    ("verify", "spark_yarn", {"spark.yarn.maxAppAttempts": "3"}, "3"),  # the operator's own conf wins
+    ("verify", "spark_local", None, None),  # not YARN: nothing to say
+    ("copy", "spark_yarn", None, None),  # YARN's attempts: a second one resumes from the ledger
+])
+def test_on_yarn_a_verification_gets_one_application_attempt(kind, conn_id, given, attempts, connections,
+                                                             monkeypatch):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+
+    seen: dict = {}
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: seen.update(conf=dict(self.conf or {})))
+    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+                        lambda self, url, key: {"identical": True, "failed_partitions": 0})
+    if kind == "copy":
+        op = HBaseCopyTableOperator(task_id="copy", table="t", copy_id="run-1", hold_switches=False,
+                                    spark_conn_id=conn_id, conf=given)
+    else:
+        op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id=conn_id, conf=given)
+    op.execute({})
+    assert seen["conf"].get("spark.yarn.maxAppAttempts") == attempts, seen["conf"]
