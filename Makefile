@@ -137,10 +137,13 @@ test-full: bootstrap lint
 test-realhbase: bootstrap
 	$(PYTEST) -m realhbase $(PYTEST_ARGS); $(LEFTOVERS)
 
-# The copy and verify Spark jobs on the test bed's YARN (a ResourceManager and a NodeManager beside dc2's HDFS), in
-# client and cluster mode, through the Airflow operators (marked full: also in test-full, not in test).
+# The Spark jobs on the test bed's YARN (a ResourceManager and a NodeManager beside dc2's HDFS): copy and verify in
+# client and cluster mode through the Airflow operators, the copy's driver container killed mid-copy (YARN's second
+# attempt resumes from the ledger), and the migration DAG end to end in cluster mode with a live writer (marked
+# full: also in test-full, not in test).
 test-yarn: bootstrap
-	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py $(PYTEST_ARGS); $(LEFTOVERS)
+	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py tests/dags/test_migration_yarn_realhbase.py $(PYTEST_ARGS); \
+	  $(LEFTOVERS)
 
 # The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default).
 test-versions: bootstrap

@@ -23,13 +23,15 @@ class TestBed:
     __test__ = False  # not a pytest class
 
     def __init__(self, kind: str, workdir: Path, *, zookeeper: str | None = None, config: Path | None = None,
-                 secure: bool = False, reuse: bool = False) -> None:
+                 secure: bool = False, reuse: bool = False, yarn: bool = False) -> None:
         if kind not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
         if config is not None and kind != "minihbase":
             raise ValueError("a clusters.toml configures minihbase only")
+        if yarn and kind != "realhbase":
+            raise ValueError("YARN runs on realhbase only (realhbase up --yarn)")
         self.kind, self.workdir, self.zookeeper, self.config = kind, Path(workdir), zookeeper, config
-        self.secure, self.reuse = secure, reuse
+        self.secure, self.reuse, self.yarn = secure, reuse, yarn
 
     def _run(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run([PY, "-m", self.kind, *args, "--workdir", str(self.workdir)], cwd=REPO,
@@ -41,7 +43,7 @@ class TestBed:
     def up(self) -> None:
         if self.reuse:
             return
-        self._run("up", *(["--secure"] if self.secure else []),
+        self._run("up", *(["--secure"] if self.secure else []), *(["--yarn"] if self.yarn else []),
                   *(["--zookeeper", self.zookeeper] if self.zookeeper else []),
                   *(["--config", str(self.config)] if self.config else []))
 

@@ -19,6 +19,12 @@ demo's own writer and comparison authenticate as each realm's hbase admin withou
 The summary's `security` section says how each channel authenticated: the toolkit's connections, what its
 preflight found at every endpoint, and the comparison client.
 
+With `--spark yarn` (or `yarn-client`) the DAG's Spark jobs (copy, snapshot export, verify) are submitted to the
+test bed's YARN (`realhbase up --yarn`: a ResourceManager and a NodeManager beside dc2's HDFS) in cluster mode (the
+driver in a YARN container too) or client mode: the DAG's Spark connection (`spark_default`) is then the bed's
+`spark_yarn` (`spark_yarn_client`) connection, and spark-submit reads the bed's HADOOP_CONF_DIR and SPARK_CONF_DIR.
+The summary names each job's YARN application and the containers its driver and executors ran in.
+
 With `--cluster` (`make demo-cluster`) the same migration runs as production runs it (`deploy/`): Airflow's
 API server, scheduler, DAG processor, triggerer and Celery workers (Redis broker, PostgreSQL metadata database
 and ledger), a Spark standalone cluster (a master, two workers), the run triggered through the REST API. The
@@ -40,6 +46,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
+
+
+SPARK_MODES = {"local": None, "yarn": ("spark_yarn", "cluster"), "yarn-client": ("spark_yarn_client", "client")}
+
+
+class UsageError(ValueError):
+    """Bad input to the demo, found before it changed anything (exit 2, one line)."""
 
 
 def log(msg: str) -> None:
@@ -115,6 +128,37 @@ def security_summary(endpoints: dict, conns: dict[str, str], logins: dict, dag_l
                                                                "ticket_lifetime_s")}}
 
 
+def spark_settings(spark: str, cores: int, described: dict) -> tuple[dict[str, str], dict[str, Any]]:
+    """The environment `airflow dags test` needs for the DAG's Spark connection (`spark_default`) and what the
+    summary says of it. `local`: local[cores]. `yarn` / `yarn-client`: the bed's `spark_yarn` / `spark_yarn_client`
+    connection, HADOOP_CONF_DIR and SPARK_CONF_DIR (`endpoints --json`'s `yarn`); UsageError when the bed runs no
+    YARN."""
+    if SPARK_MODES.get(spark) is None:
+        master = f"local[{cores}]"
+        return ({"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": master})},
+                {"mode": "local", "master": master})
+    conn_id, deploy_mode = SPARK_MODES[spark]
+    yarn = described.get("yarn") or {}
+    if not (yarn.get("resourcemanager", {}).get("alive") and yarn.get("nodemanager", {}).get("alive")):
+        raise UsageError(f"--spark {spark}: the test bed runs no YARN (ResourceManager alive: "
+                         f"{yarn.get('resourcemanager', {}).get('alive')}, NodeManager alive: "
+                         f"{yarn.get('nodemanager', {}).get('alive')}): add it with `python -m realhbase up --yarn "
+                         "--workdir W` (it joins clusters already up), or leave --testbed out")
+    return ({"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(yarn["connections"][conn_id]),
+             "HADOOP_CONF_DIR": yarn["hadoop_conf_dir"], "SPARK_CONF_DIR": yarn["spark_conf_dir"]},
+            {"mode": "yarn", "deploy_mode": deploy_mode, "connection": conn_id,
+             "resourcemanager": yarn["resourcemanager"]["web_ui"]})
+
+
+def job_spark(phase: dict | None) -> dict[str, Any] | None:
+    """Where a job of a table's phase ran (its summary's `spark`: application, driver's and executors'
+    containers), as the ledger keeps it in the phase's detail; None: no Spark job, or no summary."""
+    try:
+        return json.loads((phase or {}).get("detail") or "{}").get("spark")
+    except ValueError:
+        return None
+
+
 def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
                       dag: subprocess.Popen) -> float | None:
     """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s).
@@ -143,6 +187,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from demo.backends import TestBed
     from demo.workload import LiveWriter, Thrift2, chosen_tables, compare, load
 
+    spark_mode = getattr(args, "spark", None) or "local"
+    check_spark(spark_mode, bool(getattr(args, "cluster", False)),
+                bool(getattr(args, "stand_in", False)) or getattr(args, "real", True) is False,
+                bool(getattr(args, "secure", False)))
+    on_yarn = SPARK_MODES[spark_mode] is not None
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
@@ -164,15 +213,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     config = clusters_toml(workdir, gateways, unique_parents=bool(args.zookeeper)) if backend == "minihbase" else None
     secured = bool(getattr(args, "secure", False))
     bed = TestBed(backend, Path(testbed_dir) if testbed_dir else workdir / backend, zookeeper=args.zookeeper,
-                  config=config, secure=secured, reuse=bool(testbed_dir))
+                  config=config, secure=secured, reuse=bool(testbed_dir), yarn=on_yarn)
     log(f"{'using the running' if testbed_dir else 'starting ZooKeeper and'} {backend} dc1/dc2 in {bed.workdir}"
         + (" (secured: KDC, SASL, SPNEGO, TLS)" if secured else "")
+        + (" with YARN beside dc2" if on_yarn else "")
         + (" (the first run resolves HBase's jars with Maven)" if backend == "realhbase" and not testbed_dir else ""))
     bed.up()
     writer = None
     own_deployment = None
     try:
         described = bed.described()
+        spark_env, spark_summary = spark_settings(spark_mode, args.cores, described)  # before any change
         endpoints = described["clusters"]
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
         logins = {name: admin_login(described, name) for name in ("dc1", "dc2")} if secured else {}
@@ -201,10 +252,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "PATH": f"{Path(PY).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # spark-submit, airflow
                "AIRFLOW_CONN_HBASE_SOURCE": toolkit_connection(dc1, args.data_path),
                "AIRFLOW_CONN_HBASE_TARGET": toolkit_connection(dc2, args.data_path),
-               "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": f"local[{args.cores}]"}),
-               "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url}
+               "AIRFLOW__HBASE_MIGRATION__LEDGER_URL": ledger_url, **spark_env}
+        if on_yarn:  # the nodes' Python is spark-defaults.conf's spark.pyspark.python
+            env.pop("PYSPARK_PYTHON", None)
+            log(f"Spark jobs go to YARN ({spark_summary['deploy_mode']} mode): ResourceManager "
+                f"{spark_summary['resourcemanager']}, HADOOP_CONF_DIR {env['HADOOP_CONF_DIR']}")
         from deploy import spark_jvm
 
+        if on_yarn:
+            # HADOOP_CONF_DIR joins the class path, which voids the class archive; -Xmx: spark-submit's own heap in
+            # cluster mode (in client mode the launcher's -Xmx of spark.driver.memory comes after it and wins)
+            env["SPARK_SUBMIT_OPTS"] = " ".join([*spark_jvm.FLAGS, "-Xmx256m"])
         spark_jvm.with_submit_opts(env)  # the demo's short jobs: a quicker driver JVM
         writer = LiveWriter(lambda: Thrift2(dc1, login=logins.get("dc1")), tables,
                             ops_per_second=args.write_rate).start()
@@ -232,6 +290,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 log(f"deployment up in {sum(dep.timings.values()):.0f}s: API {dep.airflow.api_url}, Spark master "
                     f"UI {dep.spark.master_ui_url}")
             ledger_url = dep.ledger_url
+            spark_summary = {"mode": "standalone", "master": dep.spark.master_url}
             stopped: dict[str, Any] = {}
 
             def caught_up() -> None:
@@ -287,18 +346,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "copy_s": round((copy_phase.get("duration_ms") or 0) / 1000, 1),
                 # enable_peer -> wait_drained: the backlog kept since T0, shipped until drained (all tables share it)
                 "catch_up_s": round((catch_up.get("duration_ms") or 0) / 1000, 1) if catch_up else None,
-                "verification": ("clean" if verified and verified[-1].get("clean") else
+                # a repair that read back equal records the table as it left it (clean): its report says it repaired
+                "verification": ("repaired" if verified and (verify_detail.get("repair") or {}).get("rows_repaired")
+                                 else "clean" if verified and verified[-1].get("clean") else
                                  "repaired" if verify_detail.get("repair") and verified else
                                  "differences" if verified else "not run"),
                 "versions_found_different": verify_detail.get("differing_versions_sample", []),
                 "repair": verify_detail.get("repair"),
+                # the Spark application of each job and where its driver and executors ran (YARN: containers)
+                "spark": {"copy": job_spark(copy_phase),
+                          "verify": job_spark(summary["phases"].get(t.name, {}).get("verify"))},
                 "independent_comparison": cmp.as_dict(),
             }
         src.close()
         dst.close()
         return {"demo": "hbase_table_migration", "backend": backend, "hbase_version": bed.version(dc1),
                 "data_path": args.data_path, "dag_exit_code": rc, "run_id": run_id,
-                "run_status": summary["run"].get("status"), "writer": stats.as_dict(),
+                "run_status": summary["run"].get("status"), "writer": stats.as_dict(), "spark": spark_summary,
                 # what the catch-up sensor saw, poll by poll, as the ledger recorded it
                 "catch_up": {"lag_samples": summary["lag"]["samples"],
                              "max_age_of_last_shipped_op_ms": summary["lag"]["max_age_of_last_shipped_op_ms"],
@@ -319,6 +383,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not testbed_dir:
             log(f"stopping {backend} and ZooKeeper")
         bed.down()
+
+
+def check_spark(spark: str, cluster: bool, stand_in: bool, secure: bool) -> None:
+    """UsageError when `--spark` cannot go with the other options."""
+    if spark not in SPARK_MODES:
+        raise UsageError(f"--spark {spark!r}: choose one of {', '.join(SPARK_MODES)}")
+    if SPARK_MODES[spark] is None:
+        return
+    clash = ("--cluster (its Spark is the deployment's standalone cluster)" if cluster else
+             "--stand-in (minihbase runs no YARN)" if stand_in else
+             "--secure (a Kerberized YARN is not in the test bed yet)" if secure else None)
+    if clash:
+        raise UsageError(f"--spark {spark} cannot go with {clash}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -351,12 +428,20 @@ def main(argv: list[str] | None = None) -> int:
                         "realms, SASL, SPNEGO, TLS")
     p.add_argument("--cluster", action="store_true",
                    help="run on the production-shaped deployment (Celery workers, Spark standalone; see deploy/)")
+    p.add_argument("--spark", choices=tuple(SPARK_MODES), default="local",
+                   help="where the DAG's Spark jobs run: local[--cores] (default); yarn: the test bed's YARN in "
+                        "cluster mode (realhbase up --yarn; with --testbed, a bed whose YARN is up), yarn-client: "
+                        "the same in client mode")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)
     args.workdir = args.workdir or str(REPO / ".state" / ("demo-cluster" if args.cluster else
                                                           "demo-secure" if args.secure else "demo"))
-    result = run(args)
+    try:
+        result = run(args)
+    except UsageError as e:
+        print(f"demo.run: error: {e}", file=sys.stderr)
+        return 2
     print(json.dumps(result, sort_keys=True), flush=True)
     ok = result["dag_exit_code"] == 0 and result["run_status"] == "success" and result["differences"] == 0
     return 0 if ok else 1

@@ -1,0 +1,89 @@
+"""The migration DAG end to end with its Spark jobs on YARN, cluster mode (issue 30): `hbase_table_migration` through
+`airflow dags test` (demo/run.py with `--spark yarn`), against real HBase (the session's realhbase bed, with YARN
+beside dc2: `realhbase_yarn`), a writer editing the source through the copy and the catch-up.
+
+The DAG's Spark connection (`spark_default`) is the bed's `spark_yarn` connection (cluster mode, the application
+followed through the ResourceManager's REST API); spark-submit reads the bed's HADOOP_CONF_DIR and SPARK_CONF_DIR.
+Of the two tables `users` is copied by scan (the PySpark CopyTable) and `orders` by snapshot (the export's file
+copy as a Spark job), and both are verified by the Spark verify job: four YARN applications, each driver in a YARN
+container. Verdicts: an independent comparison of every version of every column (demo/workload.py's plain Thrift2
+client) finds no difference; the run's summary names each job's YARN application, which YARN's REST API reports as a
+SPARK application of one attempt that SUCCEEDED (a verification that found differences and repaired them: FAILED,
+its driver's exit 1 being its verdict), and the containers its driver and executors ran in
+(tests/integration/test_spark_yarn_realhbase.py checks them); verify's differing versions, if any, are the ones
+HBase's own version rules explain.
+
+Four spark-submits to YARN on two shared cores: `full`, run by `make test-yarn`.
+"""
+import uuid
+from argparse import Namespace
+
+import pytest
+
+from tests.dags.test_migration_end_to_end import (
+    assert_the_ledger_feeds_the_dashboard,
+    drop_peer_and_tables,
+    unexplained,
+)
+from tests.integration.test_spark_yarn_realhbase import app_attempts, assert_ran_on_yarn
+
+pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.realhbase,
+              pytest.mark.full, pytest.mark.timeout(3000)]
+
+
+def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zookeeper, realhbase_yarn):
+    from demo.run import run
+
+    bed = realhbase_yarn
+    yarn = bed.yarn_endpoints()
+    tag = uuid.uuid4().hex[:6]
+    # the bed is the session's: leave it as found (the migration keeps its peer until a cut-over)
+    request.addfinalizer(lambda: drop_peer_and_tables(bed, f"yarn{tag}", f"yarn{tag}_"))
+    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2700.0, workdir=str(tmp_path / "demo"),
+                           zookeeper=zookeeper.hosts, data_path="thrift2", repair=True, stand_in=False,
+                           testbed=str(bed.workdir), table_prefix=f"yarn{tag}_", peer_id=f"yarn{tag}",
+                           tables=["users", "orders"], snapshot=["orders"], spark="yarn"))
+    assert result["dag_exit_code"] == 0, result
+    assert result["run_status"] == "success", result
+    assert result["spark"] == {"mode": "yarn", "deploy_mode": "cluster", "connection": "spark_yarn",
+                               "resourcemanager": yarn["resourcemanager"]["web_ui"]}, result["spark"]
+    writer = result["writer"]
+    for kind in ("puts", "overwrites", "old_puts", "deletes", "column_deletes", "version_deletes"):
+        assert writer[kind] > 0, (kind, writer)  # the writer ran through the copy and the catch-up
+    assert writer["errors"] == 0, writer
+    assert result["catch_up"]["lag_samples"] >= 3, result["catch_up"]
+    users, orders = f"yarn{tag}_users", f"yarn{tag}_orders"
+    assert {t: r["initial_copy"] for t, r in result["tables"].items()} == {users: "scan", orders: "snapshot"}
+    assert_the_ledger_feeds_the_dashboard(tmp_path / "demo" / "ledger.db", result["run_id"])
+
+    applications = []
+    found_by_table = {}
+    for table, r in result["tables"].items():
+        cmp = r["independent_comparison"]
+        assert cmp["differences"] == 0, (table, cmp)
+        assert cmp["source_rows"] == cmp["target_rows"] > 0, (table, cmp)
+        assert cmp["source_cells"] == cmp["target_cells"] > cmp["source_rows"], (table, cmp)  # every version
+        if r["initial_copy"] == "scan":
+            assert r["rows_copied"] and r["rows_copied"] > 0, (table, r)
+        else:
+            export = r["snapshot_export"]
+            assert export["state"] == "cleaned" and export["files"]["files"] == export["files_total"] > 0, export
+        # every Spark job of the run (the copy or export, the verification) ran on YARN in cluster mode, in one
+        # attempt. A verification that found differences exits 1 (its verdict; the repair report says what was
+        # done): YARN records its application FAILED and, told so by the operator, starts no second verification.
+        assert r["verification"] in ("clean", "repaired"), (table, r)
+        for job in ("copy", "verify"):
+            final = "FAILED" if job == "verify" and r["verification"] == "repaired" else "SUCCEEDED"
+            spark = assert_ran_on_yarn(r["spark"][job], "cluster", yarn, final)
+            assert len(app_attempts(yarn, spark["application_id"])) == 1, (table, job, spark)
+            applications.append(spark["application_id"])
+        found = r["versions_found_different"]
+        assert {v["kind"] for v in found} <= {"only_on_target", "missing_on_target"}, (table, r)
+        found_by_table[table] = found
+    assert len(set(applications)) == len(applications) == 4, applications
+    left = unexplained(bed, found_by_table)
+    assert not any(left.values()), (left, found_by_table)
+    print(f"\nYARN applications: {applications}; wall {result['wall_time_s']} s; "
+          + "; ".join(f"{t}: {r['initial_copy']} copy {r['copy_s']} s, catch-up {r['catch_up_s']} s, "
+                      f"verification {r['verification']}, differences {r['independent_comparison']['differences']}"
+                      for t, r in result["tables"].items()))
