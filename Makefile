@@ -18,7 +18,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap bootstrap-parts packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn \
+.PHONY: help bootstrap bootstrap-parts packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn test-sync-replication \
 	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
@@ -145,10 +145,17 @@ test-yarn: bootstrap
 	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py tests/dags/test_migration_yarn_realhbase.py $(PYTEST_ARGS); \
 	  $(LEFTOVERS)
 
-# The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default).
+# The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default). 3.0.0-alpha-4 is the
+# newest 3.x whose jars the registry serves whole (realhbase/README.md); 3.0.0's are not all there.
 test-versions: bootstrap
-	@for v in $(or $(VERSIONS),2.5.13-hadoop3 3.0.0); do echo "== HBase $$v"; \
+	@for v in $(or $(VERSIONS),2.5.13-hadoop3 3.0.0-alpha-4); do echo "== HBase $$v"; \
 	  REALHBASE_VERSION=$$v $(MAKE) --no-print-directory test-realhbase || exit 1; done
+
+# HBase's synchronous replication on real HBase 3.x (2.x has none: the tests skip there, saying why): the failover
+# with the source datacenter SIGKILLed mid-writes, and the planned switch (docs/cutover.md). About 6 min.
+test-sync-replication: bootstrap
+	export REALHBASE_VERSION=3.0.0-alpha-4; $(PYTEST) tests/integration/test_sync_replication_realhbase.py $(PYTEST_ARGS); \
+	  $(LEFTOVERS)
 
 # Two real HBase clusters to use by hand in .state/realhbase (`python -m realhbase endpoints --json` says where).
 realhbase-up: bootstrap

@@ -12,6 +12,12 @@ ACTIVE -> DOWNGRADE_ACTIVE | STANDBY, STANDBY -> DOWNGRADE_ACTIVE, DOWNGRADE_ACT
 (`ReplicationPeerManager.allowedTransition`); a new sync peer starts in DOWNGRADE_ACTIVE; a sync peer is removed
 only from DOWNGRADE_ACTIVE.
 
+Shown on real HBase 3.0.0-alpha-4 with the 3.0.0-alpha-3 shell (realhbase, tests/integration/
+test_sync_replication_realhbase.py): these statements as they are; HBase's refusals are the ones `check_steps` makes
+(STANDBY -> ACTIVE: `Can not transit current cluster state from STANDBY to ACTIVE`); and one more: ACTIVE needs
+the other cluster's HDFS up (the master looks for the remote WAL directory there first), so after a failover the
+target stays DOWNGRADE_ACTIVE until the old source is back.
+
 Which releases have it: HBase 3.0.0-alpha-1 and later only. HBase 2.x cannot, whatever its shell: checked in the
 2.6.4-hadoop3 jars realhbase runs (hbase-protocol-shaded's `Replication.proto` has no `remoteWALDir` in
 `ReplicationPeer`, its `Master.proto` no `TransitReplicationPeerSyncReplicationState` RPC; hbase-client's `Admin`
@@ -174,13 +180,16 @@ def planned_switch() -> list[Step]:
 
 
 def failover() -> list[Step]:
-    """The source is dead: the target takes over with every acknowledged write; then the old source rejoins."""
+    """The source is dead: the target takes over with every acknowledged write; then the old source rejoins.
+    The target cannot go to ACTIVE before that: HBase checks the remote WAL directory on the other cluster's HDFS
+    first and refuses while it does not answer (real HBase 3.0.0-alpha-4: `ConnectException` at once)."""
     return [
         Step("target", DOWNGRADE_ACTIVE, "the target replays the remote WALs the dead source wrote to its HDFS: every "
                                          "write a client saw acknowledged is there; switch the clients now"),
-        Step("source", STANDBY, "once the old source is back: straight to STANDBY (its own WALs are not replayed: "
-                                "it may hold edits no client saw acknowledged)"),
-        Step("target", ACTIVE, "synchronous again, the target active"),
+        Step("source", STANDBY, "once the old source is back (it comes back in the state it had, ACTIVE: send no "
+                                "client to it; it may hold edits no client saw acknowledged): straight to STANDBY, "
+                                "which refuses clients from then on"),
+        Step("target", ACTIVE, "synchronous again, the target active (only now: ACTIVE needs the other side's HDFS)"),
     ]
 
 
