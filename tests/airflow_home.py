@@ -73,7 +73,9 @@ def api_server(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
 
     try:
         try:
-            wait_for(healthy, START_TIMEOUT_S, "the api-server", interval=0.25, ignore=(requests.ConnectionError,))
+            # A server still starting may accept the connection and answer late (a loaded machine): not yet.
+            wait_for(healthy, START_TIMEOUT_S, "the api-server", interval=0.25,
+                     ignore=(requests.ConnectionError, requests.Timeout))
         except AssertionError as e:
             raise AssertionError(f"{e}:\n{log_path.read_text()[-3000:]}") from None
         yield base
