@@ -64,7 +64,8 @@ def _rereading_client_class() -> type:
     On an expiry kazoo fails the request in flight (SessionExpiredError, or ConnectionLoss first) and opens a
     new session by itself; a read is safe to send again, so `get`, `exists` and `get_children` are, for up to
     `reread_s` seconds in all (chaos seed 12: one expiry failed a whole try of `enable_peer`). Past it, the last
-    ConnectionLoss is raised (a partition: kazoo alone would wait for the reconnection however long it took).
+    error is raised, a read left unanswered as ConnectionLoss (a partition: kazoo alone would wait for the
+    reconnection however long it took).
     Writes are not sent again: the replication backends change znodes conditionally and read the outcome back."""
     global _REREADING
     if _REREADING is not None:
