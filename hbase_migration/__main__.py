@@ -14,6 +14,8 @@
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration sync-replication check --source CONN --target CONN [--shells]
     python -m hbase_migration sync-replication plan --peer-id ID [--kind planned|failover]
+    python -m hbase_migration sync-replication run --source CONN --target CONN --peer-id ID
+                                               --kind setup|planned|failover [--tables T1,T2] [--switch-command C]
     python -m hbase_migration copy --source CONN --target CONN --table T [...]
     python -m hbase_migration verify --source CONN --target CONN --table T [...]
     python -m hbase_migration snapshot-export --source CONN --target CONN --table T [--copy-id ID] [--master M]
@@ -359,9 +361,13 @@ def cmd_sync_replication(args: argparse.Namespace) -> int:
     switch or a failover (checked against HBase's allowed transitions)."""
     from hbase_migration.replication import sync_replication
 
+    if args.action == "run":
+        return _sync_replication_run(args)
     if args.action == "plan":
         if not args.peer_id:
             raise UsageError("plan needs --peer-id", "give the synchronous peer's id (the same on both clusters)")
+        if args.kind == "setup":
+            raise UsageError("plan prints the transitions of planned or failover", "give --kind planned|failover")
         steps = sync_replication.plan(args.kind, args.peer_id)
         _emit(args, steps, "\n".join(f"{s['side']:6}  {s['statement']}    # {s['why']}" for s in steps))
         return EXIT_OK
@@ -374,6 +380,40 @@ def cmd_sync_replication(args: argparse.Namespace) -> int:
     _emit(args, data, "supported" if support.supported else "not supported:\n" + "\n".join(
         f"  {r}" for r in support.reasons))
     return EXIT_OK if support.supported else EXIT_FAILED
+
+
+def _sync_replication_run(args: argparse.Namespace) -> int:
+    """The executor (migration/sync_switch.py): refused before any change (exit 2), done or waiting for the old
+    source (exit 0), stopped at a step with both clusters' states and the next command (exit 1)."""
+    from hbase_migration.migration import sync_switch
+
+    for flag, value in (("--source", args.source), ("--target", args.target), ("--peer-id", args.peer_id)):
+        if not value:
+            raise UsageError(f"run needs {flag}", "give --source, --target (connection ids) and --peer-id")
+    tables = _tables(args.tables) if args.tables else []
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    dirs = {k: v for k, v in (("source", args.source_remote_wal_dir), ("target", args.target_remote_wal_dir)) if v}
+    shown = [PROG, "sync-replication", "run", "--source", args.source, "--target", args.target, "--peer-id",
+             args.peer_id, "--kind", args.kind]
+    if tables:
+        shown += ["--tables", ",".join(tables)]
+    if args.switch_command:
+        shown += ["--switch-command", "<as before>"]  # the command itself is the operator's: never echoed
+    if args.force:
+        shown.append("--force")
+    try:
+        report = sync_switch.run(source, target, args.peer_id, args.kind, tables=tables, remote_dirs=dirs,
+                                 switch_command=args.switch_command, force=args.force,
+                                 read_timeout_s=args.read_timeout, command=" ".join(shown))
+    except sync_switch.SyncSwitchRefused as e:
+        raise UsageError(f"sync-replication {args.kind} refused, nothing changed: {e}",
+                         "see docs/cutover.md#the-executor") from None
+    except sync_switch.StepFailed as e:
+        _emit(args, e.report.to_dict(), e.report.text())
+        return EXIT_FAILED
+    _emit(args, report.to_dict(), report.text())
+    return EXIT_OK
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
@@ -575,12 +615,25 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("sync-replication", help="synchronous replication (HBase 3.0+): whether both clusters have "
                                                  "it (check), the transitions of a switch or failover (plan)")
-    sp.add_argument("action", choices=("check", "plan"))
-    sp.add_argument("--source", type=CONN_ID, help="check: the source cluster's Airflow connection id")
-    sp.add_argument("--target", type=CONN_ID, help="check: the target cluster's Airflow connection id")
+    sp.add_argument("action", choices=("check", "plan", "run"))
+    sp.add_argument("--source", type=CONN_ID, help="check, run: the source cluster's Airflow connection id")
+    sp.add_argument("--target", type=CONN_ID, help="check, run: the target cluster's Airflow connection id")
     sp.add_argument("--shells", action="store_true", help="check: also ask each cluster's shell (one call each)")
-    sp.add_argument("--peer-id", type=PEER_ID, help="plan: the synchronous peer's id")
-    sp.add_argument("--kind", choices=("planned", "failover"), default="planned", help="plan: which transitions")
+    sp.add_argument("--peer-id", type=PEER_ID, help="plan, run: the synchronous peer's id")
+    sp.add_argument("--kind", choices=("setup", "planned", "failover"), default="planned",
+                    help="plan, run: setup (run only: the sync peer on both, source ACTIVE, target STANDBY), "
+                         "planned (switch over, both up), failover (the source dead)")
+    sp.add_argument("--tables", help="run --kind setup: the tables the sync peer replicates, T1,T2")
+    sp.add_argument("--switch-command", help="run: moves the clients to the target once it takes writes "
+                                             "(shell-split, no shell; exit 0 = done; must be safe to run again)")
+    sp.add_argument("--source-remote-wal-dir", help="run --kind setup: the remote WAL dir on the source's HDFS "
+                                                    "(default: its hbase.rootdir + /remoteWALs, from its /conf)")
+    sp.add_argument("--target-remote-wal-dir", help="run --kind setup: the remote WAL dir on the target's HDFS "
+                                                    "(default: its hbase.rootdir + /remoteWALs, from its /conf)")
+    sp.add_argument("--read-timeout", type=float, default=180.0,
+                    help="run: seconds a list_peers may take before a failover's source counts as down")
+    sp.add_argument("--force", action="store_true", help="run --kind failover: go on although the source answers "
+                                                         "and is ACTIVE or DOWNGRADE_ACTIVE (fence it yourself)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_sync_replication)
     return p

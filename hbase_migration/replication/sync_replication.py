@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hbase_migration.replication.model import validate_peer_id
-from hbase_migration.replication.shell import ruby_str, ruby_table_cfs
+from hbase_migration.replication.shell import ruby_str, ruby_string_hash, ruby_table_cfs
 
 if TYPE_CHECKING:
     from hbase_migration.clusters.cluster import Cluster
@@ -125,14 +125,17 @@ def remote_wal_dir(namenode_uri: str, rootdir: str = "/hbase") -> str:
     return f"{namenode_uri.rstrip('/')}{root}/remoteWALs"
 
 
-def add_sync_peer_statement(peer_id: str, cluster_key: str, remote_dir: str, tables: Sequence[str]) -> str:
+def add_sync_peer_statement(peer_id: str, cluster_key: str, remote_dir: str, tables: Sequence[str],
+                            configuration: Mapping[str, str] | None = None) -> str:
     """`add_peer` of a synchronous peer (HBase 3.x shell): table-level TABLE_CFS (the only scope a sync peer
-    takes), the other cluster's remote WAL directory. Created in DOWNGRADE_ACTIVE."""
+    takes), the other cluster's remote WAL directory, and `configuration` (the toolkit's owner mark) as CONFIG.
+    Created in DOWNGRADE_ACTIVE."""
     validate_peer_id(peer_id)
     if not tables:
         raise ValueError("a synchronous replication peer needs its tables (TABLE_CFS; no namespace or cluster scope)")
+    config = f", CONFIG => {ruby_string_hash(configuration)}" if configuration else ""
     return (f"add_peer {ruby_str(peer_id)}, CLUSTER_KEY => {ruby_str(cluster_key)}, REMOTE_WAL_DIR => "
-            f"{ruby_str(remote_dir)}, TABLE_CFS => {ruby_table_cfs({t: [] for t in tables})}")
+            f"{ruby_str(remote_dir)}, TABLE_CFS => {ruby_table_cfs({t: [] for t in tables})}{config}")
 
 
 def transit_statement(peer_id: str, state: str) -> str:
