@@ -78,6 +78,13 @@ def http_principal(name: str, host: str = SERVICE_HOST) -> str:
     return f"HTTP/{host}@{realm(name)}"
 
 
+def yarn_principal(name: str) -> str:
+    """The principal of the cluster's YARN daemons (`up --secure --yarn`, realhbase/yarn.py): the ResourceManager
+    (`yarn/_HOST@<realm>` in yarn-site, _HOST their address) and the NodeManager, named by the cluster's server
+    address as its other services are."""
+    return f"yarn/{SERVER_HOSTS[name][1]}@{realm(name)}"
+
+
 ZK_HOST = "127.0.0.2"  # the secured bed's ZooKeeper listens here (see RealSecureStack)
 
 
@@ -105,6 +112,7 @@ class RealSecureStack(SecureStack):
     def principals(self) -> dict[str, list[str]]:
         out = super().principals()
         out["hbase_service"] = [hbase_principal(n) for n in CLUSTER_SECURITY]
+        out["yarn_service"] = [yarn_principal("dc2")]  # the secured YARN beside dc2 (up --secure --yarn)
         out["spnego_service"] = list(dict.fromkeys([
             *(http_principal(n) for n in CLUSTER_SECURITY),
             *(http_principal(n, SERVER_HOSTS[n][1]) for n in CLUSTER_SECURITY)]))

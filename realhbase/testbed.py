@@ -591,7 +591,8 @@ class RealHBase:
                 f"-Drealhbase.workdir={self.workdir}", f"-Drealhbase.role={yarn.CLUSTER}/{role}",
                 f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
                 f"-Djava.io.tmpdir={yarn.yarn_dir(self.workdir) / 'tmp'}", f"-Dyarn.log.dir={logs}",
-                f"-Dhadoop.log.dir={logs}", "-cp", os.pathsep.join([*classpath, str(conf)]), yarn.MAIN[role]]
+                f"-Dhadoop.log.dir={logs}", *self._security_flags(yarn.CLUSTER, role),
+                "-cp", os.pathsep.join([*classpath, str(conf)]), yarn.MAIN[role]]
 
     def start_yarn(self, timeout: float | None = None) -> dict:
         """A ResourceManager and a NodeManager on dc2 (realhbase/yarn.py); returns once the node is RUNNING in the
@@ -610,8 +611,10 @@ class RealHBase:
         except (OSError, ValueError):
             saved = {}
         ports = yarn.plan_ports(saved)
-        conf = yarn.write_conf(self.workdir, ports)
-        state_file.write_text(json.dumps({"ports": ports}, indent=1))
+        secure = self.secure
+        conf = yarn.write_conf(self.workdir, ports, secure)
+        host = yarn.host(secure)
+        state_file.write_text(json.dumps({"ports": ports, "host": host, "secure": secure}, indent=1))
         env = {**os.environ, "JAVA_HOME": yarn.java_home(self.jars.java), "HADOOP_CONF_DIR": str(conf),
                "SPARK_LOCAL_IP": HOST}
         env.pop("PYTHONPATH", None)  # containers get what their application ships, not this process's path
@@ -626,7 +629,15 @@ class RealHBase:
                                      stdin=subprocess.DEVNULL, start_new_session=True, env=env,
                                      cwd=str(yarn.yarn_dir(self.workdir)))
             deadline = time.monotonic() + (timeout or self.timeout)
-            nodes = f"http://{HOST}:{ports['rm_web']}/ws/v1/cluster/nodes?states=RUNNING"
+            nodes = f"http://{host}:{ports['rm_web']}/ws/v1/cluster/nodes?states=RUNNING"
+            if secure:  # the REST API behind SPNEGO: asked as dc2's hbase service principal
+                from realhbase import secure as sec
+
+                def nodes_json():
+                    return sec.http(self.workdir, yarn.CLUSTER, nodes, timeout=3)
+            else:
+                def nodes_json():
+                    return _http_json(nodes, timeout=3)
             while True:
                 running = self.yarn_running()
                 for role in yarn.ROLES:
@@ -635,9 +646,9 @@ class RealHBase:
                         raise RealHBaseError(f"realhbase: {yarn.CLUSTER}/{role} exited while starting; tail of "
                                              f"{log}:\n{tail(log)}")
                 try:
-                    if ((_http_json(nodes, timeout=3).get("nodes") or {}).get("node") or []):
+                    if ((nodes_json().get("nodes") or {}).get("node") or []):
                         break
-                except (OSError, ValueError):
+                except Exception:  # noqa: BLE001 - not answering yet (a refused connection, SPNEGO before its login)
                     pass
                 if time.monotonic() >= deadline:
                     log = logs / "nodemanager.log"
@@ -647,8 +658,8 @@ class RealHBase:
         except BaseException:
             self._stop_yarn()
             raise
-        self._log(f"YARN ready in {time.monotonic() - started:.1f} s (ResourceManager {HOST}:{ports['rm']}, "
-                  f"web UI http://{HOST}:{ports['rm_web']}, HADOOP_CONF_DIR {conf})")
+        self._log(f"YARN ready in {time.monotonic() - started:.1f} s (ResourceManager {host}:{ports['rm']}, "
+                  f"web UI http://{host}:{ports['rm_web']}{', Kerberos' if secure else ''}, HADOOP_CONF_DIR {conf})")
         return self.yarn_endpoints()
 
     def _stop_yarn(self) -> dict[int, str]:
@@ -669,11 +680,32 @@ class RealHBase:
     def yarn_endpoints(self) -> dict | None:
         """The `yarn` entry of `endpoints --json` (None: YARN was never started under this workdir)."""
         try:
-            ports = json.loads((yarn.yarn_dir(self.workdir) / "yarn.json").read_text())["ports"]
+            state = json.loads((yarn.yarn_dir(self.workdir) / "yarn.json").read_text())
+            ports = state["ports"]
         except (OSError, ValueError, KeyError):
             return None
         running = self.yarn_running()
         conf = str(yarn.conf_dir(self.workdir))
+        secure = bool(state.get("secure"))
+        HOST = state.get("host") or config.HOST  # noqa: N806 (dc2's server address on a secured bed)
+        security, kerberos_extra = None, {}
+        if secure:
+            from minihbase.security.stack import TOOLKIT
+            from realhbase import secure as sec
+
+            # What spark-submit needs: the submitting principal and the PATH of its keytab (never its content),
+            # the YARN daemons' principals, dc2's krb5.conf for the JVMs and the REST API's SPNEGO principal
+            security = {
+                "principal": TOOLKIT, "keytab": sec.keytab(self.workdir, TOOLKIT),
+                "krb5_conf": str(yarn.conf_dir(self.workdir) / "krb5.conf"),
+                "resourcemanager_principal": f"yarn/_HOST@{sec.realm(yarn.CLUSTER)}",
+                "nodemanager_principal": sec.yarn_principal(yarn.CLUSTER),
+                "spnego_principal": f"HTTP/_HOST@{sec.realm(yarn.CLUSTER)}",
+            }
+            # the provider reads `principal` (--principal); `keytab` there is a keytab's base64 CONTENT, so the
+            # path goes under `keytab_path`, which the toolkit's Spark operators pass as --keytab
+            kerberos_extra = {"principal": TOOLKIT, "keytab_path": security["keytab"],
+                              "yarn_spnego_principal": security["spnego_principal"]}
         return {
             "cluster": yarn.CLUSTER,
             "resourcemanager": {"address": f"{HOST}:{ports['rm']}", "scheduler": f"{HOST}:{ports['rm_scheduler']}",
@@ -687,13 +719,15 @@ class RealHBase:
             "containers_dir": str(yarn.yarn_dir(self.workdir) / "local"),
             "container_logs_dir": str(yarn.yarn_dir(self.workdir) / "logs"),
             # what spark-defaults.conf holds for this YARN (export HADOOP_CONF_DIR for spark-submit too)
-            "spark_conf": yarn.spark_conf(self.workdir, sys.executable),
+            "spark_conf": yarn.spark_conf(self.workdir, sys.executable, secure),
+            "security": security,
             # Airflow's Spark connections; the ResourceManager's web address lets the provider follow a
             # cluster-mode application through the REST API (yarn_track_via_rm_api, its durable mode)
             "connections": {
                 name: {"conn_type": "spark", "host": "yarn",
                        "extra": {"deploy-mode": mode,
-                                 "yarn_resourcemanager_webapp_address": f"{HOST}:{ports['rm_web']}"}}
+                                 "yarn_resourcemanager_webapp_address": f"{HOST}:{ports['rm_web']}",
+                                 **kerberos_extra}}
                 for name, mode in (("spark_yarn", "cluster"), ("spark_yarn_client", "client"))},
         }
 

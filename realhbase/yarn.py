@@ -10,6 +10,13 @@ test bed's Hadoop version (realhbase/yarn/pom.xml), and the HADOOP_CONF_DIR a Sp
     <workdir>/dc2/yarn/logs/     the containers' stdout/stderr (yarn.nodemanager.log-dirs)
     <workdir>/dc2/logs/resourcemanager.log, nodemanager.log
 
+Secured (`up --secure --yarn`): the daemons listen on dc2's server address (realhbase/secure.py SERVER_HOSTS) and
+log in as `yarn/<that address>@DC2.TEST`; the conf dir's core-site is dc2's Kerberized one with the web UIs' SPNEGO
+principal on that address (secure_core_site), yarn-site adds secure_yarn_site's keys, and spark-defaults.conf names
+dc2's krb5.conf for Spark's JVMs in the containers (spark_conf). Containers run under DefaultContainerExecutor: as
+the NodeManager's OS user, whatever the application's Kerberos user (a test bed; production runs the
+LinuxContainerExecutor, each application as its own OS user).
+
 Every setting that differs from Hadoop's default says why (here and in the XML written).
 """
 from __future__ import annotations
@@ -41,19 +48,30 @@ def conf_dir(workdir: Path) -> Path:
     return yarn_dir(workdir) / "conf"
 
 
-def yarn_site(workdir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+def host(secure: bool) -> str:
+    """The address YARN's daemons listen on: loopback, or on a secured bed dc2's server address (the host its
+    principals name, in DC2.TEST by every krb5.conf's [domain_realm])."""
+    if not secure:
+        return HOST
+    from realhbase import secure as sec
+
+    return sec.server_host(CLUSTER)
+
+
+def yarn_site(workdir: Path, ports: dict[str, int], secure: bool = False) -> list[tuple[str, str, str]]:
     d = yarn_dir(workdir)
+    addr = host(secure)
     return [
-        ("yarn.resourcemanager.hostname", HOST, "loopback only"),
-        ("yarn.resourcemanager.address", f"{HOST}:{ports['rm']}", "free ports chosen at up (8032... by default)"),
-        ("yarn.resourcemanager.scheduler.address", f"{HOST}:{ports['rm_scheduler']}", ""),
-        ("yarn.resourcemanager.resource-tracker.address", f"{HOST}:{ports['rm_tracker']}", ""),
-        ("yarn.resourcemanager.admin.address", f"{HOST}:{ports['rm_admin']}", ""),
-        ("yarn.resourcemanager.webapp.address", f"{HOST}:{ports['rm_web']}", "the web UI and REST API (/ws/v1)"),
-        ("yarn.nodemanager.hostname", HOST, "loopback only"),
-        ("yarn.nodemanager.address", f"{HOST}:{ports['nm']}", ""),
-        ("yarn.nodemanager.localizer.address", f"{HOST}:{ports['nm_localizer']}", ""),
-        ("yarn.nodemanager.webapp.address", f"{HOST}:{ports['nm_web']}", "containers' logs"),
+        ("yarn.resourcemanager.hostname", addr, "loopback only"),
+        ("yarn.resourcemanager.address", f"{addr}:{ports['rm']}", "free ports chosen at up (8032... by default)"),
+        ("yarn.resourcemanager.scheduler.address", f"{addr}:{ports['rm_scheduler']}", ""),
+        ("yarn.resourcemanager.resource-tracker.address", f"{addr}:{ports['rm_tracker']}", ""),
+        ("yarn.resourcemanager.admin.address", f"{addr}:{ports['rm_admin']}", ""),
+        ("yarn.resourcemanager.webapp.address", f"{addr}:{ports['rm_web']}", "the web UI and REST API (/ws/v1)"),
+        ("yarn.nodemanager.hostname", addr, "loopback only"),
+        ("yarn.nodemanager.address", f"{addr}:{ports['nm']}", ""),
+        ("yarn.nodemanager.localizer.address", f"{addr}:{ports['nm_localizer']}", ""),
+        ("yarn.nodemanager.webapp.address", f"{addr}:{ports['nm_web']}", "containers' logs"),
         ("yarn.nodemanager.local-dirs", str(d / "local"), "inside the workdir"),
         ("yarn.nodemanager.log-dirs", str(d / "logs"), "inside the workdir: each container's stdout/stderr"),
         ("yarn.nodemanager.resource.memory-mb", str(NODE_MEMORY_MB),
@@ -76,7 +94,54 @@ def yarn_site(workdir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]
          "HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ,SPARK_LOCAL_IP",
          "YARN's list plus SPARK_LOCAL_IP: Spark in the containers binds loopback as the client does"),
         ("yarn.log-aggregation-enable", "false", "containers' logs stay in yarn.nodemanager.log-dirs"),
+    ] + (secure_yarn_site(workdir) if secure else [])
+
+
+def secure_yarn_site(workdir: Path) -> list[tuple[str, str, str]]:
+    """yarn-site's Kerberos keys (`up --secure --yarn`)."""
+    from realhbase import secure as sec
+
+    realm = sec.realm(CLUSTER)
+    principal = sec.yarn_principal(CLUSTER)
+    keytab = sec.keytab(workdir, principal)
+    spnego = sec.http_principal(CLUSTER, sec.SERVER_HOSTS[CLUSTER][1])
+    spnego_keytab = sec.keytab(workdir, spnego)
+    return [
+        ("yarn.resourcemanager.principal", f"yarn/_HOST@{realm}",
+         "_HOST: the ResourceManager's address (the daemon and its clients expand it alike; Spark's client names "
+         "it the renewer of the HDFS delegation tokens it obtains)"),
+        ("yarn.resourcemanager.keytab", keytab, ""),
+        ("yarn.nodemanager.principal", principal,
+         "named in full: the NodeManager expands _HOST with the machine's canonical name, not its address"),
+        ("yarn.nodemanager.keytab", keytab, ""),
+        ("yarn.resourcemanager.webapp.spnego-principal", spnego, "the web UIs and REST API behind SPNEGO"),
+        ("yarn.resourcemanager.webapp.spnego-keytab-file", spnego_keytab, ""),
+        ("yarn.nodemanager.webapp.spnego-principal", spnego, ""),
+        ("yarn.nodemanager.webapp.spnego-keytab-file", spnego_keytab, ""),
+        ("yarn.nodemanager.container-executor.class",
+         "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor",
+         "YARN's default, said explicitly: a test bed's containers run as the NodeManager's OS user (production: "
+         "LinuxContainerExecutor, each application as its own OS user)"),
     ]
+
+
+def secure_core_site(workdir: Path) -> list[tuple[str, str, str]]:
+    """What the YARN conf dir's core-site changes in dc2's Kerberized one (hadoop.security.authentication=kerberos,
+    auth_to_local and the SPNEGO filter come with it): the web servers' SPNEGO principal, on YARN's address."""
+    from realhbase import secure as sec
+
+    spnego = sec.http_principal(CLUSTER, sec.SERVER_HOSTS[CLUSTER][1])
+    return [
+        ("hadoop.http.authentication.kerberos.principal", spnego,
+         "the ResourceManager's and NodeManager's web servers on dc2's server address (dc2's NameNode: localhost)"),
+        ("hadoop.http.authentication.kerberos.keytab", sec.keytab(workdir, spnego), ""),
+    ]
+
+
+def _site_props(text: str) -> list[tuple[str, str, str]]:
+    import xml.etree.ElementTree as ET
+
+    return [(p.findtext("name"), p.findtext("value") or "", "") for p in ET.fromstring(text).iter("property")]
 
 
 def capacity_scheduler() -> list[tuple[str, str, str]]:
@@ -89,24 +154,27 @@ def capacity_scheduler() -> list[tuple[str, str, str]]:
     ]
 
 
-def write_conf(workdir: Path, ports: dict[str, int]) -> Path:
+def write_conf(workdir: Path, ports: dict[str, int], secure: bool = False) -> Path:
     """HADOOP_CONF_DIR: dc2's core-site and hdfs-site (fs.defaultFS: dc2's NameNode, where Spark stages the
-    application), yarn-site, the scheduler's queue and the daemons' logging."""
+    application), yarn-site, the scheduler's queue and the daemons' logging; secured, dc2's krb5.conf too."""
     conf = conf_dir(workdir)
     conf.mkdir(parents=True, exist_ok=True)
     for sub in ("local", "logs", "tmp"):
         (yarn_dir(workdir) / sub).mkdir(exist_ok=True)
     cluster_conf = workdir / CLUSTER / "conf"
-    for name in ("core-site.xml", "hdfs-site.xml", "log4j2.properties"):
+    for name in ("core-site.xml", "hdfs-site.xml", "log4j2.properties", *(("krb5.conf",) if secure else ())):
         (conf / name).write_text((cluster_conf / name).read_text())
-    (conf / "yarn-site.xml").write_text(config.site_xml(yarn_site(workdir, ports)))
+    if secure:
+        core = _site_props((cluster_conf / "core-site.xml").read_text())
+        (conf / "core-site.xml").write_text(config.site_xml(config.merged(core, secure_core_site(workdir))))
+    (conf / "yarn-site.xml").write_text(config.site_xml(yarn_site(workdir, ports, secure)))
     (conf / "capacity-scheduler.xml").write_text(config.site_xml(capacity_scheduler()))
     spark = spark_conf_dir(workdir)
     spark.mkdir(exist_ok=True)
     (spark / "spark-defaults.conf").write_text(
         "# Written by realhbase (realhbase/yarn.py): Spark on this test bed's YARN, as an operator's\n"
         "# spark-defaults.conf would say it. With HADOOP_CONF_DIR=" + str(conf) + "\n"
-        + "".join(f"{k} {v}\n" for k, v in spark_conf(workdir, sys.executable).items()))
+        + "".join(f"{k} {v}\n" for k, v in spark_conf(workdir, sys.executable, secure).items()))
     return conf
 
 
@@ -121,13 +189,20 @@ def java_home(java: str) -> str:
     return str(Path(os.path.realpath(java)).parent.parent)
 
 
-def spark_conf(workdir: Path, python: str) -> dict[str, str]:
+def spark_conf(workdir: Path, python: str, secure: bool = False) -> dict[str, str]:
     """What an operator's spark-defaults.conf says for this YARN (the tests pass it as the Spark connection's conf):
     PySpark's own jars where they are (`local:`: on every node already, nothing uploaded per application; on a real
-    cluster, `spark.yarn.archive` in HDFS), the nodes' Python, small containers."""
+    cluster, `spark.yarn.archive` in HDFS), the nodes' Python, small containers. Secured: the krb5.conf of dc2's
+    hosts for the JVMs in the containers (a node's /etc/krb5.conf in production; the AM logs in from the keytab
+    Spark ships it in cluster mode)."""
     import pyspark
 
     jars = Path(pyspark.__file__).resolve().parent / "jars"
+    krb5 = {}
+    if secure:
+        java_krb5 = f"-Djava.security.krb5.conf={conf_dir(workdir) / 'krb5.conf'}"
+        krb5 = {"spark.driver.extraJavaOptions": java_krb5, "spark.yarn.am.extraJavaOptions": java_krb5,
+                "spark.executor.extraJavaOptions": java_krb5}
     return {
         "spark.yarn.jars": f"local:{jars}/*",
         "spark.pyspark.python": python,
@@ -139,6 +214,7 @@ def spark_conf(workdir: Path, python: str) -> dict[str, str]:
         "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": HOST,
         "spark.executorEnv.SPARK_LOCAL_IP": HOST,
         "spark.ui.enabled": "false",
+        **krb5,
     }
 
 
