@@ -4,11 +4,12 @@ measured with (bench/bench_cutover.py, the cut-over tests): the last write the o
 new one accepted, writes lost (acknowledged, then not on the cluster the clients ended on) and writes accepted by
 both sides after the switch.
 
-A refused write (`region is read only`, `Insufficient permissions`: the cut-over's fence) is not retried on the
-same cluster: the thread waits to be switched and writes it there, as a client that was told "writes are frozen"
-would. Any other failure is retried where it was (a region moving). `switch_to(name)` returns at once; each thread
-takes the new cluster at its next write. A switch file (`switch_file`) does the same from another process: its
-content names the cluster (what a cut-over's `switch_command` writes).
+A refused write (`region is read only`, `Insufficient permissions`, a sync peer's `... in STANDBY state`: the
+cut-over's fence) is not retried on the same cluster: the thread waits to be switched and writes it there, as a
+client that was told "writes are frozen" would. Any other failure is retried where it was (a region moving).
+`switch_to(name)` returns at once; each thread takes the new cluster at its next write. A switch file
+(`switch_file`) does the same from another process: its content names the cluster (what a cut-over's
+`switch_command` writes).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-FENCE_ERRORS = ("region is read only", "insufficient permissions", "accessdeniedexception")
+FENCE_ERRORS = ("region is read only", "insufficient permissions", "accessdeniedexception",
+                "in standby state")  # the last: a synchronous-replication peer's STANDBY cluster (HBase 3.x)
 
 
 @dataclass

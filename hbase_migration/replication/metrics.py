@@ -139,7 +139,7 @@ def _number(key: str, value: Any) -> Number:
     return value
 
 
-def parse_replication_bean(payload: Mapping[str, Any]) -> RegionServerReplication:
+def parse_replication_bean(payload: Mapping[str, Any], servername: str | None = None) -> RegionServerReplication:
     """Parse a `/jmx` body (`{"beans": [...]}`) for the REPLICATION_BEAN (`...,sub=Replication`).
 
     Accepts both key forms: gauge `source.<id>.ageOfLastShippedOp` (1.x, early 2.x) and histogram
@@ -147,7 +147,8 @@ def parse_replication_bean(payload: Mapping[str, Any]) -> RegionServerReplicatio
     key names: `source.<name>` is a global figure, `source.<queueId>.<name>` a queue's (the queue id
     may hold dots, commas and '-' of a recovered queue's dead server names, so the metric name is the
     part after the LAST dot). Peer ids and dead servers are parsed as HBase's ReplicationQueueInfo does.
-    Without the bean (a server with no replication source yet) `bean_present` is False.
+    Without the bean (a server with no replication source yet) `bean_present` is False. `servername` (the server
+    the body came from) lets HBase 3.x's queue ids be read (`queue_identity`).
     """
     if not isinstance(payload, Mapping) or not isinstance(payload.get("beans"), list):
         raise JmxFormatError(f"/jmx body must be an object with a 'beans' list, got {str(payload)[:200]!r}")
@@ -191,7 +192,7 @@ def parse_replication_bean(payload: Mapping[str, Any]) -> RegionServerReplicatio
         if not set(figures) - _TABLE_ONLY_METRICS:
             tables[ident] = {**figures, **hist}
             continue
-        queues[ident] = _queue_metrics(ident, figures, hist)
+        queues[ident] = _queue_metrics(ident, figures, hist, servername)
     return RegionServerReplication(
         bean_present=True,
         hostname=bean.get("tag.Hostname") if isinstance(bean.get("tag.Hostname"), str) else None,
@@ -199,8 +200,24 @@ def parse_replication_bean(payload: Mapping[str, Any]) -> RegionServerReplicatio
     )
 
 
-def _queue_metrics(queue_id: str, figures: Mapping[str, Number], hist: Mapping[str, Number]) -> QueueMetrics:
-    parsed = zk.parse_queue_id(queue_id)
+def queue_identity(queue_id: str, servername: str | None = None) -> zk.QueueId:
+    """A queue id as the server that reports it names it. HBase 2.x (ReplicationQueueInfo): `<peer>` is the normal
+    queue, `<peer>-<dead1>[-<dead2>...]` a recovered one. HBase 3.x (ReplicationQueueId, queues in the
+    `hbase:replication` table): `<peer>-<this server>` is the normal queue, `<peer>-<this server>-<source server>`
+    a recovered one (real HBase 3.0.0-alpha-4: `fw1-localhost,15357,1795773130447` on that server, which the 2.x
+    reading took for a recovered queue of a dead server). Without `servername`, the 2.x reading."""
+    if servername:
+        peer_id, _, rest = queue_id.partition("-")
+        if rest == servername:
+            return zk.QueueId(queue_id, peer_id, False, ())
+        if rest.startswith(servername + "-") and zk.is_full_servername(rest[len(servername) + 1:]):
+            return zk.QueueId(queue_id, peer_id, True, (rest[len(servername) + 1:],))
+    return zk.parse_queue_id(queue_id)
+
+
+def _queue_metrics(queue_id: str, figures: Mapping[str, Number], hist: Mapping[str, Number],
+                   servername: str | None = None) -> QueueMetrics:
+    parsed = queue_identity(queue_id, servername)
     values: dict[str, Any] = {QUEUE_FIGURES[m]: v for m, v in figures.items() if m in QUEUE_FIGURES}
     if AGE in figures:
         values.update(age_ms=figures[AGE], age_form="gauge")
@@ -407,7 +424,7 @@ def peer_status(cluster: "Cluster", peer_id: str, zk_client: Any, taken_at: floa
                 "sets no info_port"))
         try:
             payload = fetch_jmx(server.host, port, timeout, attempts, session=channels.http(cluster))
-            bean = parse_replication_bean(payload)
+            bean = parse_replication_bean(payload, server.servername)
         except (JmxUnavailable, JmxFormatError) as exc:
             log.warning("peer %s: %s", peer_id, exc)
             return ServerReading(server.servername, port, error=str(exc))

@@ -227,3 +227,18 @@ def test_summary_counts_a_recovered_queue_seen_in_jmx_and_zookeeper_once():
     summary = snap.summary()
     assert (summary["recovered_queues"], summary["zk_wals"], summary["max_age_ms"],
             summary["total_size_of_log_queue"]) == (1, 3, 9, 2)
+
+
+def test_hbase_3_queue_ids_name_the_reporting_server():
+    """HBase 3.x (ReplicationQueueId; real 3.0.0-alpha-4's /jmx): `<peer>-<this server>` is the normal queue,
+    `<peer>-<this server>-<source server>` a recovered one; read without the server's name, as 2.x ids."""
+    me = "localhost,15357,1795773130447"
+    dead = "rs-2.dc-a.example.com,16020,1700000000002"
+    bean = {"name": REPLICATION_BEAN, f"source.fw1-{me}.sizeOfLogQueue": 1,
+            f"source.fw1-{me}.ageOfLastShippedOp": 0, f"source.fw1-{me}-{dead}.sizeOfLogQueue": 3}
+    normal, recovered = parse_replication_bean(body(bean), me).queues_of("fw1")
+    assert (normal.queue_id, normal.recovered, normal.dead_servers, normal.size_of_log_queue) == (
+        f"fw1-{me}", False, (), 1)
+    assert (recovered.recovered, recovered.dead_servers, recovered.size_of_log_queue) == (True, (dead,), 3)
+    as_2x = parse_replication_bean(body(bean)).queues[f"fw1-{me}"]
+    assert (as_2x.recovered, as_2x.dead_servers) == (True, (me,))
