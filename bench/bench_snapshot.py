@@ -2,7 +2,8 @@
 
 1. A table of `--mb` MiB (8 regions, wide values), flushed. Its FLUSH snapshot exported by the toolkit (Spark
    local[2], the session warmed up first; the file copy phase timed: manifest, files, verification) against a
-   plain WebHDFS copy of the same files (the same two streams at once: OPEN -> CREATE, no check, no ledger):
+   plain WebHDFS copy of the same files made just before (the same two streams at once: OPEN -> CREATE, no check,
+   no ledger), the kernel's page cache dropped before each (as root) so both read from disk:
    `vs_webhdfs_copy` = export bytes/s / plain bytes/s (the goal: >= 0.8).
 2. The scan copy of the same table (the Thrift copy, Spark local[2]) into another target table: `vs_scan_copy` =
    export bytes/s / scan bytes/s, both over the table's store file bytes (the goal: >= 5).
@@ -12,7 +13,7 @@
 The fixed costs of the snapshot path (taking the snapshot, publishing, the clone: shell sessions) are printed
 apart. Printed, never asserted; the last line is one JSON object.
 
-    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--compact] [--testbed DIR]
+    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--compact] [--block-mb 128] [--testbed DIR]
 """
 from __future__ import annotations
 
@@ -64,6 +65,17 @@ def plain_copy(src_cluster, dst_cluster, pairs: list[tuple[str, str]], streams: 
     with ThreadPoolExecutor(streams) as pool:
         list(pool.map(one, pairs))
     return time.perf_counter() - started
+
+
+def drop_page_cache() -> bool:
+    """The kernel's page cache emptied (root only), so the next copy reads the source's block files from disk;
+    False where it could not be."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+        return True
+    except OSError:
+        return False
 
 
 def write_file(cluster, path: str, size: int) -> None:
@@ -136,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
     p.add_argument("--compact", action="store_true",
                    help="major-compact the table before the export: one file per region, --mb/8 MiB each")
+    p.add_argument("--block-mb", type=int, default=128,
+                   help="the bed's dfs.blocksize, MiB (default 128, HDFS's; the test bed's own is 1): a file's "
+                        "every block costs the copies NameNode and DataNode round trips, and its checksum one "
+                        "DataNode call per block. Ignored with --testbed")
     args = p.parse_args(argv)
 
     from bench.harness import exit_on_sigterm
@@ -156,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
     bed = RealHBase(Path(args.testbed) if args.testbed else workdir / "realhbase")
     if not args.testbed:
-        log(f"starting realhbase in {bed.workdir}")
+        os.environ["REALHBASE_DFS_BLOCKSIZE"] = str(args.block_mb << 20)  # realhbase/config.py
+        log(f"starting realhbase in {bed.workdir} (dfs.blocksize {args.block_mb} MiB)")
         bed.up()
+        for name in ("dc1", "dc2"):  # the bed's 4 GiB quota on /hbase is for its quota tests, not a GiB-sized table
+            bed.set_quota(name, "/hbase", space_bytes=-1)
     spark = None
     try:
         endpoints = bed.endpoints()
@@ -202,19 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         export.take()
         take_s = time.perf_counter() - t0
-        log(f"snapshot taken in {take_s:.0f}s; exporting its files")
-        summary = export.copy(executor)
-        copy_s = summary["seconds"]
-        store_bytes = summary["bytes_total"]
-        export_bps = store_bytes / copy_s
-        log(f"export: {summary['files_total']} files, {store_bytes / 2**20:.1f} MiB in {copy_s:.1f}s "
-            f"({export_bps / 2**20:.1f} MiB/s, checksum {summary['checksum']})")
-        t0 = time.perf_counter()
-        export.publish()  # finish() without its clean(): the plain copy below reads the source snapshot's files
-        export.clone()
-        finish_s = time.perf_counter() - t0
+        log(f"snapshot taken in {take_s:.0f}s")
 
-        # the plain copy of the same files (where the snapshot keeps them on the source), two streams at once
+        # the plain copy of the same files (where the snapshot keeps them on the source), two streams at once,
+        # first: each copy reads the files from disk, as a production table's are read (not from the page cache
+        # the other copy filled)
         src = webhdfs_of(source)
         manifest = parse_data_manifest(b"".join(_read(src, f"/hbase/.hbase-snapshot/{export.name}/data.manifest")))
         pairs = []
@@ -222,9 +233,24 @@ def main(argv: list[str] | None = None) -> int:
             live, archived = f.source_paths("/hbase")
             path = live if src.status_or_none(live) is not None else archived
             pairs.append((path, f"/bench-plain/{f.region}-{f.family}-{f.name}"))
+        block = src.file_status(pairs[0][0]).block_size  # the store files' HDFS block size
+        cold = drop_page_cache()
         plain_s = plain_copy(source, target, pairs, 2)
+
+        drop_page_cache()
+        log("exporting the snapshot's files")
+        summary = export.copy(executor)
+        copy_s = summary["seconds"]
+        store_bytes = summary["bytes_total"]
+        export_bps = store_bytes / copy_s
         plain_bps = store_bytes / plain_s
         log(f"plain WebHDFS copy of the same files: {plain_s:.1f}s ({plain_bps / 2**20:.1f} MiB/s)")
+        log(f"export: {summary['files_total']} files, {store_bytes / 2**20:.1f} MiB in {copy_s:.1f}s "
+            f"({export_bps / 2**20:.1f} MiB/s, checksum {summary['checksum']})")
+        t0 = time.perf_counter()
+        export.publish()  # finish() without its clean(): the source snapshot stays until the end
+        export.clone()
+        finish_s = time.perf_counter() - t0
 
         # the scan copy of the same table (Thrift2), Spark local[2]
         scan = run_copy(source, target, CopyOptions(table.name, target_table=scan_table), executor)
@@ -252,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 store_bytes / 2**20, 1), "files": summary["files_total"], "compacted": args.compact,
             "export_mib_per_s": round(export_bps / 2**20, 2), "export_copy_s": round(copy_s, 1),
             "plain_webhdfs_mib_per_s": round(plain_bps / 2**20, 2), "scan_copy_mib_per_s": round(scan_bps / 2**20, 2),
-            "scan_copy_s": round(scan_s, 1), "snapshot_take_s": round(take_s, 1),
+            "scan_copy_s": round(scan_s, 1), "snapshot_take_s": round(take_s, 1), "read_cold": cold,
+            "block_mib": round(block / 2**20, 1),
             "publish_clone_s": round(finish_s, 1), "checksum": summary["checksum"],
             "vs_webhdfs_copy": round(export_bps / plain_bps, 2), "vs_scan_copy": round(export_bps / scan_bps, 2),
             "big_file": big_run, "small_file": small_run,

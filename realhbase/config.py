@@ -6,6 +6,7 @@ Every setting that differs from HBase's or Hadoop's default says why next to it 
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 from pathlib import Path
@@ -183,7 +184,22 @@ def core_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, 
     ]
 
 
+TEST_BLOCK_SIZE = 1 << 20
+
+
+def block_size() -> int:
+    """dfs.blocksize: 1 MiB, or `REALHBASE_DFS_BLOCKSIZE` (bytes; a benchmark's production-sized 134217728)."""
+    text = os.environ.get("REALHBASE_DFS_BLOCKSIZE", "").strip()
+    if not text:
+        return TEST_BLOCK_SIZE
+    if not text.isdigit() or int(text) < TEST_BLOCK_SIZE or int(text) % 512:
+        raise ValueError(f"REALHBASE_DFS_BLOCKSIZE={text!r}: give bytes, a multiple of 512 and at least "
+                         f"{TEST_BLOCK_SIZE} (HDFS's smallest), e.g. 134217728 for HDFS's default")
+    return int(text)
+
+
 def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
+    size = block_size()
     return [
         ("dfs.namenode.name.dir", f"file://{cluster_dir / 'hdfs' / 'name'}", ""),
         ("dfs.datanode.data.dir", f"file://{cluster_dir / 'hdfs' / 'data'}", ""),
@@ -195,9 +211,10 @@ def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, 
         ("dfs.datanode.ipc.address", f"{HOST}:0", ""),
         ("dfs.datanode.hostname", HOST, "WebHDFS redirects name the DataNode by its loopback address"),
         ("dfs.replication", "1", "one DataNode"),
-        ("dfs.blocksize", str(1 << 20),
+        ("dfs.blocksize", str(size),
          "1 MiB blocks (HDFS: 128 MiB, the smallest allowed is 1 MiB): a new block reserves one block against a "
-         "space quota, so small quotas work; WALs roll at about this size"),
+         "space quota, so small quotas work; WALs roll at about this size" if size == TEST_BLOCK_SIZE else
+         "REALHBASE_DFS_BLOCKSIZE: a production-sized block (a benchmark's: a file's blocks cost round trips)"),
         ("dfs.namenode.safemode.extension", "0", "leave safe mode as soon as the blocks are reported (HDFS: 30 s)"),
         ("dfs.namenode.safemode.min.datanodes", "1", ""),
     ]
