@@ -53,6 +53,18 @@ def cluster_json(conn_id: str) -> str:
     return json.dumps(HBaseClusterHook(conn_id).get_cluster().to_dict(), sort_keys=True)
 
 
+def _second_name(path: str, dest: str) -> str:
+    """`path` under the name `dest` (in a private temporary folder): a hard link (the same file, no copy of what it
+    holds), or where the two are on different file systems a copy readable by its owner only (mode 0600)."""
+    try:
+        os.link(path, dest)
+    except OSError:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            out.write(src.read())
+    return dest
+
+
 class _HBaseJobOperator(SparkSubmitOperator):
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "source_conn_id", "target_conn_id",
                                       "table", "target_table", "start_time_ms", "end_time_ms", "versions",
@@ -87,20 +99,75 @@ class _HBaseJobOperator(SparkSubmitOperator):
         ledger's URL, for the job's own ledger too) and `summary_key` for the argv builder."""
         raise NotImplementedError
 
-    def _spark_target(self) -> tuple[str, str | None]:
-        """(master, deploy mode) the Spark connection names, read as SparkSubmitHook reads them ('' when the
+    def _spark_target(self) -> tuple[str, str | None, dict[str, Any]]:
+        """(master, deploy mode, extra) the Spark connection names, read as SparkSubmitHook reads them ('' when the
         connection cannot be read: the hook then reports it itself)."""
         from airflow.sdk import BaseHook
 
         try:
             conn = BaseHook.get_connection(self._conn_id)
         except Exception:
-            return "", self._deploy_mode
+            return "", self._deploy_mode, {}
         if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
             master = conn.host
         else:
             master = f"{conn.conn_type}://{conn.host or ''}"
-        return master, self._deploy_mode or (conn.extra_dejson or {}).get("deploy-mode")
+        extra = conn.extra_dejson or {}
+        return master, self._deploy_mode or extra.get("deploy-mode"), extra
+
+    def _spark_kerberos(self, tmp: str, extra: dict[str, Any], deploy_mode: str | None) -> None:
+        """A Kerberized YARN: spark-submit logs in as `principal` from `keytab` (--principal/--keytab: the operator's
+        own, else the Spark connection's extras `principal` and `keytab_path`; the provider's extra `keytab` is a
+        keytab's base64 content and stays the provider's business) and obtains the HDFS delegation tokens the
+        application's containers use; in cluster mode YARN's AM gets the keytab to log in again.
+
+        Checked before anything is submitted: both given, the keytab holds the principal (else a clear refusal,
+        not spark-submit's "Unable to obtain password from user"). Spark refuses to ship one file twice: in
+        cluster mode the keytab goes to the AM only, and a connection's keytab of the same path in `--files` is
+        refused ("Attempt to add ... multiple times to the distributed cache", a symbolic link included: Spark
+        resolves it), so spark-submit then gets the keytab under a second name in the task's temporary folder
+        (`_second_name`: a hard link, else a private copy, removed with the folder after the job).
+        Cluster mode followed through the ResourceManager's REST API: SPNEGO as that principal (the extra
+        `yarn_spnego_principal`, HTTP/_HOST@REALM), through the toolkit's one SPNEGO client."""
+        from hbase_migration.clusters.kerberos import KerberosError, KeytabLogin
+
+        principal = self.principal or extra.get("principal")
+        keytab = self.keytab or extra.get("keytab_path")
+        if not principal and not keytab:
+            return
+        if not (principal and keytab):
+            if principal and extra.get("keytab"):  # the provider's base64 keytab: it writes and passes it itself
+                return
+            raise AirflowFailException(
+                f"Spark on a Kerberized YARN: both a principal and a keytab are needed (got principal "
+                f"{principal!r}, keytab {keytab!r}): set the operator's principal/keytab or the Spark "
+                f"connection {self._conn_id!r}'s extras principal and keytab_path")
+        try:
+            KeytabLogin(principal, keytab).check_keytab()
+        except KerberosError as e:
+            raise AirflowFailException(f"Spark on a Kerberized YARN (connection {self._conn_id!r}): spark-submit "
+                                       f"would not log in: {e}") from None
+        name = os.path.basename(keytab)
+        self.principal, self.keytab = principal, keytab
+        if name in {os.path.basename(f) for f in (self.files or "").split(",") if f}:
+            self.keytab = _second_name(keytab, os.path.join(tmp, f"spark-submit-{name}"))
+        if deploy_mode == "cluster" and self._yarn_rm_auth is None and extra.get("yarn_spnego_principal"):
+            from hbase_migration.clusters import kerberos
+            from hbase_migration.clusters.security import Security
+            from hbase_migration.clusters.spnego import SpnegoAuth
+
+            krb5 = next((s.krb5_conf for s in self._kerberized() if s.krb5_conf), None)
+            login = kerberos.login(Security(principal=principal, keytab=keytab, krb5_conf=krb5), "spark")
+            self._yarn_rm_auth = SpnegoAuth(login, extra["yarn_spnego_principal"])
+
+    def _kerberized(self) -> list[Any]:
+        """The Kerberized connections' security (source, target)."""
+        found = []
+        for conn_id in (self.source_conn_id, self.target_conn_id):
+            security = HBaseClusterHook(conn_id).get_cluster().security
+            if security is not None and security.kerberos:
+                found.append(security)
+        return found
 
     def _follow_yarn_application(self, deploy_mode: str | None) -> None:
         """YARN cluster mode with the provider's durable default: spark-submit returns once the application is
@@ -151,10 +218,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
         if not conf.getboolean("hbase_migration", "ship_credentials", fallback=True):
             return
         wanted = []
-        for conn_id in (self.source_conn_id, self.target_conn_id):
-            security = HBaseClusterHook(conn_id).get_cluster().security
-            if security is not None and security.kerberos:
-                wanted += [security.keytab, security.krb5_conf]
+        for security in self._kerberized():
+            wanted += [security.keytab, security.krb5_conf]
         files = [f for f in (self.files or "").split(",") if f]
         files += [f for f in dict.fromkeys(w for w in wanted if w) if f not in files]
         self.files = ",".join(files) or None
@@ -205,7 +270,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
             url, key = ledger_url(), self.summary_key(context)
             self.application_args = self._prepare({"summary_ledger_url_file": self._ship_ledger_url(tmp, url),
                                                    "summary_key": key})
-            master, deploy_mode = self._spark_target()
+            master, deploy_mode, extra = self._spark_target()
             on_yarn = master.startswith("yarn")
             if on_yarn:
                 self._follow_yarn_application(deploy_mode)
@@ -213,6 +278,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
             self._python_env(on_yarn)
             self._ship_code(tmp)
             self._ship_credentials()
+            self._spark_kerberos(tmp, extra, deploy_mode)
             error: Exception | None = None
             try:
                 super().execute(context)

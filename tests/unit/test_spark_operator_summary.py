@@ -187,3 +187,79 @@ def test_on_yarn_a_verification_gets_one_application_attempt(kind, conn_id, give
         op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id=conn_id, conf=given)
     op.execute({})
     assert seen["conf"].get("spark.yarn.maxAppAttempts") == attempts, seen["conf"]
+
+
+def _kerberized_yarn(monkeypatch, tmp_path, extra: dict, keytab_path: bool = False) -> str:
+    """Both clusters Kerberized with one keytab (the toolkit's), a Spark connection to a Kerberized YARN."""
+    from tests.unit.clusters.test_security import keytab_bytes
+
+    keytab = tmp_path / "keytabs" / "hbase-migration.keytab"
+    keytab.parent.mkdir()
+    keytab.write_bytes(keytab_bytes([("hbase-migration", "DC1.TEST", 2, 18)]))
+    krb5 = tmp_path / "krb5.conf"
+    krb5.write_text("[libdefaults]\n  default_realm = DC1.TEST\n")
+    security = {"principal": "hbase-migration@DC1.TEST", "keytab": str(keytab), "krb5_conf": str(krb5),
+                "hbase_principal": "hbase/_HOST@DC1.TEST"}
+    for conn_id, host in (("HBASE_SOURCE", "thrift.dc1"), ("HBASE_TARGET", "thrift.dc2")):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id}", json.dumps(
+            {**CLUSTER, "host": host, "extra": {**CLUSTER["extra"], **security}}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN", json.dumps({"conn_type": "spark", "host": "yarn", "extra": {
+        "deploy-mode": "client", **extra, **({"keytab_path": str(keytab)} if keytab_path else {})}}))
+    return str(keytab)
+
+
+def test_on_a_kerberized_yarn_spark_submit_gets_principal_and_keytab_under_a_second_name(
+        connections, monkeypatch, tmp_path):
+    """The Spark connection's `principal` and `keytab_path` become --principal/--keytab. The same keytab also goes
+    with --files (the jobs log in to HBase from it in the containers) and Spark refuses one file twice (a symbolic
+    link too): --keytab names a hard link of another name in the task's private folder, removed after the job."""
+    import os
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from operators.spark import HBaseVerifyTableOperator
+
+    keytab = _kerberized_yarn(monkeypatch, tmp_path, {"principal": "hbase-migration@DC1.TEST"}, keytab_path=True)
+    seen: dict = {}
+
+    def execute(self, context):
+        seen["cmd"] = self._get_hook()._build_spark_submit_command(self.application)
+        given = seen["cmd"][seen["cmd"].index("--keytab") + 1]
+        seen["given"], seen["same_file"] = given, os.path.samefile(given, keytab) and not os.path.islink(given)
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
+    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+                        lambda self, url, key: {"identical": True, "failed_partitions": 0})
+    HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn").execute({})
+    cmd = seen["cmd"]
+    assert cmd[cmd.index("--principal") + 1] == "hbase-migration@DC1.TEST"
+    assert keytab in cmd[cmd.index("--files") + 1].split(",")
+    assert os.path.basename(seen["given"]) == "spark-submit-hbase-migration.keytab" and seen["same_file"], seen
+    assert not os.path.exists(seen["given"])  # removed with the task's folder
+
+
+@pytest.mark.parametrize("case", ["wrong keytab", "no keytab"])
+def test_a_kerberized_yarn_s_bad_credentials_are_refused_before_spark_submit(case, connections, monkeypatch,
+                                                                               tmp_path):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from operators.spark import HBaseVerifyTableOperator
+    from tests.unit.clusters.test_security import keytab_bytes
+
+    wrong = tmp_path / "other.keytab"
+    wrong.write_bytes(keytab_bytes([("hbase/localhost", "DC1.TEST", 2, 18)]))
+    _kerberized_yarn(monkeypatch, tmp_path, {"principal": "hbase-migration@DC1.TEST",
+                                             **({"keytab_path": str(wrong)} if case == "wrong keytab" else {})})
+    submitted = []
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: submitted.append(self))
+    with pytest.raises(AirflowFailException) as refused:
+        HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn").execute({})
+    message = str(refused.value)
+    if case == "wrong keytab":
+        assert f"keytab {wrong} does not hold hbase-migration@DC1.TEST (it holds: hbase/localhost@DC1.TEST)" in (
+            message), message
+        assert "ktadd" in message
+    else:
+        assert "both a principal and a keytab are needed" in message and "keytab_path" in message, message
+    assert "spark_yarn" in message and not submitted
