@@ -202,7 +202,10 @@ def spark_conf(workdir: Path, python: str, secure: bool = False) -> dict[str, st
     if secure:
         java_krb5 = f"-Djava.security.krb5.conf={conf_dir(workdir) / 'krb5.conf'}"
         krb5 = {"spark.driver.extraJavaOptions": java_krb5, "spark.yarn.am.extraJavaOptions": java_krb5,
-                "spark.executor.extraJavaOptions": java_krb5}
+                "spark.executor.extraJavaOptions": java_krb5,
+                # a cluster-mode driver's SparkContext logs in and obtains HDFS delegation tokens before the AM's
+                # wait for it ends (Spark: 100 s); on two cores under load 27 it took longer once
+                "spark.yarn.am.waitTime": "300s"}
     return {
         "spark.yarn.jars": f"local:{jars}/*",
         "spark.pyspark.python": python,

@@ -50,3 +50,42 @@ def test_java_home_is_the_test_beds_java(monkeypatch, tmp_path):
     assert yarn.java_home(str(tmp_path / "bin" / "java")) == str((tmp_path / "jdk").resolve())
     monkeypatch.setenv("JAVA_HOME", "/opt/jdk")
     assert yarn.java_home(str(tmp_path / "bin" / "java")) == "/opt/jdk"
+
+
+def test_the_secured_conf_dir_kerberizes_the_daemons_and_names_the_krb5_conf(tmp_path):
+    """`up --secure --yarn`: on dc2's server address, the daemons' principals and keytabs in DC2.TEST, the web UIs
+    behind SPNEGO there, dc2's Kerberized core-site with that SPNEGO principal, dc2's krb5.conf for every JVM."""
+    conf = tmp_path / "dc2" / "conf"
+    conf.mkdir(parents=True)
+    (conf / "core-site.xml").write_text(
+        "<configuration><property><name>hadoop.security.authentication</name><value>kerberos</value></property>"
+        "<property><name>hadoop.http.authentication.kerberos.principal</name><value>HTTP/localhost@DC2.TEST"
+        "</value></property></configuration>\n")
+    (conf / "hdfs-site.xml").write_text("<configuration/>\n")
+    (conf / "log4j2.properties").write_text("status = warn\n")
+    (conf / "krb5.conf").write_text("[libdefaults]\n  default_realm = DC2.TEST\n")
+    written = yarn.write_conf(tmp_path, PORTS, secure=True)
+    assert (written / "krb5.conf").read_text() == (conf / "krb5.conf").read_text()
+    keytabs = tmp_path / "keytabs"
+    site = _props(written / "yarn-site.xml")
+    assert site["yarn.resourcemanager.address"] == f"127.0.0.3:{PORTS['rm']}"
+    assert site["yarn.nodemanager.address"] == f"127.0.0.3:{PORTS['nm']}"
+    assert {k: v for k, v in site.items() if "principal" in k or "keytab" in k} == {
+        "yarn.resourcemanager.principal": "yarn/_HOST@DC2.TEST",
+        "yarn.resourcemanager.keytab": str(keytabs / "yarn_127.0.0.3-at-DC2.TEST.keytab"),
+        "yarn.nodemanager.principal": "yarn/127.0.0.3@DC2.TEST",
+        "yarn.nodemanager.keytab": str(keytabs / "yarn_127.0.0.3-at-DC2.TEST.keytab"),
+        "yarn.resourcemanager.webapp.spnego-principal": "HTTP/127.0.0.3@DC2.TEST",
+        "yarn.resourcemanager.webapp.spnego-keytab-file": str(keytabs / "HTTP_127.0.0.3-at-DC2.TEST.keytab"),
+        "yarn.nodemanager.webapp.spnego-principal": "HTTP/127.0.0.3@DC2.TEST",
+        "yarn.nodemanager.webapp.spnego-keytab-file": str(keytabs / "HTTP_127.0.0.3-at-DC2.TEST.keytab")}
+    assert site["yarn.nodemanager.container-executor.class"].endswith(".DefaultContainerExecutor")
+    core = _props(written / "core-site.xml")
+    assert core["hadoop.security.authentication"] == "kerberos"
+    assert core["hadoop.http.authentication.kerberos.principal"] == "HTTP/127.0.0.3@DC2.TEST"
+    defaults = (tmp_path / "dc2" / "yarn" / "spark-conf" / "spark-defaults.conf").read_text().splitlines()
+    settings = dict(line.split(" ", 1) for line in defaults if line and not line.startswith("#"))
+    for key in ("spark.driver.extraJavaOptions", "spark.yarn.am.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        assert settings[key] == f"-Djava.security.krb5.conf={written / 'krb5.conf'}", key
+    assert settings["spark.yarn.am.waitTime"] == "300s"
+    assert "spark.kerberos.keytab" not in settings and "spark.kerberos.principal" not in settings  # per submit
