@@ -139,10 +139,12 @@ test-realhbase: bootstrap
 
 # The Spark jobs on the test bed's YARN (a ResourceManager and a NodeManager beside dc2's HDFS): copy and verify in
 # client and cluster mode through the Airflow operators, the copy's driver container killed mid-copy (YARN's second
-# attempt resumes from the ledger), and the migration DAG end to end in cluster mode with a live writer (marked
-# full: also in test-full, not in test).
+# attempt resumes from the ledger), the migration DAG end to end in cluster mode with a live writer, and copy and
+# verify on a Kerberized YARN beside the secured bed (up --secure --yarn: --principal/--keytab; a bed of its own)
+# (marked full: also in test-full, not in test).
 test-yarn: bootstrap
-	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py tests/dags/test_migration_yarn_realhbase.py $(PYTEST_ARGS); \
+	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py tests/dags/test_migration_yarn_realhbase.py \
+	  tests/integration/test_spark_yarn_secure_realhbase.py $(PYTEST_ARGS); \
 	  $(LEFTOVERS)
 
 # The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default). 3.0.0-alpha-4 is the
