@@ -202,6 +202,7 @@ class SwitchFacts:
     drain_reasons: tuple[str, ...] = ()
     drain_notes: tuple[str, ...] = ()
     sync_replication: "Any" = None  # replication.sync_replication.Support when asked for, else None
+    source_versions: Mapping[str, str | None] | None = None  # servername -> HBase version (rs/ znodes); None: not read
 
 
 def _key(text: str) -> str:
@@ -275,13 +276,27 @@ def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_
         if not sync.supported:
             reasons += [f"synchronous replication: {r}" for r in sync.reasons]
         else:
-            reasons.append("synchronous replication: these clusters have it (HBase 3.0+), but this cut-over does not "
-                           "drive it yet: cut over without it, or run the transitions of `planned_switch` "
-                           "(replication/sync_replication.py, docs/cutover.md) by hand")
+            reasons.append("synchronous replication: these clusters have it (HBase 3.0+), but this DAG does not drive "
+                           "it yet: run the toolkit's executor instead, `python -m hbase_migration sync-replication "
+                           "run --kind setup`, then `--kind planned` (docs/cutover.md#the-executor)")
+    elif hbase_3_servers(facts.source_versions):
+        reasons.append("the source runs HBase 3.x (" + ", ".join(hbase_3_servers(facts.source_versions)[:3]) + "), "
+                       "which keeps replication queues in the hbase:replication table, not in ZooKeeper: the "
+                       "window's drain (replication/wal_drain.py reads the queues from ZooKeeper) would see none "
+                       "and call the forward peer drained at once. Cut over with synchronous replication instead: "
+                       "`python -m hbase_migration sync-replication run` (docs/cutover.md#the-executor)")
     reasons += _scope_reasons("target", facts.target_scopes, plan.tables,
                               "the reverse peer would not ship the target's edits back, a rollback would lose "
                               "them (alter it to 1 on the target first)")
     return reasons
+
+
+def hbase_3_servers(versions: Mapping[str, str | None] | None) -> list[str]:
+    """The region servers running HBase 3.0 or later (`servername (version)`), sorted."""
+    from hbase_migration.replication.sync_replication import FIRST_RELEASE, parse_version
+
+    return sorted(f"{s} ({v})" for s, v in (versions or {}).items()
+                  if parse_version(v) is not None and parse_version(v) >= FIRST_RELEASE)
 
 
 def _cluster_reasons(plan: SwitchPlan, facts: SwitchFacts, run: str, from_: str, to: str) -> list[str]:
@@ -378,13 +393,14 @@ def gather(source: "Cluster", target: "Cluster", plan: SwitchPlan, *, thresholds
         poll = drain_check(source, plan.peer_id, thresholds, interval_s=drain_interval_s, timeout_s=drain_timeout_s)
         drained, reasons, notes = poll.decision.drained, poll.decision.reasons, poll.decision.notes
     sync = None
-    if sync_replication:
-        from hbase_migration.replication.sync_replication import check_support
+    from hbase_migration.replication.sync_replication import check_support, region_server_versions
 
+    if sync_replication:
         sync = check_support(source, target)
+    versions = sync.versions["source"] if sync is not None and sync.versions else region_server_versions(source)
     return SwitchFacts(str(source.cluster_key), str(target.cluster_key), forward, reverse,
                        _scopes(target, plan.tables) if plan.kind == "cutover" else {},
-                       drained, tuple(reasons), tuple(notes), sync)
+                       drained, tuple(reasons), tuple(notes), sync, versions)
 
 
 def add_reverse_peer(target: "Cluster", source: "Cluster", plan: SwitchPlan, *, enabled: bool = True

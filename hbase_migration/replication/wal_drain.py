@@ -93,10 +93,22 @@ def decide(marked: Mapping[str, Sequence[str]], seen: QueuesSeen) -> WalDrain:
 
 
 def read_queues(zk_client: Any, znode_parent: str, peer_id: str, clock: Callable[[], float] = time.time) -> QueuesSeen:
-    """The peer's queues and the live servers, from ZooKeeper."""
-    live = tuple(s.servername for s in zk.live_region_servers(zk_client, znode_parent))
+    """The peer's queues and the live servers, from ZooKeeper. ValueError when a live server runs HBase 3.x: it
+    keeps its queues in the `hbase:replication` table, ZooKeeper would show none and the peer would look drained."""
+    servers = zk.live_region_servers(zk_client, znode_parent)
+    newer = sorted(s.servername for s in servers if _major(s.version) >= 3)
+    if newer:
+        raise ValueError(f"region server(s) {', '.join(newer)} run HBase 3.x, which keeps replication queues in the "
+                         "hbase:replication table, not in ZooKeeper: this drain cannot see them (use synchronous "
+                         "replication's planned switch: python -m hbase_migration sync-replication run)")
+    live = tuple(s.servername for s in servers)
     queues = tuple(q for q in zk.replication_queues(zk_client, znode_parent) if q.peer_id == peer_id)
     return QueuesSeen(peer_id, live, queues, clock())
+
+
+def _major(version: str | None) -> int:
+    head = (version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def wait_drained(cluster: "Cluster", zk_client: Any, peer_id: str, marked: Mapping[str, Sequence[str]], *,

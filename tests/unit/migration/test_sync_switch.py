@@ -245,3 +245,19 @@ def test_cli_bad_input_is_exit_2_and_one_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "run needs --source" in err[0]
     assert main(["sync-replication", "plan", "--peer-id", "s1", "--kind", "setup"]) == 2
+
+
+def test_the_async_cutover_is_refused_on_hbase_3_and_the_sync_option_names_the_executor():
+    from hbase_migration.migration.cutover import evaluate_cutover, hbase_3_servers
+    from hbase_migration.replication.wal_drain import _major
+    from tests.unit.migration.test_cutover_logic import PLAN, facts
+
+    assert evaluate_cutover(PLAN, facts(source_versions={"rs1,1,1": "2.6.4-hadoop3"})) == []
+    assert hbase_3_servers({"a,1,1": "3.0.0-alpha-4", "b,1,1": "2.6.4", "c,1,1": None}) == ["a,1,1 (3.0.0-alpha-4)"]
+    reasons = evaluate_cutover(PLAN, facts(source_versions={"a,1,1": "3.0.0-alpha-4"}))
+    assert len(reasons) == 1 and "keeps replication queues in the hbase:replication table" in reasons[0]
+    assert "sync-replication run" in reasons[0]
+    supported = sr.support({"source": {"a,1,1": "3.0.0-alpha-4"}, "target": {"b,1,1": "3.0.0-alpha-4"}})
+    reasons = evaluate_cutover(PLAN, facts(sync_replication=supported, source_versions={"a,1,1": "3.0.0-alpha-4"}))
+    assert len(reasons) == 1 and "sync-replication run --kind setup" in reasons[0]
+    assert (_major("3.0.0-alpha-4"), _major("2.6.4-hadoop3"), _major(None)) == (3, 2, 0)
