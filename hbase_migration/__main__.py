@@ -623,7 +623,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--kind", choices=("setup", "planned", "failover"), default="planned",
                     help="plan, run: setup (run only: the sync peer on both, source ACTIVE, target STANDBY), "
                          "planned (switch over, both up), failover (the source dead)")
-    sp.add_argument("--tables", help="run --kind setup: the tables the sync peer replicates, T1,T2")
+    sp.add_argument("--tables", type=TABLES, help="run --kind setup: the tables the sync peer replicates, T1,T2")
     sp.add_argument("--switch-command", help="run: moves the clients to the target once it takes writes "
                                              "(shell-split, no shell; exit 0 = done; must be safe to run again)")
     sp.add_argument("--source-remote-wal-dir", help="run --kind setup: the remote WAL dir on the source's HDFS "

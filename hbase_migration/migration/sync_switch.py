@@ -193,6 +193,12 @@ class PeerRead:
     cluster_key: str | None = None
     remote_dir: str | None = None
     detail: str = ""  # DOWN: why
+    tables: tuple[str, ...] | None = None  # TABLE_CFS's tables as `ns.table` (None: not read)
+
+
+def qualified(table: str) -> str:
+    """`t` -> `default.t`, `ns:t` -> `ns.t`: how HBase 3.x's list_peers prints a TABLE_CFS table."""
+    return table.replace(":", ".", 1) if ":" in table else f"default.{table}"
 
 
 def peer_from_list(stdout: str, peer_id: str) -> PeerRead:
@@ -202,13 +208,15 @@ def peer_from_list(stdout: str, peer_id: str) -> PeerRead:
     for peer in parse_list_peers(stdout):
         if peer.peer_id == peer_id:
             state = peer.sync_replication_state or sr.NONE
-            return PeerRead(state, peer.cluster_key, peer.remote_root_dir)
+            tables = tuple(sorted(qualified(t) if "." not in t else t for t in peer.table_cfs_map()))
+            return PeerRead(state, peer.cluster_key, peer.remote_root_dir, tables=tables)
     return PeerRead(ABSENT)
 
 
-def peer_mismatch(side: str, read: PeerRead, other_key: str, remote_dir: str | None) -> str | None:
-    """Why the peer found on `side` is not this plan's sync peer (another cluster, another remote WAL dir), or
-    None."""
+def peer_mismatch(side: str, read: PeerRead, other_key: str, remote_dir: str | None,
+                  tables: Sequence[str] = ()) -> str | None:
+    """Why the peer found on `side` is not this plan's sync peer (another cluster, another remote WAL dir, other
+    tables than `tables`), or None."""
     from hbase_migration.clusters.cluster import ClusterKey
 
     if read.state in (ABSENT, DOWN):
@@ -222,6 +230,10 @@ def peer_mismatch(side: str, read: PeerRead, other_key: str, remote_dir: str | N
     if remote_dir is not None and read.state != sr.NONE and (read.remote_dir or "").rstrip("/") != remote_dir.rstrip(
             "/"):
         return f"the peer on the {side} names remote WAL dir {read.remote_dir}, not {remote_dir}"
+    wanted = sorted(qualified(t) for t in tables)
+    if wanted and read.tables is not None and sorted(read.tables) != wanted:
+        return (f"the peer on the {side} replicates {', '.join(read.tables) or 'no table'}, not "
+                f"{', '.join(wanted)}")
     return None
 
 
@@ -282,7 +294,7 @@ class Report:
     def text(self) -> str:
         lines = [f"{self.kind} of sync peer {self.peer_id}: started from {_state_text(**self.start)}"]
         for s in self.steps:
-            lines.append(f"  {s['action']:42} {s['seconds']:6.1f}s  {s['result']}")
+            lines.append(f"  {s['action']:52} {s['seconds']:6.1f}s  {s['result']}")
         lines.append(f"{self.outcome}: {self.message}")
         if self.freeze_s is not None:
             lines.append(f"write freeze (source STANDBY sent -> switch command done): {self.freeze_s:.1f}s")
@@ -401,10 +413,12 @@ class ShellSide:
     peer read with `list_peers`, a transition sent guarded (a refusal is read, the session lives on)."""
 
     def __init__(self, name: str, cluster: "Cluster", peer_id: str, *, timeout_s: float = 600.0,
-                 read_timeout_s: float = 180.0, may_be_down: bool = False, add_statement: str | None = None):
+                 read_timeout_s: float = 180.0, may_be_down: bool = False, add_statement: str | None = None,
+                 expect: tuple[str, str | None, tuple[str, ...]] | None = None):
         self.name, self.cluster, self.peer_id = name, cluster, peer_id
         self.timeout_s, self.read_timeout_s, self.may_be_down = timeout_s, read_timeout_s, may_be_down
         self.add_statement = add_statement
+        self.expect = expect  # (the other cluster's key, its remote WAL dir, the tables): checked after an add
         self._stack = contextlib.ExitStack()
         self._session: Any = None
 
@@ -467,7 +481,10 @@ class ShellSide:
     def add(self) -> str | None:
         if not self.add_statement:
             raise ValueError(f"no add_peer statement for the {self.name}")
-        return guarded_outcome(self.run([guarded(self.add_statement)]))
+        error = guarded_outcome(self.run([guarded(self.add_statement)]))
+        if error is None and self.expect is not None:  # read back: what HBase made of the statement
+            return peer_mismatch(self.name, self.read(), *self.expect)
+        return error
 
 
 def run(source: "Cluster", target: "Cluster", peer_id: str, kind: str, *, tables: Sequence[str] = (),
@@ -479,6 +496,8 @@ def run(source: "Cluster", target: "Cluster", peer_id: str, kind: str, *, tables
     from hbase_migration.replication.model import DEFAULT_OWNER, OWNER_KEY, validate_peer_id
 
     validate_peer_id(peer_id)
+    if isinstance(tables, str):
+        raise TypeError("tables must be a sequence of table names, not one string")
     if kind not in KINDS:
         raise SyncSwitchRefused(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if kind == "setup" and not tables:
@@ -500,12 +519,13 @@ def run(source: "Cluster", target: "Cluster", peer_id: str, kind: str, *, tables
                                                  tables, configuration=mark)
             sides[name] = stack.enter_context(ShellSide(
                 name, clusters[name], peer_id, read_timeout_s=read_timeout_s,
-                may_be_down=kind == "failover" and name == "source", add_statement=add))
+                may_be_down=kind == "failover" and name == "source", add_statement=add,
+                expect=(str(clusters[other[name]].cluster_key), dirs.get(other[name]), tuple(tables))))
         _check_support(sides, kind)
         for name in ("source", "target"):
             read = sides[name].read()
             wrong = peer_mismatch(name, read, str(clusters[other[name]].cluster_key),
-                                  dirs.get(other[name]) if kind == "setup" else None)
+                                  dirs.get(other[name]) if kind == "setup" else None, tables)
             if wrong:
                 raise SyncSwitchRefused(wrong + ": choose another peer id, or remove that peer")
         switch = None

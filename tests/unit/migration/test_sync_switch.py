@@ -261,3 +261,24 @@ def test_the_async_cutover_is_refused_on_hbase_3_and_the_sync_option_names_the_e
     reasons = evaluate_cutover(PLAN, facts(sync_replication=supported, source_versions={"a,1,1": "3.0.0-alpha-4"}))
     assert len(reasons) == 1 and "sync-replication run --kind setup" in reasons[0]
     assert (_major("3.0.0-alpha-4"), _major("2.6.4-hadoop3"), _major(None)) == (3, 2, 0)
+
+
+def test_the_tables_are_names_and_are_read_back():
+    """Real HBase 3.0.0-alpha-4 caught it: `--tables sca2eddd` reached add_peer as its letters (TABLE_CFS {s, c, a,
+    2, e, d}), HBase took it, and nothing was synchronous. The CLI parses the list; the peer's tables are read back."""
+    from hbase_migration.__main__ import parser
+
+    args = parser().parse_args(["sync-replication", "run", "--kind", "setup", "--tables", "sca2eddd,ns:t2"])
+    assert list(args.tables) == ["sca2eddd", "ns:t2"]
+    with pytest.raises(TypeError):
+        ss.run(None, None, "p1", "setup", tables="sca2eddd")
+    out = (" PEER_ID CLUSTER_KEY ENDPOINT_CLASSNAME REMOTE_ROOT_DIR SYNC_REPLICATION_STATE STATE REPLICATE_ALL "
+           "NAMESPACES TABLE_CFS BANDWIDTH SERIAL\n"
+           " p1 zk:2181:/h nil hdfs://nn/hbase/remoteWALs DOWNGRADE_ACTIVE ENABLED false  "
+           "default.a;default.2;default.s 0 false\n")
+    read = ss.peer_from_list(out, "p1")
+    assert read.tables == ("default.2", "default.a", "default.s")
+    assert ss.peer_mismatch("source", read, "zk:2181:/h", None, ["sca2eddd"]) == (
+        "the peer on the source replicates default.2, default.a, default.s, not default.sca2eddd")
+    good = ss.PeerRead(DA, "zk:2181:/h", "hdfs://nn/hbase/remoteWALs", tables=("default.t1", "ns.t2"))
+    assert ss.peer_mismatch("source", good, "zk:2181:/h", "hdfs://nn/hbase/remoteWALs/", ["t1", "ns:t2"]) is None
