@@ -494,7 +494,8 @@ def _when(epoch_s: float) -> str:
 def _normal_queue(reading: ServerReading | None, peer_id: str) -> QueueMetrics | None:
     if reading is None or reading.error is not None:
         return None
-    return next((q for q in reading.queues if not q.recovered and q.queue_id == peer_id), None)
+    # the peer's own queue on that server: id `<peer>` on HBase 2.x, `<peer>-<that server>` on 3.x (queue_identity)
+    return next((q for q in reading.queues if not q.recovered and q.peer_id == peer_id), None)
 
 
 def _counters(q: QueueMetrics) -> tuple:

@@ -265,3 +265,20 @@ def test_idle_span_reaches_back_to_the_idle_window():
     assert idle_span(STALE, TH) == STALE  # 15 s polls: the last K already span 30 s
     assert idle_span(healthy(5), TH) == healthy(5)[2:]  # 15 s polls, 5 samples: the last K span 30 s
     assert idle_span(FIVE_S, replace(TH, idle_window_s=0)) == FIVE_S[-3:]  # never shorter than the last K
+
+
+def test_hbase_3_queues_named_after_their_server_drain_without_zookeeper_queues():
+    """HBase 3.x: each server's queue of peer 1 is `1-<that server>` (metrics.queue_identity), and ZooKeeper holds no
+    queue (hbase:replication): three healthy samples are drained; a queue of another server is a recovered one."""
+    from hbase_migration.replication.metrics import queue_identity
+
+    def q3(i: int, server: str, source: str | None = None) -> QueueMetrics:
+        parsed = queue_identity(f"1-{server}" + (f"-{source}" if source else ""), server)
+        return replace(q(i), queue_id=parsed.queue_id, peer_id=parsed.peer_id, recovered=parsed.recovered,
+                       dead_servers=parsed.dead_servers)
+
+    samples = [snap(i, rs1=(q3(i, RS1),), rs2=(q3(i, RS2),), zk=()) for i in range(3)]
+    assert decide_drained(samples, TH).drained
+    samples[-1] = snap(2, rs1=(q3(2, RS1), q3(2, RS1, DEAD)), rs2=(q3(2, RS2),), zk=())
+    decision = decide_drained(samples, TH)
+    assert not decision.drained and any(f"recovered queue 1-{RS1}-{DEAD}" in r for r in decision.reasons)
