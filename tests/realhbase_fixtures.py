@@ -11,8 +11,14 @@ unit of work (tests/xdist_groups.py), so one worker runs them while the other ru
 
 Opt-in: the `realhbase_yarn` fixture is the same bed with YARN added beside dc2 (a ResourceManager and a
 NodeManager, `RealHBase.start_yarn`); the default fixture never starts YARN, and YARN stops with the bed.
+
+`realhbase_secure` is the secured bed (`realhbase up --secure`: its own KDC, SASL ZooKeeper, Kerberized HDFS and
+HBase), also once per session: its tests are one unit of work of their own, sorted right after the plain bed's
+(under xdist the other worker takes them at once), and it stops after the last of them.
 """
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -20,8 +26,8 @@ import pytest
 class _Bed:
     """The one test bed of the session, started on first use and stoppable between tests."""
 
-    def __init__(self, factory, zookeeper):
-        self.factory, self.zookeeper, self.bed = factory, zookeeper, None
+    def __init__(self, factory, zookeeper, secure: bool = False):
+        self.factory, self.zookeeper, self.secure, self.bed = factory, zookeeper, secure, None
 
     def get(self, yarn: bool = False):
         if yarn:
@@ -31,12 +37,17 @@ class _Bed:
         if self.bed is None:
             from realhbase.testbed import RealHBase
 
-            bed = RealHBase(self.factory.mktemp("realhbase"), zookeeper_hosts=self.zookeeper.hosts)
+            if self.secure:  # a SASL ZooKeeper of its own; a loaded machine starts eight Kerberized JVMs slowly
+                bed = RealHBase(self.factory.mktemp("realhbase-secure"), secure=True, timeout=600)
+            else:
+                bed = RealHBase(self.factory.mktemp("realhbase"), zookeeper_hosts=self.zookeeper.hosts)
+            started = time.monotonic()
             try:
                 bed.up()
             except BaseException:
                 bed.down()
                 raise
+            bed.up_seconds = time.monotonic() - started  # printed by the tests that check the bed itself
             self.bed = bed
         return self.bed
 
@@ -52,6 +63,7 @@ class _Bed:
 
 
 _holder: _Bed | None = None
+_secure_holder: _Bed | None = None
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +73,15 @@ def _realhbase_holder(zookeeper, tmp_path_factory):
     yield _holder
     _holder.stop()
     _holder = None
+
+
+@pytest.fixture(scope="session")
+def _realhbase_secure_holder(tmp_path_factory):
+    global _secure_holder
+    _secure_holder = _Bed(tmp_path_factory, None, secure=True)
+    yield _secure_holder
+    _secure_holder.stop()
+    _secure_holder = None
 
 
 @pytest.fixture(scope="session")  # session: module fixtures build on it
@@ -77,18 +98,31 @@ def realhbase_yarn(_realhbase_holder):
     return _realhbase_holder.get(yarn=True)
 
 
+@pytest.fixture(scope="session")  # session: module fixtures build on it
+def realhbase_secure(_realhbase_secure_holder):
+    """`realhbase.testbed.RealHBase` up with `--secure` (realms DC1.TEST and DC2.TEST, the toolkit's principal
+    hbase-migration@DC1.TEST): `.endpoints()`, `.shell(...)` as the cluster's hbase admin. A test that changes its
+    KDC or its clusters puts them back."""
+    return _realhbase_secure_holder.get()
+
+
+def _uses_secure_bed(item) -> bool:
+    return "realhbase_secure" in getattr(item, "fixturenames", ())
+
+
 def _uses_bed(item) -> bool:
     # By fixture, or by marker for a test that asks for the bed through request.getfixturevalue.
     names = getattr(item, "fixturenames", ())
-    return "realhbase" in names or "realhbase_yarn" in names or item.get_closest_marker("realhbase") is not None
+    return not _uses_secure_bed(item) and (
+        "realhbase" in names or "realhbase_yarn" in names or item.get_closest_marker("realhbase") is not None)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _uses_bed(item):
+        if _uses_bed(item) or _uses_secure_bed(item):
             item.add_marker(pytest.mark.realhbase)
-    # Stable: the real-HBase tests first, in their collected order, then everything else in its own.
-    items.sort(key=lambda item: 0 if _uses_bed(item) else 1)
+    # Stable: the real-HBase tests first, in their collected order, then the secured bed's, then everything else.
+    items.sort(key=lambda item: 0 if _uses_bed(item) else 1 if _uses_secure_bed(item) else 2)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -98,4 +132,7 @@ def pytest_runtest_teardown(item, nextitem):
     result = yield
     if _holder is not None and _uses_bed(item) and (nextitem is None or not _uses_bed(nextitem)):
         _holder.stop()
+    if _secure_holder is not None and _uses_secure_bed(item) and (nextitem is None
+                                                                  or not _uses_secure_bed(nextitem)):
+        _secure_holder.stop()
     return result

@@ -1,10 +1,10 @@
 """`make test`'s two pytest-xdist workers: which tests go to one worker together.
 
 Every test that uses the real HBase test bed is one unit of work (the bed starts once, in the worker that runs them,
-and stops after the last: tests/realhbase_fixtures.py); every other test goes with the rest of its file (a file's
-module fixtures, a minihbase pair or a Spark session, are then set up once). Units are handed out in the order
-collected (`--no-loadscope-reorder`): the bed's first, so its worker starts on it at once while the other takes
-the files after it.
+and stops after the last: tests/realhbase_fixtures.py), every test that uses the secured real bed another; every
+other test goes with the rest of its file (a file's module fixtures, a minihbase pair or a Spark session, are then
+set up once). Units are handed out in the order collected (`--no-loadscope-reorder`): the plain bed's first, so its
+worker starts on it at once, then the secured bed's, which the other worker takes, then the files after them.
 
 pytest-xdist's own `--dist loadgroup` renames `item._nodeid`, which pytest 9 no longer reads (a node's id is
 `item._id` there), so its groups never form. Here the workers write each test's unit to a file the controller's
@@ -23,8 +23,10 @@ ENV = "TESTS_XDIST_UNITS"  # the file, named by the controller before it starts 
 
 
 def unit_of(item) -> str:
-    from tests.realhbase_fixtures import _uses_bed
+    from tests.realhbase_fixtures import _uses_bed, _uses_secure_bed
 
+    if _uses_secure_bed(item):
+        return "realhbase-secure"
     return "realhbase" if _uses_bed(item) else item.nodeid.split("::")[0]
 
 

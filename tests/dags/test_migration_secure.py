@@ -8,11 +8,14 @@ dashboard's page hold neither the toolkit's keytab (raw, base64, hex, or any of 
 import base64
 import re
 import struct
+import uuid
 from argparse import Namespace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+
+from tests.dags.test_migration_end_to_end import assert_live_run_landed, assert_table_landed, drop_peer_and_tables
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow]
 
@@ -45,37 +48,46 @@ def keytab_secrets(data: bytes) -> list[bytes]:
     return out
 
 
+@pytest.mark.full  # make test runs the secured DAG on real HBase (below)
 def test_migration_on_secured_clusters_across_realms_loses_no_version_and_leaks_no_secret(tmp_path):
-    _secured_run(tmp_path, real=False)
+    result = _secured_run(tmp_path, rows=2000, tables=["users", "orders"])  # families keeping 1, 2 and 3 versions
+    for table, r in result["tables"].items():
+        assert_table_landed(table, r)
+    _assert_secured(result, tmp_path / "demo", tmp_path / "demo" / "minihbase")
 
 
-# full: a secured real bed of its own and the whole DAG on it (about 14 minutes here); make test runs the secured DAG
-# on minihbase until issue 29 part 4 moves it onto real HBase.
-@pytest.mark.full
-@pytest.mark.realhbase
 @pytest.mark.timeout(2400)  # real HBase: each shell call starts a JVM; a loaded 2-core machine is slow
-def test_migration_on_secured_real_hbase_loses_no_version_and_leaks_no_secret(tmp_path):
-    """The same on real HBase 2.6.4 and HDFS 3.4.2 Kerberized in the same realms (`realhbase up --secure`)."""
-    result = _secured_run(tmp_path, real=True)
+def test_migration_on_secured_real_hbase_loses_no_version_and_leaks_no_secret(request, tmp_path, realhbase_secure):
+    """The same on real HBase 2.6.4 and HDFS 3.4.2 Kerberized in the same realms (the session's `realhbase up
+    --secure` bed), with everything the plain run on real HBase asserts (`assert_live_run_landed`): the writer's
+    every kind of edit, `orders` by snapshot (exported over WebHDFS with SPNEGO on both sides, across the realms,
+    and cloned) and `users` by scan, the dashboard's feed, each differing version explained by HBase's own rules."""
+    tag = uuid.uuid4().hex[:6]
+    request.addfinalizer(lambda: drop_peer_and_tables(realhbase_secure, f"sec{tag}", f"sec{tag}_"))
+    result = _secured_run(tmp_path, rows=2000, real=True, testbed=str(realhbase_secure.workdir),
+                          table_prefix=f"sec{tag}_", peer_id=f"sec{tag}", tables=["users", "orders"],
+                          snapshot=["orders"])
     assert (result["backend"], result["hbase_version"]) == ("realhbase", "2.6.4-hadoop3")
+    assert_live_run_landed(result, tmp_path / "demo" / "ledger.db",
+                           {f"sec{tag}_users": "scan", f"sec{tag}_orders": "snapshot"}, realhbase_secure)
+    _assert_secured(result, tmp_path / "demo", realhbase_secure.workdir)
 
 
-def _secured_run(tmp_path, real: bool) -> dict:
+def _secured_run(tmp_path, real: bool = False, **options) -> dict:
     from demo.run import run
 
-    workdir = tmp_path / "demo"
-    result = run(Namespace(rows=2000, write_rate=30.0, cores=2, timeout_s=1500.0 if real else 1200.0,
-                           workdir=str(workdir), zookeeper=None, data_path="thrift2", repair=True, secure=True,
-                           real=real, tables=["users", "orders"]))  # families keeping 1, 2 and 3 versions
+    result = run(Namespace(write_rate=30.0, cores=2, timeout_s=1500.0 if real else 1200.0,
+                           workdir=str(tmp_path / "demo"), zookeeper=None, data_path="thrift2", repair=True,
+                           secure=True, real=real, **options))
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
     assert result["writer"]["errors"] == 0 and result["writer"]["puts"] > 0, result["writer"]
-    for table, r in result["tables"].items():
-        cmp = r["independent_comparison"]
-        assert cmp["differences"] == 0, (table, cmp)
-        assert cmp["source_cells"] == cmp["target_cells"] > cmp["source_rows"] > 0, (table, cmp)
-        assert r["verification"] in ("clean", "repaired"), (table, r)
+    return result
 
+
+def _assert_secured(result: dict, workdir: Path, bed_dir: Path) -> None:
+    """How each channel authenticated, what preflight found, and no secret in the run's log, the ledger or the
+    dashboard."""
     security = result["security"]
     assert security["toolkit"]["hbase_source"]["thrift"] == (
         "SASL GSSAPI as hbase-migration@DC1.TEST to hbase/_HOST@DC1.TEST, QOP auth-conf")
@@ -89,8 +101,7 @@ def _secured_run(tmp_path, real: bool) -> dict:
     assert security["comparison_client"]["dc1"].startswith("Thrift2 SASL GSSAPI as hbase@DC1.TEST")
     assert security["comparison_client"]["dc2"].startswith("Thrift2 HTTP mode, SPNEGO as hbase@DC2.TEST")
 
-    keytab = next(Path(p) for p in (workdir / ("realhbase" if real else "minihbase") / "keytabs")
-                  .glob("hbase-migration*.keytab"))
+    keytab = next(Path(p) for p in (bed_dir / "keytabs").glob("hbase-migration*.keytab"))
     secrets = keytab_secrets(keytab.read_bytes())
     log = (workdir / "dags-test.log").read_bytes()
     assert b"hbase-migration@DC1.TEST has a ticket from keytab" in log  # the logs do speak of the login...
@@ -100,7 +111,6 @@ def _secured_run(tmp_path, real: bool) -> dict:
         assert not NEGOTIATE.search(text), f"a Negotiate token in {name}"  # ...never of what it holds
         for secret in secrets:
             assert secret not in text, f"keytab material in {name}"
-    return result
 
 
 def dashboard_page(ledger_path: Path, run_id: str) -> bytes:

@@ -5,8 +5,9 @@ through the toolkit's own clients (`hbase_migration.clusters.*`) as `hbase-migra
 built from `endpoints --json` exactly as from minihbase's secure mode. Each proof is paired with the same call
 without credentials, refused by the real server: it is the toolkit's authentication that opens the channel.
 
-One secure bed for the module, in its own workdir under the pytest basetemp (not the session's plain `realhbase`
-bed), stopped at the end with its KDC and ZooKeeper, nothing left running.
+The session's secured bed (`realhbase_secure`, tests/realhbase_fixtures.py: its own workdir, KDC and ZooKeeper,
+stopped after its last test with nothing left running), which the secured migration DAG's test shares. `make test`
+runs these (the refusals among them) once; the ticket renewal on real HBase is `make test-full`'s.
 """
 from __future__ import annotations
 
@@ -22,9 +23,7 @@ from pathlib import Path
 
 import pytest
 
-# full: a secured bed of its own (eight JVMs, a KDC, a ZooKeeper) besides the session's plain one; make test runs
-# the secured channels and DAG on minihbase until issue 29 moves the secured DAG run onto real HBase.
-pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.full, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,21 +45,8 @@ MINIHBASE_EXTRA = {
 
 
 @pytest.fixture(scope="module")
-def secure_bed(tmp_path_factory):
-    from realhbase.testbed import RealHBase, processes
-
-    bed = RealHBase(tmp_path_factory.mktemp("realhbase-secure"), secure=True, timeout=420)
-    started = time.monotonic()
-    try:
-        bed.up()
-    except BaseException:
-        bed.down()
-        raise
-    bed.up_seconds = time.monotonic() - started
-    yield bed
-    survivors = bed.down()
-    left = processes(bed.workdir)
-    assert not survivors and not left, f"the secure bed outlived its tests: {survivors or left}"
+def secure_bed(realhbase_secure):
+    return realhbase_secure
 
 
 @pytest.fixture(scope="module")
@@ -451,6 +437,7 @@ def _every_version(bed, name, table) -> list[tuple]:
     return out
 
 
+@pytest.mark.full  # make test renews tickets on minihbase's secured pair (tests/integration/test_secure_renewal.py)
 def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_cell(secure_bed, endpoints):
     """The toolkit's principal given 20 s tickets (`modprinc -maxlife`, the servers' own unchanged): the CLI's copy,
     throttled to take more than twice that, reads dc1's SASL auth-conf gateway and writes dc2's SPNEGO gateway
