@@ -278,12 +278,15 @@ class _HBaseJobOperator(SparkSubmitOperator):
             self._python_env(on_yarn)
             self._ship_code(tmp)
             self._ship_credentials()
+            given = (self.principal, self.keytab, self._yarn_rm_auth)  # this try's own: not kept for another
             self._spark_kerberos(tmp, extra, deploy_mode)
             error: Exception | None = None
             try:
                 super().execute(context)
             except Exception as e:  # the summary (if written) says why; re-raised below
                 error = e
+            finally:
+                self.principal, self.keytab, self._yarn_rm_auth = given
             summary = self._take_summary(url, key)
         if summary and summary.get("spark"):
             spark = summary["spark"]

@@ -230,12 +230,16 @@ def test_on_a_kerberized_yarn_spark_submit_gets_principal_and_keytab_under_a_sec
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
     monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
                         lambda self, url, key: {"identical": True, "failed_partitions": 0})
-    HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn").execute({})
+    op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn")
+    op.execute({})
     cmd = seen["cmd"]
     assert cmd[cmd.index("--principal") + 1] == "hbase-migration@DC1.TEST"
     assert keytab in cmd[cmd.index("--files") + 1].split(",")
     assert os.path.basename(seen["given"]) == "spark-submit-hbase-migration.keytab" and seen["same_file"], seen
     assert not os.path.exists(seen["given"])  # removed with the task's folder
+    assert (op.principal, op.keytab) == (None, None)  # the operator's own again: a second execute starts afresh
+    op.execute({})
+    assert seen["same_file"] and seen["given"] != cmd[cmd.index("--keytab") + 1], seen
 
 
 @pytest.mark.parametrize("case", ["wrong keytab", "no keytab"])
