@@ -24,6 +24,11 @@ test bed's YARN (`realhbase up --yarn`: a ResourceManager and a NodeManager besi
 driver in a YARN container too) or client mode: the DAG's Spark connection (`spark_default`) is then the bed's
 `spark_yarn` (`spark_yarn_client`) connection, and spark-submit reads the bed's HADOOP_CONF_DIR and SPARK_CONF_DIR.
 The summary names each job's YARN application and the containers its driver and executors ran in.
+With `--secure` too (real HBase: `realhbase up --secure --yarn`) that YARN is Kerberized: the connection's extras
+`principal` and `keytab_path` are spark-submit's --principal/--keytab (hbase-migration@DC1.TEST; the HDFS
+delegation tokens of dc2's NameNode go to the containers), the jobs log in to HBase, HDFS and ZooKeeper from the
+keytab shipped with them, and the operators follow each cluster-mode application through the ResourceManager's
+REST API with SPNEGO; the summary's `spark.kerberos` names the principals.
 
 With `--cluster` (`make demo-cluster`) the same migration runs as production runs it (`deploy/`): Airflow's
 API server, scheduler, DAG processor, triggerer and Celery workers (Redis broker, PostgreSQL metadata database
@@ -152,10 +157,16 @@ def spark_settings(spark: str, cores: int, described: dict) -> tuple[dict[str, s
                          f"{yarn.get('resourcemanager', {}).get('alive')}, NodeManager alive: "
                          f"{yarn.get('nodemanager', {}).get('alive')}): add it with `python -m realhbase up --yarn "
                          "--workdir W` (it joins clusters already up), or leave --testbed out")
-    return ({"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(yarn["connections"][conn_id]),
-             "HADOOP_CONF_DIR": yarn["hadoop_conf_dir"], "SPARK_CONF_DIR": yarn["spark_conf_dir"]},
-            {"mode": "yarn", "deploy_mode": deploy_mode, "connection": conn_id,
-             "resourcemanager": yarn["resourcemanager"]["web_ui"]})
+    conn = yarn["connections"][conn_id]
+    summary = {"mode": "yarn", "deploy_mode": deploy_mode, "connection": conn_id,
+               "resourcemanager": yarn["resourcemanager"]["web_ui"]}
+    if yarn.get("security"):  # a Kerberized YARN: spark-submit logs in from the connection's principal/keytab_path
+        extra = conn.get("extra") or {}
+        extra = json.loads(extra) if isinstance(extra, str) else extra
+        summary["kerberos"] = {"principal": extra.get("principal"),
+                               "yarn_spnego_principal": extra.get("yarn_spnego_principal")}
+    return ({"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(conn),
+             "HADOOP_CONF_DIR": yarn["hadoop_conf_dir"], "SPARK_CONF_DIR": yarn["spark_conf_dir"]}, summary)
 
 
 def job_spark(phase: dict | None) -> dict[str, Any] | None:
@@ -272,7 +283,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if on_yarn:
             # HADOOP_CONF_DIR joins the class path, which voids the class archive; -Xmx: spark-submit's own heap in
             # cluster mode (in client mode the launcher's -Xmx of spark.driver.memory comes after it and wins)
-            env["SPARK_SUBMIT_OPTS"] = " ".join([*spark_jvm.FLAGS, "-Xmx256m"])
+            # A Kerberized YARN: spark-submit's JVM reads the bed's krb5.conf (an operator's host: /etc/krb5.conf)
+            # and logs in from the connection's keytab, not from a ticket cache of the demo's
+            krb5 = ((described.get("yarn") or {}).get("security") or {}).get("krb5_conf")
+            env["SPARK_SUBMIT_OPTS"] = " ".join([*spark_jvm.FLAGS, "-Xmx256m",
+                                                 *([f"-Djava.security.krb5.conf={krb5}"] if krb5 else [])])
+            if krb5:
+                env.pop("KRB5CCNAME", None)
         spark_jvm.with_submit_opts(env)  # the demo's short jobs: a quicker driver JVM
         writer = LiveWriter(lambda: Thrift2(dc1, login=logins.get("dc1")), tables,
                             ops_per_second=args.write_rate).start()
@@ -401,9 +418,9 @@ def check_spark(spark: str, cluster: bool, stand_in: bool, secure: bool) -> None
         raise UsageError(f"--spark {spark!r}: choose one of {', '.join(SPARK_MODES)}")
     if SPARK_MODES[spark] is None:
         return
+    # --secure goes with it on real HBase: `realhbase up --secure --yarn` runs a Kerberized YARN beside dc2
     clash = ("--cluster (its Spark is the deployment's standalone cluster)" if cluster else
-             "--stand-in (minihbase runs no YARN)" if stand_in else
-             "--secure (a Kerberized YARN is not in the test bed yet)" if secure else None)
+             "--stand-in (minihbase runs no YARN)" if stand_in else None)
     if clash:
         raise UsageError(f"--spark {spark} cannot go with {clash}")
 
@@ -441,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spark", choices=tuple(SPARK_MODES), default="local",
                    help="where the DAG's Spark jobs run: local[--cores] (default); yarn: the test bed's YARN in "
                         "cluster mode (realhbase up --yarn; with --testbed, a bed whose YARN is up), yarn-client: "
-                        "the same in client mode")
+                        "the same in client mode; with --secure a Kerberized YARN (realhbase up --secure --yarn)")
     p.add_argument("--spark-workers", type=int, default=2, help="--cluster: Spark standalone workers (1 core each)")
     p.add_argument("--celery-workers", type=int, default=2, help="--cluster: Celery workers")
     args = p.parse_args(argv)

@@ -38,14 +38,28 @@ def test_yarn_on_a_bed_without_it_is_refused(described):
         demo.spark_settings("yarn", 2, described)
 
 
-@pytest.mark.parametrize("flag, reason", [("--cluster", "standalone"), ("--stand-in", "minihbase"),
-                                          ("--secure", "Kerberized YARN")])
-def test_yarn_with_an_option_it_cannot_go_with_exits_2_in_one_line(tmp_path, capsys, flag, reason):
+def test_a_kerberized_yarn_names_its_principals_and_goes_with_secure_on_real_hbase():
+    secured = {**YARN, "security": {"principal": "hbase-migration@DC1.TEST", "krb5_conf": "/bed/krb5.conf"},
+               "connections": {"spark_yarn": {"conn_type": "spark", "host": "yarn", "extra": {
+                   "deploy-mode": "cluster", "principal": "hbase-migration@DC1.TEST",
+                   "keytab_path": "/bed/keytabs/hbase-migration.keytab",
+                   "yarn_spnego_principal": "HTTP/_HOST@DC2.TEST"}}}}
+    env, summary = demo.spark_settings("yarn", 2, {"clusters": {}, "yarn": secured})
+    assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"]) == secured["connections"]["spark_yarn"]
+    assert summary["kerberos"] == {"principal": "hbase-migration@DC1.TEST",
+                                   "yarn_spnego_principal": "HTTP/_HOST@DC2.TEST"}
+    for spark in ("yarn", "yarn-client"):
+        demo.check_spark(spark, cluster=False, stand_in=False, secure=True)  # realhbase up --secure --yarn
+
+
+@pytest.mark.parametrize("flags, reason", [(["--cluster"], "standalone"), (["--stand-in"], "minihbase"),
+                                           (["--stand-in", "--secure"], "minihbase")])
+def test_yarn_with_an_option_it_cannot_go_with_exits_2_in_one_line(tmp_path, capsys, flags, reason):
     workdir = tmp_path / "demo"
     workdir.mkdir()
     (workdir / "kept").write_text("x")
-    assert demo.main(["--spark", "yarn", flag, "--workdir", str(workdir)]) == 2
+    assert demo.main(["--spark", "yarn", *flags, "--workdir", str(workdir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"demo.run: error: --spark yarn cannot go with {flag}"), err
+    assert len(err) == 1 and err[0].startswith(f"demo.run: error: --spark yarn cannot go with {flags[0]}"), err
     assert reason in err[0]
     assert (workdir / "kept").read_text() == "x"  # refused before the workdir was touched
