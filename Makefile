@@ -140,11 +140,13 @@ test-realhbase: bootstrap
 # The Spark jobs on the test bed's YARN (a ResourceManager and a NodeManager beside dc2's HDFS): copy and verify in
 # client and cluster mode through the Airflow operators, the copy's driver container killed mid-copy (YARN's second
 # attempt resumes from the ledger), the migration DAG end to end in cluster mode with a live writer, and copy and
-# verify on a Kerberized YARN beside the secured bed (up --secure --yarn: --principal/--keytab; a bed of its own)
+# verify on a Kerberized YARN beside the secured bed (up --secure --yarn: --principal/--keytab; a bed of its own),
+# and there the migration DAG end to end in cluster mode, snapshot export included (a bed of its own too)
 # (marked full: also in test-full, not in test).
 test-yarn: bootstrap
 	$(PYTEST) tests/integration/test_spark_yarn_realhbase.py tests/dags/test_migration_yarn_realhbase.py \
-	  tests/integration/test_spark_yarn_secure_realhbase.py $(PYTEST_ARGS); \
+	  tests/integration/test_spark_yarn_secure_realhbase.py tests/dags/test_migration_yarn_secure_realhbase.py \
+	  $(PYTEST_ARGS); \
 	  $(LEFTOVERS)
 
 # The real-HBase tests on other HBase releases (REALHBASE_VERSION; pom.xml pins the default). 3.0.0-alpha-4 is the
@@ -154,9 +156,12 @@ test-versions: bootstrap
 	  REALHBASE_VERSION=$$v $(MAKE) --no-print-directory test-realhbase || exit 1; done
 
 # HBase's synchronous replication on real HBase 3.x (2.x has none: the tests skip there, saying why): the failover
-# with the source datacenter SIGKILLed mid-writes, and the planned switch (docs/cutover.md). About 6 min.
+# with the source datacenter SIGKILLed mid-writes, and the planned switch, by hand-run statements and through the
+# toolkit's executor (`sync-replication run`: the cut-over with a live writer, its rollback, the failover, bad
+# starts refused) (docs/cutover.md).
 test-sync-replication: bootstrap
-	export REALHBASE_VERSION=3.0.0-alpha-4; $(PYTEST) tests/integration/test_sync_replication_realhbase.py $(PYTEST_ARGS); \
+	export REALHBASE_VERSION=3.0.0-alpha-4; $(PYTEST) tests/integration/test_sync_replication_realhbase.py \
+	  tests/integration/test_sync_cutover_realhbase.py $(PYTEST_ARGS); \
 	  $(LEFTOVERS)
 
 # Two real HBase clusters to use by hand in .state/realhbase (`python -m realhbase endpoints --json` says where).
