@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from deploy import spark_jvm
+from tests.integration.test_realhbase_secure import _admin_thrift2, _every_version  # the admin's reads
 from tests.integration.test_spark_yarn_realhbase import APPLICATION, CONNECTIONS
 from tests.snapshot_bed import unique
 
@@ -97,14 +98,6 @@ def yarn_env(bed, endpoints, tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ the bed's own clients
-def _admin(bed, name):
-    """Thrift2 as the cluster's hbase service principal (realhbase's own client, not the toolkit's)."""
-    from realhbase import secure
-    from realhbase.testbed import HOST, _thrift_modules
-
-    return secure.thrift_client(bed.workdir, name, HOST, bed._ports(name)["thrift2"], "thrift2", _thrift_modules())
-
-
 def _create_and_load(bed, table: str) -> None:
     """The table on both clusters (4 regions on dc1, two families), ROWS rows of 3 versions with old explicit
     timestamps in `d` and one cell in `k` on dc1."""
@@ -112,36 +105,18 @@ def _create_and_load(bed, table: str) -> None:
 
     _, T = _thrift_modules()
     for name in ("dc1", "dc2"):
-        with _admin(bed, name) as admin:
+        with _admin_thrift2(bed, name) as admin:
             admin.createTable(T.TTableDescriptor(
                 tableName=T.TTableName(ns=b"default", qualifier=table.encode()),
                 columns=[T.TColumnFamilyDescriptor(name=b"d", maxVersions=3),
                          T.TColumnFamilyDescriptor(name=b"k", maxVersions=1)]), SPLITS)
-    with _admin(bed, "dc1") as admin:
+    with _admin_thrift2(bed, "dc1") as admin:
         for start in range(0, ROWS, 150):
             admin.putMultiple(table.encode(), [T.TPut(row=b"r%04d" % i, columnValues=[
                 *(T.TColumnValue(family=b"d", qualifier=b"q", value=b"v%d-%d" % (i, ts), timestamp=ts)
                   for ts in (1000, 2000, 3000)),
                 T.TColumnValue(family=b"k", qualifier=b"n", value=str(i).encode(), timestamp=5000)])
                 for i in range(start, start + 150)])
-
-
-def _every_version(bed, name: str, table: str) -> list[tuple]:
-    from realhbase.testbed import _thrift_modules
-
-    _, T = _thrift_modules()
-    out = []
-    with _admin(bed, name) as admin:
-        scanner = admin.openScanner(table.encode(), T.TScan(maxVersions=100))
-        try:
-            while True:
-                rows = admin.getScannerRows(scanner, 500)
-                if not rows:
-                    break
-                out += [(r.row, c.family, c.qualifier, c.timestamp, c.value) for r in rows for c in r.columnValues]
-        finally:
-            admin.closeScanner(scanner)
-    return sorted(out)
 
 
 def _rm(bed, yarn: dict, path: str) -> dict:
@@ -240,7 +215,7 @@ def test_copy_and_verify_on_kerberized_yarn(bed, endpoints, yarn_env, mode):
     verify_app = _assert_ran_on_kerberized_yarn(bed, yarn, result, mode)
     assert verify_app["id"] != copy_app["id"]
 
-    source, target = _every_version(bed, "dc1", table), _every_version(bed, "dc2", table)
+    source, target = sorted(_every_version(bed, "dc1", table)), sorted(_every_version(bed, "dc2", table))
     assert len(source) == ROWS * 4
     differences = len(set(source) ^ set(target))
     assert differences == 0 and target == source
