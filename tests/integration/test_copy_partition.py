@@ -188,13 +188,22 @@ def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
     target.create_table(name, FAMILIES, SPLITS)
     with closing(dc1.connection(timeout=30000)) as c1:
         _load(c1, name, 800, versions=False)
-    # 200 rows at 50 rows/s: the copy runs for ~3 s, long enough to crash the target in the middle
+    # 200 rows at 50 rows/s: the copy runs for ~3 s, long enough to crash the target in the middle. Waits of at
+    # most 2 s, but enough of them (40, about 40 s) to outlast a restart on a loaded machine: CI once saw 8
+    # attempts spent in 3.3 s while the target was still coming back
     options = CopyOptions(name, rows_per_s=50, scan_batch_rows=10, write_batch_cells=20, writers=2,
-                          retry_wait_max_s=2.0, timeout_s=10)
+                          retries=40, retry_wait_max_s=2.0, timeout_s=10)
     with open_data_path(src) as s:
         part = plan_partitions(s.regions(name), TableScope(name))[0]
     result = {}
-    worker = threading.Thread(target=lambda: result.update(r=copy_partition(src, dst, part, options)))
+
+    def copy() -> None:
+        try:
+            result["r"] = copy_partition(src, dst, part, options)
+        except BaseException as e:  # noqa: BLE001 - shown by the assertion below, not lost in the thread
+            result["error"] = e
+
+    worker = threading.Thread(target=copy)
     worker.start()
     with closing(target.connection(timeout=30000)) as probe:  # once the copy has written something...
         wait_for(lambda: list(probe.table(name).scan(limit=1)), 30, "the copy's first write")
@@ -202,8 +211,9 @@ def test_copy_survives_a_target_crash_and_restart(clusters, minihbase_factory):
     target.restart()
     worker.join(120)
     assert not worker.is_alive()
+    assert "error" not in result, f"the copy failed: {result.get('error')!r}"
     r = result["r"]
-    assert r.status == "copied" and r.rows == 200 and r.retries >= 1
+    assert r.status == "copied" and r.rows == 200 and r.retries >= 1, r
     with closing(dc1.connection(timeout=30000)) as c1, closing(target.connection(timeout=30000)) as c2:
         expected = {row: data for row, data in _newest(c1, name).items() if row < part.stop_row}
         assert len(expected) == 200 and _newest(c2, name) == expected
