@@ -261,12 +261,29 @@ def cmd_peer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _caught_up_fits(source: Any, peer_id: str, value: int) -> None:
+    """Refuse a caught-up queue size above what the source's WAL layout allows (its region servers' /conf, the
+    sync peers); an unreadable layout is not refused (nothing to compare with)."""
+    from hbase_migration.clusters import zk
+    from hbase_migration.replication.wal_groups import read_bound
+
+    if value == 0:
+        return
+    with zk.connect(source, timeout=source.timeout_s) as client:  # 1: too large only on 1.x (its versions say)
+        bound = read_bound(source, client, peer_id, conf=value > 1)
+    refused = bound.refusal(value)
+    if refused:
+        raise UsageError(f"--caught-up-queue-size: {refused}; nothing read or changed",
+                         f"pass --caught-up-queue-size {bound.largest} (one WAL per WAL group of a region server)")
+
+
 def cmd_lag(args: argparse.Namespace) -> int:
     from hbase_migration.replication import lag
 
     source = resolve_cluster(args.source)
     thresholds = lag.thresholds_from({"stable_samples": args.stable_samples, "max_lag_ms": args.max_lag_ms,
                                       "caught_up_queue_size": args.caught_up_queue_size})
+    _caught_up_fits(source, args.peer_id, args.caught_up_queue_size)
     history: list[dict] = []
     deadline = time.monotonic() + args.watch_timeout_s
     while True:
@@ -564,8 +581,13 @@ def parser() -> argparse.ArgumentParser:
                     default=BY_NAME["stable_samples"].default)
     sp.add_argument("--max-lag-ms", type=_param("max_lag_ms", "e.g. --max-lag-ms 30000"),
                     default=BY_NAME["max_lag_ms"].default)
-    sp.add_argument("--caught-up-queue-size", type=_param("caught_up_queue_size", "1 for HBase 2.x, 0 for 1.x"),
-                    default=BY_NAME["caught_up_queue_size"].default, help="1 for HBase 2.x, 0 for 1.x")
+    sp.add_argument("--caught-up-queue-size",
+                    type=_param("caught_up_queue_size", "one per WAL group of a region server: 1 for HBase 2.x, "
+                                                        "0 for 1.x, N with multiwal, +1 per 3.x sync peer"),
+                    default=BY_NAME["caught_up_queue_size"].default,
+                    help="WALs in a caught-up queue, one per WAL group of a region server: 1 for HBase 2.x (default "
+                         "provider), 0 for 1.x, N with multiwal's numgroups N, one more per sync peer on 3.x; "
+                         "refused above what the source's /conf and peers allow")
     sp.set_defaults(func=cmd_lag)
 
     sp = sub.add_parser("quota", help="oldWALs usage, quota, growth and projected exhaustion")

@@ -108,7 +108,8 @@ class CutoverCheckOperator(_SwitchCheckOperator):
     :param target_conn_id: the migration's target cluster (the reverse peer will live there).
     :param max_lag_ms: drain: the largest ageOfLastShippedOp of a caught-up queue.
     :param stable_samples: drain: consecutive drained polls.
-    :param caught_up_queue_size: drain: sizeOfLogQueue of a caught-up queue (1 on HBase 2.x, 0 on 1.x).
+    :param caught_up_queue_size: drain: sizeOfLogQueue of a caught-up queue, one per WAL group (1 on HBase 2.x,
+        0 on 1.x).
     :param idle_window_s: drain: how long frozen counters make a stale age believed idle.
     :param drain_timeout_s: how long the forward peer may take to show drained before the check fails.
     :param sync_replication: the cut-over asks for synchronous replication: refused, with the evidence, unless

@@ -26,6 +26,7 @@ from hbase_migration.migration.initial_copy import DEFAULT_THRESHOLD as SNAPSHOT
 from hbase_migration.migration.initial_copy import MODES as INITIAL_COPY_MODES
 from hbase_migration.migration.quota import DEFAULT_QUOTA_MARK, POLICIES
 from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, validate_peer_id
+from hbase_migration.replication.wal_groups import MAX_CAUGHT_UP_QUEUE_SIZE
 
 MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
 
@@ -375,9 +376,15 @@ FIELDS: tuple[Field, ...] = (
           "drained samples in a row, on every region server, before the run moves on", _integer,
           "catch_up.stable_samples", frozenset({MIGRATION}) | SWITCHES, **at_least(2, "an integer")),
     Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
-          "1 on HBase 2.x (the WAL being written stays queued), 0 on 1.x", _integer, "catch_up.caught_up_queue_size",
-          frozenset({MIGRATION}) | SWITCHES, bounds={"enum": [0, 1]}, check=lambda v: v in (0, 1),
-          wanted="0 (HBase 1.x) or 1 (HBase 2.x)"),
+          "one WAL per WAL group of a source region server (the WAL being written stays queued): 1 on HBase 2.x+ "
+          "with the default provider; N with hbase.wal.provider=multiwal and hbase.wal.regiongrouping.numgroups=N; "
+          "one more per synchronous replication peer on 3.x; 0 on 1.x. Where the source's region servers' /conf "
+          "and peers can be read, a value above what they allow is refused (it would let a queue one WAL behind "
+          "look drained)", _integer, "catch_up.caught_up_queue_size", frozenset({MIGRATION}) | SWITCHES,
+          bounds={"minimum": 0, "maximum": MAX_CAUGHT_UP_QUEUE_SIZE},
+          check=lambda v: 0 <= v <= MAX_CAUGHT_UP_QUEUE_SIZE,
+          wanted=f"an integer 0..{MAX_CAUGHT_UP_QUEUE_SIZE}: the WAL groups of a region server (0 on HBase 1.x, 1 "
+                 "on 2.x+ with one WAL group, more with multiwal or a 3.x sync peer)"),
     Field("idle_window_s", "number", 30.0, "Drained: idle window (s)",
           "with writes frozen, HBase 2.x keeps the age of the last shipped edit in its gauge: a queue whose "
           "counters stay frozen this long at its caught-up size counts as caught up whatever that stale age",

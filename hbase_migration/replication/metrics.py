@@ -451,7 +451,8 @@ class DrainThresholds:
     stable_samples: K, consecutive snapshots that must all pass (>= 2: counters are compared between
       consecutive snapshots).
     caught_up_queue_size: the sizeOfLogQueue of a caught-up normal queue: 1 on HBase 2.x (the WAL
-      being written stays counted), 0 on 1.x; with multiwal, one per WAL group.
+      being written stays counted), 0 on 1.x; with multiwal, one per WAL group; on 3.x one more per
+      synchronous replication peer (`wal_groups`).
     max_lag_ms: the largest ageOfLastShippedOp still called caught up.
     idle_window_s: how long a queue's counters must stay frozen before a stale age is believed (see
       `decide_drained`); longer than the metrics period (10 s by default) so a cached JMX snapshot

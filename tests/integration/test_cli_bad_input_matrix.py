@@ -215,7 +215,7 @@ for c, extra, fragment in (
         ("preflight", ["--safety-factor", "inf"], "argument --safety-factor"),
         ("lag", ["--max-lag-ms", "-1"], "argument --max-lag-ms: must be an integer >= 0, got '-1'"),
         ("lag", ["--stable-samples", "1"], "argument --stable-samples: must be an integer >= 2"),
-        ("lag", ["--caught-up-queue-size", "5"], "argument --caught-up-queue-size"),
+        ("lag", ["--caught-up-queue-size", "17"], "argument --caught-up-queue-size: must be an integer 0..16"),
         ("lag", ["--interval-s", "0"], "argument --interval-s: must be a number of seconds > 0"),
         ("lag", ["--watch-timeout-s", "x"], "argument --watch-timeout-s"),
         ("copy", ["--workers", "0"], "argument --workers: must be a number of partitions at once >= 1"),

@@ -35,7 +35,7 @@ def run(argv, capsys):
     (["quota", "--source", "s", "--sample-gap-s", "-1"], "argument --sample-gap-s: must be a number of seconds"),
     (["lag", "--source", "s", "--peer-id", "p", "--max-lag-ms", "-5"], "argument --max-lag-ms: must be an integer"),
     (["lag", "--source", "s", "--peer-id", "p", "--stable-samples", "1"], "argument --stable-samples"),
-    (["lag", "--source", "s", "--peer-id", "p", "--caught-up-queue-size", "2"], "1 for HBase 2.x, 0 for 1.x"),
+    (["lag", "--source", "s", "--peer-id", "p", "--caught-up-queue-size", "17"], "one per WAL group"),
     (["lag", "--source", "s", "--peer-id", "p", "--interval-s", "nan"], "argument --interval-s"),
     (["lag", "--source", "s", "--peer-id", "mig-1"], "argument --peer-id: peer id 'mig-1' contains '-'"),
     (["peer", "remove", "--source", "s", "--peer-id", "lock"], "'lock' is reserved"),

@@ -51,7 +51,7 @@ def test_values_are_canonical():
     ({"rows_per_s": True}, "rows_per_s", "must be an integer"),
     ({"rows_per_s": -1}, "rows_per_s", "an integer >= 0"),
     ({"stable_samples": 1}, "stable_samples", "an integer >= 2"),
-    ({"caught_up_queue_size": 2}, "caught_up_queue_size", "0 (HBase 1.x) or 1"),
+    ({"caught_up_queue_size": 17}, "caught_up_queue_size", "an integer 0..16: the WAL groups of a region server"),
     ({"quota_policy": "ignore"}, "quota_policy", "'fail' or 'enable_peer'"),
     ({"quota_mark": 0}, "quota_mark", "a fraction in (0, 1]"),
     ({"quota_mark": 1.5}, "quota_mark", "a fraction in (0, 1]"),
