@@ -264,17 +264,14 @@ def cmd_peer(args: argparse.Namespace) -> int:
 def _caught_up_fits(source: Any, peer_id: str, value: int) -> None:
     """Refuse a caught-up queue size above what the source's WAL layout allows (its region servers' /conf, the
     sync peers); an unreadable layout is not refused (nothing to compare with)."""
-    from hbase_migration.clusters import zk
-    from hbase_migration.replication.wal_groups import read_bound
+    from hbase_migration.replication import lag
 
-    if value == 0:
-        return
-    with zk.connect(source, timeout=source.timeout_s) as client:  # 1: too large only on 1.x (its versions say)
-        bound = read_bound(source, client, peer_id, conf=value > 1)
-    refused = bound.refusal(value)
-    if refused:
-        raise UsageError(f"--caught-up-queue-size: {refused}; nothing read or changed",
-                         f"pass --caught-up-queue-size {bound.largest} (one WAL per WAL group of a region server)")
+    try:
+        lag.check_caught_up_queue_size(source, peer_id, value)
+    except lag.CaughtUpQueueTooLarge as e:
+        raise UsageError(f"--caught-up-queue-size: {e}; nothing read or changed",
+                         f"pass --caught-up-queue-size {e.bound.largest} (one WAL per WAL group of a region "
+                         "server)") from None
 
 
 def cmd_lag(args: argparse.Namespace) -> int:

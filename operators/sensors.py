@@ -98,6 +98,12 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         return result.decision.drained
 
     def execute(self, context: Context) -> Any:
+        from hbase_migration.replication import lag
+
+        try:  # a caught_up_queue_size the source's WAL layout does not allow would call a backlog drained
+            lag.check_caught_up_queue_size(self._cluster(), self.peer_id, int(self.caught_up_queue_size))
+        except lag.CaughtUpQueueTooLarge as e:
+            raise AirflowFailException(f"{e}: set caught_up_queue_size to {e.bound.largest}") from None
         self._ledger("running")
         if not self.deferrable:
             return super().execute(context)

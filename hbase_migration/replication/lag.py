@@ -5,12 +5,15 @@ history the caller keeps (as plain dicts, so a trigger can carry it), and asks t
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from hbase_migration.clusters import zk
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import metrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,33 @@ def trim_history(samples: Sequence[metrics.PeerLagSnapshot],
     keep_from = min(max(0, len(samples) - thresholds.stable_samples - 1),
                     next((i for i, s in enumerate(samples) if s.taken_at >= horizon), len(samples)))
     return list(samples[max(0, keep_from - 1):])
+
+
+class CaughtUpQueueTooLarge(ValueError):
+    """caught_up_queue_size is above what the source's WAL layout allows; `bound` says what it allows."""
+
+    def __init__(self, message: str, bound: Any):
+        super().__init__(message)
+        self.bound = bound
+
+
+def check_caught_up_queue_size(cluster: Cluster, peer_id: str, value: int) -> None:
+    """Raise CaughtUpQueueTooLarge when `value` is above the WALs a caught-up queue holds on `cluster` (one per WAL
+    group: `wal_groups`); a layout that cannot be read is not refused. 0 is never too large; 1 only on 1.x (the
+    region servers' versions say, no /conf read)."""
+    from hbase_migration.replication.wal_groups import read_bound
+
+    if value == 0:
+        return
+    try:
+        with zk.connect(cluster, timeout=cluster.timeout_s) as client:
+            bound = read_bound(cluster, client, peer_id, conf=value > 1)
+    except Exception as e:  # noqa: BLE001 - unknown: the poll that follows says what does not answer
+        log.warning("WAL layout of %s not read: %s", cluster.name, e)
+        return
+    refused = bound.refusal(value)
+    if refused:
+        raise CaughtUpQueueTooLarge(refused, bound)
 
 
 def poll(cluster: Cluster, peer_id: str, history: Sequence[Mapping[str, Any]],

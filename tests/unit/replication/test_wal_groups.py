@@ -95,10 +95,11 @@ def _lag(monkeypatch, capsys, value, bound):
 
     monkeypatch.setenv("AIRFLOW_CONN_SRC", '{"conn_type": "hbase", "host": "zk1", "extra": {"zookeeper_quorum": '
                                            '"zk1", "zookeeper_port": 2181}}')
+    from hbase_migration.replication import lag
+
     monkeypatch.setattr(zk, "connect", lambda *a, **k: contextlib.nullcontext(None))
     monkeypatch.setattr(wal_groups, "read_bound", lambda cluster, client, peer_id, conf=True: bound)
     polled = []
-    from hbase_migration.replication import lag
 
     monkeypatch.setattr(lag, "poll", lambda *a, **k: polled.append(a) or (_ for _ in ()).throw(SystemExit(7)))
     try:
