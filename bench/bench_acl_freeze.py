@@ -11,7 +11,9 @@ clusters. Per run: the window (sessions, lag gate, live pass, the ACL fence: `ap
 `Admin.grant(..., mergeExistingPermissions=false)`, WAL roll and drain, bounded check, the switch file rewritten),
 then the writer's freeze (last write the old side accepted -> first the new side accepted), writes the old side
 accepted after the new side's first, and the fence's own cost. Then the fence is lifted (WRITE given back) and
-the clients switched back by hand for the next run (no reverse cut-over: the figure is the freeze).
+the clients switched back by hand for the next run (no reverse cut-over: the figure is the freeze). At the end
+every acknowledged write is looked for on dc2 (`acknowledged_writes_lost`): those dc1 acknowledged reach it
+through the forward peer, ENABLED throughout.
 
 Printed, never asserted; the last line is one JSON object.
 
@@ -70,6 +72,19 @@ WRITER = "\n".join([
     'puts "WRITER DONE"', ""])
 
 
+def acknowledged(lines: list[str]):
+    """The writer's `ACK <cluster> <ms> <table> <row>` lines as demo/switching_writer.py's log of acks."""
+    from demo.switching_writer import Ack, WriterLog
+
+    log = WriterLog()
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 5 and parts[0] == "ACK":
+            at = int(parts[2]) / 1000
+            log.acks.append(Ack(parts[1], parts[3], parts[4].encode(), at, at))
+    return log
+
+
 def say(*args) -> None:
     print(*args, flush=True)
 
@@ -87,7 +102,9 @@ def main(argv=None) -> int:
     plain = config.hbase_site
     config.hbase_site = lambda *a: plain(*a) + ACL_PROPERTIES  # written by `up` into each cluster's hbase-site.xml
 
+    from demo.switching_writer import lost_writes
     from hbase_migration.clusters import channels
+    from hbase_migration.data.datapath import open_data_path
     from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.migration import freeze
     from hbase_migration.migration.cutover import SwitchPlan, add_reverse_peer
@@ -174,8 +191,20 @@ def main(argv=None) -> int:
         stop_file.write_text("stop")
         writer.wait(timeout=120)
         writer = None
+        # every acknowledged write looked for on dc2: dc1's acks shipped by the forward peer (ENABLED throughout),
+        # dc2's written there; waited for until replication has shipped the last of dc1's
+        acked = acknowledged(lines)
+        deadline = time.time() + 180
+        while True:
+            with open_data_path(clusters["dc2"]) as path:
+                missing = lost_writes(acked, lambda t, keys: set(path.get_rows(t, keys).keys()))
+            if not missing or time.time() > deadline:
+                break
+            time.sleep(5)
         freezes = [r["write_freeze_s"] for r in runs]
         summary.update(runs=runs, write_freezes_s=freezes, write_freeze_s=statistics.median(freezes),
+                       acks=len(acked.acks), acknowledged_writes_lost=len(missing),
+                       lost_examples=[f"{t}/{k.decode()}" for t, k in missing[:5]],
                        writes_accepted_by_both=sum(r["writes_accepted_by_both"] for r in runs),
                        fence_s=[r["fence_s"] for r in runs])
     finally:

@@ -24,11 +24,14 @@ Airflow's scheduling between the tasks not counted: a lower bound).
 `--readonly-cost`: READONLY's cost per table and per region: `alter` in a warm shell session for tables of 1, 10
 and 50 regions, and the three tables at once (the window's statement).
 
+`--freeze-method acl`: the same window with the ACL fence instead of READONLY, on a bed started with HBase's
+AccessController and a writer of its own as a user without superuser rights (bench/bench_acl_freeze.py).
+
 Printed, never asserted. The last line is one JSON object: `write_freeze_s` (the median over the runs),
 `acknowledged_writes_lost`, `writes_accepted_by_both`, and the details.
 
     .venv/bin/python bench/bench_cutover.py [--testbed DIR] [--runs 5] [--regions 50] [--rate 40] [--baseline]
-                                            [--readonly-cost] [--prefix cb]
+                                            [--readonly-cost] [--prefix cb] [--freeze-method acl]
 """
 from __future__ import annotations
 
@@ -194,7 +197,14 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--readonly-cost", action="store_true")
     parser.add_argument("--keep", action="store_true", help="leave the tables and peers (default: dropped)")
+    parser.add_argument("--freeze-method", choices=("readonly", "acl"), default="readonly",
+                        help="acl: the window with the ACL fence, on a bed of its own with HBase's AccessController "
+                             "(bench/bench_acl_freeze.py; --runs and --regions only)")
     args = parser.parse_args(argv)
+    if args.freeze_method == "acl":
+        from bench.bench_acl_freeze import main as acl_bench
+
+        return acl_bench(["--runs", str(args.runs), "--regions", str(args.regions)])
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from demo.switching_writer import SwitchingWriter, freeze_figures, lost_writes

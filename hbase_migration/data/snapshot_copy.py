@@ -11,6 +11,8 @@ What one task does with its group of files (`copy_group`), one file at a time, l
    and its permission; paced by the task's bandwidth limit and the load throttle's decision;
 4. verify: the length, then GETFILECHECKSUM on both sides; where the clusters' checksum parameters differ (the
    algorithm names differ) an MD5 of the bytes read from the source against an MD5 of the target file read back.
+   This check (and the result's record) runs in a thread of its own while the next file streams (step 3 of one
+   file beside step 4 of the one before): a file's round trips after its stream cost no stream time.
 
 Progress (bytes so far of the file in flight, then the file's result) is posted to the driver's progress
 endpoint as it happens (`snapshot_export.ProgressSink`): the driver records every finished file in the ledger at
@@ -24,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -194,8 +196,12 @@ class Reporter:
         self.check()
 
     def result(self, result: FileResult) -> None:
-        self._post({"result": result.to_dict()})
+        self.post_result(result)
         self.check()
+
+    def post_result(self, result: FileResult) -> None:
+        """The file's result posted, the driver's answer kept for `check` (callable from another thread)."""
+        self._post({"result": result.to_dict()})
 
     def check(self) -> None:
         if self.abort:
@@ -273,75 +279,106 @@ def _stream(chunks: Iterable[bytes], relative: str, bucket: TokenBucket | None, 
         yield piece
 
 
+@dataclass
+class _Streamed:
+    """A file streamed to the target, its check still to come (`_settle`)."""
+
+    source_path: str
+    target_path: str
+    length: int
+    source_md5: str | None
+    source_checksum: Callable[[], hdfs.FileChecksum] | None
+
+
+def _stream_once(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: CopySettings, result: FileResult,
+                 reporter: Reporter, bucket: TokenBucket | None, gate: Any,
+                 side: tuple[Executor, hdfs.WebHdfs] | None) -> _Streamed | None:
+    """An attempt's first half: the file located, skipped when the target already holds it (None, the result
+    MATCHED), else streamed OPEN -> CREATE. Raises what the attempt met."""
+    target = f.target_path(settings.target_root)
+    source_checksum = None
+    if side is not None:
+        pool, side_src = side
+        located = pool.submit(locate, side_src, f, settings.source_root)
+        if settings.checksum == "hdfs":  # in the same thread, so once located
+            source_checksum = pool.submit(lambda loc=located: side_src.file_checksum(loc.result()[0])).result
+        existing = dst.status_or_none(target)
+        path, status, where = located.result()
+    else:
+        path, status, where = locate(src, f, settings.source_root)
+        existing = dst.status_or_none(target)
+    result.found_in, result.size = where, status.length
+    if existing is not None and existing.type == "FILE" and existing.length == status.length:
+        verdict = same_content(src, dst, path, target, status.length, settings, source_checksum=source_checksum)
+        if verdict.same:
+            result.status, result.verified_by, result.checksum = MATCHED, verdict.by, verdict.checksum
+            result.error = None
+            return None
+        log.info("%s is on the target with the source's length but other bytes (%s): copying it again",
+                 target, verdict.detail)
+    if gate is not None:
+        gate.check()
+    digest = hashlib.md5(usedforsecurity=False) if settings.checksum == "md5" else None
+    sent = [0]
+    with src.open(path, settings.chunk_bytes) as chunks:
+        dst.create(target, _stream(chunks, f.relative, bucket, gate, reporter, digest, sent), overwrite=True,
+                   blocksize=status.block_size or None, permission=status.permission or None)
+    reporter.bytes(f.relative, sent[0], force=True)
+    result.bytes_copied += sent[0]
+    return _Streamed(path, target, status.length, digest.hexdigest() if digest is not None else None,
+                     source_checksum)
+
+
+def _settle(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, settings: CopySettings, result: FileResult, s: _Streamed) -> None:
+    """An attempt's second half: the target's length and content checked against the source's, the owner set;
+    the result COPIED, or raises."""
+    written = dst.file_status(s.target_path)
+    if written.length != s.length:
+        raise OSError(f"length differs after the copy: {s.length} bytes on the source, {written.length} on the target")
+    verdict = same_content(src, dst, s.source_path, s.target_path, s.length, settings, s.source_md5,
+                           s.source_checksum)
+    if not verdict.same:
+        raise OSError(f"copied bytes differ: {verdict.detail}")
+    if settings.owner or settings.group:
+        dst.set_owner(s.target_path, settings.owner, settings.group)
+    result.status, result.verified_by, result.checksum, result.error = COPIED, verdict.by, verdict.checksum, None
+
+
+def _failed_attempt(f: ExportFile, result: FileResult, exc: Exception, settings: CopySettings) -> bool:
+    """Records an attempt's failure; whether another attempt is worth making. ExportAborted and the load
+    throttle's LoadAbort are the task's end, not the file's: raised again."""
+    if isinstance(exc, ExportAborted) or type(exc).__name__ == "LoadAbort":
+        raise exc
+    result.status, result.error = FAILED, f"{type(exc).__name__}: {exc}"
+    log.warning("%s: attempt %d of %d failed: %s", f.relative, result.attempts, settings.attempts, result.error)
+    # a fact, not a hiccup: the next attempt would meet it too
+    fact = isinstance(exc, hdfs.WebHdfsRemoteError) and exc.exception in (
+        "AccessControlException", "DSQuotaExceededException", "NSQuotaExceededException")
+    return not fact and result.attempts < settings.attempts
+
+
 def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: CopySettings, *,
               reporter: Reporter, bucket: TokenBucket | None = None, gate: Any = None,
-              side: tuple[Executor, hdfs.WebHdfs] | None = None) -> FileResult:
-    """One file: located, skipped when already there, else streamed and verified (`attempts` tries). Never raises
-    for the file's own failure (returns it failed); raises ExportAborted, and LoadAbort from the gate.
+              side: tuple[Executor, hdfs.WebHdfs] | None = None, result: FileResult | None = None) -> FileResult:
+    """One file: located, skipped when already there, else streamed and verified (`attempts` tries, counted on
+    from `result`'s when given). Never raises for the file's own failure (returns it failed); raises
+    ExportAborted, and LoadAbort from the gate.
 
     `side`: one thread and a source client of its own: the file is located and its HDFS checksum asked for there
     while this thread asks the target for it and copies it (a small file's time is mostly these round trips)."""
     started = time.monotonic()
-    target = f.target_path(settings.target_root)
-    result = FileResult(f.relative, f.size, FAILED, task=reporter.task)
-    for attempt in range(1, settings.attempts + 1):
-        result.attempts = attempt
+    result = result or FileResult(f.relative, f.size, FAILED, task=reporter.task)
+    while result.attempts < settings.attempts:
+        result.attempts += 1
         try:
-            source_checksum = None
-            if side is not None:
-                pool, side_src = side
-                located = pool.submit(locate, side_src, f, settings.source_root)
-                if settings.checksum == "hdfs":  # in the same thread, so once located
-                    source_checksum = pool.submit(lambda loc=located: side_src.file_checksum(loc.result()[0])).result
-                existing = dst.status_or_none(target)
-                path, status, where = located.result()
-            else:
-                path, status, where = locate(src, f, settings.source_root)
-                existing = dst.status_or_none(target)
-            result.found_in, result.size = where, status.length
-            if existing is not None and existing.type == "FILE" and existing.length == status.length:
-                verdict = same_content(src, dst, path, target, status.length, settings,
-                                       source_checksum=source_checksum)
-                if verdict.same:
-                    result.status, result.verified_by, result.checksum = MATCHED, verdict.by, verdict.checksum
-                    result.error = None
-                    break
-                log.info("%s is on the target with the source's length but other bytes (%s): copying it again",
-                         target, verdict.detail)
-            if gate is not None:
-                gate.check()
-            digest = hashlib.md5(usedforsecurity=False) if settings.checksum == "md5" else None
-            sent = [0]
-            with src.open(path, settings.chunk_bytes) as chunks:
-                dst.create(target, _stream(chunks, f.relative, bucket, gate, reporter, digest, sent), overwrite=True,
-                           blocksize=status.block_size or None, permission=status.permission or None)
-            reporter.bytes(f.relative, sent[0], force=True)
-            result.bytes_copied += sent[0]
-            written = dst.file_status(target)
-            if written.length != status.length:
-                raise OSError(f"length differs after the copy: {status.length} bytes on the source, "
-                              f"{written.length} on the target")
-            verdict = same_content(src, dst, path, target, status.length, settings,
-                                   digest.hexdigest() if digest is not None else None, source_checksum)
-            if not verdict.same:
-                raise OSError(f"copied bytes differ: {verdict.detail}")
-            if settings.owner or settings.group:
-                dst.set_owner(target, settings.owner, settings.group)
-            result.status, result.verified_by, result.checksum = COPIED, verdict.by, verdict.checksum
-            result.error = None
+            streamed = _stream_once(src, dst, f, settings, result, reporter, bucket, gate, side)
+            if streamed is not None:
+                _settle(src, dst, settings, result, streamed)
             break
-        except ExportAborted:
-            raise
         except Exception as exc:  # noqa: BLE001 - a file's failure is its result; the next attempt or file goes on
-            if type(exc).__name__ == "LoadAbort":
-                raise
-            result.error = f"{type(exc).__name__}: {exc}"
-            log.warning("%s: attempt %d of %d failed: %s", f.relative, attempt, settings.attempts, result.error)
-            if isinstance(exc, hdfs.WebHdfsRemoteError) and exc.exception in ("AccessControlException",
-                                                                              "DSQuotaExceededException",
-                                                                              "NSQuotaExceededException"):
-                break  # a fact, not a hiccup: the next attempt would meet it too
-    result.seconds = round(time.monotonic() - started, 3)
+            if not _failed_attempt(f, result, exc, settings):
+                break
+    result.seconds = round(result.seconds + time.monotonic() - started, 3)
     return result
 
 
@@ -349,38 +386,94 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
                task: int = 0) -> list[FileResult]:
     """One task's files, in order (largest first); each result is also posted to the driver as it ends. A file
     that fails does not stop the others; the driver's abort, or the load throttle giving up, does: the files not
-    reached are returned failed with the reason."""
+    reached are returned failed with the reason.
+
+    Pipelined one file deep: once a file is streamed, its check (the target's length and checksum, the owner,
+    the result posted to the driver, which records it in the ledger) runs in a thread of its own, with clients of
+    its own, while the next file streams; a file whose check fails is copied again, in this thread, before the
+    next one's check starts. A file counts as done only once its check has passed."""
     from hbase_migration.data.throttle import LoadAbort, LoadGate
 
     src, dst = webhdfs_of(source), webhdfs_of(target)
     side = ThreadPoolExecutor(1, thread_name_prefix=f"export-{task}-source")
     side_src = webhdfs_of(source)  # used by that thread only
+    settler = ThreadPoolExecutor(1, thread_name_prefix=f"export-{task}-check")
+    check_src, check_dst = webhdfs_of(source), webhdfs_of(target)  # used by the settler only
     reporter = Reporter(settings.progress_url, task, settings.report_every_s)
     bucket = TokenBucket(settings.bytes_per_s, burst=max(settings.bytes_per_s, settings.chunk_bytes)) \
         if settings.bytes_per_s else None
     gate = LoadGate(settings.load_url) if settings.load_url else None
     results: list[FileResult] = []
     stopped: str | None = None
-    started = time.monotonic()
+    in_flight: tuple[ExportFile, FileResult, Future, float] | None = None
+
+    def checked(result: FileResult, streamed: _Streamed, started: float) -> bool:
+        _settle(check_src, check_dst, settings, result, streamed)
+        result.seconds = round(time.monotonic() - started, 3)  # final before it is posted: the driver's dedup key
+        reporter.post_result(result)  # the ledger's write too overlaps the next stream
+        return True
+
+    def land() -> None:
+        """The file in flight's check awaited; copied again here when it failed; its result kept and posted."""
+        nonlocal in_flight, stopped
+        if in_flight is None:
+            return
+        f, result, check, started = in_flight
+        in_flight = None
+        posted = False
+        try:
+            posted = check.result()
+        except Exception as exc:  # noqa: BLE001 - the check's failure: the file's next attempt, here
+            try:
+                if _failed_attempt(f, result, exc, settings):
+                    copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
+                              side=(side, side_src), result=result)
+            except (ExportAborted, LoadAbort) as stop:
+                stopped = f"not copied: {type(stop).__name__}: {stop}"
+                result.status, result.error = FAILED, stopped
+        if not posted:
+            result.seconds = round(time.monotonic() - started, 3)
+        results.append(result)
+        try:
+            if posted:
+                reporter.check()
+            else:
+                reporter.result(result)
+        except ExportAborted as exc:
+            stopped = stopped or f"not copied: ExportAborted: {exc}"
+
+    started_all = time.monotonic()
     for f in files:
         if stopped is not None:
             results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
             continue
+        started = time.monotonic()
+        result = FileResult(f.relative, f.size, FAILED, task=task, attempts=1)
+        streamed = None
         try:
-            result = copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
-                               side=(side, side_src))
+            try:
+                streamed = _stream_once(src, dst, f, settings, result, reporter, bucket, gate, (side, side_src))
+            except Exception as exc:  # noqa: BLE001 - the first attempt's failure: the others, in copy_file
+                if _failed_attempt(f, result, exc, settings):
+                    copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
+                              side=(side, side_src), result=result)
         except (ExportAborted, LoadAbort) as exc:
+            land()
             stopped = f"not copied: {type(exc).__name__}: {exc}"
             results.append(FileResult(f.relative, f.size, FAILED, error=stopped, task=task))
             continue
-        results.append(result)
-        try:
-            reporter.result(result)
-        except ExportAborted as exc:
-            stopped = f"not copied: ExportAborted: {exc}"
+        land()  # the previous file's check, which ran while this one streamed
+        if streamed is not None:
+            in_flight = (f, result, settler.submit(checked, result, streamed, started), started)
+        else:
+            done: Future = Future()
+            done.set_result(False)
+            in_flight = (f, result, done, started)
+    land()
     side.shutdown(wait=False, cancel_futures=True)
+    settler.shutdown(wait=True)
     copied = sum(r.bytes_copied for r in results)
-    elapsed = time.monotonic() - started
+    elapsed = time.monotonic() - started_all
     log.info("snapshot export task %d: %d files (%d copied, %d already there, %d failed), %s in %.1fs (%s/s)",
              task, len(results), sum(r.status == COPIED for r in results), sum(r.status == MATCHED for r in results),
              sum(r.status == FAILED for r in results), human_bytes(copied), elapsed,
