@@ -269,7 +269,7 @@ def _caught_up_fits(source: Any, peer_id: str, value: int) -> None:
     try:
         lag.check_caught_up_queue_size(source, peer_id, value)
     except lag.CaughtUpQueueTooLarge as e:
-        raise UsageError(f"--caught-up-queue-size: {e}; nothing read or changed",
+        raise UsageError(f"--caught-up-queue-size: {e}; nothing polled or changed",
                          f"pass --caught-up-queue-size {e.bound.largest} (one WAL per WAL group of a region "
                          "server)") from None
 

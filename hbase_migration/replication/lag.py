@@ -76,7 +76,7 @@ def check_caught_up_queue_size(cluster: Cluster, peer_id: str, value: int) -> No
         with zk.connect(cluster, timeout=cluster.timeout_s) as client:
             bound = read_bound(cluster, client, peer_id, conf=value > 1)
     except Exception as e:  # noqa: BLE001 - unknown: the poll that follows says what does not answer
-        log.warning("WAL layout of %s not read: %s", cluster.name, e)
+        log.info("WAL layout of %s not read: %s", cluster.name, e)
         return
     refused = bound.refusal(value)
     if refused:

@@ -143,7 +143,7 @@ def read_bound(cluster: "Cluster", zk_client: Any, peer_id: str | None = None, *
                                              "counted")
         confs = read_region_server_confs(cluster, zk_client)
     except Exception as e:  # noqa: BLE001 - unknown, said in the bound
-        log.warning("WAL layout of %s not read: %s", cluster.name, e)
+        log.info("WAL layout of %s not read: %s", cluster.name, e)
         return Bound(cluster.name, None, f"not read: {type(e).__name__}: {e}")
     sync = sync_peer_ids(peers)
     groups = {c.servername: wal_groups(c.properties, versions.get(c.servername), sync)

@@ -186,6 +186,7 @@ def test_sync_cutover_with_a_live_writer_loses_nothing_and_rolls_back_the_other_
         assert rc == 0, (err, report)
         assert report["final"] == {"source": "STANDBY", "target": "ACTIVE"}, report
         figures["rollback_freeze_executor_s"] = report["freeze_s"]
+        figures["rollback_steps"] = {s["action"]: s["seconds"] for s in report["steps"]}
         wait_for(lambda: sum(a.cluster == "dc1" and a.accepted > first_back for a in writer.log.acks) >= 50, 300,
                  "50 writes on dc1 again")
         log = writer.stop()
@@ -200,7 +201,8 @@ def test_sync_cutover_with_a_live_writer_loses_nothing_and_rolls_back_the_other_
         lost_dc1 = lost_writes(log, rows_on(eps["dc1"]))
         figures.update(acknowledged=len(log.acks), on_dc1_acks=sum(a.cluster == "dc1" for a in log.acks),
                        on_dc2_acks=sum(a.cluster == "dc2" for a in log.acks), lost_on_dc1=len(lost_dc1),
-                       writer_errors=len(log.errors))
+                       writer_errors=len(log.errors), writer_error_samples=[(c, e[:200]) for c, _, e in log.errors[:3]],
+                       rollback_refusals=[(c, e[:160]) for c, w, e in log.refusals if w > first_back][:3])
         assert not lost_dc1, lost_dc1[:5]
     finally:
         print("sync replication cut-over (executor):", json.dumps(figures, sort_keys=True, default=str))
