@@ -33,6 +33,7 @@ import re
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -255,7 +256,8 @@ class ProgressSink:
 
         self._server = ThreadingHTTPServer((self.host, 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="export-progress", daemon=True).start()
+        # a short poll: stop() waits for it, at the end of every export
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), name="export-progress", daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -472,9 +474,10 @@ class SnapshotExport:
                                 "HBase 2.x snapshot) is exported")
         return info_bytes, manifest_bytes
 
-    def _same_bytes(self, path: str, data: bytes) -> bool:
-        status = self.dst.status_or_none(path)
-        return status is not None and status.length == len(data) and self._read_small(self.dst, path) == data
+    def _same_bytes(self, path: str, data: bytes, client: hdfs.WebHdfs | None = None) -> bool:
+        client = client or self.dst
+        status = client.status_or_none(path)
+        return status is not None and status.length == len(data) and self._read_small(client, path) == data
 
     def copy_manifest(self, info_bytes: bytes, manifest_bytes: bytes) -> str:
         """The manifest into the target's working directory (before any file); returns where it is. A snapshot
@@ -488,10 +491,18 @@ class SnapshotExport:
                                 "another --snapshot name")
         tmp = self.target_working_dir()
         self.dst.mkdirs(tmp)
-        for name, data in ((SNAPSHOTINFO, without_ttl(info_bytes)), (DATA_MANIFEST, manifest_bytes)):
+
+        def put(name: str, data: bytes, client: hdfs.WebHdfs) -> None:
             path = posixpath.join(tmp, name)
-            if not self._same_bytes(path, data):
-                self.dst.create(path, iter([data]), overwrite=True)
+            if not self._same_bytes(path, data, client):
+                client.create(path, iter([data]), overwrite=True)
+
+        # both files at once, the second on a client of its own: each CREATE's close waits for the NameNode to
+        # complete the file (a few hundred ms here), which the two need not pay one after the other
+        with ThreadPoolExecutor(1, thread_name_prefix="export-manifest") as pool:
+            info = pool.submit(put, SNAPSHOTINFO, without_ttl(info_bytes), webhdfs_of(self.target))
+            put(DATA_MANIFEST, manifest_bytes, self.dst)
+            info.result()
         self.records.state("manifest_copied")
         return tmp
 

@@ -433,7 +433,8 @@ class LoadGovernor:
 
         self._server = ThreadingHTTPServer((self.host, 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="load-decision", daemon=True).start()
+        # a short poll: stop() waits for it when the copy ends
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), name="load-decision", daemon=True).start()
 
     # -- sampling ---------------------------------------------------------------------------------------
 
