@@ -580,10 +580,10 @@ def parser() -> argparse.ArgumentParser:
                     default=BY_NAME["max_lag_ms"].default)
     sp.add_argument("--caught-up-queue-size",
                     type=_param("caught_up_queue_size", "one per WAL group of a region server: 1 for HBase 2.x, "
-                                                        "0 for 1.x, N with multiwal, +1 per 3.x sync peer"),
+                                                        "0 for 1.x, N with multiwal, +1 per ACTIVE 3.x sync peer"),
                     default=BY_NAME["caught_up_queue_size"].default,
                     help="WALs in a caught-up queue, one per WAL group of a region server: 1 for HBase 2.x (default "
-                         "provider), 0 for 1.x, N with multiwal's numgroups N, one more per sync peer on 3.x; "
+                         "provider), 0 for 1.x, N with multiwal's numgroups N, one more per ACTIVE sync peer on 3.x; "
                          "refused above what the source's /conf and peers allow")
     sp.set_defaults(func=cmd_lag)
 

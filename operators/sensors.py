@@ -28,7 +28,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     :param max_lag_ms: the largest ageOfLastShippedOp of a caught-up queue.
     :param stable_samples: consecutive drained polls before the sensor succeeds (>= 2).
     :param caught_up_queue_size: sizeOfLogQueue of a caught-up queue, one WAL per WAL group of a region server: 1
-        on HBase 2.x with the default provider, 0 on 1.x, N with multiwal, one more per sync peer on 3.x.
+        on HBase 2.x with the default provider, 0 on 1.x, N with multiwal, one more per ACTIVE sync peer on 3.x.
     :param idle_window_s: how long a queue's counters must stay frozen before a stale age is believed idle.
     :param canary_table: a migrated table to write the canary row to (its first family); None: no canary.
     :param canary_timeout_s: how long the canary row may take to reach the target.

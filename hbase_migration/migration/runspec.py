@@ -378,9 +378,9 @@ FIELDS: tuple[Field, ...] = (
     Field("caught_up_queue_size", "integer", 1, "Drained: sizeOfLogQueue when caught up (WALs)",
           "one WAL per WAL group of a source region server (the WAL being written stays queued): 1 on HBase 2.x+ "
           "with the default provider; N with hbase.wal.provider=multiwal and hbase.wal.regiongrouping.numgroups=N; "
-          "one more per synchronous replication peer on 3.x; 0 on 1.x. Where the source's region servers' /conf "
-          "and peers can be read, a value above what they allow is refused (it would let a queue one WAL behind "
-          "look drained)", _integer, "catch_up.caught_up_queue_size", frozenset({MIGRATION}) | SWITCHES,
+          "one more per synchronous replication peer ACTIVE there on 3.x; 0 on 1.x. Where the source's region "
+          "servers' /conf and peers can be read, a value above what they allow is refused (it would let a queue one "
+          "WAL behind look drained)", _integer, "catch_up.caught_up_queue_size", frozenset({MIGRATION}) | SWITCHES,
           bounds={"minimum": 0, "maximum": MAX_CAUGHT_UP_QUEUE_SIZE},
           check=lambda v: 0 <= v <= MAX_CAUGHT_UP_QUEUE_SIZE,
           wanted=f"an integer 0..{MAX_CAUGHT_UP_QUEUE_SIZE}: the WAL groups of a region server (0 on HBase 1.x, 1 "

@@ -9,9 +9,15 @@ once it is rolled and shipped), and a region server writes one WAL per *WAL grou
 * `multiwal` (RegionGroupingProvider) with the `bounded` strategy (its default): at most
   `hbase.wal.regiongrouping.numgroups` (default 2; a group gets a WAL once a region of it writes); the `identity`
   and `namespace` strategies give one group per region or per namespace: no fixed number;
-* HBase 3.x: one more per synchronous replication peer (a peer with a remote WAL dir): the regions of its tables
-  write a WAL group of their own, `<server>-<time>-<peer>.syncrep` (real 3.0.0-alpha-4: a caught-up queue of an
-  asynchronous peer held 2 WALs beside one sync peer).
+* HBase 3.x: one more per synchronous replication peer (a peer with a remote WAL dir) that is ACTIVE on this
+  cluster (or DOWNGRADE_ACTIVE on its way to ACTIVE: HBase's `SyncReplicationPeerInfoProviderImpl`): the regions of
+  its tables write a WAL group of their own, `<server>-<time>-<peer>.syncrep` (real 3.0.0-alpha-4: a caught-up
+  queue of an asynchronous peer held 2 WALs beside one ACTIVE sync peer). A sync peer in DOWNGRADE_ACTIVE or
+  STANDBY writes none.
+
+What the layout cannot say: a server that holds no region of a sync peer's tables (or of some multiwal group) has
+fewer WALs than the layout's number, and there a queue one WAL behind can look drained at that number (the drain's
+other rules still hold it back while its age grows or its counters stall).
 
 The drain decision's `caught_up_queue_size` must not exceed that: a larger value lets a queue that is still one WAL
 behind look drained. `wal_groups` (one server) and `caught_up_bound` (a cluster) are pure; `read_bound` reads the
@@ -79,8 +85,8 @@ def wal_groups(conf: Mapping[str, str], major: int | None, sync_peers: Sequence[
         return Groups(None, f"{PROVIDER}={provider}: a provider whose WAL groups are not known here")
     if sync_peers and (major is None or major >= 3):
         count += len(sync_peers)
-        why += (f", {len(sync_peers)} synchronous replication peer(s) ({', '.join(sync_peers)}): +{len(sync_peers)} "
-                "(a .syncrep WAL group each)")
+        why += (f", {len(sync_peers)} synchronous replication peer(s) ACTIVE here ({', '.join(sync_peers)}): "
+                f"+{len(sync_peers)} (a .syncrep WAL group each)")
     return Groups(count, why)
 
 
@@ -116,9 +122,40 @@ def caught_up_bound(cluster: str, servers: Mapping[str, Groups], unread: Sequenc
     return Bound(cluster, groups.count, why)
 
 
-def sync_peer_ids(peers: Sequence[Any]) -> tuple[str, ...]:
-    """The ids of the peers that are synchronous (a remote WAL dir in their config)."""
-    return tuple(sorted(p.id for p in peers if getattr(p.config, "remote_wal_dir", None)))
+SYNC_STATES = {0: "NONE", 1: "ACTIVE", 2: "DOWNGRADE_ACTIVE", 3: "STANDBY"}  # Replication.proto SyncReplicationState
+
+
+def writes_syncrep(state: str | None, new_state: str | None) -> bool:
+    """Whether a sync peer in `state` (transiting to `new_state`; None: not transiting) makes the region servers
+    write its tables to a .syncrep WAL group: ACTIVE, or DOWNGRADE_ACTIVE on its way to ACTIVE."""
+    new_state = new_state or "NONE"
+    return (state, new_state) in (("ACTIVE", "NONE"), ("DOWNGRADE_ACTIVE", "ACTIVE"))
+
+
+def decode_sync_state(data: bytes | None) -> str | None:
+    """A `sync-rep-state` / `new-sync-rep-state` znode (`PBUF` + SyncReplicationState{state = 1}) -> its name; None
+    when absent or unreadable."""
+    from hbase_migration.clusters import zk
+
+    try:
+        payload = zk.strip_metadata(data)
+        if not zk.has_pb_magic(payload):
+            return None
+        values = [v for n, w, v in zk.decode_fields(payload[4:]) if n == 1 and isinstance(v, int)]
+    except zk.ZnodeFormatError:
+        return None
+    return SYNC_STATES.get(values[-1]) if values else "NONE"
+
+
+def sync_peer_ids(peers: Sequence[Any], states: Mapping[str, tuple[str | None, str | None]] | None = None
+                  ) -> tuple[str, ...]:
+    """The ids of the synchronous peers (a remote WAL dir in their config) that write a .syncrep WAL group here:
+    with `states` (peer id -> (state, new state) read from ZooKeeper), only those `writes_syncrep` says so; a
+    sync peer whose state was not read is not counted (the smaller bound is the safe one)."""
+    sync = [p.id for p in peers if getattr(p.config, "remote_wal_dir", None)]
+    if states is not None:
+        sync = [i for i in sync if writes_syncrep(*states.get(i, (None, None)))]
+    return tuple(sorted(sync))
 
 
 def read_bound(cluster: "Cluster", zk_client: Any, peer_id: str | None = None, *, conf: bool = True) -> Bound:
@@ -145,7 +182,24 @@ def read_bound(cluster: "Cluster", zk_client: Any, peer_id: str | None = None, *
     except Exception as e:  # noqa: BLE001 - unknown, said in the bound
         log.info("WAL layout of %s not read: %s", cluster.name, e)
         return Bound(cluster.name, None, f"not read: {type(e).__name__}: {e}")
-    sync = sync_peer_ids(peers)
+    sync = sync_peer_ids(peers, {p.id: _sync_states(zk_client, cluster.znode_parent, p.id) for p in peers
+                                 if p.config.remote_wal_dir})
     groups = {c.servername: wal_groups(c.properties, versions.get(c.servername), sync)
               for c in confs if c.properties is not None}
     return caught_up_bound(cluster.name, groups, [c.servername for c in confs if c.properties is None])
+
+
+def _sync_states(zk_client: Any, znode_parent: str, peer_id: str) -> tuple[str | None, str | None]:
+    """(state, new state) of a sync peer from its `sync-rep-state` and `new-sync-rep-state` znodes (None: not
+    read; an absent new state: not transiting)."""
+    from hbase_migration.clusters import zk
+
+    out: list[str | None] = []
+    for child in ("sync-rep-state", "new-sync-rep-state"):
+        try:
+            data, _ = zk_client.get(zk.join(zk.peer_path(znode_parent, peer_id), child))
+        except Exception:  # noqa: BLE001 - absent or unreadable: said as None
+            out.append(None if child == "sync-rep-state" else "NONE")
+            continue
+        out.append(decode_sync_state(data))
+    return out[0], out[1]

@@ -121,3 +121,32 @@ def test_lag_refuses_a_size_the_layout_does_not_allow(monkeypatch, capsys):
 def test_lag_goes_on_when_the_size_fits_or_the_layout_is_unknown(monkeypatch, capsys, value, bound):
     rc, err, polled = _lag(monkeypatch, capsys, value, bound)
     assert rc == 7 and polled, err  # reached the poll
+
+
+@pytest.mark.parametrize("state, new, writes", [
+    ("ACTIVE", None, True), ("ACTIVE", "NONE", True), ("DOWNGRADE_ACTIVE", "ACTIVE", True),
+    ("ACTIVE", "STANDBY", False), ("ACTIVE", "DOWNGRADE_ACTIVE", False),  # leaving ACTIVE: its .syncrep WAL closes
+    ("DOWNGRADE_ACTIVE", None, False), ("STANDBY", None, False), ("STANDBY", "DOWNGRADE_ACTIVE", False),
+    ("NONE", None, False), (None, None, False),
+])
+def test_only_a_sync_peer_active_here_writes_a_syncrep_group(state, new, writes):
+    assert wal_groups.writes_syncrep(state, new) is writes
+
+
+def test_sync_states_decode_as_hbase_writes_them():
+    meta = b"\xff\x00\x00\x00\x14master:22871k\x16\xcaQ\x18\xab\xcfk"  # ZKMetadata, as read on real 3.0.0-alpha-4
+    assert wal_groups.decode_sync_state(meta + b"PBUF\x08\x00") == "NONE"
+    assert wal_groups.decode_sync_state(b"PBUF\x08\x01") == "ACTIVE"
+    assert wal_groups.decode_sync_state(meta + b"PBUF\x08\x02") == "DOWNGRADE_ACTIVE"
+    assert wal_groups.decode_sync_state(b"PBUF\x08\x03") == "STANDBY"
+    assert wal_groups.decode_sync_state(b"PBUF") == "NONE"  # the field absent: proto2's default
+    assert wal_groups.decode_sync_state(b"garbage") is None and wal_groups.decode_sync_state(None) is None
+
+
+def test_sync_peers_counted_by_their_state_here():
+    key, remote = "zk:2181:/hbase", "hdfs://nn/hbase/remoteWALs"
+    peers = [Peer(i, PeerConfig(cluster_key=key, table_cfs={"t": []}, remote_wal_dir=remote), True)
+             for i in ("a", "b", "c", "d")]
+    states = {"a": ("ACTIVE", "NONE"), "b": ("STANDBY", "NONE"), "c": ("DOWNGRADE_ACTIVE", "ACTIVE")}
+    assert sync_peer_ids(peers, states) == ("a", "c")  # d: state not read, not counted
+    assert sync_peer_ids(peers) == ("a", "b", "c", "d")
