@@ -4,7 +4,8 @@
    local[2], the session warmed up first; the file copy phase timed: manifest, files, verification) against a
    plain WebHDFS copy of the same files made just before (the same two streams at once: OPEN -> CREATE, no check,
    no ledger), the kernel's page cache dropped before each (as root) so both read from disk:
-   `vs_webhdfs_copy` = export bytes/s / plain bytes/s (the goal: >= 0.8).
+   `vs_webhdfs_copy` = export bytes/s / plain bytes/s (the goal: >= 0.8), over the medians of `--repeat` pairs
+   (plain then export, a new snapshot each; the other runs' files removed).
 2. The scan copy of the same table (the Thrift copy, Spark local[2]) into another target table: `vs_scan_copy` =
    export bytes/s / scan bytes/s, both over the table's store file bytes (the goal: >= 5).
 3. One task copying a `--big-mb` MiB file (1 GiB) against one copying a 10 MiB file, each in a process of its own
@@ -13,13 +14,15 @@
 The fixed costs of the snapshot path (taking the snapshot, publishing, the clone: shell sessions) are printed
 apart. Printed, never asserted; the last line is one JSON object.
 
-    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--compact] [--block-mb 128] [--testbed DIR]
+    .venv/bin/python bench/bench_snapshot.py [--mb 256] [--big-mb 1024] [--compact] [--block-mb 128] [--repeat 3]
+                                             [--testbed DIR]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=int, default=256, help="MiB loaded into the table (default 256)")
     p.add_argument("--big-mb", type=int, default=1024, help="the large file of the memory test, MiB (default 1024)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="plain copy and export, one after the other, this many times (a new snapshot each): the "
+                        "medians are compared (default 3; a shared machine's noise is larger than the difference)")
     p.add_argument("--compact", action="store_true",
                    help="major-compact the table before the export: one file per region, --mb/8 MiB each")
     p.add_argument("--block-mb", type=int, default=128,
@@ -217,30 +223,40 @@ def main(argv: list[str] | None = None) -> int:
         executor = executors.SparkExecutor("bench-snapshot", "local[2]")
 
         ledger = Ledger.open(f"sqlite:///{workdir / 'ledger.db'}")
-        export = SnapshotExport(source, target, ExportOptions(table.name, "bench-" + table.name), ledger)
-        t0 = time.perf_counter()
-        export.take()
-        take_s = time.perf_counter() - t0
-        log(f"snapshot taken in {take_s:.0f}s")
+        src, dst = webhdfs_of(source), webhdfs_of(target)
+        plain_runs, export_runs = [], []
+        for k in range(args.repeat):
+            export = SnapshotExport(source, target, ExportOptions(table.name, f"bench-{k}-{table.name}"), ledger)
+            t0 = time.perf_counter()
+            export.take()
+            take_s = time.perf_counter() - t0
+            log(f"snapshot taken in {take_s:.0f}s")
 
-        # the plain copy of the same files (where the snapshot keeps them on the source), two streams at once,
-        # first: each copy reads the files from disk, as a production table's are read (not from the page cache
-        # the other copy filled)
-        src = webhdfs_of(source)
-        manifest = parse_data_manifest(b"".join(_read(src, f"/hbase/.hbase-snapshot/{export.name}/data.manifest")))
-        pairs = []
-        for f in export_files(manifest):
-            live, archived = f.source_paths("/hbase")
-            path = live if src.status_or_none(live) is not None else archived
-            pairs.append((path, f"/bench-plain/{f.region}-{f.family}-{f.name}"))
-        block = src.file_status(pairs[0][0]).block_size  # the store files' HDFS block size
-        cold = drop_page_cache()
-        plain_s = plain_copy(source, target, pairs, 2)
+            # the plain copy of the same files (where the snapshot keeps them on the source), two streams at once,
+            # first: each copy reads the files from disk, as a production table's are read (not from the page
+            # cache the other copy filled)
+            manifest = parse_data_manifest(b"".join(_read(src, f"/hbase/.hbase-snapshot/{export.name}/"
+                                                               "data.manifest")))
+            pairs = []
+            for f in export_files(manifest):
+                live, archived = f.source_paths("/hbase")
+                path = live if src.status_or_none(live) is not None else archived
+                pairs.append((path, f"/bench-plain/{f.region}-{f.family}-{f.name}"))
+            block = src.file_status(pairs[0][0]).block_size  # the store files' HDFS block size
+            cold = drop_page_cache()
+            plain_runs.append(plain_copy(source, target, pairs, 2))
+            dst.delete("/bench-plain", recursive=True)
 
-        drop_page_cache()
-        log("exporting the snapshot's files")
-        summary = export.copy(executor)
-        copy_s = summary["seconds"]
+            drop_page_cache()
+            log(f"exporting the snapshot's files ({k + 1} of {args.repeat})")
+            summary = export.copy(executor)
+            export_runs.append(summary["seconds"])
+            log(f"plain {plain_runs[-1]:.1f}s, export {export_runs[-1]:.1f}s (load average {os.getloadavg()[0]:.1f})")
+            if k + 1 < args.repeat:  # not the last: its files and manifest off the target, its snapshot deleted
+                dst.delete(export.target_working_dir(), recursive=True)
+                dst.delete(f"/hbase/archive/data/default/{table.name}", recursive=True)
+                export.clean()
+        plain_s, copy_s = statistics.median(plain_runs), statistics.median(export_runs)
         store_bytes = summary["bytes_total"]
         export_bps = store_bytes / copy_s
         plain_bps = store_bytes / plain_s
@@ -282,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             "block_mib": round(block / 2**20, 1),
             "publish_clone_s": round(finish_s, 1), "checksum": summary["checksum"],
             "vs_webhdfs_copy": round(export_bps / plain_bps, 2), "vs_scan_copy": round(export_bps / scan_bps, 2),
+            "plain_copy_runs_s": [round(x, 2) for x in plain_runs],
+            "export_copy_runs_s": [round(x, 2) for x in export_runs],
+            "vs_webhdfs_copy_runs": [round(p / e, 2) for p, e in zip(plain_runs, export_runs)],
             "big_file": big_run, "small_file": small_run,
             "rss_ratio": round(big_run["peak_rss_mib"] / small_run["peak_rss_mib"], 2),
         }
