@@ -177,6 +177,11 @@ def test_sync_cutover_with_a_live_writer_loses_nothing_and_rolls_back_the_other_
         lost_dc2 = lost_writes(writer.log, rows_on(eps["dc2"]), accepted_before=checked_at)
         figures.update(checked_on_dc2=sum(a.accepted < checked_at for a in writer.log.acks), lost_on_dc2=len(lost_dc2))
         assert not lost_dc2, lost_dc2[:5]
+        # dc1's sync peer is STANDBY now: HBase writes no .syncrep WAL group for it there, so the layout allows 1
+        rc, _, err, _ = cli(env, "lag", "--source", "dc1", "--peer-id", peer, "--caught-up-queue-size", "2")
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and "at most 1 WAL(s)" in lines[0], err
+        figures["caught_up_2_refused_on_standby"] = lines[0][:300]
 
         # rollback: the planned switch the other way; the clients back on dc1
         first_back = time.time()
