@@ -312,21 +312,25 @@ class CutoverWindowOperator(BaseOperator):
     :param unfreeze_source: READONLY: make the source writable again after the switch.
     :param max_lag_ms, lag_wait_s, max_freeze_s, skew_margin_ms, recompare_sleep_s: the abort conditions
         (`cutover_plan.AbortConditions`).
+    :param caught_up_queue_size: the lag gate's WALs of a caught-up queue, one per WAL group (the run spec's).
     :param ledger_run_id: the cut-over run (its ledger holds the verification's start and the reverse peer's).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
                                       "freeze_method", "freeze_exempt", "unfreeze_source", "max_lag_ms",
-                                      "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s")
+                                      "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s",
+                                      "caught_up_queue_size")
     ui_color = "#fde2e1"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, switch_command: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", freeze_method: str = "readonly",
                  freeze_exempt: Sequence[str] = (), unfreeze_source: bool = True, max_lag_ms: int = 30_000,
                  lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
-                 recompare_sleep_s: float = 2.0, ledger_run_id: str | None = None, **kwargs) -> None:
+                 recompare_sleep_s: float = 2.0, caught_up_queue_size: int = 1, ledger_run_id: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.plan = plan
+        self.caught_up_queue_size = caught_up_queue_size
         self.switch_command = switch_command
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
@@ -356,7 +360,8 @@ class CutoverWindowOperator(BaseOperator):
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(
             int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
-            float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True)
+            float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True,
+            caught_up_queue_size=int(self.caught_up_queue_size))
         run_id = self.ledger_run_id or context["run_id"]
         with open_ledger() as ledger:
             verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables)

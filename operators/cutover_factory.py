@@ -157,7 +157,8 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
                 freeze_exempt=spec("freeze_exempt"), unfreeze_source=spec("unfreeze_source"),
                 max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
-                skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"))
+                skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),
+                caught_up_queue_size=spec("caught_up_queue_size"))
             post_verify = verify_task("post_verify", "post_verify")
             after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
                                               source_conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)

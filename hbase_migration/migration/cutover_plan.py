@@ -96,6 +96,7 @@ class WindowOptions:
     freeze_method: str = READONLY
     freeze_exempt: tuple[str, ...] = ()  # ACL: principals whose WRITE is left alone (e.g. a replication tool)
     conditions: AbortConditions = field(default_factory=AbortConditions)
+    caught_up_queue_size: int = 1  # the lag gate's: WALs of a caught-up queue, one per WAL group (the run spec's)
     acl_settle_s: float = 1.0  # ACL: a permission change reaches the region servers through ZooKeeper
     flush_before: bool = True  # READONLY: flush the tables before the freeze (less to flush when regions close)
     unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
@@ -106,6 +107,8 @@ class WindowOptions:
     def __post_init__(self) -> None:
         if self.freeze_method not in FREEZE_METHODS:
             raise ValueError(f"freeze_method must be one of {', '.join(FREEZE_METHODS)}, got {self.freeze_method!r}")
+        if not isinstance(self.caught_up_queue_size, int) or self.caught_up_queue_size < 0:
+            raise ValueError(f"caught_up_queue_size must be an integer >= 0, got {self.caught_up_queue_size!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

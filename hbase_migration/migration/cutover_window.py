@@ -216,7 +216,7 @@ class _Window:
         with zk.connect(self.source, timeout=self.source.timeout_s) as client:
             while True:
                 snapshot = metrics.peer_status(self.source, self.plan.peer_id, client, self.clock())
-                reasons = lag_gate(snapshot, conditions.max_lag_ms)
+                reasons = lag_gate(snapshot, conditions.max_lag_ms, self.options.caught_up_queue_size)
                 detail["last"] = snapshot.summary()
                 if not reasons:
                     return

@@ -37,6 +37,16 @@ def test_lag_gate_names_each_reason():
                        f"{RS1} queue p1: ageOfLastShippedOp 9000 ms > 5000 ms", f"{RS2}: /jmx unreadable: refused"]
 
 
+def test_lag_gate_allows_one_wal_per_wal_group_plus_one():
+    # two WAL groups (multiwal with 2 groups, or HBase 3.x's .syncrep group of an ACTIVE sync peer): 3 WALs are
+    # one past caught up, 4 are two past
+    three, four = snap(ServerReading(RS1, 1, (q(size=3),)), ServerReading(RS2, 1, (q(size=2),))), \
+        snap(ServerReading(RS1, 1, (q(size=4),)), ServerReading(RS2, 1, (q(),)))
+    assert lag_gate(three, 5000, caught_up_queue_size=2) == []
+    assert lag_gate(three, 5000) == [f"{RS1} queue p1: 3 WALs queued"]
+    assert lag_gate(four, 5000, caught_up_queue_size=2) == [f"{RS1} queue p1: 4 WALs queued"]
+
+
 def test_lag_gate_believes_a_stale_age_of_an_idle_source():
     assert lag_gate(snap(ServerReading(RS1, 1, (q(age=90_000),)), ServerReading(RS2, 1, (q(),))), 5000) == []
 
@@ -56,7 +66,9 @@ def test_conditions_validate_and_describe():
     with pytest.raises(ValueError, match="freeze_method must be one of readonly, acl"):
         WindowOptions(freeze_method="disable")
     assert len(AbortConditions().describe()) == 4
-    options = WindowOptions("acl", ("svc",), AbortConditions(max_freeze_s=30))
+    with pytest.raises(ValueError, match="caught_up_queue_size must be an integer >= 0"):
+        WindowOptions(caught_up_queue_size=-1)
+    options = WindowOptions("acl", ("svc",), AbortConditions(max_freeze_s=30), caught_up_queue_size=2)
     assert WindowOptions.from_dict(options.to_dict()) == options
 
 
