@@ -413,6 +413,12 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
         reporter.post_result(result)  # the ledger's write too overlaps the next stream
         return True
 
+    def retry(f: ExportFile, result: FileResult, exc: Exception) -> None:
+        """An attempt failed (`exc`): the file's next attempts, in this thread, when worth making."""
+        if _failed_attempt(f, result, exc, settings):
+            copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate, side=(side, side_src),
+                      result=result)
+
     def land() -> None:
         """The file in flight's check awaited; copied again here when it failed; its result kept and posted."""
         nonlocal in_flight, stopped
@@ -425,9 +431,7 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
             posted = check.result()
         except Exception as exc:  # noqa: BLE001 - the check's failure: the file's next attempt, here
             try:
-                if _failed_attempt(f, result, exc, settings):
-                    copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
-                              side=(side, side_src), result=result)
+                retry(f, result, exc)
             except (ExportAborted, LoadAbort) as stop:
                 stopped = f"not copied: {type(stop).__name__}: {stop}"
                 result.status, result.error = FAILED, stopped
@@ -454,9 +458,7 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
             try:
                 streamed = _stream_once(src, dst, f, settings, result, reporter, bucket, gate, (side, side_src))
             except Exception as exc:  # noqa: BLE001 - the first attempt's failure: the others, in copy_file
-                if _failed_attempt(f, result, exc, settings):
-                    copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate,
-                              side=(side, side_src), result=result)
+                retry(f, result, exc)
         except (ExportAborted, LoadAbort) as exc:
             land()
             stopped = f"not copied: {type(exc).__name__}: {exc}"
