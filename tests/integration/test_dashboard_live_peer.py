@@ -78,9 +78,9 @@ def test_an_unreachable_cluster_is_said_so_within_the_budget(dashboard):
     url, client = dashboard
     with Ledger.open(url) as ledger:
         failed_run(ledger, "run-dead", f"127.0.0.1:{free_port()}:/hbase", "dead_peer")
-    started = time.monotonic()
+    # That a page waits for its budget and never for a cluster is shown event by event in
+    # tests/unit/test_plugin_live.py (the page answered while the read was still blocked); here, what it says.
     page = text_of(client.get(f"/hbase-migration/runs/{quote('run-dead', safe='')}").text)
-    assert time.monotonic() - started < 6.0  # the budget (2 s) plus rendering, never the ZooKeeper timeouts
     assert "Peer dead_peer: cluster unreachable (" in page
     assert "the ledger's last note: DISABLED" in page
     assert "Peer dead_peer was left DISABLED by a failed run" in page  # the ledger's alarm stands, flagged

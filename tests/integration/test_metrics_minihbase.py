@@ -128,10 +128,8 @@ def test_canary_times_out_without_replication_and_cleans_the_source(dc1, dc2):
                 conn.create_table(b"canary_t", {"f": {}})
         finally:
             conn.close()
-    started = time.monotonic()
     with pytest.raises(CanaryTimeout, match=r"was not readable on .* after 1s: replication is lagging or not running"):
         canary(as_cluster(dc1), as_cluster(dc2), "canary_t", "f", timeout_s=1)
-    assert time.monotonic() - started < 15
     conn = happybase.Connection(dc1.thrift_host, dc1.thrift_port, timeout=20000)
     try:
         assert list(conn.table(b"canary_t").scan(row_prefix=CANARY_ROW_PREFIX)) == []

@@ -265,14 +265,15 @@ def test_read_back_catches_a_peer_created_in_the_wrong_state(cluster, root):
         admin.close()
 
 
-def test_unreachable_zookeeper_is_a_clear_quick_error():
+def test_unreachable_zookeeper_is_a_clear_error_within_the_cluster_timeout():
+    # That the wait follows the timeout given is shown by tests/integration/test_zk_io.py, relative to a second
+    # timeout in the same run; here, that the backend passes the cluster's own (1.5 s) and says so.
     cluster = Cluster(name="gone", thrift_host="127.0.0.1", zk_quorum=("127.0.0.1",), zk_port=free_port(),
                       peer_admin="zookeeper", timeout_s=1.5)
-    started = time.monotonic()
     with peer_admin(cluster) as admin:
-        with pytest.raises(channels.ZooKeeperUnreachable, match=r"quorum 127\.0\.0\.1:\d+ did not answer"):
+        with pytest.raises(channels.ZooKeeperUnreachable,
+                           match=r"quorum 127\.0\.0\.1:\d+ did not answer within 1\.5s"):
             admin.list_peers()
-    assert time.monotonic() - started < 10
 
 
 def test_list_and_get(admin):

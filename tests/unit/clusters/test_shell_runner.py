@@ -38,13 +38,12 @@ def test_runner_reports_a_non_zero_exit_with_its_output():
     assert err.value.returncode == 3
 
 
+@pytest.mark.timeout(120)  # the shell sleeps for an hour: only the runner's own timeout ends the call
 def test_runner_kills_a_shell_that_hangs():
-    command = [sys.executable, "-c", "import time; time.sleep(60)"]
-    started = time.monotonic()
+    command = [sys.executable, "-c", "import time; time.sleep(3600)"]
     with pytest.raises(ShellCommandError, match=r"did not finish within 0.5s running: list_peers") as err:
         shell.run_shell(["list_peers"], command, timeout_s=0.5)
     assert err.value.timed_out
-    assert time.monotonic() - started < 10
 
 
 def test_runner_feeds_statements_on_stdin_and_returns_output():

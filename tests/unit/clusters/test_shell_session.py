@@ -27,7 +27,7 @@ for line in sys.stdin:
     elif line == "error":
         print("ERROR: Unknown table nosuch!", flush=True)
     elif line == "hang":
-        time.sleep(60)
+        time.sleep(3600)
     else:
         print(f"ran {line}", flush=True)
 '''
@@ -68,12 +68,12 @@ def test_an_error_line_fails_the_batch():
         s.close()
 
 
+@pytest.mark.timeout(120)  # the stand-in hangs for an hour: only the session's own timeout ends the call
 def test_a_batch_past_its_timeout_kills_the_shell():
     s = session()
-    started = time.monotonic()
     with pytest.raises(ShellCommandError, match=r"did not finish within 0.5s running: hang") as err:
         s.run(["hang"], timeout_s=0.5)
-    assert err.value.timed_out and time.monotonic() - started < 10 and not s.alive
+    assert err.value.timed_out and not s.alive
 
 
 def test_a_command_that_cannot_start():
