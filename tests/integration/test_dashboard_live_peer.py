@@ -3,7 +3,6 @@ ledger's last note (regression, issue 14 bug 4: after `peer remove` the "left DI
 cluster that does not answer costs the page no more than the budget and is shown as unreachable."""
 from __future__ import annotations
 
-import time
 import uuid
 from urllib.parse import quote
 

@@ -5,8 +5,6 @@ own HBase tree; a root client reads the raw bytes back independently.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from hbase_migration.clusters import channels, zk

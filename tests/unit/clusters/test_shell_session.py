@@ -5,7 +5,6 @@ session is exercised on realhbase (tests/integration/test_cutover_window_realhba
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
