@@ -153,6 +153,16 @@ def left_behind(*, source: str, target: str, table: str, name: str, source_snaps
     return "Left: " + "; ".join(parts) + ". " + way
 
 
+def resume_plan(files: Sequence[ExportFile], recorded: Mapping[str, Any], present: Mapping[str, int]
+                ) -> tuple[list[ExportFile], list[ExportFile]]:
+    """(done, to do) of a resumed export, each in `files`' order: a file is done when the ledger recorded it
+    finished (`recorded`, by relative path) and the target still holds it with its size (`present`: relative path
+    -> length). Lookups by path in the two mappings and one set: linear in the files (a resume of a table of
+    hundreds of thousands of files must not compare every file with every other)."""
+    finished = {f.relative for f in files if f.relative in recorded and present.get(f.relative) == f.size}
+    return ([f for f in files if f.relative in finished], [f for f in files if f.relative not in finished])
+
+
 def progress_line(files_done: int, files_total: int, bytes_done: int, bytes_total: int, elapsed_s: float,
                   moved_bytes: int) -> tuple[str, float, float | None]:
     """The log line of an export in progress, its rate (bytes/s of this run) and ETA (s)."""
@@ -572,10 +582,7 @@ class SnapshotExport:
         files = self._sizes(export_files(manifest))
         manifest_dir = self.copy_manifest(info_bytes, manifest_bytes)
         total_bytes = sum(f.size for f in files)
-        recorded = self.records.files()
-        present = self._present(files)
-        done = [f for f in files if f.relative in recorded and present.get(f.relative) == f.size]
-        todo = [f for f in files if f not in done]
+        done, todo = resume_plan(files, self.records.files(), self._present(files))
         summary: dict[str, Any] = {
             "job": "snapshot_export", "table": self.table, "snapshot": self.name, "copy_id": self.options.copy_id,
             "source": self.source.name, "target": self.target.name, "files_total": len(files),
