@@ -2,7 +2,7 @@
 (`python -m hbase_migration snapshot-export`, a subprocess with its own Spark):
 
 - a Spark task killed mid-file (its Python worker SIGKILLed): Spark runs it again, and the retry re-copies no file
-  that was finished (their target files keep their modification time; no file is copied twice);
+  that was finished (the files staged then keep their modification time into archive/; no file is copied twice);
 - a major compaction of the source table started during the export: its files move to archive/, where the copier
   finds them (HBASE-22877), and the export succeeds;
 - a target without the space (a space quota on its archive/): refused before the snapshot is taken, nothing changed;
@@ -83,8 +83,11 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
         done = wait_ledger(ledger_url, two_done, 900, "two files finished", proc)
         forked, tree = spark_python_workers(proc.pid)
         assert forked, f"no PySpark worker to kill among {tree}"
-        before = {path: listing(dc2, _archive(table.name)).get(f"/hbase/archive/{path}", {}).get("modificationTime")
-                  for path in done}
+        from hbase_migration.data.snapshot_export import snapshot_name
+
+        staged = f"/hbase/.hbase-migration-staging/{snapshot_name(copy_id, table.name)}/archive"
+        staged_files = listing(dc2, f"{staged}/data/default/{table.name}")
+        before = {path: staged_files.get(f"{staged}/{path}", {}).get("modificationTime") for path in done}
         for pid in forked:
             os.kill(pid, signal.SIGKILL)  # the processes this test started: the CLI's own Spark workers
         stdout, _ = proc.communicate(timeout=1800)
@@ -192,12 +195,14 @@ def test_the_source_snapshot_deleted_mid_export_fails_naming_what_is_left_where(
     line = next(x for x in err.splitlines() if x.startswith("python -m hbase_migration snapshot-export: error:"))
     assert f"the source snapshot {name!r} was deleted from source during the export" in line, line
     assert f"Left: no source snapshot {name!r} on source (gone: a re-run takes it again)" in line, line
-    assert f"its manifest in /hbase/.hbase-snapshot/.tmp/{name} on target" in line, line
-    assert f"verified in /hbase/archive/data/default/{table.name} on target (a re-run skips them)" in line, line
+    staging = f"/hbase/.hbase-migration-staging/{name}"
+    assert f"its manifest in {staging}/snapshot on target" in line, line
+    assert (f"verified, in {staging} (staged) or /hbase/archive/data/default/{table.name} on target (a re-run skips "
+            "them)") in line, line
     assert f"table {table.name} not cloned on target" in line, line
     summary = summary_of(stdout)
     assert summary["left"] in line and summary["error"], summary
-    assert exists(dc2, f"/hbase/.hbase-snapshot/.tmp/{name}")  # the state said is the state there
+    assert exists(dc2, f"{staging}/snapshot/data.manifest")  # the state said is the state there
     assert not exists(dc2, f"/hbase/data/default/{table.name}")
 
 
