@@ -6,7 +6,11 @@
 - a major compaction of the source table started during the export: its files move to archive/, where the copier
   finds them (HBASE-22877), and the export succeeds;
 - a target without the space (a space quota on its archive/): refused before the snapshot is taken, nothing changed;
-- the source snapshot deleted by hand mid-export: a clear failure naming what is left where.
+- the source snapshot deleted by hand mid-export: a clear failure naming what is left where;
+- the target's master restarted mid-export (on this bed with its NameNode and DataNode: one JVM, so the whole
+  target cluster): HBase's start-up removes every working directory of `.hbase-snapshot/.tmp` (resetTempDir), where
+  ExportSnapshot would have staged the manifest; the export's staged files survive, its tasks wait for the target
+  to answer again, and the export finishes without copying a finished file again.
 
 Each takes minutes (a snapshot, a Spark job, a clone: real JVMs on two shared cores): `full`. Every test has its
 own table and snapshot names. The verdicts read the clusters without toolkit code (tests/snapshot_bed.py).
@@ -24,6 +28,7 @@ from tests.snapshot_bed import (
     exists,
     listing,
     load,
+    mkdirs,
     shell_ok,
     snapshot_cli,
     spark_python_workers,
@@ -204,6 +209,54 @@ def test_the_source_snapshot_deleted_mid_export_fails_naming_what_is_left_where(
     assert summary["left"] in line and summary["error"], summary
     assert exists(dc2, f"{staging}/snapshot/data.manifest")  # the state said is the state there
     assert not exists(dc2, f"/hbase/data/default/{table.name}")
+
+
+@pytest.mark.full
+@pytest.mark.timeout(3600)  # a whole cluster restarted on a loaded 2-core machine: minutes
+def test_a_target_master_restart_mid_export_loses_and_recopies_no_finished_file(realhbase, tmp_path):
+    from hbase_migration.data.snapshot_export import snapshot_name
+
+    table, dc1, dc2 = _table(realhbase)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    copy_id = unique("restart-")
+    staged = f"/hbase/.hbase-migration-staging/{snapshot_name(copy_id, table.name)}"
+    # one task at 64 KiB/s: ~2.3 minutes of copying, most of it still ahead when the target goes down
+    proc = snapshot_cli(dc1, dc2, table.name, ledger_url, "--copy-id", copy_id, "--workers", "1",
+                        "--bytes-per-s", str(64 << 10), wait=False, log=tmp_path / "cli.log")
+    try:
+        done = wait_ledger(ledger_url, lambda led: (lambda f: f if len(f) >= 2 else None)(
+            _files_done(led, copy_id, table.name)), 900, "two files finished", proc)
+        files = listing(dc2, f"{staged}/archive/data/default/{table.name}")
+        before = {path: files[f"{staged}/archive/{path}"]["modificationTime"] for path in done}
+        # a working directory no snapshot procedure owns, where ExportSnapshot stages its manifest: the
+        # restarted master must remove it (the proof that its start-up ran SnapshotManager.resetTempDir)
+        sentinel = f"/hbase/.hbase-snapshot/.tmp/{unique('sentinel-')}"
+        mkdirs(dc2, sentinel)
+        killed = realhbase.kill_cluster("dc2")
+        assert "dc2/master" in killed
+        realhbase.start_cluster("dc2")
+        deadline = time.monotonic() + 300  # the master removes it as it initializes, after it answers
+        while exists(dc2, sentinel) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert not exists(dc2, sentinel), "the restarted master left .hbase-snapshot/.tmp as it was"
+        assert proc.poll() is None, "the export ended while the target was down"
+        stdout, _ = proc.communicate(timeout=2400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if not any(role.startswith("dc2/") for role in realhbase.running()):
+            realhbase.start_cluster("dc2")  # the session's other tests need it
+    log = (tmp_path / "cli.log").read_text(errors="replace")
+    assert proc.returncode == 0, log[-4000:]
+    assert "a cluster is away" in log and "the clusters answer again" in log, log[-4000:]
+    summary = summary_of(stdout)
+    assert summary["cloned"] and summary["copied_twice"] == [] and summary["files_failed"] == 0, summary
+    after = listing(dc2, _archive(table.name))
+    for path, mtime in before.items():  # moved into archive/ as staged: the same file, not a second copy
+        assert after[f"/hbase/archive/{path}"]["modificationTime"] == mtime, path
+    assert not exists(dc2, staged)
+    cmp = _compare(dc1, dc2, table.name)
+    assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
