@@ -154,6 +154,8 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
             create_namespaces(source, target, [self.table])
             export.finish()
             summary["cloned"] = True
+            if export.summary.get("target_snapshot_kept"):  # a MOB table's: what the operator must know
+                summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
             return self._done(summary)
         except ExportFailed as e:
             self._ledger_phase("copy", "failed", {"method": "snapshot", "error": e.reason, "left": e.left})

@@ -827,20 +827,49 @@ class SnapshotExport:
                  self.target.name, published, len(files), moves, time.monotonic() - started)
         self.records.state("published")
 
+    def mob_families(self) -> list[str]:
+        """The MOB families (IS_MOB) of the snapshot published on the target; [] when it is gone."""
+        try:
+            data = self._read_small(self.dst, posixpath.join(self.target_snapshot_dir(), DATA_MANIFEST))
+        except hdfs.HdfsPathNotFound:
+            return []
+        return [f.name for f in parse_data_manifest(data).families if (f.value("IS_MOB") or "").lower() == "true"]
+
+    def keeps_target_snapshot(self, mob: Sequence[str]) -> bool:
+        """Whether the imported snapshot stays after the clone: when asked, and always for a table with MOB
+        families. A clone's MOB files are HFileLinks in its mobdir, which no store file's MOB_FILE_REFS names, so
+        HBase's MOB cleaner chore archives them once hbase.mob.min.age.archive old (seen on 2.6.4: RSMobFileCleaner
+        Chore "found 6 files to archive" a minute after the clone, with the bed's minute); the back-references go
+        with them, and the HFileCleaner then deletes the MOB files themselves from archive/ unless a snapshot
+        names them. Kept, the snapshot keeps them (reads find them in archive/) until a MOB compaction has
+        rewritten the family on the target."""
+        return self.options.keep_snapshots or bool(mob)
+
     def clone(self) -> None:
-        """Step 4: clone_snapshot creates the table; the imported snapshot is deleted unless kept."""
+        """Step 4: clone_snapshot creates the table; the imported snapshot is deleted unless kept
+        (`keeps_target_snapshot`)."""
         from hbase_migration.clusters import channels
         from hbase_migration.clusters.shell import ShellCommandError
 
+        mob = self.mob_families()
+        keep = self.keeps_target_snapshot(mob)
+        if mob and not self.options.keep_snapshots:
+            self.summary["target_snapshot_kept"] = (
+                f"snapshot {self.name!r} stays on {self.target.name}: it holds the MOB files of {self.table}'s "
+                f"famil{'y' if len(mob) == 1 else 'ies'} {', '.join(mob)}, which HBase's MOB cleaner would otherwise "
+                f"have deleted from the clone (its links are archived). Delete it only after a MOB compaction on the "
+                f"target (major_compact {ruby_str(self.table)}, {ruby_str(mob[0])}, 'MOB', for each MOB family) has "
+                "rewritten them")
+            log.warning("%s", self.summary["target_snapshot_kept"])
         if self.target_table_exists():
             log.info("%s exists on %s: cloned by an earlier attempt", self.table, self.target.name)
-            if not self.options.keep_snapshots and self.dst.status_or_none(self.target_snapshot_dir()) is not None:
+            if not keep and self.dst.status_or_none(self.target_snapshot_dir()) is not None:
                 channels.shell(self.target, [delete_statement(self.name)])
             self.records.state("cloned")
             return
         started = time.monotonic()
         try:
-            channels.shell(self.target, clone_statements(self.table, self.name, self.options.keep_snapshots),
+            channels.shell(self.target, clone_statements(self.table, self.name, keep),
                            timeout_s=max(self.target.shell_timeout_s, 600.0))
         except ShellCommandError as e:
             if not self.target_table_exists():
@@ -1021,7 +1050,9 @@ def run_export(export: SnapshotExport, executor: Any, *, load_limits: Any = None
         before_clone()
     export.finish()
     summary["cloned"] = True
-    summary["snapshots_deleted"] = not export.options.keep_snapshots
+    summary["snapshots_deleted"] = not export.options.keep_snapshots and "target_snapshot_kept" not in export.summary
+    if "target_snapshot_kept" in export.summary:
+        summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
     return summary
 
 

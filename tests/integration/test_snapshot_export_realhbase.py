@@ -211,6 +211,21 @@ def test_the_source_snapshot_deleted_mid_export_fails_naming_what_is_left_where(
     assert not exists(dc2, f"/hbase/data/default/{table.name}")
 
 
+def _wait_ports_free(bed, cluster: str, timeout: float = 240.0) -> None:
+    """Until every port the killed cluster listened on can be bound again: the export still holds connections to
+    its dead NameNode, whose server side lingers in FIN_WAIT2 up to a minute (tcp_fin_timeout) and keeps the port
+    from being bound. A NameNode that restarts keeps its address; so must this one, for the export to find it."""
+    import json
+
+    from realhbase.config import port_free
+
+    ports = json.loads((bed.cluster_dir(cluster) / "cluster.json").read_text())["ports"]
+    deadline = time.monotonic() + timeout
+    while not all(port_free(p) for p in ports.values()):
+        assert time.monotonic() < deadline, f"{cluster}'s ports still taken after {timeout:.0f}s"
+        time.sleep(2)
+
+
 @pytest.mark.full
 @pytest.mark.timeout(3600)  # a whole cluster restarted on a loaded 2-core machine: minutes
 def test_a_target_master_restart_mid_export_loses_and_recopies_no_finished_file(realhbase, tmp_path):
@@ -234,7 +249,10 @@ def test_a_target_master_restart_mid_export_loses_and_recopies_no_finished_file(
         mkdirs(dc2, sentinel)
         killed = realhbase.kill_cluster("dc2")
         assert "dc2/master" in killed
-        realhbase.start_cluster("dc2")
+        _wait_ports_free(realhbase, "dc2")
+        restarted = realhbase.start_cluster("dc2")
+        assert restarted["webhdfs_url"] == dc2["webhdfs_url"] and restarted["thrift2"] == dc2["thrift2"], (
+            "dc2 came back on other ports: the export's connection no longer reaches it")
         deadline = time.monotonic() + 300  # the master removes it as it initializes, after it answers
         while exists(dc2, sentinel) and time.monotonic() < deadline:
             time.sleep(2)
