@@ -382,13 +382,18 @@ WAIT_ON = frozenset({"SafeModeException", "RetriableException", "RecoveryInProgr
                      "AlreadyBeingCreatedException", "StandbyException"})
 
 
+# A NameNode that has no live DataNode yet (a cluster starting) refuses a CREATE or an OPEN with a plain
+# IOException saying so (NamenodeWebHdfsMethods.chooseDatanode)
+NO_DATANODE = "Failed to find datanode"
+
+
 def outage(exc: Exception) -> bool:
-    """Whether `exc` says a cluster is away for now (unreachable, starting, recovering a lease): worth a wait, not
-    an attempt (pure)."""
+    """Whether `exc` says a cluster is away for now (unreachable, starting, without a DataNode yet, recovering a
+    lease): worth a wait, not an attempt (pure)."""
     if isinstance(exc, hdfs.WebHdfsUnreachable):
         return True
     if isinstance(exc, hdfs.WebHdfsRemoteError):
-        return exc.exception in WAIT_ON
+        return exc.exception in WAIT_ON or NO_DATANODE in str(exc)
     import requests
 
     return isinstance(exc, (requests.ConnectionError, requests.Timeout))
@@ -401,13 +406,16 @@ class OutageWait:
                  time.sleep, clock: Callable[[], float] = time.monotonic):
         self.clients, self.settings, self.sleep, self.clock = clients, settings, sleep, clock
         self.left = settings.outage_s
+        self._said = -1e9  # when the last warning went out: one each 30 s (a DataNode not yet back: many waits)
 
     def wait(self, what: str, exc: Exception) -> bool:
         """Waits until every cluster answers again (GETFILESTATUS of its rootdir), at least a few seconds (a lease
         recovers, safe mode ends); False when the budget is spent."""
         started = self.clock()
-        log.warning("%s: a cluster is away (%s: %s); waiting for it (up to %.0fs more)", what, type(exc).__name__,
-                    str(exc).splitlines()[0][:300] if str(exc) else "", self.left)
+        if started - self._said >= 30.0:
+            self._said = started
+            log.warning("%s: a cluster is away (%s: %s); waiting for it (up to %.0fs more)", what,
+                        type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "", self.left)
         pause = 2.0
         roots = (self.settings.source_root, self.settings.target_root)
         while self.left - (self.clock() - started) > 0:
@@ -419,7 +427,8 @@ class OutageWait:
             except Exception:  # still away
                 continue
             self.left -= self.clock() - started
-            log.info("%s: the clusters answer again after %.1fs", what, self.clock() - started)
+            log.info("%s: the clusters answer again after %.1fs (%.0fs of waiting left)", what,
+                     self.clock() - started, self.left)
             return True
         self.left = 0.0
         return False

@@ -248,6 +248,11 @@ def test_a_cluster_away_is_waited_for_not_counted_as_an_attempt():
     assert outage(hdfs.WebHdfsUnreachable("connection refused"))
     assert outage(hdfs.WebHdfsRemoteError("x", exception="SafeModeException"))
     assert outage(hdfs.WebHdfsRemoteError("x", exception="RecoveryInProgressException"))
+    # what a restarted NameNode answered on the bed before its DataNode registered
+    assert outage(hdfs.WebHdfsRemoteError("WebHDFS http://nn: CREATE /x: IOException: Failed to find datanode, "
+                                          "suggest to check cluster health. excludeDatanodes=null",
+                                          exception="IOException"))
+    assert not outage(hdfs.WebHdfsRemoteError("x: IOException: Filesystem closed", exception="IOException"))
     assert not outage(hdfs.WebHdfsRemoteError("x", exception="AccessControlException"))
     assert not outage(OSError("copied bytes differ"))
 
