@@ -473,14 +473,14 @@ def run_snapshot_export(argv: Sequence[str]) -> int:
             return SparkExecutor(name, ns.master, jobargs.spark_conf(ns.conf), ns.log_level)
         return LocalExecutor(max(1, ns.workers))
 
-    def before_take(source: Any, target: Any, table: str, state: Any) -> None:
+    def before_take(source: Any, target: Any, table: str, state: Any, same_master_key: bool = False) -> None:
         """The snapshot path's checks (migration/snapshot_checks.py), before the snapshot is taken."""
         from hbase_migration.data.snapshot_export import ExportRefused
         from hbase_migration.migration.checks import ERROR
         from hbase_migration.migration.snapshot_checks import check_table
 
         resumed = state is not None and state["state"] in ("published", "cloned", "cleaned")
-        results = check_table(source, target, table, resumed=resumed)
+        results = check_table(source, target, table, resumed=resumed, same_master_key=same_master_key)
         for r in results:
             print(f"[{'ok  ' if r.ok else 'FAIL' if r.severity == ERROR else 'warn'}] {r.name}: {r.reason}",
                   file=sys.stderr)

@@ -142,6 +142,12 @@ class FamilySchema:
     def keeps_deleted_cells(self) -> bool:
         return self.value("KEEP_DELETED_CELLS") in ("TRUE", "TTL")
 
+    @property
+    def encryption(self) -> str | None:
+        """The family's cipher (`ENCRYPTION => 'AES'`: transparent encryption of its HFiles), None when clear."""
+        value = (self.attributes.get("ENCRYPTION", self.metadata.get("ENCRYPTION")) or "").strip()
+        return value if value and value.upper() != "NONE" else None
+
 
 @dataclass(frozen=True)
 class TableSchema:
@@ -168,6 +174,10 @@ class TableSchema:
     def coprocessors(self) -> dict[str, str]:
         """`coprocessor$N` -> `path|class|priority|args`."""
         return {k: v for k, v in self.values().items() if k.lower().startswith("coprocessor$")}
+
+    def encrypted_families(self) -> dict[str, str]:
+        """family -> cipher of each encrypted family."""
+        return {f.name: f.encryption for f in self.families if f.encryption}
 
 
 def coprocessor_class(spec: str) -> str:
