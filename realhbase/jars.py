@@ -177,6 +177,34 @@ def resolve(progress: bool = True) -> Jars:
                 vdir / "cds" / cds_key)
 
 
+JVM_DIR = REPO / "jvm"
+
+
+def build_jvm(progress: bool = True) -> Path:
+    """The toolkit's native data path (jvm/: its Java, built by Maven) for the selected HBase: built into
+    jvm/target/<version>/ (hbase-migration-jvm.jar and dependencies.txt, the HBase client jars it ships with) against
+    the same HBase and Hadoop versions, from the same Maven repository, as the test bed's class path; again only when
+    the pom, a source or the version changes. Its unit tests run as part of the build. Returns that directory."""
+    version = hbase_version()
+    hadoop = _hadoop_for(version, progress)
+    out = JVM_DIR / "target" / version
+    digest = hashlib.sha256(version.encode() + hadoop.encode())
+    for path in sorted([JVM_DIR / "pom.xml", *(JVM_DIR / "src").rglob("*.java")]):
+        digest.update(str(path.relative_to(JVM_DIR)).encode() + b"\0" + path.read_bytes())
+    key = digest.hexdigest()
+    stamp = out / "build.key"
+    done = [out / "hbase-migration-jvm.jar", out / "dependencies.txt"]
+    if stamp.exists() and stamp.read_text() == key and all(p.exists() for p in done) and all(
+            os.path.exists(j) for j in (out / "dependencies.txt").read_text().strip().split(os.pathsep) if j):
+        return out
+    if progress:
+        print(f"realhbase: building the native data path (jvm/) for HBase {version} with Maven", file=sys.stderr)
+    _mvn(["package", f"-Dhbase.version={version}", f"-Dhadoop.version={hadoop}", "-Dsurefire.printSummary=false"],
+         f"the native data path (jvm/) for HBase {version}", progress, pom=JVM_DIR / "pom.xml")
+    stamp.write_text(key)
+    return out
+
+
 YARN_POM = Path(__file__).resolve().parent / "yarn" / "pom.xml"
 
 
