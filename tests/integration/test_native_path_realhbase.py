@@ -113,3 +113,32 @@ def test_a_raw_copy_carries_every_delete_marker_and_every_kept_cell(realhbase, s
     rc, result = run_job("verify", endpoints, t)
     assert rc == 0 and result["identical"], result
     assert result["data_path"] == "native" and result["matching"] == 7  # a1 a2 a3 b1 z2 z3 z9
+
+
+def test_native_verify_names_each_cell_only_one_side_shows_and_passes_over_what_both_hide(realhbase, spark, table):
+    """After a native copy: a column deleted on the target only (its marker, and the put it now masks there), a row
+    only on the target, and on the source a put its own marker masks (shown by neither side: no difference)."""
+    endpoints = realhbase.endpoints()
+    t = table
+    shell(realhbase, "dc1", [f"put '{t}', 'a1', 'd:q', 'v', 1000", f"deleteall '{t}', 'a2', 'd:q', 5000",
+                             f"put '{t}', 'a2', 'd:q', 'masked', 4000", f"put '{t}', 'z1', 'd:q', 'z', 3000"])
+    rc, summary = run_job("copy", endpoints, t)
+    assert rc == 0 and summary["delete_markers"] == 1, summary
+    both(realhbase, {"dc1": [f"put '{t}', 'a2', 'd:q', 'masked-too', 4500"],
+                     "dc2": [f"deleteall '{t}', 'a1', 'd:q', 1500", f"put '{t}', 'z9', 'd:q', 'extra', 1000"]})
+
+    rc, result = run_job("verify", endpoints, t, "--recompare-sleep-s", "1")
+    assert rc == 1 and not result["identical"], result
+    assert (result["matching"], result["content_different"], result["only_in_source"], result["only_in_target"]) == \
+        (2, 1, 0, 1), result
+    assert result["differing_rows_sample"] == {"content_different": ["a1"], "only_in_source": [],
+                                               "only_in_target": ["z9"]}
+    assert result["differing_versions_sample"] == [
+        {"row": "a1", "column": "d:q", "timestamp": 1500, "kind": "marker_only_on_target", "type": "DeleteColumn"},
+        {"row": "a1", "column": "d:q", "timestamp": 1000, "kind": "missing_on_target"},
+        {"row": "z9", "column": "d:q", "timestamp": 1000, "kind": "only_on_target"},
+    ]
+    assert (result["recompared_rows"], result["recompare_changed_rows"]) == (2, 0)  # nothing in flight
+
+    rc, counted = run_job("verify", endpoints, t, "--level", "rows")  # RowCounter's rows: those a read shows
+    assert (counted["source_rows"], counted["target_rows"]) == (2, 2), counted
