@@ -220,9 +220,9 @@ class LiveWriter:
 
     def __init__(self, connect, tables: list[SampleTable], ops_per_second: float = 200.0, seed: int = 7,
                  deleted_before: list[tuple[str, bytes, str, int]] = ()):
-        """`deleted_before`: (table, row, a family, ms) of rows deleted before T0 (`delete_rows`); one edit in ten is then
-        a put to one of them at a timestamp older than its delete: masked on the source, and on the target only
-        if the copy carried the delete marker (docs/data-path.md)."""
+        """`deleted_before`: (table, row, a family, ms) of rows deleted before T0 (`delete_rows`); one edit in ten
+        is then a put to one of them at a timestamp older than its delete: masked on the source, and on the target
+        only if the copy carried the delete marker (docs/data-path.md)."""
         self._connect = connect
         self.deleted_before = list(deleted_before)
         self.tables = tables
