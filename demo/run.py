@@ -180,6 +180,14 @@ def job_spark(phase: dict | None) -> dict[str, Any] | None:
         return None
 
 
+def job_detail(phase: dict | None) -> dict[str, Any]:
+    """A table's phase's job summary as the ledger keeps it ({} when there is none)."""
+    try:
+        return json.loads((phase or {}).get("detail") or "{}")
+    except ValueError:
+        return {}
+
+
 def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
                       dag: subprocess.Popen) -> float | None:
     """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s).
@@ -398,6 +406,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "spark": {"copy": job_spark(copy_phase),
                           "verify": job_spark(summary["phases"].get(t.name, {}).get("verify"))},
                 "independent_comparison": cmp.as_dict(),
+                # the data path each job ran on, and the delete markers the copy carried (native: raw)
+                "data_paths": {"copy": job_detail(copy_phase).get("data_path"),
+                               "verify": verify_detail.get("data_path")},
+                "delete_markers_copied": job_detail(copy_phase).get("delete_markers"),
             }
         src.close()
         dst.close()

@@ -205,6 +205,37 @@ def build_jvm(progress: bool = True) -> Path:
     return out
 
 
+def mapreduce_jars(progress: bool = True) -> list[str]:
+    """What HBase's own MapReduce tools (CopyTable, VerifyReplication: the benchmarks' baselines) need beyond the
+    test bed's class path: hbase-mapreduce at the selected HBase (or its plain build when the registry serves no
+    `-hadoop3` one: the same classes, HBase's jars of the class path serve it) and Hadoop's local job runner
+    (hadoop-mapreduce-client-common), each alone, without dependencies."""
+    jars = resolve(progress)
+    version = jars.versions["hbase"]
+
+    def cached(coordinates: str) -> str | None:
+        group, artifact, v = coordinates.split(":")
+        path = cache_dir() / "m2" / Path(*group.split(".")) / artifact / v / f"{artifact}-{v}.jar"
+        return str(path) if path.is_file() else None
+
+    def fetched(*choices: str) -> str:
+        """The first of `choices` Maven's cache holds, else the first the registry serves."""
+        for coordinates in choices:
+            if cached(coordinates):
+                return cached(coordinates)
+        for coordinates in choices:
+            try:
+                return _single_artifact(coordinates, progress)
+            except RealHBaseError:
+                if coordinates == choices[-1]:
+                    raise
+        raise AssertionError("unreachable")
+
+    versions = dict.fromkeys([version, version.removesuffix("-hadoop3")])
+    return [fetched(*(f"org.apache.hbase:hbase-mapreduce:{v}" for v in versions)),
+            fetched(f"org.apache.hadoop:hadoop-mapreduce-client-common:{jars.versions['hadoop']}")]
+
+
 YARN_POM = Path(__file__).resolve().parent / "yarn" / "pom.xml"
 
 
