@@ -201,11 +201,14 @@ class Bridge:
 
     def __init__(self, gateway: Any, jars: Sequence[str]):
         jvm = gateway.jvm
-        urls = gateway.new_array(jvm.java.net.URL, len(jars))
-        for i, jar in enumerate(jars):
-            urls[i] = jvm.java.io.File(jar).toURI().toURL()
         parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        self.loader = jvm.java.net.URLClassLoader(urls, parent)
+        if jars:
+            urls = gateway.new_array(jvm.java.net.URL, len(jars))
+            for i, jar in enumerate(jars):
+                urls[i] = jvm.java.io.File(jar).toURI().toURL()
+            self.loader = jvm.java.net.URLClassLoader(urls, parent)
+        else:  # on the driver's class path already (spark-submit --jars), and shipped to the executors with it
+            self.loader = parent
         self.driver = self.loader.loadClass(DRIVER_CLASS).getDeclaredConstructor(
             gateway.new_array(jvm.java.lang.Class, 0)).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
         self.jars = list(jars)
@@ -235,10 +238,16 @@ def _java_error(e: Any) -> str:
 def bridge(conf: Mapping[str, str] | None = None) -> Bridge:
     """The bridge in this process's Spark driver JVM: the JVM spark-submit started (its py4j gateway), one a Spark
     session of this process started, or, when there is none yet, a new one (started with `conf`, as the session
-    that follows in this process will use it)."""
-    jars = classpath()
+    that follows in this process will use it). The jars: `classpath()`, else those spark-submit --jars put on the
+    driver's class path (the operators ship them so: a driver in a YARN container has no checkout)."""
     from pyspark import SparkConf, SparkContext
 
+    try:
+        jars = classpath()
+    except NativeUnavailable:
+        if not _submitted_with_jars():
+            raise
+        jars = []
     with _lock:
         if SparkContext._gateway is None:
             SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list((conf or {}).items())))
@@ -249,8 +258,21 @@ def bridge(conf: Mapping[str, str] | None = None) -> Bridge:
         return found
 
 
+def _submitted_with_jars() -> bool:
+    """Whether spark-submit was given our jar (--jars / spark.jars), for a driver started by it."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return "hbase-migration-jvm" in (SparkConf().get("spark.jars", "") or "")
+
+
 def add_jars(sc: Any, jars: Sequence[str]) -> None:
-    """Ship the native jars to the application's executors (once per application)."""
+    """Ship the native jars to the application's executors (once per application; none given: spark-submit
+    --jars shipped them)."""
+    if not jars:
+        return
     with _lock:
         if sc.applicationId in _added:
             return

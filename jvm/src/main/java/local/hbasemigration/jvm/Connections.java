@@ -25,6 +25,11 @@ final class Connections {
   private static final ConcurrentHashMap<String, Connection> OPEN = new ConcurrentHashMap<>();
 
   static {
+    // As bin/hbase on JDK 11+: HBase's shaded netty may use its direct-buffer fast paths (Spark's launcher opens
+    // java.nio to unnamed modules already).
+    if (System.getProperty("org.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible") == null) {
+      System.setProperty("org.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible", "true");
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(Connections::closeAll, "hbase-migration-connections"));
   }
 
