@@ -456,7 +456,10 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
         job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
     except (jobargs.UsageError, CopyConfigError) as e:
         raise UsageError(*_split(e, kind)) from None
-    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy")
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy",
+                   region_sizes=table_region_bytes)
 
 
 def run_snapshot_export(argv: Sequence[str]) -> int:

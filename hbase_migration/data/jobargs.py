@@ -269,6 +269,18 @@ def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--sample-limit", type=int, default=20, help="differing row keys listed per kind")
     p.add_argument("--repair", action="store_true",
                    help="write source cells (with their timestamps) to the target and delete target-only cells")
+    p.add_argument("--method", choices=("cells", "hash", "auto"), default="cells",
+                   help="cells: both sides read here and merge-joined (default); hash: leaves of both sides hashed "
+                        "beside each cluster, only the differing ones compared by cells (docs/data-path.md); auto: "
+                        "hash when the table's store files reach --hash-min-bytes")
+    p.add_argument("--hash-leaf-bytes", type=int, help="hash: bytes of cells per leaf (default 1 MiB)")
+    p.add_argument("--hash-min-bytes", type=int, help="auto: hash at or above this table size (default 1 GiB)")
+    p.add_argument("--skew-margin-ms", type=int,
+                   help="hash: how far the region servers' clocks may be behind this job's; cells newer than the "
+                        "verification's start minus this are left out on both sides (default 5000)")
+    p.add_argument("--source-remote",
+                   help="the source as the target's datacenter reaches it (same forms as --source): what the "
+                        "comparison by cells reads (default --source)")
     return p
 
 
@@ -325,7 +337,10 @@ def verify_options(ns: argparse.Namespace) -> VerifyOptions:
     the re-compare (--recompare-sleep-s) sees them again."""
     kwargs = _scope_kwargs(ns)
     kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
-                  repair=ns.repair)
+                  repair=ns.repair, method=ns.method)
+    for name in ("hash_leaf_bytes", "hash_min_bytes", "skew_margin_ms"):
+        if getattr(ns, name) is not None:
+            kwargs[name] = getattr(ns, name)
     try:
         return VerifyOptions.from_dict(kwargs)
     except CopyConfigError as e:
@@ -399,7 +414,9 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
                     versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
                     repair: bool = False, sample_limit: int | None = None,
                     options: Mapping[str, Any] | None = None, summary_file: str | None = None,
-                    summary_ledger_url_file: str | None = None, summary_key: str | None = None) -> list[str]:
+                    summary_ledger_url_file: str | None = None, summary_key: str | None = None,
+                    method: str = "cells", hash_leaf_bytes: int | None = None, hash_min_bytes: int | None = None,
+                    skew_margin_ms: int | None = None, source_remote: str | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
@@ -411,4 +428,10 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
         argv += ["--sample-limit", str(sample_limit)]
     if repair:
         argv += ["--repair"]
+    if method != "cells":
+        argv += ["--method", method]
+    for flag, value in (("--hash-leaf-bytes", hash_leaf_bytes), ("--hash-min-bytes", hash_min_bytes),
+                        ("--skew-margin-ms", skew_margin_ms), ("--source-remote", source_remote)):
+        if value is not None:
+            argv += [flag, str(value)]
     return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)

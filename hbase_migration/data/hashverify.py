@@ -1,0 +1,359 @@
+"""Verify a table by hashes computed beside each cluster; only the leaves that differ are compared cell by cell.
+
+`run_hash_verify` (what `verify --method hash` runs; the pure parts are `leafhash.py`):
+1. **plan**, beside the source: the source's regions (one partition each), each region's row keys sampled with
+   key-only scans (RowCounter's filters) and its size (`region_bytes`, from the region servers' /jmx when the
+   caller gives it), cut into leaves of about `hash_leaf_bytes`. The plan (the leaves' first keys) goes to the
+   target's side: the same leaves on both sides.
+2. **hash**, both sides at once, each beside its cluster (`source_executor`, `target_executor`): every version of
+   every cell older than the time bound (`leafhash.time_bound`: the verification's start minus `skew_margin_ms`),
+   through a `SideHasher`. Only the digests meet.
+3. **re-check**: the leaves whose digests differ are hashed again on both sides after `recompare_sleep_s` (twice as
+   long each round, at most `recompare_rounds` rounds, while a round still clears one): an edit that was in flight
+   (replication's lag) is no difference, and costs no read across the WAN.
+4. **compare by cells** the leaves that still differ, adjacent ones merged into one range, on the target's side
+   (`target_executor`, reading the source as the target's datacenter reaches it: `source_remote`): `verify.py`'s
+   merge-join, its re-compare of edits in flight and its verdict, with the same bound.
+The verdict: leaves hashed on each side, leaves that differed, ranges compared by cells, bytes of cells read on
+each side and those that crossed the link (the plan, the source's digests, the source's cells of the compared
+ranges), and each difference exactly (row, family, qualifier, timestamp, type).
+
+What each side's hasher sees: `ThriftHasher` reads through the cluster's Thrift data path, whose scans return
+every version each family keeps (puts only): a delete marker is not hashed, so a marker present on one side only
+that masks nothing the other side shows is not seen (what the markers mask is: the masked put is absent from that
+side's read). A hasher over HBase's own client (the native path's raw range reader) sees the markers too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+
+from hbase_migration.data import leafhash
+from hbase_migration.data.datapath import open_data_path
+from hbase_migration.data.datapath.base import Region, prefetch
+from hbase_migration.data.leafhash import HashPartition, LeafDigests, LeafHasher
+from hbase_migration.data.partitions import Partition, RegionSample, partition_id, plan_partitions, sample_region
+from hbase_migration.data.progress import human_bytes
+from hbase_migration.data.scope import to_string_binary
+from hbase_migration.data.verify import (
+    PartitionVerdict,
+    Side,
+    VerifyOptions,
+    summarize_verify,
+    verify_partition_safely,
+)
+
+if TYPE_CHECKING:
+    from hbase_migration.clusters.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+HASH_TASKS_PER_SLOT = 2
+SEES_THRIFT = ("every version of every cell each family keeps (row, family, qualifier, timestamp, value; puts): "
+               "the Thrift APIs return no delete marker, so a marker on one side only that masks nothing the other "
+               "side shows is not seen")
+
+
+def encoded_region_name(name: bytes) -> str:
+    """HBase's encoded name of a region (`RegionInfo.encodeRegionName`: the MD5 of `table,startKey,regionId`), as
+    the region servers' /jmx names it."""
+    return hashlib.md5(name).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# One side's hashes
+
+
+class SideHasher(Protocol):
+    """How one side's leaves are hashed beside its cluster: `hash(parts, on_done)` returns each partition's
+    `LeafDigests` (a failed one with status "failed": its leaves are then compared by cells); `sees` says what the
+    reader behind it returns."""
+
+    sees: str
+
+    def hash(self, parts: Sequence[HashPartition],
+             on_done: Callable[[list[LeafDigests]], None] | None = None) -> list[LeafDigests]: ...
+
+
+def hash_partition(cluster: "Cluster", options: VerifyOptions, is_source: bool, part: HashPartition) -> LeafDigests:
+    """One partition's leaves on one side, through the cluster's Thrift data path: a scan of its range (every
+    version, the window's families, cells below `options.end_time_ms`: the bound), in the target's terms, the next
+    batch read while this one is hashed. A failure is a `failed` result naming it."""
+    started = time.monotonic()
+    try:
+        gateway = (part.gateway or None) if is_source else None
+        table = options.table if is_source else options.target_table
+        with open_data_path(cluster, options.timeout_s, options.retries, options.retry_wait_max_s,
+                            gateway) as path:
+            side = Side("source" if is_source else "target", path, table, options, is_source)
+            hasher = LeafHasher(part)
+            for batch in prefetch(side.batches(part.start_row, part.stop_row), 2):
+                hasher.add_batch(batch)
+            out = hasher.finish()
+    except Exception as e:
+        log.error("hashing partition %s of the %s failed: %s: %s", part.describe(),
+                  "source" if is_source else "target", type(e).__name__, e)
+        out = LeafDigests(part.index, part.first_leaf, status="failed", error=f"{type(e).__name__}: {e}")
+    out.elapsed_s = round(time.monotonic() - started, 3)
+    return out
+
+
+class ThriftHasher:
+    """A side hashed by Python tasks on `executor`, reading through the cluster's Thrift data path."""
+
+    sees = SEES_THRIFT
+
+    def __init__(self, cluster: "Cluster", options: VerifyOptions, is_source: bool, executor: Any):
+        self.cluster, self.options, self.is_source, self.executor = cluster, options, is_source, executor
+
+    def hash(self, parts: Sequence[HashPartition],
+             on_done: Callable[[list[LeafDigests]], None] | None = None) -> list[LeafDigests]:
+        task = functools.partial(hash_partition, self.cluster, self.options, self.is_source)
+        return self.executor.run(list(parts), task, on_done, tasks_per_slot=HASH_TASKS_PER_SLOT)
+
+
+# --------------------------------------------------------------------------------------------------
+# The plan
+
+
+def _sample(cluster: "Cluster", options: VerifyOptions, max_keys: dict[bytes, int], region: Region
+            ) -> tuple[bytes, RegionSample]:
+    return region.name, sample_region(cluster, options, region, max_keys.get(region.name, 1024))
+
+
+def plan_hash(source: "Cluster", options: VerifyOptions, regions: Sequence[Region], executor: Any,
+              region_bytes: Mapping[str, int] | None = None) -> list[HashPartition]:
+    """The leaves, from the source: its regions, their sizes (`region_bytes`: encoded region name -> bytes; None:
+    unknown, leaves then by rows) and their sampled keys (key-only scans on `executor`, beside the source)."""
+    partitions = plan_partitions(regions, options, gateways=source.gateways)
+    sizes: dict[str, int | None] = {}
+    keys_wanted: dict[bytes, int] = {}
+    for region in regions:
+        size = None if region_bytes is None else region_bytes.get(encoded_region_name(region.name))
+        sizes[region.name.decode("utf-8", "backslashreplace")] = size
+        keys_wanted[region.name] = leafhash.sample_keys_wanted(size, options.hash_leaf_bytes)
+    wanted = {p.region for p in partitions}
+    sampled = [r for r in regions if r.name.decode("utf-8", "backslashreplace") in wanted]
+    samples = {name.decode("utf-8", "backslashreplace"): sample for name, sample in
+               executor.map(sampled, functools.partial(_sample, source, options, keys_wanted))}
+    return leafhash.plan_leaves(partitions, sizes, samples, options.hash_leaf_bytes)
+
+
+def leaf_partitions(plan: Sequence[HashPartition], leaves: Sequence[int]) -> list[HashPartition]:
+    """One partition per leaf (to hash those leaves again), with its source gateway and host."""
+    by_first = list(plan)
+    out = []
+    for n, start, stop in leafhash.leaf_ranges(plan, leaves):
+        owner = next(p for p in by_first if p.first_leaf <= n < p.first_leaf + p.leaves)
+        out.append(HashPartition(n, start, stop, (), n, owner.region, owner.host, owner.gateway))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The run
+
+
+def _both(fn_source: Callable[[], Any], fn_target: Callable[[], Any]) -> tuple[Any, Any]:
+    """Two sides at once (each beside its cluster), in two threads of this driver; the first error raised."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn_source()
+        except BaseException as e:  # re-raised below, on the driver's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=run, name="hash-source-side", daemon=True)
+    thread.start()
+    try:
+        target = fn_target()
+    finally:
+        thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"], target
+
+
+def _meter(name: str, total_parts: int, total_leaves: int) -> Callable[[list[LeafDigests]], None]:
+    """Progress of one side's hashing: partitions, leaves and bytes done, rate, ETA (by leaves)."""
+    started = time.monotonic()
+    done = {"parts": 0, "leaves": 0, "bytes": 0}
+    lock = threading.Lock()
+
+    def on_done(results: list[LeafDigests]) -> None:
+        with lock:
+            done["parts"] += len(results)
+            done["leaves"] += sum(len(r.digests) for r in results)
+            done["bytes"] += sum(sum(r.nbytes) for r in results)
+            elapsed = time.monotonic() - started
+            rate = done["leaves"] / elapsed if elapsed > 0 else 0.0
+            eta = (total_leaves - done["leaves"]) / rate if rate > 0 else None
+            log.info("hash %s: %d/%d partitions, %d/%d leaves, %s of cells in %.0f s (%s/s), ETA %s", name,
+                     done["parts"], total_parts, done["leaves"], total_leaves, human_bytes(done["bytes"]), elapsed,
+                     human_bytes(done["bytes"] / elapsed if elapsed > 0 else 0),
+                     "unknown" if eta is None else f"{eta:.0f} s")
+        for r in results:
+            if r.status != "hashed":
+                log.error("hash %s: partition %d failed: %s (its leaves are compared by cells)", name, r.index,
+                          r.error)
+    return on_done
+
+
+def _json_bytes(obj: Any) -> int:
+    return len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+
+
+def run_hash_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, *, source_executor: Any,
+                    target_executor: Any, source_remote: "Cluster | None" = None,
+                    checked: tuple[dict[bytes, int], list[Region]],
+                    region_bytes: Mapping[str, int] | None = None, started_ms: int | None = None,
+                    hashers: tuple[SideHasher, SideHasher] | None = None,
+                    sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Verify one table by leaf hashes (the module docstring); returns the JSON result (`identical`).
+
+    `source_remote`: the source as the target's datacenter reaches it (the cell comparison of differing leaves runs
+    there; default `source`). `started_ms`: the verification's start (default now), from which the bound is taken.
+    `checked`: `runner.check_tables`' answer (the source's families and regions). `hashers`: the sides'
+    `SideHasher`s (default: `ThriftHasher` on each side's executor)."""
+    t0 = time.monotonic()
+    started_ms = int(time.time() * 1000) if started_ms is None else started_ms
+    bound = leafhash.time_bound(started_ms, options.skew_margin_ms, options.end_time_ms)
+    bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
+    if bounded.start_time_ms is not None and bounded.start_time_ms >= bound:
+        from hbase_migration.data.scope import CopyConfigError
+
+        raise CopyConfigError(f"start_time_ms {bounded.start_time_ms} is at or after the hash verification's time "
+                              f"bound {bound} (its start minus skew_margin_ms {options.skew_margin_ms}): nothing "
+                              "would be compared — verify later, or with --method cells")
+    _families, regions = checked
+    src_hasher, tgt_hasher = hashers or (ThriftHasher(source, bounded, True, source_executor),
+                                         ThriftHasher(target, bounded, False, target_executor))
+    log.info("hash verify %s -> %s: cells below %d (started %d minus skew margin %d ms), leaves of about %s",
+             options.table, options.target_table, bound, started_ms, options.skew_margin_ms,
+             human_bytes(options.hash_leaf_bytes))
+
+    plan = plan_hash(source, bounded, regions, source_executor, region_bytes)
+    leaves = leafhash.leaf_count(plan)
+    plan_bytes = _json_bytes([p.to_dict() for p in plan])
+    log.info("hash verify %s: %d partitions, %d leaves planned (%s of plan shipped to the target's side)",
+             options.table, len(plan), leaves, human_bytes(plan_bytes))
+    t_plan = time.monotonic()
+
+    src_results, tgt_results = _both(lambda: src_hasher.hash(plan, _meter("source", len(plan), leaves)),
+                                     lambda: tgt_hasher.hash(plan, _meter("target", len(plan), leaves)))
+    digest_bytes = _json_bytes([r.to_dict() for r in src_results])
+    src_digests, tgt_digests = leafhash.digests_by_leaf(src_results), leafhash.digests_by_leaf(tgt_results)
+    differing = leafhash.differing_leaves(src_digests, tgt_digests, range(leaves))
+    first_pass = list(differing)
+    t_hash = time.monotonic()
+    log.info("hash verify %s: %d of %d leaves differ after the first pass", options.table, len(differing), leaves)
+
+    # Re-check: the differing leaves hashed again on both sides, while a round still clears one.
+    rounds, recheck_src, recheck_tgt = 0, [], []
+    while differing and rounds < options.recompare_rounds and options.recompare_sleep_s > 0:
+        sleep(options.recompare_sleep_s * 2 ** rounds)
+        rounds += 1
+        again = leaf_partitions(plan, differing)
+        s_again, t_again = _both(lambda: src_hasher.hash(again), lambda: tgt_hasher.hash(again))
+        recheck_src += s_again
+        recheck_tgt += t_again
+        digest_bytes += _json_bytes([r.to_dict() for r in s_again])
+        still = leafhash.differing_leaves(leafhash.digests_by_leaf(s_again), leafhash.digests_by_leaf(t_again),
+                                          differing)
+        log.info("hash verify %s: re-check %d: %d of %d differing leaves still differ", options.table, rounds,
+                 len(still), len(differing))
+        cleared = len(still) < len(differing)
+        differing = still
+        if not cleared:
+            break
+    t_recheck = time.monotonic()
+
+    # Compare by cells, beside the target, only the ranges still differing.
+    ranges = leafhash.merge_ranges(leafhash.leaf_ranges(plan, differing))
+    fp = bounded.fingerprint()
+    compare = [Partition(options.table, i, start, stop, "", partition_id(options.table, start, stop, fp))
+               for i, (start, stop, _leaves) in enumerate(ranges)]
+    remote = source_remote or source
+    verdicts: list[PartitionVerdict] = []
+    if compare:
+        log.info("hash verify %s: comparing %d range(s) (%d leaves) cell by cell, the source read as %s",
+                 options.table, len(compare), len(differing), remote.describe()["thrift"])
+        verdicts = target_executor.run(compare, functools.partial(_verify_range, remote, target, bounded),
+                                       None, tasks_per_slot=HASH_TASKS_PER_SLOT)
+    t_cells = time.monotonic()
+    return hash_verdict(options, bounded, started_ms, plan, src_results, tgt_results, first_pass,
+                        differing, rounds, recheck_src, recheck_tgt, ranges, verdicts,
+                        {"plan": plan_bytes, "digests": digest_bytes},
+                        {"plan_s": t_plan - t0, "hash_s": t_hash - t_plan, "recheck_s": t_recheck - t_hash,
+                         "cells_s": t_cells - t_recheck, "elapsed_s": t_cells - t0},
+                        src_hasher.sees, tgt_hasher.sees)
+
+
+def _verify_range(source: "Cluster", target: "Cluster", options: VerifyOptions, partition: Partition
+                  ) -> PartitionVerdict:
+    return verify_partition_safely(source, target, partition, options)
+
+
+def hash_verdict(options: VerifyOptions, bounded: VerifyOptions, started_ms: int, plan: Sequence[HashPartition],
+                 src: Sequence[LeafDigests], tgt: Sequence[LeafDigests], first_pass: Sequence[int],
+                 differing: Sequence[int], rounds: int, recheck_src: Sequence[LeafDigests],
+                 recheck_tgt: Sequence[LeafDigests], ranges: Sequence[tuple[bytes, bytes, tuple[int, ...]]],
+                 verdicts: Sequence[PartitionVerdict], shipped: Mapping[str, int], times: Mapping[str, float],
+                 sees_source: str, sees_target: str) -> dict[str, Any]:
+    """The result JSON of a hash verification (pure): the cell comparison's figures (`summarize_verify`, over the
+    compared ranges) with the whole table's row counts from the hashes, and the hash figures per side."""
+    result: dict[str, Any] = {"job": "verify", "method": "hash"}
+    result.update(summarize_verify(verdicts, bounded, times["elapsed_s"]))
+    s_tot, t_tot = leafhash.side_totals(list(src)), leafhash.side_totals(list(tgt))
+    # Rows: the hashes count every row of the table on each side; the compared ranges' rows were counted there too.
+    different = result["content_different"] + result["only_in_source"]
+    result["source_rows"], result["target_rows"] = s_tot["rows"], t_tot["rows"]
+    result["matching"] = max(0, s_tot["rows"] - different)
+    result["verifyreplication_counters"]["GOODROWS"] = result["matching"]
+    result["partitions"] = len(plan)
+    result["failed_partitions"] = s_tot["failed_partitions"] + t_tot["failed_partitions"] + \
+        sum(1 for v in verdicts if v.status != "verified")
+    result["identical"] = result["identical"] and result["failed_partitions"] == 0
+    if result["failed_partitions"] and not result["failures"]:
+        result["failures"] = [{"side": side, "index": r.index, "error": r.error}
+                              for side, rs in (("source", src), ("target", tgt)) for r in rs if r.status != "hashed"]
+    result["start_time_ms"] = options.start_time_ms
+    result["end_time_ms"] = bounded.end_time_ms  # the bound: what this verification covers
+    result["verify_started_ms"] = started_ms
+    result["skew_margin_ms"] = options.skew_margin_ms
+    result["time_bound_ms"] = bounded.end_time_ms
+    cells_src = sum(v.source_bytes for v in verdicts)
+    cells_tgt = sum(v.target_bytes for v in verdicts)
+    recheck_s_bytes = sum(sum(r.nbytes) for r in recheck_src)
+    recheck_t_bytes = sum(sum(r.nbytes) for r in recheck_tgt)
+    result["hash"] = {
+        "leaf_bytes": options.hash_leaf_bytes,
+        "leaves": leafhash.leaf_count(plan),
+        "source": {**s_tot, "sees": sees_source},
+        "target": {**t_tot, "sees": sees_target},
+        "differing_leaves_first_pass": len(first_pass),
+        "recheck_rounds": rounds,
+        "differing_leaves": len(differing),
+        "cleared_by_recheck": len(first_pass) - len(differing),
+        "ranges_compared_by_cells": len(ranges),
+        "differing_leaf_sample": [{"leaf": n, "start_row": to_string_binary(s), "stop_row": to_string_binary(e)}
+                                  for n, s, e in leafhash.leaf_ranges(plan, differing[:options.sample_limit])],
+    }
+    result["bytes_read"] = {
+        "source": s_tot["bytes"] + recheck_s_bytes + cells_src,
+        "target": t_tot["bytes"] + recheck_t_bytes + cells_tgt,
+        "source_by_cells": cells_src, "target_by_cells": cells_tgt,
+    }
+    result["link_bytes"] = {"plan": shipped["plan"], "digests": shipped["digests"], "cells": cells_src,
+                            "total": shipped["plan"] + shipped["digests"] + cells_src}
+    result["differences"] = [leafhash.difference_dict(*v) for verdict in verdicts if verdict.status == "verified"
+                             for v in verdict.versions][:options.sample_limit]
+    result["times_s"] = {k: round(v, 3) for k, v in times.items()}
+    result["elapsed_s"] = round(times["elapsed_s"], 3)
+    return result
