@@ -14,6 +14,11 @@
 4. **compare by cells** the leaves that still differ, adjacent ones merged into one range, on the target's side
    (`target_executor`, reading the source as the target's datacenter reaches it: `source_remote`): `verify.py`'s
    merge-join, its re-compare of edits in flight and its verdict, with the same bound.
+The two sides meet through an exchange: in one process (`run_hash_verify`: the CLI, one Spark application) a
+`LocalExchange`; as two Spark applications, each beside its cluster (`hash_source_side` and `hash_target_side`,
+`jobs/verify_table.py --hash-side`), the run ledger (`LedgerExchange`). What the sides send each other (the plan,
+digests, re-check requests) is counted: it crosses the link.
+
 The verdict: leaves hashed on each side, leaves that differed, ranges compared by cells, bytes of cells read on
 each side and those that crossed the link (the plan, the source's digests, the source's cells of the compared
 ranges), and each difference exactly (row, family, qualifier, timestamp, type).
@@ -156,28 +161,204 @@ def leaf_partitions(plan: Sequence[HashPartition], leaves: Sequence[int]) -> lis
 
 
 # --------------------------------------------------------------------------------------------------
-# The run
+# Where the two sides meet
 
 
-def _both(fn_source: Callable[[], Any], fn_target: Callable[[], Any]) -> tuple[Any, Any]:
-    """Two sides at once (each beside its cluster), in two threads of this driver; the first error raised."""
-    box: dict[str, Any] = {}
+class ExchangeError(RuntimeError):
+    """The other side did not answer in time, or said it failed."""
 
-    def run() -> None:
-        try:
-            box["value"] = fn_source()
-        except BaseException as e:  # re-raised below, on the driver's thread
-            box["error"] = e
 
-    thread = threading.Thread(target=run, name="hash-source-side", daemon=True)
-    thread.start()
+class LocalExchange:
+    """The two sides in one process (the CLI, one Spark application): messages in a dict. Counts the bytes each
+    side sent (as JSON, what a link would carry)."""
+
+    def __init__(self, timeout_s: float = 6 * 3600.0):
+        self.timeout_s = timeout_s
+        self.sent: dict[str, int] = {"source": 0, "target": 0}
+        self._box: dict[str, Any] = {}
+        self._cond = threading.Condition()
+
+    def put(self, key: str, message: Mapping[str, Any], sender: str) -> None:
+        with self._cond:
+            self.sent[sender] += _json_bytes(message)
+            self._box[key] = json.loads(json.dumps(message))
+            self._cond.notify_all()
+
+    def take(self, key: str, what: str) -> dict[str, Any]:
+        with self._cond:
+            if not self._cond.wait_for(lambda: key in self._box, self.timeout_s):
+                raise ExchangeError(f"no {what} within {self.timeout_s:.0f} s (key {key})")
+            return self._box.pop(key)
+
+
+class LedgerExchange:
+    """The two sides in two Spark applications (each beside its cluster), meeting in the run ledger: a message is a
+    job summary row under `prefix/key` (`Ledger.put_job_summary`), taken once by the other side (polled)."""
+
+    def __init__(self, url: str, prefix: str, timeout_s: float = 6 * 3600.0, poll_s: float = 1.0):
+        self.url, self.prefix, self.timeout_s, self.poll_s = url, prefix, timeout_s, poll_s
+        self.sent: dict[str, int] = {"source": 0, "target": 0}
+
+    def put(self, key: str, message: Mapping[str, Any], sender: str) -> None:
+        from hbase_migration.data.progress import retry_transient
+        from hbase_migration.ledger.store import Ledger
+
+        text = json.dumps(message, separators=(",", ":"))
+        self.sent[sender] += len(text.encode("utf-8"))
+
+        def put() -> None:
+            with Ledger.open(self.url) as ledger:
+                ledger.put_job_summary(f"{self.prefix}/{key}", "hash-exchange", text)
+
+        retry_transient(put, f"sending {key} to the other side", 120.0)
+
+    def abort(self, reason: str) -> None:
+        """Tell a side still waiting that the other one is gone (what submitted both jobs says so)."""
+        self.put("abort", {"error": reason}, "target")
+
+    def take(self, key: str, what: str) -> dict[str, Any]:
+        from hbase_migration.ledger.store import Ledger, is_transient
+
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                with Ledger.open(self.url) as ledger:
+                    found = ledger.take_job_summary(f"{self.prefix}/{key}")
+                    aborted = None if found is not None else ledger.take_job_summary(f"{self.prefix}/abort")
+                if found is not None:
+                    return found
+                if aborted is not None:
+                    raise ExchangeError(f"no {what}: {aborted.get('error')}")
+            except ExchangeError:
+                raise
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+            if time.monotonic() >= deadline:
+                raise ExchangeError(f"no {what} within {self.timeout_s:.0f} s (ledger key {self.prefix}/{key})")
+            time.sleep(self.poll_s)
+
+
+def _checked_message(message: dict[str, Any], what: str) -> dict[str, Any]:
+    if message.get("error"):
+        raise ExchangeError(f"the other side failed before sending {what}: {message['error']}")
+    return message
+
+
+# --------------------------------------------------------------------------------------------------
+# The two sides
+
+
+def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, exchange: Any, *,
+                     regions: Sequence[Region], started_ms: int, region_bytes: Mapping[str, int] | None = None,
+                     hasher: SideHasher | None = None) -> dict[str, Any]:
+    """The source's side, beside the source: plans the leaves and sends the plan (with the time bound), hashes
+    the source and sends its digests, then hashes again the leaves the target's side asks for, until it says done.
+    Returns the side's figures; a failure is sent to the other side before it is raised."""
+    t0 = time.monotonic()
     try:
-        target = fn_target()
-    finally:
-        thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"], target
+        bound = leafhash.time_bound(started_ms, options.skew_margin_ms, options.end_time_ms)
+        bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
+        hasher = hasher or ThriftHasher(source, bounded, True, executor)
+        plan = plan_hash(source, bounded, regions, executor, region_bytes)
+        leaves = leafhash.leaf_count(plan)
+        exchange.put("plan", {"plan": [p.to_dict() for p in plan], "bound": bound, "started_ms": started_ms,
+                              "sees": hasher.sees, "plan_s": round(time.monotonic() - t0, 3)}, "source")
+        log.info("hash verify %s (source side): %d partitions, %d leaves planned; cells below %d", options.table,
+                 len(plan), leaves, bound)
+        results = hasher.hash(plan, _meter("source", len(plan), leaves))
+    except Exception as e:
+        exchange.put("plan", {"error": f"{type(e).__name__}: {e}"}, "source")
+        raise
+    exchange.put("source/0", {"results": [r.to_dict() for r in results]}, "source")
+    rounds = 0
+    while True:
+        request = exchange.take(f"request/{rounds + 1}", "the target side's next request")
+        if request.get("done"):
+            break
+        rounds += 1
+        again = leaf_partitions(plan, request["leaves"])
+        exchange.put(f"source/{rounds}", {"results": [r.to_dict() for r in hasher.hash(again)]}, "source")
+    totals = leafhash.side_totals(results)
+    log.info("hash verify %s (source side) done: %d leaves, %s of cells hashed, %d re-check round(s)",
+             options.table, totals["leaves"], human_bytes(totals["bytes"]), rounds)
+    return {"side": "source", **totals, "recheck_rounds": rounds, "elapsed_s": round(time.monotonic() - t0, 3),
+            "target_said": request.get("error")}
+
+
+def hash_target_side(source_remote: "Cluster", target: "Cluster", options: VerifyOptions, executor: Any,
+                     exchange: Any, *, hasher: SideHasher | None = None,
+                     sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """The target's side, beside the target: waits for the plan, hashes the target, meets the source's digests,
+    has the differing leaves hashed again on both sides (re-check rounds), compares the leaves still differing by
+    cells (reading the source as `source_remote`, across the link), and returns the verdict (`hash_verdict`)."""
+    t0 = time.monotonic()
+    message = _checked_message(exchange.take("plan", "plan from the source's side"), "its plan")
+    rounds = 0  # requests sent to the source's side so far
+    try:
+        plan = [HashPartition.from_dict(d) for d in message["plan"]]
+        bound, started_ms = int(message["bound"]), int(message["started_ms"])
+        bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
+        hasher = hasher or ThriftHasher(target, bounded, False, executor)
+        leaves = leafhash.leaf_count(plan)
+        t_plan = time.monotonic()
+        tgt_results = hasher.hash(plan, _meter("target", len(plan), leaves))
+        src_message = _checked_message(exchange.take("source/0", "the source's digests"), "its digests")
+        src_results = [LeafDigests.from_dict(d) for d in src_message["results"]]
+        differing = leafhash.differing_leaves(leafhash.digests_by_leaf(src_results),
+                                              leafhash.digests_by_leaf(tgt_results), range(leaves))
+        first_pass = list(differing)
+        t_hash = time.monotonic()
+        log.info("hash verify %s: %d of %d leaves differ after the first pass", options.table, len(differing),
+                 leaves)
+        recheck_src, recheck_tgt = [], []
+        while differing and rounds < options.recompare_rounds and options.recompare_sleep_s > 0:
+            sleep(options.recompare_sleep_s * 2 ** rounds)
+            rounds += 1
+            exchange.put(f"request/{rounds}", {"leaves": differing}, "target")
+            again = leaf_partitions(plan, differing)
+            t_again = hasher.hash(again)
+            s_again = [LeafDigests.from_dict(d) for d in
+                       _checked_message(exchange.take(f"source/{rounds}", "the source's re-check"),
+                                        "its re-check")["results"]]
+            recheck_src += s_again
+            recheck_tgt += t_again
+            still = leafhash.differing_leaves(leafhash.digests_by_leaf(s_again), leafhash.digests_by_leaf(t_again),
+                                              differing)
+            log.info("hash verify %s: re-check %d: %d of %d differing leaves still differ", options.table, rounds,
+                     len(still), len(differing))
+            cleared = len(still) < len(differing)
+            differing = still
+            if not cleared:
+                break
+    except BaseException as e:
+        exchange.put(f"request/{rounds + 1}", {"done": True, "error": f"{type(e).__name__}: {e}"}, "target")
+        raise
+    exchange.put(f"request/{rounds + 1}", {"done": True}, "target")
+    t_recheck = time.monotonic()
+
+    # Compare by cells, here beside the target, only the ranges still differing.
+    ranges = leafhash.merge_ranges(leafhash.leaf_ranges(plan, differing))
+    fp = bounded.fingerprint()
+    compare = [Partition(options.table, i, start, stop, "", partition_id(options.table, start, stop, fp))
+               for i, (start, stop, _leaves) in enumerate(ranges)]
+    verdicts: list[PartitionVerdict] = []
+    if compare:
+        log.info("hash verify %s: comparing %d range(s) (%d leaves) cell by cell, the source read as %s",
+                 options.table, len(compare), len(differing), source_remote.describe()["thrift"])
+        verdicts = executor.run(compare, functools.partial(_verify_range, source_remote, target, bounded), None,
+                                tasks_per_slot=HASH_TASKS_PER_SLOT)
+    t_cells = time.monotonic()
+    plan_s = float(message.get("plan_s", 0.0))
+    return hash_verdict(options, bounded, started_ms, plan, src_results, tgt_results, first_pass, differing,
+                        rounds, recheck_src, recheck_tgt, ranges, verdicts, dict(exchange.sent),
+                        {"plan_s": plan_s, "hash_s": t_hash - t_plan, "recheck_s": t_recheck - t_hash,
+                         "cells_s": t_cells - t_recheck, "elapsed_s": plan_s + (t_cells - t0)},
+                        str(message.get("sees", "")), hasher.sees)
+
+
+def _json_bytes(obj: Any) -> int:
+    return len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
 
 
 def _meter(name: str, total_parts: int, total_leaves: int) -> Callable[[list[LeafDigests]], None]:
@@ -205,94 +386,50 @@ def _meter(name: str, total_parts: int, total_leaves: int) -> Callable[[list[Lea
     return on_done
 
 
-def _json_bytes(obj: Any) -> int:
-    return len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
-
-
 def run_hash_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, *, source_executor: Any,
-                    target_executor: Any, source_remote: "Cluster | None" = None,
-                    checked: tuple[dict[bytes, int], list[Region]],
-                    region_bytes: Mapping[str, int] | None = None, started_ms: int | None = None,
-                    hashers: tuple[SideHasher, SideHasher] | None = None,
+                    target_executor: Any, checked: tuple[dict[bytes, int], list[Region]],
+                    source_remote: "Cluster | None" = None, region_bytes: Mapping[str, int] | None = None,
+                    started_ms: int | None = None, hashers: tuple[SideHasher, SideHasher] | None = None,
                     sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
-    """Verify one table by leaf hashes (the module docstring); returns the JSON result (`identical`).
+    """Both sides in this process, meeting in a `LocalExchange` (the CLI, one Spark application): the source's
+    side on `source_executor` in a thread of its own, the target's on `target_executor`; the JSON result.
 
-    `source_remote`: the source as the target's datacenter reaches it (the cell comparison of differing leaves runs
-    there; default `source`). `started_ms`: the verification's start (default now), from which the bound is taken.
-    `checked`: `runner.check_tables`' answer (the source's families and regions). `hashers`: the sides'
-    `SideHasher`s (default: `ThriftHasher` on each side's executor)."""
-    t0 = time.monotonic()
+    `source_remote`: the source as the target's datacenter reaches it (default `source`). `started_ms`: the
+    verification's start (default now), from which the time bound is taken. `checked`: `runner.check_tables`'
+    answer. `hashers`: the sides' `SideHasher`s (default: `ThriftHasher` on each side's executor)."""
     started_ms = int(time.time() * 1000) if started_ms is None else started_ms
     bound = leafhash.time_bound(started_ms, options.skew_margin_ms, options.end_time_ms)
-    bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
-    if bounded.start_time_ms is not None and bounded.start_time_ms >= bound:
+    if options.start_time_ms is not None and options.start_time_ms >= bound:
         from hbase_migration.data.scope import CopyConfigError
 
-        raise CopyConfigError(f"start_time_ms {bounded.start_time_ms} is at or after the hash verification's time "
+        raise CopyConfigError(f"start_time_ms {options.start_time_ms} is at or after the hash verification's time "
                               f"bound {bound} (its start minus skew_margin_ms {options.skew_margin_ms}): nothing "
                               "would be compared — verify later, or with --method cells")
-    _families, regions = checked
-    src_hasher, tgt_hasher = hashers or (ThriftHasher(source, bounded, True, source_executor),
-                                         ThriftHasher(target, bounded, False, target_executor))
-    log.info("hash verify %s -> %s: cells below %d (started %d minus skew margin %d ms), leaves of about %s",
-             options.table, options.target_table, bound, started_ms, options.skew_margin_ms,
-             human_bytes(options.hash_leaf_bytes))
+    exchange = LocalExchange()
+    src_hasher, tgt_hasher = hashers or (None, None)
+    box: dict[str, Any] = {}
 
-    plan = plan_hash(source, bounded, regions, source_executor, region_bytes)
-    leaves = leafhash.leaf_count(plan)
-    plan_bytes = _json_bytes([p.to_dict() for p in plan])
-    log.info("hash verify %s: %d partitions, %d leaves planned (%s of plan shipped to the target's side)",
-             options.table, len(plan), leaves, human_bytes(plan_bytes))
-    t_plan = time.monotonic()
+    def source_side() -> None:
+        try:
+            box["source"] = hash_source_side(source, options, source_executor, exchange, regions=checked[1],
+                                             started_ms=started_ms, region_bytes=region_bytes, hasher=src_hasher)
+        except BaseException as e:  # sent to the target's side already; raised there as an ExchangeError
+            box["error"] = e
 
-    src_results, tgt_results = _both(lambda: src_hasher.hash(plan, _meter("source", len(plan), leaves)),
-                                     lambda: tgt_hasher.hash(plan, _meter("target", len(plan), leaves)))
-    digest_bytes = _json_bytes([r.to_dict() for r in src_results])
-    src_digests, tgt_digests = leafhash.digests_by_leaf(src_results), leafhash.digests_by_leaf(tgt_results)
-    differing = leafhash.differing_leaves(src_digests, tgt_digests, range(leaves))
-    first_pass = list(differing)
-    t_hash = time.monotonic()
-    log.info("hash verify %s: %d of %d leaves differ after the first pass", options.table, len(differing), leaves)
-
-    # Re-check: the differing leaves hashed again on both sides, while a round still clears one.
-    rounds, recheck_src, recheck_tgt = 0, [], []
-    while differing and rounds < options.recompare_rounds and options.recompare_sleep_s > 0:
-        sleep(options.recompare_sleep_s * 2 ** rounds)
-        rounds += 1
-        again = leaf_partitions(plan, differing)
-        s_again, t_again = _both(lambda: src_hasher.hash(again), lambda: tgt_hasher.hash(again))
-        recheck_src += s_again
-        recheck_tgt += t_again
-        digest_bytes += _json_bytes([r.to_dict() for r in s_again])
-        still = leafhash.differing_leaves(leafhash.digests_by_leaf(s_again), leafhash.digests_by_leaf(t_again),
-                                          differing)
-        log.info("hash verify %s: re-check %d: %d of %d differing leaves still differ", options.table, rounds,
-                 len(still), len(differing))
-        cleared = len(still) < len(differing)
-        differing = still
-        if not cleared:
-            break
-    t_recheck = time.monotonic()
-
-    # Compare by cells, beside the target, only the ranges still differing.
-    ranges = leafhash.merge_ranges(leafhash.leaf_ranges(plan, differing))
-    fp = bounded.fingerprint()
-    compare = [Partition(options.table, i, start, stop, "", partition_id(options.table, start, stop, fp))
-               for i, (start, stop, _leaves) in enumerate(ranges)]
-    remote = source_remote or source
-    verdicts: list[PartitionVerdict] = []
-    if compare:
-        log.info("hash verify %s: comparing %d range(s) (%d leaves) cell by cell, the source read as %s",
-                 options.table, len(compare), len(differing), remote.describe()["thrift"])
-        verdicts = target_executor.run(compare, functools.partial(_verify_range, remote, target, bounded),
-                                       None, tasks_per_slot=HASH_TASKS_PER_SLOT)
-    t_cells = time.monotonic()
-    return hash_verdict(options, bounded, started_ms, plan, src_results, tgt_results, first_pass,
-                        differing, rounds, recheck_src, recheck_tgt, ranges, verdicts,
-                        {"plan": plan_bytes, "digests": digest_bytes},
-                        {"plan_s": t_plan - t0, "hash_s": t_hash - t_plan, "recheck_s": t_recheck - t_hash,
-                         "cells_s": t_cells - t_recheck, "elapsed_s": t_cells - t0},
-                        src_hasher.sees, tgt_hasher.sees)
+    thread = threading.Thread(target=source_side, name="hash-source-side", daemon=True)
+    thread.start()
+    try:
+        result = hash_target_side(source_remote or source, target, options, target_executor, exchange,
+                                  hasher=tgt_hasher, sleep=sleep)
+    except ExchangeError:
+        thread.join()
+        if "error" in box:
+            raise box["error"] from None
+        raise
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return result
 
 
 def _verify_range(source: "Cluster", target: "Cluster", options: VerifyOptions, partition: Partition
@@ -350,8 +487,9 @@ def hash_verdict(options: VerifyOptions, bounded: VerifyOptions, started_ms: int
         "target": t_tot["bytes"] + recheck_t_bytes + cells_tgt,
         "source_by_cells": cells_src, "target_by_cells": cells_tgt,
     }
-    result["link_bytes"] = {"plan": shipped["plan"], "digests": shipped["digests"], "cells": cells_src,
-                            "total": shipped["plan"] + shipped["digests"] + cells_src}
+    result["link_bytes"] = {"source_side_messages": shipped.get("source", 0),
+                            "target_side_messages": shipped.get("target", 0), "source_cells": cells_src,
+                            "total": shipped.get("source", 0) + shipped.get("target", 0) + cells_src}
     result["differences"] = [leafhash.difference_dict(*v) for verdict in verdicts if verdict.status == "verified"
                              for v in verdict.versions][:options.sample_limit]
     result["times_s"] = {k: round(v, 3) for k, v in times.items()}

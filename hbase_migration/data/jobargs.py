@@ -281,7 +281,27 @@ def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--source-remote",
                    help="the source as the target's datacenter reaches it (same forms as --source): what the "
                         "comparison by cells reads (default --source)")
+    p.add_argument("--hash-side", choices=("source", "target"),
+                   help="hash: run only this side, beside its cluster, meeting the other side's job in the ledger "
+                        "of --summary-ledger-url(-file) under --exchange-key (default: both sides here)")
+    p.add_argument("--exchange-key", help="with --hash-side: the key both sides' jobs meet under in the ledger")
+    p.add_argument("--started-ms", type=int,
+                   help="hash: the verification's start (ms since the epoch; default now): its time bound is this "
+                        "minus --skew-margin-ms; both sides' jobs of one verification get the same")
     return p
+
+
+def hash_side_check(ns: argparse.Namespace) -> None:
+    """--hash-side needs --method hash, --exchange-key and the ledger they meet in."""
+    if not getattr(ns, "hash_side", None):
+        if getattr(ns, "exchange_key", None):
+            raise UsageError("--exchange-key goes with --hash-side — give both, or neither (both sides here)")
+        return
+    if ns.method != "hash":
+        raise UsageError(f"--hash-side {ns.hash_side} needs --method hash (a side's job hashes)")
+    if not ns.exchange_key or not (ns.summary_ledger_url or ns.summary_ledger_url_file):
+        raise UsageError(f"--hash-side {ns.hash_side} needs --exchange-key and --summary-ledger-url(-file): the "
+                         "ledger where the two sides' jobs meet")
 
 
 def _scope_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
@@ -416,7 +436,9 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
                     options: Mapping[str, Any] | None = None, summary_file: str | None = None,
                     summary_ledger_url_file: str | None = None, summary_key: str | None = None,
                     method: str = "cells", hash_leaf_bytes: int | None = None, hash_min_bytes: int | None = None,
-                    skew_margin_ms: int | None = None, source_remote: str | None = None) -> list[str]:
+                    skew_margin_ms: int | None = None, source_remote: str | None = None,
+                    hash_side: str | None = None, exchange_key: str | None = None,
+                    started_ms: int | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
@@ -431,7 +453,8 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
     if method != "cells":
         argv += ["--method", method]
     for flag, value in (("--hash-leaf-bytes", hash_leaf_bytes), ("--hash-min-bytes", hash_min_bytes),
-                        ("--skew-margin-ms", skew_margin_ms), ("--source-remote", source_remote)):
+                        ("--skew-margin-ms", skew_margin_ms), ("--source-remote", source_remote),
+                        ("--hash-side", hash_side), ("--exchange-key", exchange_key), ("--started-ms", started_ms)):
         if value is not None:
             argv += [flag, str(value)]
     return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)

@@ -193,7 +193,7 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
                started: float | None = None,
                checked: tuple[dict[bytes, int], list[Region]] | None = None,
                target_executor: Any = None, source_remote: "Cluster | None" = None,
-               region_bytes: Mapping[str, int] | None = None) -> dict[str, Any]:
+               region_bytes: Mapping[str, int] | None = None, started_ms: int | None = None) -> dict[str, Any]:
     """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers); `checked`:
     what `check_tables` returned just before. Returns the JSON result (`identical`).
 
@@ -211,7 +211,7 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
         log.info("verify %s -> %s by hashes (%s)", options.table, options.target_table, why)
         result = run_hash_verify(source, target, options, source_executor=executor,
                                  target_executor=target_executor or executor, source_remote=source_remote,
-                                 checked=checked, region_bytes=region_bytes)
+                                 checked=checked, region_bytes=region_bytes, started_ms=started_ms)
         result.update(source=source.describe()["thrift"], target=target.describe()["thrift"], method_reason=why)
         return result
     _families, regions = checked
@@ -237,6 +237,24 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
     result = {"job": "verify", "method": "cells", "method_reason": why, "source": remote.describe()["thrift"],
               "target": target.describe()["thrift"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
+    return result
+
+
+def run_hash_side(job: "Job", executor: Any, region_bytes: Mapping[str, int] | None) -> dict[str, Any]:
+    """One side of a verification by hashes (`--hash-side`), beside its cluster, meeting the other side's job in
+    the ledger: the source's side returns its figures, the target's the verdict."""
+    from hbase_migration.data.hashverify import LedgerExchange, hash_source_side, hash_target_side
+
+    ns = job.ns
+    exchange = LedgerExchange(ns.summary_ledger_url, f"hash-exchange/{ns.exchange_key}")
+    if ns.hash_side == "source":
+        started_ms = ns.started_ms if ns.started_ms is not None else int(time.time() * 1000)
+        figures = hash_source_side(job.source, job.options, executor, exchange, regions=job.checked[1],
+                                   started_ms=started_ms, region_bytes=region_bytes)
+        return {"job": "verify", "method": "hash", "hash_side": "source", "table": job.options.table, **figures}
+    result = hash_target_side(job.source_remote or job.source, job.target, job.options, executor, exchange)
+    result.update(source=(job.source_remote or job.source).describe()["thrift"],
+                  target=job.target.describe()["thrift"], hash_side="target")
     return result
 
 
@@ -317,6 +335,8 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     started = time.monotonic()
     jobargs.spark_conf(ns.conf)
     jobargs.summary_args_check(ns)
+    if kind == "verify":
+        jobargs.hash_side_check(ns)
     jobargs.ledger_args(ns)
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
@@ -367,9 +387,14 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
             region_bytes = None
             if options.method != "cells" and region_sizes is not None:
                 region_bytes = region_sizes(job.source, options.table)
-            summary = run_verify(job.source, job.target, options, executor, started=job.started,
-                                 checked=job.checked, source_remote=job.source_remote, region_bytes=region_bytes)
-            status = exit_code(summary)
+            if getattr(ns, "hash_side", None):
+                summary = run_hash_side(job, executor, region_bytes)
+                status = exit_code(summary) if ns.hash_side == "target" else 0
+            else:
+                summary = run_verify(job.source, job.target, options, executor, started=job.started,
+                                     checked=job.checked, source_remote=job.source_remote,
+                                     region_bytes=region_bytes, started_ms=ns.started_ms)
+                status = exit_code(summary)
         describe = getattr(executor, "describe", None)
         if describe is not None:  # Spark: the application id, and where the driver and executors ran
             summary["spark"] = describe()
