@@ -2,9 +2,9 @@
 
 `run_hash_verify` (what `verify --method hash` runs; the pure parts are `leafhash.py`):
 1. **plan**, beside the source: the source's regions (one partition each), each region's row keys sampled with
-   key-only scans (RowCounter's filters) and its size (`region_bytes`, from the region servers' /jmx when the
-   caller gives it), cut into leaves of about `hash_leaf_bytes`. The plan (the leaves' first keys) goes to the
-   target's side: the same leaves on both sides.
+   key-only scans (RowCounter's filters), the table's size (`table_bytes`, its store files in the region servers'
+   /jmx when the caller gives it) spread over the rows, cut into leaves of about `hash_leaf_bytes`. The plan (the
+   leaves' first keys) goes to the target's side: the same leaves on both sides.
 2. **hash**, both sides at once, each beside its cluster (`source_executor`, `target_executor`): every version of
    every cell older than the time bound (`leafhash.time_bound`: the verification's start minus `skew_margin_ms`),
    through a `SideHasher`. Only the digests meet.
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import logging
 import threading
@@ -63,12 +62,6 @@ HASH_TASKS_PER_SLOT = 2
 SEES_THRIFT = ("every version of every cell each family keeps (row, family, qualifier, timestamp, value; puts): "
                "the Thrift APIs return no delete marker, so a marker on one side only that masks nothing the other "
                "side shows is not seen")
-
-
-def encoded_region_name(name: bytes) -> str:
-    """HBase's encoded name of a region (`RegionInfo.encodeRegionName`: the MD5 of `table,startKey,regionId`), as
-    the region servers' /jmx names it."""
-    return hashlib.md5(name).hexdigest()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -127,27 +120,22 @@ class ThriftHasher:
 # The plan
 
 
-def _sample(cluster: "Cluster", options: VerifyOptions, max_keys: dict[bytes, int], region: Region
-            ) -> tuple[bytes, RegionSample]:
-    return region.name, sample_region(cluster, options, region, max_keys.get(region.name, 1024))
+def _sample(cluster: "Cluster", options: VerifyOptions, max_keys: int, region: Region) -> tuple[bytes, RegionSample]:
+    return region.name, sample_region(cluster, options, region, max_keys)
 
 
 def plan_hash(source: "Cluster", options: VerifyOptions, regions: Sequence[Region], executor: Any,
-              region_bytes: Mapping[str, int] | None = None) -> list[HashPartition]:
-    """The leaves, from the source: its regions, their sizes (`region_bytes`: encoded region name -> bytes; None:
-    unknown, leaves then by rows) and their sampled keys (key-only scans on `executor`, beside the source)."""
+              table_bytes: int | None = None) -> list[HashPartition]:
+    """The leaves, from the source: its regions, their rows and sampled keys (key-only scans on `executor`, beside
+    the source) and the table's size (`table_bytes`, its store files from the region servers' /jmx; None:
+    unknown, leaves then by rows)."""
     partitions = plan_partitions(regions, options, gateways=source.gateways)
-    sizes: dict[str, int | None] = {}
-    keys_wanted: dict[bytes, int] = {}
-    for region in regions:
-        size = None if region_bytes is None else region_bytes.get(encoded_region_name(region.name))
-        sizes[region.name.decode("utf-8", "backslashreplace")] = size
-        keys_wanted[region.name] = leafhash.sample_keys_wanted(size, options.hash_leaf_bytes)
     wanted = {p.region for p in partitions}
     sampled = [r for r in regions if r.name.decode("utf-8", "backslashreplace") in wanted]
+    max_keys = leafhash.sample_keys_wanted(table_bytes, len(sampled), options.hash_leaf_bytes)
     samples = {name.decode("utf-8", "backslashreplace"): sample for name, sample in
-               executor.map(sampled, functools.partial(_sample, source, options, keys_wanted))}
-    return leafhash.plan_leaves(partitions, sizes, samples, options.hash_leaf_bytes)
+               executor.map(sampled, functools.partial(_sample, source, options, max_keys))}
+    return leafhash.plan_leaves(partitions, samples, options.hash_leaf_bytes, table_bytes)
 
 
 def leaf_partitions(plan: Sequence[HashPartition], leaves: Sequence[int]) -> list[HashPartition]:
@@ -250,7 +238,7 @@ def _checked_message(message: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, exchange: Any, *,
-                     regions: Sequence[Region], started_ms: int, region_bytes: Mapping[str, int] | None = None,
+                     regions: Sequence[Region], started_ms: int, table_bytes: int | None = None,
                      hasher: SideHasher | None = None) -> dict[str, Any]:
     """The source's side, beside the source: plans the leaves and sends the plan (with the time bound), hashes
     the source and sends its digests, then hashes again the leaves the target's side asks for, until it says done.
@@ -260,7 +248,7 @@ def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, e
         bound = leafhash.time_bound(started_ms, options.skew_margin_ms, options.end_time_ms)
         bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
         hasher = hasher or ThriftHasher(source, bounded, True, executor)
-        plan = plan_hash(source, bounded, regions, executor, region_bytes)
+        plan = plan_hash(source, bounded, regions, executor, table_bytes)
         leaves = leafhash.leaf_count(plan)
         exchange.put("plan", {"plan": [p.to_dict() for p in plan], "bound": bound, "started_ms": started_ms,
                               "sees": hasher.sees, "plan_s": round(time.monotonic() - t0, 3)}, "source")
@@ -388,7 +376,7 @@ def _meter(name: str, total_parts: int, total_leaves: int) -> Callable[[list[Lea
 
 def run_hash_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, *, source_executor: Any,
                     target_executor: Any, checked: tuple[dict[bytes, int], list[Region]],
-                    source_remote: "Cluster | None" = None, region_bytes: Mapping[str, int] | None = None,
+                    source_remote: "Cluster | None" = None, table_bytes: int | None = None,
                     started_ms: int | None = None, hashers: tuple[SideHasher, SideHasher] | None = None,
                     sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """Both sides in this process, meeting in a `LocalExchange` (the CLI, one Spark application): the source's
@@ -412,7 +400,7 @@ def run_hash_verify(source: "Cluster", target: "Cluster", options: VerifyOptions
     def source_side() -> None:
         try:
             box["source"] = hash_source_side(source, options, source_executor, exchange, regions=checked[1],
-                                             started_ms=started_ms, region_bytes=region_bytes, hasher=src_hasher)
+                                             started_ms=started_ms, table_bytes=table_bytes, hasher=src_hasher)
         except BaseException as e:  # sent to the target's side already; raised there as an ExchangeError
             box["error"] = e
 

@@ -135,34 +135,37 @@ class HashPartition:
         return f"#{self.index} [{to_string_binary(self.start_row)}, {to_string_binary(self.stop_row) or '<end>'})"
 
 
-def plan_leaves(partitions: Sequence[Partition], sizes: Mapping[str, int | None],
-                samples: Mapping[str, RegionSample], leaf_bytes: int) -> list[HashPartition]:
+def plan_leaves(partitions: Sequence[Partition], samples: Mapping[str, RegionSample], leaf_bytes: int,
+                table_bytes: int | None = None) -> list[HashPartition]:
     """Cut each partition (`partitions.plan_partitions`: one per source region, or pieces of one) into leaves of
-    about `leaf_bytes`: `sizes` maps a region's name to its bytes (None: unknown), `samples` to its row count and
-    sampled row keys, evenly spaced, in order (`partitions.sample_region`). A region cut into several partitions
-    gives each the share of its bytes and rows its sampled keys hold."""
+    about `leaf_bytes`: `samples` maps a region's name to its row count and sampled row keys, evenly spaced, in
+    order (`partitions.sample_region`); `table_bytes` (None: unknown, leaves then by rows) is spread over the rows,
+    so a region's leaves follow its rows. A region cut into several partitions gives each the share of its rows
+    its sampled keys hold."""
     leaf_bytes = int(leaf_bytes)
     if leaf_bytes <= 0:
         raise CopyConfigError(f"hash_leaf_bytes must be a positive number of bytes, got {leaf_bytes}")
+    total_rows = sum(s.rows for s in samples.values())
+    per_row = table_bytes / total_rows if table_bytes is not None and total_rows else None
     out: list[HashPartition] = []
     first = 0
     for p in partitions:
         sample = samples.get(p.region) or RegionSample(0, ())
         keys = [k for k in sample.keys if k >= p.start_row and (not p.stop_row or k < p.stop_row)]
-        size, rows = sizes.get(p.region), sample.rows
-        if sample.keys and len(keys) < len(sample.keys):
-            size = None if size is None else size * len(keys) // len(sample.keys)
-            rows = rows * len(keys) // len(sample.keys)
+        rows = sample.rows if len(keys) == len(sample.keys) else sample.rows * len(keys) // max(1, len(sample.keys))
+        size = None if per_row is None else int(rows * per_row)
         bounds = tuple(split_points(keys, leaves_wanted(size, leaf_bytes, rows), p.start_row, p.stop_row))
         out.append(HashPartition(p.index, p.start_row, p.stop_row, bounds, first, p.region, p.host, p.gateway))
         first += len(bounds) + 1
     return out
 
 
-def sample_keys_wanted(region_bytes: int | None, leaf_bytes: int) -> int:
-    """How many keys to sample of a region: twice the leaves it needs (at least 1024), so that each cut falls
-    near its place."""
-    return max(1024, 2 * leaves_wanted(region_bytes, leaf_bytes, 1 << 62)) if region_bytes is not None else 1024
+def sample_keys_wanted(table_bytes: int | None, regions: int, leaf_bytes: int) -> int:
+    """How many keys to sample of each region: twice the leaves a region four times the average would need (at
+    least 1024), so that each cut falls near its place."""
+    if table_bytes is None:
+        return 1024
+    return max(1024, 2 * math.ceil(4 * table_bytes / max(1, regions) / leaf_bytes))
 
 
 def leaf_count(plan: Sequence[HashPartition]) -> int:

@@ -211,7 +211,7 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
         log.info("verify %s -> %s by hashes (%s)", options.table, options.target_table, why)
         result = run_hash_verify(source, target, options, source_executor=executor,
                                  target_executor=target_executor or executor, source_remote=source_remote,
-                                 checked=checked, region_bytes=region_bytes, started_ms=started_ms)
+                                 checked=checked, table_bytes=table_bytes, started_ms=started_ms)
         result.update(source=source.describe()["thrift"], target=target.describe()["thrift"], method_reason=why)
         return result
     _families, regions = checked
@@ -250,7 +250,8 @@ def run_hash_side(job: "Job", executor: Any, region_bytes: Mapping[str, int] | N
     if ns.hash_side == "source":
         started_ms = ns.started_ms if ns.started_ms is not None else int(time.time() * 1000)
         figures = hash_source_side(job.source, job.options, executor, exchange, regions=job.checked[1],
-                                   started_ms=started_ms, region_bytes=region_bytes)
+                                   started_ms=started_ms,
+                                   table_bytes=None if region_bytes is None else sum(region_bytes.values()))
         return {"job": "verify", "method": "hash", "hash_side": "source", "table": job.options.table, **figures}
     result = hash_target_side(job.source_remote or job.source, job.target, job.options, executor, exchange)
     result.update(source=(job.source_remote or job.source).describe()["thrift"],

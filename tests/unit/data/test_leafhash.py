@@ -104,40 +104,41 @@ def test_leaves_wanted(size, rows, wanted):
     assert lh.leaves_wanted(size, 1 << 20, rows) == wanted
 
 
-def test_plan_leaves_cuts_regions_at_sampled_keys_and_numbers_leaves_across_the_table():
+def test_plan_leaves_spreads_the_table_over_its_rows_and_numbers_leaves_across_the_table():
     parts = [Partition("t", 0, b"", b"m", "r1", "id0"), Partition("t", 1, b"m", b"", "r2", "id1")]
     keys1 = tuple(bytes([c]) for c in b"abcdefghijkl")  # 12 rows
     samples = {"r1": RegionSample(12, keys1), "r2": RegionSample(2, (b"m", b"n"))}
-    plan = lh.plan_leaves(parts, {"r1": 4 << 20, "r2": 100}, samples, 1 << 20)
-    assert [p.bounds for p in plan] == [(b"d", b"g", b"j"), ()]
-    assert [p.first_leaf for p in plan] == [0, 4]
-    assert lh.leaf_count(plan) == 5
-    assert plan[0].leaf_range(0) == (b"", b"d") and plan[0].leaf_range(3) == (b"j", b"m")
-    assert plan[0].leaf_of(b"c") == 0 and plan[0].leaf_of(b"d") == 1 and plan[0].leaf_of(b"l") == 3
+    # 14 rows, 7 MiB: 0.5 MiB a row; the first region 6 MiB (6 leaves), the second 1 MiB (1 leaf)
+    plan = lh.plan_leaves(parts, samples, 1 << 20, 7 << 20)
+    assert [p.bounds for p in plan] == [(b"c", b"e", b"g", b"i", b"k"), ()]
+    assert [p.first_leaf for p in plan] == [0, 6]
+    assert lh.leaf_count(plan) == 7
+    assert plan[0].leaf_range(0) == (b"", b"c") and plan[0].leaf_range(5) == (b"k", b"m")
+    assert plan[0].leaf_of(b"b") == 0 and plan[0].leaf_of(b"c") == 1 and plan[0].leaf_of(b"l") == 5
     assert [lh.HashPartition.from_dict(p.to_dict()) for p in plan] == plan
 
 
-def test_plan_leaves_without_sizes_cuts_by_rows():
+def test_plan_leaves_without_a_size_cuts_by_rows():
     parts = [Partition("t", 0, b"", b"", "r", "id")]
     keys = tuple(b"%05d" % i for i in range(0, 3000, 3))  # every 3rd of 3000 rows
-    plan = lh.plan_leaves(parts, {"r": None}, {"r": RegionSample(3000, keys)}, 1 << 20)
+    plan = lh.plan_leaves(parts, {"r": RegionSample(3000, keys)}, 1 << 20)
     assert plan[0].leaves == 3
     with pytest.raises(CopyConfigError, match="hash_leaf_bytes"):
-        lh.plan_leaves(parts, {}, {}, 0)
+        lh.plan_leaves(parts, {}, 0)
 
 
 def test_plan_leaves_shares_a_split_region_by_its_sampled_keys():
     parts = [Partition("t", 0, b"", b"f", "r", "a"), Partition("t", 1, b"f", b"", "r", "b")]
     keys = tuple(bytes([c]) for c in b"abcdefghij")
-    plan = lh.plan_leaves(parts, {"r": 10 << 20}, {"r": RegionSample(10, keys)}, 1 << 20)
+    plan = lh.plan_leaves(parts, {"r": RegionSample(10, keys)}, 1 << 20, 10 << 20)
     assert [p.leaves for p in plan] == [5, 5]
     assert plan[1].first_leaf == 5
 
 
 def test_sample_keys_wanted():
-    assert lh.sample_keys_wanted(None, 1 << 20) == 1024
-    assert lh.sample_keys_wanted(1 << 20, 1 << 20) == 1024
-    assert lh.sample_keys_wanted(10 << 30, 1 << 20) == 20480
+    assert lh.sample_keys_wanted(None, 4, 1 << 20) == 1024
+    assert lh.sample_keys_wanted(1 << 20, 1, 1 << 20) == 1024
+    assert lh.sample_keys_wanted(10 << 30, 4, 1 << 20) == 20480
 
 
 def test_differing_leaves_and_their_ranges():
