@@ -570,7 +570,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         ti = context.get("ti") if hasattr(context, "get") else None
         key = f"{self.summary_key(context)}/try{getattr(ti, 'try_number', 0)}/{uuid.uuid4().hex[:8]}"
         started_ms = int(_time.time() * 1000)
-        exchange = LedgerExchange(ledger_url(), f"hash-exchange/{key}")
+        exchange = LedgerExchange(ledger_url(), f"hash-exchange/{key}", "operator")
         side = {"hash_side": "source", "exchange_key": key, "started_ms": started_ms}
         self._source_side = _HashSourceSideJob(self, side, conn_id=self.spark_source_conn_id or self._conn_id)
         box: dict[str, Any] = {}

@@ -183,9 +183,9 @@ class LedgerExchange:
     """The two sides in two Spark applications (each beside its cluster), meeting in the run ledger: a message is a
     job summary row under `prefix/key` (`Ledger.put_job_summary`), taken once by the other side (polled)."""
 
-    def __init__(self, url: str, prefix: str, timeout_s: float = 6 * 3600.0, poll_s: float = 1.0):
-        self.url, self.prefix, self.timeout_s, self.poll_s = url, prefix, timeout_s, poll_s
-        self.sent: dict[str, int] = {"source": 0, "target": 0}
+    def __init__(self, url: str, prefix: str, side: str, timeout_s: float = 6 * 3600.0, poll_s: float = 1.0):
+        self.url, self.prefix, self.side, self.timeout_s, self.poll_s = url, prefix, side, timeout_s, poll_s
+        self.sent: dict[str, int] = {"source": 0, "target": 0}  # by this side, and to it by the other
 
     def put(self, key: str, message: Mapping[str, Any], sender: str) -> None:
         from hbase_migration.data.progress import retry_transient
@@ -214,6 +214,7 @@ class LedgerExchange:
                     found = ledger.take_job_summary(f"{self.prefix}/{key}")
                     aborted = None if found is not None else ledger.take_job_summary(f"{self.prefix}/abort")
                 if found is not None:
+                    self.sent["target" if self.side == "source" else "source"] += _json_bytes(found)
                     return found
                 if aborted is not None:
                     raise ExchangeError(f"no {what}: {aborted.get('error')}")
@@ -254,11 +255,13 @@ def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, e
                               "sees": hasher.sees, "plan_s": round(time.monotonic() - t0, 3)}, "source")
         log.info("hash verify %s (source side): %d partitions, %d leaves planned; cells below %d", options.table,
                  len(plan), leaves, bound)
+        t_hash = time.monotonic()
         results = hasher.hash(plan, _meter("source", len(plan), leaves))
+        hash_s = time.monotonic() - t_hash
     except Exception as e:
         exchange.put("plan", {"error": f"{type(e).__name__}: {e}"}, "source")
         raise
-    exchange.put("source/0", {"results": [r.to_dict() for r in results]}, "source")
+    exchange.put("source/0", {"results": [r.to_dict() for r in results], "hash_s": round(hash_s, 3)}, "source")
     rounds = 0
     while True:
         request = exchange.take(f"request/{rounds + 1}", "the target side's next request")
@@ -270,7 +273,8 @@ def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, e
     totals = leafhash.side_totals(results)
     log.info("hash verify %s (source side) done: %d leaves, %s of cells hashed, %d re-check round(s)",
              options.table, totals["leaves"], human_bytes(totals["bytes"]), rounds)
-    return {"side": "source", **totals, "recheck_rounds": rounds, "elapsed_s": round(time.monotonic() - t0, 3),
+    return {"side": "source", **totals, "recheck_rounds": rounds, "hash_s": round(hash_s, 3),
+            "elapsed_s": round(time.monotonic() - t0, 3),
             "target_said": request.get("error")}
 
 
@@ -291,6 +295,7 @@ def hash_target_side(source_remote: "Cluster", target: "Cluster", options: Verif
         leaves = leafhash.leaf_count(plan)
         t_plan = time.monotonic()
         tgt_results = hasher.hash(plan, _meter("target", len(plan), leaves))
+        target_hash_s = time.monotonic() - t_plan
         src_message = _checked_message(exchange.take("source/0", "the source's digests"), "its digests")
         src_results = [LeafDigests.from_dict(d) for d in src_message["results"]]
         differing = leafhash.differing_leaves(leafhash.digests_by_leaf(src_results),
@@ -340,8 +345,10 @@ def hash_target_side(source_remote: "Cluster", target: "Cluster", options: Verif
     plan_s = float(message.get("plan_s", 0.0))
     return hash_verdict(options, bounded, started_ms, plan, src_results, tgt_results, first_pass, differing,
                         rounds, recheck_src, recheck_tgt, ranges, verdicts, dict(exchange.sent),
-                        {"plan_s": plan_s, "hash_s": t_hash - t_plan, "recheck_s": t_recheck - t_hash,
-                         "cells_s": t_cells - t_recheck, "elapsed_s": plan_s + (t_cells - t0)},
+                        {"plan_s": plan_s, "hash_s": t_hash - t_plan,
+                         "source_hash_s": float(src_message.get("hash_s", 0)), "target_hash_s": target_hash_s,
+                         "recheck_s": t_recheck - t_hash, "cells_s": t_cells - t_recheck,
+                         "elapsed_s": plan_s + (t_cells - t0)},
                         str(message.get("sees", "")), hasher.sees)
 
 
@@ -457,11 +464,14 @@ def hash_verdict(options: VerifyOptions, bounded: VerifyOptions, started_ms: int
     cells_tgt = sum(v.target_bytes for v in verdicts)
     recheck_s_bytes = sum(sum(r.nbytes) for r in recheck_src)
     recheck_t_bytes = sum(sum(r.nbytes) for r in recheck_tgt)
+    def rate(totals: Mapping[str, int], seconds: float) -> dict[str, float]:
+        return {"hash_s": round(seconds, 3), "mb_per_s": round(totals["bytes"] / 1e6 / seconds, 2) if seconds else 0.0}
+
     result["hash"] = {
         "leaf_bytes": options.hash_leaf_bytes,
         "leaves": leafhash.leaf_count(plan),
-        "source": {**s_tot, "sees": sees_source},
-        "target": {**t_tot, "sees": sees_target},
+        "source": {**s_tot, **rate(s_tot, times.get("source_hash_s", 0.0)), "sees": sees_source},
+        "target": {**t_tot, **rate(t_tot, times.get("target_hash_s", 0.0)), "sees": sees_target},
         "differing_leaves_first_pass": len(first_pass),
         "recheck_rounds": rounds,
         "differing_leaves": len(differing),

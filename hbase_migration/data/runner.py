@@ -246,7 +246,7 @@ def run_hash_side(job: "Job", executor: Any, region_bytes: Mapping[str, int] | N
     from hbase_migration.data.hashverify import LedgerExchange, hash_source_side, hash_target_side
 
     ns = job.ns
-    exchange = LedgerExchange(ns.summary_ledger_url, f"hash-exchange/{ns.exchange_key}")
+    exchange = LedgerExchange(ns.summary_ledger_url, f"hash-exchange/{ns.exchange_key}", ns.hash_side)
     if ns.hash_side == "source":
         started_ms = ns.started_ms if ns.started_ms is not None else int(time.time() * 1000)
         figures = hash_source_side(job.source, job.options, executor, exchange, regions=job.checked[1],
