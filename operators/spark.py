@@ -572,7 +572,8 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         started_ms = int(_time.time() * 1000)
         exchange = LedgerExchange(ledger_url(), f"hash-exchange/{key}", "operator")
         side = {"hash_side": "source", "exchange_key": key, "started_ms": started_ms}
-        self._source_side = _HashSourceSideJob(self, side, conn_id=self.spark_source_conn_id or self._conn_id)
+        self._source_side = _HashSourceSideJob(parent=self, side=side,
+                                               conn_id=self.spark_source_conn_id or self._conn_id)
         box: dict[str, Any] = {}
 
         def source_side() -> None:
@@ -646,7 +647,8 @@ class _HashSourceSideJob(_HBaseJobOperator):
     application_path = VERIFY_JOB
     yarn_max_app_attempts = 1
 
-    def __init__(self, parent: HBaseVerifyTableOperator, side: dict[str, Any], conn_id: str) -> None:
+    def __init__(self, *, parent: HBaseVerifyTableOperator, side: dict[str, Any], conn_id: str, **_: Any) -> None:
+        # (`**_`: what BaseOperator's metaclass passes, default_args; the job takes everything from its parent)
         super().__init__(task_id=f"{parent.task_id}.source_side", table=parent.table,
                          source_conn_id=parent.source_conn_id, target_conn_id=parent.target_conn_id,
                          target_table=parent.target_table, start_time_ms=parent.start_time_ms,
