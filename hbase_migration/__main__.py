@@ -452,12 +452,20 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     own.add_argument("--workers", type=WORKERS, default=4)
     own.add_argument("--json", action="store_true")
     ours, rest = own.parse_known_args(list(argv))
+    from hbase_migration.data.datapath.native import NativeUnavailable
+
     try:
         job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
-    except (jobargs.UsageError, CopyConfigError) as e:
+    except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         raise UsageError(*_split(e, kind)) from None
     from hbase_migration.migration.region_metrics import table_region_bytes
 
+    if job.source.uses_native:  # HBase's client runs in Spark's JVMs: a local Spark of `--workers` slots
+        from hbase_migration.data.executors import SparkExecutor
+
+        return run_job(job, lambda name, ns: SparkExecutor(name, ns.master or f"local[{ours.workers}]",
+                                                           jobargs.spark_conf(ns.conf), ns.log_level),
+                       hold_switches=kind == "copy", region_sizes=table_region_bytes)
     return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy",
                    region_sizes=table_region_bytes)
 
