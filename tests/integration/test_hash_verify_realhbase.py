@@ -135,6 +135,7 @@ def test_every_planted_kind_is_found_and_named_exactly(realhbase, sides):
     assert result["source_rows"] == 3001 and result["target_rows"] == 3002
 
 
+@pytest.mark.full  # make test: the planted kinds and the live writer; the bound has unit tests of its own
 def test_the_time_bound_is_honoured_on_both_sides(realhbase, sides):
     """Cells at or after the bound (the verification's start minus the skew margin) are left out on both sides, the
     ones just below it are compared: a target-only cell at the bound is no difference, one a millisecond older is."""
@@ -270,6 +271,7 @@ def _conn_json(endpoint: dict) -> str:
     return json.dumps(endpoint["connection"])
 
 
+@pytest.mark.full  # a WAN link on the bed: make test-full (the planted kinds' run counts the link's bytes too)
 def test_the_cli_verifies_by_hashes_across_the_wan(realhbase, sides):
     """`verify --method hash` with a WAN link between the datacenters: the source's side reads dc1 directly, the
     comparison by cells reads dc1 through the link (`--source-remote`, the endpoints' remote view), and the bytes
