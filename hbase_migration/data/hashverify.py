@@ -26,7 +26,8 @@ ranges), and each difference exactly (row, family, qualifier, timestamp, type).
 What each side's hasher sees: `ThriftHasher` reads through the cluster's Thrift data path, whose scans return
 every version each family keeps (puts only): a delete marker is not hashed, so a marker present on one side only
 that masks nothing the other side shows is not seen (what the markers mask is: the masked put is absent from that
-side's read). A hasher over HBase's own client (the native path's raw range reader) sees the markers too.
+side's read). `NativeHasher` (clusters on the native data path) hashes in Spark's JVMs through HBase's own client,
+raw: every delete marker with its type, and every put its family keeps.
 """
 from __future__ import annotations
 
@@ -116,6 +117,47 @@ class ThriftHasher:
         return self.executor.run(list(parts), task, on_done, tasks_per_slot=HASH_TASKS_PER_SLOT)
 
 
+SEES_NATIVE = ("every delete marker (its type and timestamp) and every version each family keeps (HBase's client, raw "
+               "reads through the native path's range reader): a put masked, or past its family's VERSIONS, that only "
+               "the cluster's next compaction drops is left out on both sides")
+
+
+class NativeHasher:
+    """A side hashed by the native path's JVM tasks in Spark's executors (`jvm/`: `HashTask` over the raw range
+    reader, the digest byte for byte `leafhash`'s), so delete markers are hashed too."""
+
+    sees = SEES_NATIVE
+
+    def __init__(self, cluster: "Cluster", options: VerifyOptions, is_source: bool, executor: Any):
+        self.cluster, self.options, self.executor = cluster, options, executor
+        self.side = "source" if is_source else "target"
+
+    def hash(self, parts: Sequence[HashPartition],
+             on_done: Callable[[list[LeafDigests]], None] | None = None) -> list[LeafDigests]:
+        from hbase_migration.data import native_jobs
+
+        first = {p.index: p.first_leaf for p in parts}
+
+        def digests(d: dict[str, Any]) -> LeafDigests:
+            if d.get("status") != "hashed":  # a failed task's result names the partition and the error
+                return LeafDigests(int(d["index"]), first.get(int(d["index"]), 0), status="failed",
+                                   error=d.get("error"), elapsed_s=float(d.get("elapsed_s", 0.0)))
+            return LeafDigests.from_dict(d)
+
+        done = (lambda fresh: on_done([digests(d) for d in fresh])) if on_done else None
+        return [digests(d) for d in native_jobs.hash_partitions(self.cluster, self.side, self.options,
+                                                                [p.to_dict() for p in parts], self.executor, done,
+                                                                HASH_TASKS_PER_SLOT)]
+
+
+def side_hasher(cluster: "Cluster", options: VerifyOptions, is_source: bool, executor: Any) -> SideHasher:
+    """The native path's hasher for a cluster on it (both sides are, or neither: `native_jobs.uses_native`), else
+    the Thrift one."""
+    if getattr(cluster, "uses_native", False):
+        return NativeHasher(cluster, options, is_source, executor)
+    return ThriftHasher(cluster, options, is_source, executor)
+
+
 # --------------------------------------------------------------------------------------------------
 # The plan
 
@@ -129,12 +171,18 @@ def plan_hash(source: "Cluster", options: VerifyOptions, regions: Sequence[Regio
     """The leaves, from the source: its regions, their rows and sampled keys (key-only scans on `executor`, beside
     the source) and the table's size (`table_bytes`, its store files from the region servers' /jmx; None:
     unknown, leaves then by rows)."""
-    partitions = plan_partitions(regions, options, gateways=source.gateways)
+    native = getattr(source, "uses_native", False)
+    partitions = plan_partitions(regions, options, gateways=() if native else source.gateways)
     wanted = {p.region for p in partitions}
     sampled = [r for r in regions if r.name.decode("utf-8", "backslashreplace") in wanted]
     max_keys = leafhash.sample_keys_wanted(table_bytes, len(sampled), options.hash_leaf_bytes)
-    samples = {name.decode("utf-8", "backslashreplace"): sample for name, sample in
-               executor.map(sampled, functools.partial(_sample, source, options, max_keys))}
+    if native:  # key-only scans in the executors' JVMs
+        from hbase_migration.data import native_jobs
+
+        found = native_jobs.sample_regions(source, options, sampled, executor, max_keys).items()
+    else:
+        found = executor.map(sampled, functools.partial(_sample, source, options, max_keys))
+    samples = {name.decode("utf-8", "backslashreplace"): sample for name, sample in found}
     return leafhash.plan_leaves(partitions, samples, options.hash_leaf_bytes, table_bytes)
 
 
@@ -248,7 +296,7 @@ def hash_source_side(source: "Cluster", options: VerifyOptions, executor: Any, e
     try:
         bound = leafhash.time_bound(started_ms, options.skew_margin_ms, options.end_time_ms)
         bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
-        hasher = hasher or ThriftHasher(source, bounded, True, executor)
+        hasher = hasher or side_hasher(source, bounded, True, executor)
         plan = plan_hash(source, bounded, regions, executor, table_bytes)
         leaves = leafhash.leaf_count(plan)
         exchange.put("plan", {"plan": [p.to_dict() for p in plan], "bound": bound, "started_ms": started_ms,
@@ -291,7 +339,7 @@ def hash_target_side(source_remote: "Cluster", target: "Cluster", options: Verif
         plan = [HashPartition.from_dict(d) for d in message["plan"]]
         bound, started_ms = int(message["bound"]), int(message["started_ms"])
         bounded = dataclasses.replace(options, end_time_ms=bound, count_bytes=True)
-        hasher = hasher or ThriftHasher(target, bounded, False, executor)
+        hasher = hasher or side_hasher(target, bounded, False, executor)
         leaves = leafhash.leaf_count(plan)
         t_plan = time.monotonic()
         tgt_results = hasher.hash(plan, _meter("target", len(plan), leaves))
@@ -339,8 +387,14 @@ def hash_target_side(source_remote: "Cluster", target: "Cluster", options: Verif
     if compare:
         log.info("hash verify %s: comparing %d range(s) (%d leaves) cell by cell, the source read as %s",
                  options.table, len(compare), len(differing), source_remote.describe()["thrift"])
-        verdicts = executor.run(compare, functools.partial(_verify_range, source_remote, target, bounded), None,
-                                tasks_per_slot=HASH_TASKS_PER_SLOT)
+        if getattr(target, "uses_native", False):  # raw on both sides, markers compared too
+            from hbase_migration.data import native_jobs
+
+            verdicts = native_jobs.verify_partitions(source_remote, target, bounded, compare, executor, None,
+                                                     HASH_TASKS_PER_SLOT)
+        else:
+            verdicts = executor.run(compare, functools.partial(_verify_range, source_remote, target, bounded), None,
+                                    tasks_per_slot=HASH_TASKS_PER_SLOT)
     t_cells = time.monotonic()
     plan_s = float(message.get("plan_s", 0.0))
     return hash_verdict(options, bounded, started_ms, plan, src_results, tgt_results, first_pass, differing,
