@@ -26,6 +26,7 @@ import time
 import pytest
 
 from tests.snapshot_bed import (
+    compare_sides,
     exists,
     listing,
     shell_ok,
@@ -46,17 +47,6 @@ LINK = re.compile(rf"^[\w][-\w.]*=[0-9a-f]{{32}}-{HFILE}$")  # <table>=<region>-
 def _endpoints(bed) -> tuple[dict, dict]:
     endpoints = bed.endpoints()
     return endpoints["dc1"], endpoints["dc2"]
-
-
-def _compare(dc1: dict, dc2: dict, table: str) -> dict:
-    from demo.workload import compare
-
-    src, dst = thrift2(dc1), thrift2(dc2)
-    try:
-        return compare(src, dst, table).as_dict()
-    finally:
-        src.close()
-        dst.close()
 
 
 def _put(endpoint: dict, table: str, rows: list) -> None:
@@ -156,7 +146,7 @@ def test_a_mob_family_exports_and_clones_with_its_mob_files_from_mobdir_and_arch
                 if f"/{mob_region(table)}/m/" in path}
     where = sorted({row["found_in"] for row in mob_rows.values()})
     assert where == ["archive", "mobdir"], (where, mob_rows)  # both of the MOB files' homes were read
-    cmp = _compare(dc1, dc2, table)
+    cmp = compare_sides(dc1, dc2, table)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] == 200, cmp
     assert cmp["source_cells"] == cmp["target_cells"] == 200 * 9, cmp  # 200 rows: three versions of three columns
     # The MOB values are the target's own reads of the exported files in archive/. A clone holds its MOB files
@@ -170,7 +160,7 @@ def test_a_mob_family_exports_and_clones_with_its_mob_files_from_mobdir_and_arch
     ttl = _cleaner_ttl_s(dc2)
     newest = max(s["modificationTime"] for s in _files(dc2, f"/hbase/archive/data/default/{table}").values()) / 1000
     time.sleep(max(0.0, newest + ttl + 60 - time.time()))  # both cleaner chores run every 10 s on the bed
-    again = _compare(dc1, dc2, table)
+    again = compare_sides(dc1, dc2, table)
     assert again["differences"] == 0 and again["target_cells"] == 200 * 9, again
 
 
@@ -207,7 +197,7 @@ def test_reference_files_of_a_split_not_yet_compacted_export_and_clone(realhbase
     # the clone holds reference files too (restored from the manifest), pointing at the exported parent's files
     target_refs = [p for p in _files(dc2, data) if "." in p.rsplit("/", 1)[1]]
     assert len(target_refs) >= 4, sorted(_files(dc2, data))
-    cmp = _compare(dc1, dc2, table)
+    cmp = compare_sides(dc1, dc2, table)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] == 2000, cmp
     assert cmp["source_cells"] == cmp["target_cells"] == 4000, cmp
 
@@ -240,7 +230,7 @@ def test_a_table_of_hfilelinks_into_a_dropped_table_exports_and_clones(realhbase
     assert any(p.startswith(f"data/default/{table}/") for p in copied), copied
     # on the target the origin's files sit in archive/ under the origin's name, where the clone's links look
     assert all(exists(dc2, f"/hbase/archive/{p}") for p in linked)
-    cmp = _compare(dc1, dc2, table)
+    cmp = compare_sides(dc1, dc2, table)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] == 1500, cmp
     assert cmp["source_cells"] == cmp["target_cells"] == 1000 * 2 + 1000, cmp
 
