@@ -74,7 +74,7 @@ def test_up_secure_endpoints_and_down(tmp_path):
                                text=True, env={**os.environ, **env}, timeout=30)
         assert kinit.returncode == 0, kinit.stderr
         klist = subprocess.run(["klist"], capture_output=True, text=True, env={**os.environ, **env}, timeout=30)
-        assert _lifetime_s(klist.stdout) <= 120
+        assert _lifetime_s(klist.stdout) <= 120  # the KDC's configured ticket lifetime, not a measured time
         kvno = subprocess.run(["kvno", "hbase/localhost@DC2.TEST"], capture_output=True, text=True,
                               env={**os.environ, **env}, timeout=30)
         assert kvno.returncode == 0, kvno.stderr

@@ -161,6 +161,7 @@ def test_a_projection_past_the_quota_or_free_space_is_refused_naming_the_figures
     assert not errors
     check = next(r for r in refused.results if r.name == "copy_projection")
     assert not refused.ok and not check.ok and check.severity == "error", check.reason
+    # copy_s is the projection's arithmetic from the stated rows_per_s=0.1, not a measured time of this machine
     assert refused.sizing.projection.growth_bytes_per_s > 0 and refused.sizing.projection.copy_s >= 24_000
     assert "does not fit: space quota on /hbase: needs " in check.reason
     for fix in ("more quota: at least", "hdfs dfsadmin -setSpaceQuota", "a faster copy", "quota_policy enable_peer",
