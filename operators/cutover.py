@@ -297,7 +297,7 @@ class CutoverWindowOperator(BaseOperator):
     the freeze, the lag gate, a live pass of the bounded check, then the write FREEZE: the fence (READONLY on every
     table at once, or WRITE taken away by ACL), a WAL roll and the forward peer's drain, the bounded check of what
     changed since the last verification, and `switch_command` (the clients move to the target). After the freeze:
-    the reverse peer ENABLED and, with READONLY, the source writable again.
+    with READONLY, the source writable again; then the reverse peer ENABLED and its lag gate.
 
     Fails without retry. An abort condition (lag, a difference, the freeze's deadline, the switch command) lifts
     the fence and leaves the clients on the source; the reverse peer stays DISABLED (it holds any early target

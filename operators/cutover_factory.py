@@ -63,8 +63,9 @@ Every slow step happens before writes stop (docs/cutover.md has the timeline and
    before it is found by the verification or the bounded check and stops the cut-over, named.
 6. **window** (one task): shell sessions opened, the lag gate, a live pass of the bounded check, then the write
    freeze: the fence (READONLY, or WRITE revoked by ACL), a WAL roll and the forward peer's drain, the bounded check
-   of what changed since the verification, `switch_command`. After it: the reverse peer ENABLED, the source
-   writable again (READONLY). An abort condition lifts the fence and leaves the clients on the source.
+   of what changed since the verification, `switch_command`. After it: the source writable again (READONLY), the
+   reverse peer ENABLED and its lag gate (caught up, or a warning). An abort condition lifts the fence and leaves
+   the clients on the source.
 7. **post_verify** (mapped): every version again, both sides live, the reverse peer keeping the source current:
    a difference fails here, with rollback (`hbase_rollback`) one step away.
 8. **retire_forward_peer**: removed (or narrowed to the tables not cut over).

@@ -207,25 +207,43 @@ class _Window:
         self.result["acl_fenced"] = detail["fenced"]
         self.result["unfence_statements"] = self.unfence
 
-    def wait_lag(self, detail: dict[str, Any]) -> None:
+    def poll_lag(self, cluster: "Cluster", peer_id: str, wait_s: float, detail: dict[str, Any]) -> list[str]:
+        """Polls `peer_id`'s queues on `cluster` through the lag gate for up to `wait_s`: [] once close enough to
+        drained, else the last reasons."""
         from hbase_migration.clusters import zk
         from hbase_migration.replication import metrics
 
-        conditions = self.options.conditions
-        deadline = time.monotonic() + conditions.lag_wait_s
-        with zk.connect(self.source, timeout=self.source.timeout_s) as client:
+        deadline = time.monotonic() + wait_s
+        with zk.connect(cluster, timeout=cluster.timeout_s) as client:
             while True:
-                snapshot = metrics.peer_status(self.source, self.plan.peer_id, client, self.clock())
-                reasons = lag_gate(snapshot, conditions.max_lag_ms, self.options.caught_up_queue_size)
+                snapshot = metrics.peer_status(cluster, peer_id, client, self.clock())
+                reasons = lag_gate(snapshot, self.options.conditions.max_lag_ms, self.options.caught_up_queue_size)
                 detail["last"] = snapshot.summary()
-                if not reasons:
-                    return
-                if time.monotonic() >= deadline:
-                    raise CutoverAborted("lag", f"the forward peer {self.plan.peer_id} stayed behind for "
-                                                f"{conditions.lag_wait_s:g}s: " + "; ".join(reasons[:5]),
-                                         {"fence": "not applied", "changed": False})
-                log.info("lag gate: %s", "; ".join(reasons[:3]))
+                if not reasons or time.monotonic() >= deadline:
+                    return reasons
+                log.info("lag gate (%s): %s", peer_id, "; ".join(reasons[:3]))
                 self.sleep(2.0)
+
+    def wait_lag(self, detail: dict[str, Any]) -> None:
+        conditions = self.options.conditions
+        reasons = self.poll_lag(self.source, self.plan.peer_id, conditions.lag_wait_s, detail)
+        if reasons:
+            raise CutoverAborted("lag", f"the forward peer {self.plan.peer_id} stayed behind for "
+                                        f"{conditions.lag_wait_s:g}s: " + "; ".join(reasons[:5]),
+                                 {"fence": "not applied", "changed": False})
+
+    def wait_reverse(self, detail: dict[str, Any]) -> None:
+        """After the switch: the reverse peer's queues close to drained before post_verify compares both sides live.
+        Not an abort (the clients are on the target): a lagging peer is logged, and post_verify judges."""
+        try:
+            reasons = self.poll_lag(self.target, self.plan.reverse_peer_id, self.options.conditions.lag_wait_s,
+                                    detail)
+        except Exception as e:  # a reading, not a step of the switch: post_verify judges
+            reasons = [f"{type(e).__name__}: {e}"]
+        detail["caught_up"] = not reasons
+        if reasons:
+            log.warning("the reverse peer %s is still behind after %gs: %s", self.plan.reverse_peer_id,
+                        self.options.conditions.lag_wait_s, "; ".join(reasons[:5]))
 
     def check(self, since: int, kept_since_ms: int | None, live: bool) -> dict[str, Any]:
         from hbase_migration.migration.bounded_check import bounded_check
@@ -389,12 +407,16 @@ class _Window:
             self.result["switched_at"] = self.clock()
             self.result.update(timeline(self.steps))
             try:
-                with self.step("enable_reverse_peer") as d:
-                    self.enable_reverse(d)
+                # Unfrozen first: a READONLY region refuses the reverse peer's edits ("region is read only"),
+                # and the sink's retries can leave the source behind long after the unfreeze.
                 if self.options.freeze_method == READONLY and self.options.unfreeze_after_switch:
                     with self.step("unfreeze_source") as d:
                         d["readonly"] = self.readonly_read_back(self.src_shell.run(self.unfence,
                                                                                    timeout_s=600).stdout)
+                with self.step("enable_reverse_peer") as d:
+                    self.enable_reverse(d)
+                with self.step("reverse_lag_gate") as d:
+                    self.wait_reverse(d)
             except Exception as e:
                 raise PostSwitchError(
                     f"after the switch (the clients write to the target; nothing is undone): {type(e).__name__}: {e}. "

@@ -137,7 +137,7 @@ def test_window_aborts_cleanly_then_cuts_over_losing_nothing(bed):
         fenced = [s["step"] for s in result["steps"]]
         assert fenced[:4] == ["sessions", "prepare_fence", "lag_gate", "live_pass"], fenced
         assert fenced[4:9] == ["fence", "wal_roll", "drain", "bounded_check", "switch"], fenced
-        assert fenced[9:] == ["enable_reverse_peer", "unfreeze_source"], fenced
+        assert fenced[9:] == ["unfreeze_source", "enable_reverse_peer", "reverse_lag_gate"], fenced
         assert result["bounded_check"]["ok"] and result["details"]["drain"]["drained"], result
         print("window:", json.dumps({k: result[k] for k in ("steps", "freeze_s", "freeze_shares")}))
         switched = result["switched_at"]
