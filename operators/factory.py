@@ -163,7 +163,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
             end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
-            initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"), **safe_retry)
+            initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"),
+            same_master_key=spec("same_master_key"), **safe_retry)
 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)
@@ -209,6 +210,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
             task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
+            same_master_key=spec("same_master_key"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
             retries=2, retry_delay=retry_delay(60),
         ).expand_kwargs(snapshots)

@@ -209,6 +209,18 @@ class _HBaseJobOperator(SparkSubmitOperator):
         given = [f for f in (self.py_files or "").split(",") if f]
         self.py_files = ",".join([shipped, *given])
 
+    def _ship_jvm(self) -> None:
+        """The native data path (either cluster's `data_path` native): its jars go with the job (spark-submit
+        --jars, on the driver's and the executors' class paths), so a driver in a YARN container, far from this
+        worker's checkout, finds them there too (hbase_migration/data/datapath/native.py `bridge`)."""
+        clusters = [HBaseClusterHook(c).get_cluster() for c in (self.source_conn_id, self.target_conn_id)]
+        if not any(c.uses_native for c in clusters):
+            return
+        from hbase_migration.data.datapath.native import classpath
+
+        given = [j for j in (self.jars or "").split(",") if j]
+        self.jars = ",".join([*classpath(), *[j for j in given if j not in classpath()]])
+
     def _ship_credentials(self) -> None:
         """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
         hosts without them find them where Spark put them (hbase_migration.clusters.security.local_file: the container's
@@ -277,6 +289,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
                 self._yarn_attempts()
             self._python_env(on_yarn)
             self._ship_code(tmp)
+            self._ship_jvm()
             self._ship_credentials()
             given = (self.principal, self.keytab, self._yarn_rm_auth)  # this try's own: not kept for another
             self._spark_kerberos(tmp, extra, deploy_mode)

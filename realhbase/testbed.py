@@ -387,6 +387,7 @@ class RealHBase:
             elif not zk_ruok(self.zookeeper_hosts):
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
             self._ensure_parents()
+            config.ensure_master_key(self.workdir, jars.java)
             procs = {}
             planned: set[int] = set()  # both clusters' ports, before any JVM binds one
             for name in CLUSTERS:

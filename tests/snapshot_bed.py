@@ -150,6 +150,25 @@ def webhdfs(endpoint: dict, path: str, op: str, **params: str) -> Any:
         return json.loads(r.read())
 
 
+def mkdirs(endpoint: dict, path: str) -> None:
+    """WebHDFS MKDIRS (urllib), as the daemons' user."""
+    from urllib.parse import quote, urlencode
+
+    query = urlencode({"op": "MKDIRS", "user.name": endpoint["connection"]["extra"]["webhdfs_user"]})
+    request = urllib.request.Request(f"{endpoint['webhdfs_url']}/webhdfs/v1{quote(path)}?{query}", method="PUT")
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert json.loads(r.read())["boolean"], path
+
+
+def read_file(endpoint: dict, path: str) -> bytes:
+    """A whole (small) file through WebHDFS OPEN (urllib follows the DataNode redirect)."""
+    from urllib.parse import quote, urlencode
+
+    query = urlencode({"op": "OPEN", "user.name": endpoint["connection"]["extra"]["webhdfs_user"]})
+    with urllib.request.urlopen(f"{endpoint['webhdfs_url']}/webhdfs/v1{quote(path)}?{query}", timeout=60) as r:
+        return r.read()
+
+
 def listing(endpoint: dict, directory: str) -> dict[str, dict]:
     """path -> FileStatus of every file under `directory` (recursively); {} when it does not exist."""
     out: dict[str, dict] = {}

@@ -6,14 +6,16 @@ actions, the run, one JSON summary line on stdout (logs go to stderr), exit 0 / 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from hbase_migration.data import native_jobs
 from hbase_migration.data.copy import CopyOptions, PartitionResult, copy_partition_safely, default_copy_id, summarize
 from hbase_migration.data.datapath import open_data_path
 from hbase_migration.data.datapath.base import Region
@@ -60,7 +62,7 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
             f"target: {target.name!r} is the source cluster {source.name!r} ({source.cluster_key}) and "
             f"{options.target_table!r} the source table, so every cell would map onto itself — give the target "
             "cluster's connection, or another table (--target-table) to copy within one cluster")
-    with open_data_path(source) as s, open_data_path(target) as t:
+    with _metadata(source, target, options) as (s, t):
         src = s.families(options.table)
         if not src:
             raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r} — check "
@@ -82,6 +84,20 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
     if not regions:
         raise CopyConfigError(f"table {options.table!r} has no regions on the source {source.name!r}")
     return src, regions
+
+
+@contextlib.contextmanager
+def _metadata(source: "Cluster", target: "Cluster", options: TableScope) -> Iterator[tuple[Any, Any]]:
+    """Both clusters' families and regions: through HBase's client in the driver's JVM on the native path
+    (`native_jobs`), else through each cluster's data path. Refuses a native/Thrift pair first."""
+    if native_jobs.uses_native(source, target, options):
+        try:
+            yield native_jobs.metadata(source, options.timeout_s), native_jobs.metadata(target, options.timeout_s)
+        except RuntimeError as e:  # HBase's client cannot reach a cluster (the JVM's exception, one line)
+            raise ConnectionError(str(e)) from None
+        return
+    with open_data_path(source) as s, open_data_path(target) as t:
+        yield s, t
 
 
 def finished_ranges(store: Any, copy_id: str, table: str, planned: Sequence[Partition],
@@ -125,8 +141,11 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
     if options.rows_per_partition:
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
                  options.table, options.rows_per_partition)
-        samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
-    partitions = plan_partitions(regions, options, samples, source.gateways)
+        if source.uses_native:
+            samples = native_jobs.sample_regions(source, options, regions, executor)
+        else:
+            samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
+    partitions = plan_partitions(regions, options, samples, () if source.uses_native else source.gateways)
     fingerprint = options.fingerprint()
     finished = finished_ranges(store, copy_id, options.table, partitions, fingerprint)
     resumed = resume_plan(partitions, finished, options.table, fingerprint)
@@ -166,8 +185,11 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                                 record=ledger_recorder(store, copy_id, options.table)).start()
         options = dataclasses.replace(options, load_url=governor.url)
     try:
-        results = executor.run(todo, functools.partial(_copy, source, target, options), on_done,
-                               lambda: log.info("progress: %s", meter.line()))
+        heartbeat = lambda: log.info("progress: %s", meter.line())  # noqa: E731
+        if source.uses_native:
+            results = native_jobs.copy_partitions(source, target, options, todo, executor, on_done, heartbeat)
+        else:
+            results = executor.run(todo, functools.partial(_copy, source, target, options), on_done, heartbeat)
     finally:
         load_control = governor.stop() if governor is not None else None
     summary = {
@@ -175,7 +197,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         "source": source.describe()["thrift"], "target": target.describe()["thrift"],
         "start_time_ms": options.start_time_ms, "end_time_ms": options.end_time_ms,
         "versions": versions_text(options.versions),
-        "families": options.content_key()["families"],
+        "families": options.content_key()["families"], "data_path": source.describe()["data_path"],
     }
     summary.update(summarize(results, skipped, time.monotonic() - started))
     if load_control is not None:
@@ -195,7 +217,7 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
     what `check_tables` returned just before. Returns the JSON result (`identical`)."""
     started = time.monotonic() if started is None else started
     _families, regions = checked or check_tables(source, target, options)
-    partitions = plan_partitions(regions, options, gateways=source.gateways)
+    partitions = plan_partitions(regions, options, gateways=() if source.uses_native else source.gateways)
     log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
              ", REPAIR enabled" if options.repair else "")
@@ -211,9 +233,14 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
 
     # Two tasks per slot, each verifying its share of the partitions in turn: a verification is read-only and
     # resumes nothing, so coarser tasks lose nothing, and small partitions stop paying a Spark task each.
-    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
-                            tasks_per_slot=VERIFY_TASKS_PER_SLOT)
-    result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
+    if source.uses_native:
+        verdicts = native_jobs.verify_partitions(source, target, options, partitions, executor, on_done,
+                                                 VERIFY_TASKS_PER_SLOT)
+    else:
+        verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
+                                tasks_per_slot=VERIFY_TASKS_PER_SLOT)
+    result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"],
+              "data_path": source.describe()["data_path"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
     return result
 
@@ -304,6 +331,10 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
         store = open_store(ns)
     else:
         options = jobargs.verify_options(ns)
+    if native_jobs.uses_native(source, target, options):  # the driver's JVM, started as the job's Spark needs it
+        from hbase_migration.data.datapath.native import bridge
+
+        bridge({**jobargs.spark_conf(ns.conf), **({"spark.master": ns.master} if ns.master else {})})
     checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
     return Job(kind, ns, source, target, options, started, load_limits, store, checked)
 
@@ -366,11 +397,12 @@ def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any],
     (nothing was written), said in one line."""
     from hbase_migration.clusters import channels
     from hbase_migration.data import jobargs
+    from hbase_migration.data.datapath.native import NativeUnavailable
 
     prog = f"{kind}_table"
     try:
         job = prepare_job(kind, argv)
-    except (jobargs.UsageError, CopyConfigError) as e:
+    except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except (ConnectionError, *channels.auth_errors()) as e:  # a cluster that does not answer or authenticate

@@ -265,7 +265,8 @@ class PartitionVerdict:
     source_cells: int = 0
     target_cells: int = 0
     differing: list[tuple[bytes, str]] = field(default_factory=list)  # capped at sample_limit per status
-    versions: list[tuple[bytes, bytes, int, str]] = field(default_factory=list)  # (row, column, ts, kind), capped
+    # (row, column, ts, kind[, marker type]), capped; the native path names differing delete markers too
+    versions: list[tuple] = field(default_factory=list)
     truncated: bool = False
     recompared: int = 0
     recompare_changed: int = 0
@@ -283,8 +284,13 @@ class PartitionVerdict:
         return d
 
 
-def version_dict(row: bytes, column: bytes, ts: int, kind: str) -> dict[str, Any]:
-    return {"row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "kind": kind}
+def version_dict(row: bytes, column: bytes, ts: int, kind: str, marker: str | None = None) -> dict[str, Any]:
+    """A differing version as the report shows it; `marker`: a delete marker's type (the native path's
+    `marker_missing_on_target` / `marker_only_on_target`)."""
+    d = {"row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "kind": kind}
+    if marker is not None:
+        d["type"] = marker
+    return d
 
 
 def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOptions, elapsed_s: float) -> dict:

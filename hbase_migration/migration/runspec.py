@@ -338,6 +338,12 @@ FIELDS: tuple[Field, ...] = (
           "is copied by snapshot; below it, by scan. Default 1 GiB: below that the snapshot's fixed cost (flush, "
           "three shell sessions, the clone) outweighs its speed", _integer, "copy.snapshot_threshold_bytes",
           **at_least(0, "an integer")),
+    Field("same_master_key", "boolean", False, "Snapshot: the target has the source's master key",
+          "families with ENCRYPTION (transparent encryption) go by snapshot only when this is on: their HFiles move "
+          "as they are, each data key wrapped with the source's master key (hbase.crypto.master.key.name), which "
+          "the target's key provider must hold under the same name (no API shows a master key: only you can say "
+          "so). Off: such a table is refused by initial_copy snapshot and copied by scan with auto", _boolean,
+          "copy.same_master_key"),
     Field("snapshot_task_bytes_per_s", "integer", 0, "Snapshot export: bandwidth per task (bytes/s)",
           "each Spark task of the snapshot export reads at most this many bytes/s from the source's DataNodes "
           "(ExportSnapshot's --bandwidth); 0: no limit", _integer, "copy.snapshot_task_bytes_per_s",
@@ -543,6 +549,7 @@ class RunSpec:
     hold_switches: bool = True
     initial_copy: str = "scan"
     snapshot_threshold_bytes: int = SNAPSHOT_THRESHOLD
+    same_master_key: bool = False
     snapshot_task_bytes_per_s: int = 0
     snapshot_bytes_per_s: int = 0
     create_missing_tables: bool = True

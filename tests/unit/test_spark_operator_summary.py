@@ -37,7 +37,7 @@ def fake_driver(monkeypatch, summary: dict | None, seen: dict, container=None) -
 
     def execute(self, context):
         seen.update(py_files=self.py_files, env_vars=dict(self.env_vars or {}), argv=list(self.application_args),
-                    files=self.files)
+                    files=self.files, jars=self.jars)
         with zipfile.ZipFile(self.py_files.split(",")[0]) as zf:
             seen["zip"] = set(zf.namelist())
         for f in (self.files or "").split(","):
@@ -267,3 +267,25 @@ def test_a_kerberized_yarn_s_bad_credentials_are_refused_before_spark_submit(cas
     else:
         assert "both a principal and a keytab are needed" in message and "keytab_path" in message, message
     assert "spark_yarn" in message and not submitted
+
+
+def test_the_native_data_path_s_jars_go_with_the_job(connections, monkeypatch, tmp_path):
+    """Either cluster on the native path: its jars go with spark-submit --jars (a driver in a YARN container has no
+    checkout), the operator's own jars after them; on the Thrift paths no jar is added."""
+    from hbase_migration.data.datapath import native
+    from operators.spark import HBaseVerifyTableOperator
+
+    jars = [tmp_path / "hbase-migration-jvm.jar", tmp_path / "hbase-client.jar"]
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    monkeypatch.setenv(native.CLASSPATH_ENV, ":".join(map(str, jars)))
+    seen: dict = {}
+    fake_driver(monkeypatch, {"identical": True}, seen, tmp_path)
+    HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_local").execute({})
+    assert seen["jars"] is None
+    for name in ("HBASE_SOURCE", "HBASE_TARGET"):
+        conn = json.loads(__import__("os").environ[f"AIRFLOW_CONN_{name}"])
+        conn["extra"]["data_path"] = "native"
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
+    HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_yarn", jars="mine.jar").execute({})
+    assert seen["jars"] == f"{jars[0]},{jars[1]},mine.jar"
