@@ -181,3 +181,61 @@ def read_cluster_conf(cluster: "Cluster", zk_client: Any) -> tuple[dict[str, str
             return dict(server.properties), f"region server {server.servername}"
         errors.append(server.error or server.servername)
     raise ConfUnreadable(f"no /conf of {cluster.name} could be read: " + ("; ".join(errors) or "no live server"))
+
+
+SUPERUSER = "hbase.superuser"
+AUTHORIZATION = "hbase.security.authorization"
+ACCESS_CONTROLLER = "org.apache.hadoop.hbase.security.access.AccessController"
+
+
+def parse_superusers(value: str | None) -> tuple[str, ...]:
+    """`hbase.superuser` (comma-separated users and @groups; HBase's Superusers trims each) -> its entries."""
+    return tuple(dict.fromkeys(p.strip() for p in (value or "").split(",") if p.strip()))
+
+
+def superusers_of(confs: Mapping[str, Mapping[str, str]]) -> dict[str, list[str]]:
+    """Pure: from each server's configuration (server -> properties), every `hbase.superuser` entry and the
+    servers that list it (a server with another hbase-site lets other users through)."""
+    out: dict[str, list[str]] = {}
+    for server, props in sorted(confs.items()):
+        for who in parse_superusers(props.get(SUPERUSER)):
+            out.setdefault(who, []).append(server)
+    return out
+
+
+def runs_access_controller(props: Mapping[str, str]) -> bool:
+    """Whether a server's configuration has HBase's AccessController checking permissions: authorization on and
+    the coprocessor loaded on the regions (where a write is checked)."""
+    enabled = props.get(AUTHORIZATION, "false").strip().lower() == "true"
+    region = [c.strip() for c in props.get("hbase.coprocessor.region.classes", "").split(",")]
+    return enabled and ACCESS_CONTROLLER in region
+
+
+def read_server_confs(cluster: "Cluster", zk_client: Any = None) -> dict[str, dict[str, str]]:
+    """The configuration of every live region server (where a write's permission is checked) and of the active
+    master when its znode names its info port (name -> properties). Raises
+    ConfUnreadable naming each server that did not answer: a fence's check must not pass on what it did not read."""
+    from hbase_migration.clusters import channels, zk
+
+    if zk_client is None:
+        with zk.connect(cluster, timeout=cluster.timeout_s) as client:
+            return read_server_confs(cluster, client)
+    out: dict[str, dict[str, str]] = {}
+    errors = []
+    address = master_info_address(zk_client, cluster.znode_parent)
+    if address is not None:
+        try:
+            out[f"master {address[0]}:{address[1]}"] = fetch_conf(*address, cluster.timeout_s,
+                                                                   session=channels.http(cluster))
+        except ConfUnreadable as e:
+            errors.append(str(e))
+    servers = read_region_server_confs(cluster, zk_client)
+    for server in servers:
+        if server.properties is None:
+            errors.append(f"{server.servername}: {server.error}")
+        else:
+            out[server.servername] = dict(server.properties)
+    if errors or not servers:
+        raise ConfUnreadable(f"/conf of {cluster.name} not read from every server: "
+                             + ("; ".join(errors) or "no live region server"))
+    return out

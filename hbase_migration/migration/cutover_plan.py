@@ -97,7 +97,8 @@ class WindowOptions:
     freeze_exempt: tuple[str, ...] = ()  # ACL: principals whose WRITE is left alone (e.g. a replication tool)
     conditions: AbortConditions = field(default_factory=AbortConditions)
     caught_up_queue_size: int = 1  # the lag gate's: WALs of a caught-up queue, one per WAL group (the run spec's)
-    acl_settle_s: float = 1.0  # ACL: a permission change reaches the region servers through ZooKeeper
+    canary: str = "hbase_migration_canary"  # ACL: the toolkit's principal whose refused write proves the fence
+    canary_keytab: str | None = None  # ACL on Kerberos: the canary's keytab (on the host the window runs on)
     flush_before: bool = True  # READONLY: flush the tables before the freeze (less to flush when regions close)
     unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
     parallel_checks: int = 8  # key ranges compared at once by the bounded check
