@@ -458,13 +458,16 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
         job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
     except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         raise UsageError(*_split(e, kind)) from None
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
     if job.source.uses_native:  # HBase's client runs in Spark's JVMs: a local Spark of `--workers` slots
         from hbase_migration.data.executors import SparkExecutor
 
         return run_job(job, lambda name, ns: SparkExecutor(name, ns.master or f"local[{ours.workers}]",
                                                            jobargs.spark_conf(ns.conf), ns.log_level),
-                       hold_switches=kind == "copy")
-    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy")
+                       hold_switches=kind == "copy", region_sizes=table_region_bytes)
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy",
+                   region_sizes=table_region_bytes)
 
 
 def run_snapshot_export(argv: Sequence[str]) -> int:

@@ -68,6 +68,18 @@ def thrift2(endpoint: dict):
     return Thrift2(endpoint)
 
 
+def compare_sides(src_endpoint: dict, dst_endpoint: dict, table: str) -> dict:
+    """demo.workload's comparison of every version of `table` on both clusters (Thrift2), as a dict."""
+    from demo.workload import compare
+
+    src, dst = thrift2(src_endpoint), thrift2(dst_endpoint)
+    try:
+        return compare(src, dst, table).as_dict()
+    finally:
+        src.close()
+        dst.close()
+
+
 def load(endpoint: dict, table: BedTable, rows: int, value_bytes: int = 0) -> None:
     """The demo's rows (old explicit timestamps, several versions), and with `value_bytes` a wide value per row in
     `d:blob` (to make megabytes of HFiles quickly)."""

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from hbase_migration.data.copy import PartitionResult
 from hbase_migration.data.partitions import Partition, RegionSample
@@ -115,14 +115,28 @@ def verify_partitions(source: "Cluster", target: "Cluster", options: Any, partit
                                         tasks_per_slot)]
 
 
-def sample_regions(source: "Cluster", options: Any, regions: Sequence[Any], executor: Any) -> dict[bytes, RegionSample]:
+def hash_partitions(cluster: "Cluster", side: str, options: Any, partitions: Sequence[Mapping[str, Any]],
+                    executor: Any, on_done: Callable[[list[dict]], None] | None = None,
+                    tasks_per_slot: int | None = None) -> list[dict]:
+    """One side's leaf digests of `partitions` (`leafhash.HashPartition.to_dict()`s) on the native path (a raw read,
+    markers included, what each family keeps): the JVM tasks' JSON, `leafhash.LeafDigests`' own."""
+    from hbase_migration.data.datapath.native import hash_spec
+
+    table = options.table if side == "source" else options.target_table
+    spec = hash_spec(cluster, side, options, metadata(cluster, options.timeout_s).family_rules(table),
+                     per_family=side == "source" and bool(options.renames) and renames_reorder(options.families))
+    return _run(executor, "hash", spec, list(partitions), on_done, None, tasks_per_slot)
+
+
+def sample_regions(source: "Cluster", options: Any, regions: Sequence[Any], executor: Any,
+                   max_keys: int = 1024) -> dict[bytes, RegionSample]:
     """Row counts and keys of each region (key-only scans in Spark's executors), to split the big ones."""
     from hbase_migration.data.datapath.native import cluster_json
     from hbase_migration.data.partitions import _clip
 
     spec = {"source": cluster_json(source, options.timeout_s), "table": options.table,
             "families": [[s.decode(), d.decode()] for s, d in options.families], "start_ms": options.start_time_ms,
-            "end_ms": options.end_time_ms}
+            "end_ms": options.end_time_ms, "max_keys": max_keys}
     items, names = [], []
     for region in regions:
         clipped = _clip(region.start_key, region.end_key, options.start_row, options.stop_row)

@@ -25,6 +25,7 @@ import pytest
 
 from tests.snapshot_bed import (
     BedTable,
+    compare_sides,
     exists,
     listing,
     load,
@@ -51,17 +52,6 @@ def _table(bed, rows: int = 4000, value_bytes: int = 2000) -> tuple[BedTable, di
     shell_ok(bed, "dc1", table.create_statements())
     load(dc1, table, rows, value_bytes=value_bytes)
     return table, dc1, dc2
-
-
-def _compare(dc1: dict, dc2: dict, table: str) -> dict:
-    from demo.workload import Thrift2, compare
-
-    src, dst = Thrift2(dc1), Thrift2(dc2)
-    try:
-        return compare(src, dst, table).as_dict()
-    finally:
-        src.close()
-        dst.close()
 
 
 def _files_done(ledger, copy_id: str, table: str) -> dict:
@@ -107,7 +97,7 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
     for path, mtime in before.items():
         assert mtime is not None and after[f"/hbase/archive/{path}"]["modificationTime"] == mtime, path
     assert "Python worker exited unexpectedly" in log or "crashed" in log or "Lost task" in log, log[-3000:]
-    cmp = _compare(dc1, dc2, table.name)
+    cmp = compare_sides(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
@@ -146,7 +136,7 @@ def test_a_major_compaction_during_the_export_still_succeeds(realhbase, tmp_path
     assert proc.returncode == 0, log[-4000:]
     summary = summary_of(stdout)
     assert summary["cloned"] and summary["found_in_archive"] >= 1, summary
-    cmp = _compare(dc1, dc2, table.name)
+    cmp = compare_sides(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
@@ -273,7 +263,7 @@ def test_a_target_master_restart_mid_export_loses_and_recopies_no_finished_file(
     for path, mtime in before.items():  # moved into archive/ as staged: the same file, not a second copy
         assert after[f"/hbase/archive/{path}"]["modificationTime"] == mtime, path
     assert not exists(dc2, staged)
-    cmp = _compare(dc1, dc2, table.name)
+    cmp = compare_sides(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 

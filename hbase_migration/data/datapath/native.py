@@ -138,6 +138,16 @@ def verify_spec(source: "Cluster", target: "Cluster", options: Any, source_famil
     return spec
 
 
+def hash_spec(cluster: "Cluster", side: str, options: Any, families: Mapping[bytes, Any],
+              per_family: bool = False) -> dict[str, Any]:
+    """What every hash task of one side of a verification by hashes is given (issue 41, `HashTask`): that side's
+    cluster and family rules only (the other side's job is beside the other cluster)."""
+    spec = _read_fields(options)
+    spec.update({side: cluster_json(cluster, options.timeout_s), f"{side}_families": family_rules(families),
+                 "hash_side": side, "per_family": per_family})
+    return spec
+
+
 # --------------------------------------------------------------------------------------------------
 # The jars
 

@@ -67,6 +67,8 @@ final class Tasks implements FlatMapFunction<Iterator<String>, String> {
           return new CopyTask(spec).run(item);
         case "verify":
           return new VerifyTask(spec).run(item);
+        case "hash":
+          return new HashTask(spec).run(item);
         case "sample":
           return Meta.sample(spec, item);
         default:
