@@ -180,25 +180,7 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("hbase.mob.min.age.archive", "60000",
          "...once a minute old (HBase: an hour): a MOB file just flushed is not yet referenced by its store file"),
         *master_key_site(cluster_dir.parent),
-        *ACCESS_CONTROL,
     ]
-
-
-# HBase's AccessController with simple authentication (the cut-over's ACL fence, issue 39): a client names its user
-# (HADOOP_USER_NAME, or a UGI made with UserGroupInformation.createRemoteUser in the shell's JRuby); the bed's own
-# processes (servers, gateways, the toolkit's shells) run as the OS user that started HBase, a superuser, so
-# nothing else changes for them. `@hm_admins` is a superuser group as production has them: an ACL fence cannot stop
-# its members, so the cut-over refuses it by name until it is in `freeze_exempt` (docs/cutover.md). The secured
-# bed overlays its own superusers (realhbase/secure.py).
-SUPERUSER_GROUP = "@hm_admins"
-ACCESS_CONTROL = [
-    ("hbase.security.authorization", "true", "HBase's permission checks on (the AccessController below)"),
-    ("hbase.coprocessor.master.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
-    ("hbase.coprocessor.region.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
-    ("hbase.coprocessor.regionserver.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
-    ("hbase.superuser", SUPERUSER_GROUP,
-     "a superuser group besides the user HBase runs as (always a superuser): what an ACL fence cannot stop"),
-]
 
 
 MASTER_KEY_ALIAS = "hbase"

@@ -13,6 +13,7 @@ migrated table after T0 is lost on the target. `bulkload_findings` is the pure d
 from __future__ import annotations
 
 import logging
+import re
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -201,6 +202,40 @@ def superusers_of(confs: Mapping[str, Mapping[str, str]]) -> dict[str, list[str]
         for who in parse_superusers(props.get(SUPERUSER)):
             out.setdefault(who, []).append(server)
     return out
+
+
+_MASKED = re.compile(r"^\s*(<[a-z ]+>|\*{3,})\s*$", re.IGNORECASE)
+
+
+def superuser_unreadable(value: str | None) -> str | None:
+    """Why a server's `hbase.superuser` as /conf shows it cannot be trusted (None: it can): absent (HBase 2.6's
+    info servers leave out or mask what they consider sensitive, and an absent key cannot be told from a hidden
+    one) or masked (`<masked>`, `<redacted>`, `******`)."""
+    if value is None:
+        return "absent"
+    if _MASKED.match(value):
+        return f"masked ({value.strip()})"
+    return None
+
+
+def resolve_superusers(confs: Mapping[str, Mapping[str, str]], attested: Sequence[str] | None
+                       ) -> tuple[dict[str, list[str]], str | None]:
+    """Pure: who passes every permission check, and from where: `hbase.superuser` of every server whose /conf shows
+    it, plus `attested` (the run spec's `superusers`, the operator's word, None when not given) as "run spec".
+    Fails closed: when any server's value is absent or masked and nothing is attested, the second item says why
+    (the list is unknown, so an ACL fence cannot be shown to stop everyone)."""
+    unreadable = {server: why for server, props in sorted(confs.items())
+                  if (why := superuser_unreadable(props.get(SUPERUSER))) is not None}
+    out = superusers_of({s: p for s, p in confs.items() if s not in unreadable})
+    for who in parse_superusers(",".join(attested or ())):
+        out.setdefault(who, []).append("run spec")
+    if unreadable and attested is None:
+        where = ", ".join(f"{s}: {w}" for s, w in list(unreadable.items())[:3])
+        return out, (f"hbase.superuser is unreadable on {len(unreadable)} server(s) ({where}"
+                     f"{', ...' if len(unreadable) > 3 else ''}), so who passes every permission check is unknown: "
+                     "name every hbase.superuser entry (users and @groups) in the run spec's superusers (your "
+                     "attestation, shown at approval), each also in freeze_exempt, or freeze with READONLY")
+    return out, None
 
 
 def runs_access_controller(props: Mapping[str, str]) -> bool:

@@ -488,20 +488,22 @@ def lift_fence(source: "Cluster", plan: SwitchPlan) -> Any:
 
 
 def acl_precheck(cluster: "Cluster", tables: Sequence[str], exempt: Sequence[str] = (),
-                 canary: str | None = None) -> Any:
+                 canary: str | None = None, superusers: Sequence[str] | None = None) -> Any:
     """The ACL fence as the window would plan it, read before the approval (one shell call and the servers' /conf):
     `freeze.AclFence` whose `refusals` name each superuser not exempt, each WRITE that cannot be fenced, a
     `user_permission` line not understood, or a /conf not read. Changes nothing."""
     from hbase_migration.clusters import channels
-    from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs, superusers_of
+    from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs
     from hbase_migration.clusters.shell import ShellCommandError
     from hbase_migration.migration import freeze
 
     try:
-        superusers = superusers_of(read_server_confs(cluster))
+        found, unreadable = freeze.acl_conf_refusal(read_server_confs(cluster), superusers)
     except ConfUnreadable as e:
         return freeze.AclFence((), (), (), (f"hbase.superuser cannot be read, so who passes every permission check "
                                             f"is unknown: {e}",))
+    if unreadable:
+        return freeze.AclFence((), (), (), (unreadable,))
     prelude = freeze.jruby_admin_statements()
     try:
         grants, members = freeze.read_permissions(lambda s: channels.shell(cluster, prelude + list(s)), tables,
@@ -512,7 +514,7 @@ def acl_precheck(cluster: "Cluster", tables: Sequence[str], exempt: Sequence[str
         return freeze.AclFence((), (), (), (f"the permissions of {cluster.name} cannot be read "
                                             f"({' '.join(str(e).split())[:300]}): an ACL fence needs HBase's "
                                             "AccessController; freeze with READONLY",))
-    fence = freeze.acl_fence_plan(tables, grants, exempt, superusers=superusers, namespace_tables=members,
+    fence = freeze.acl_fence_plan(tables, grants, exempt, superusers=found, namespace_tables=members,
                                   canary=canary)
     if not fence.refusals and not fence.fenced:
         return freeze.AclFence((), (), (), (f"no principal holds WRITE on {', '.join(tables)}: an ACL fence would "

@@ -198,7 +198,7 @@ class _Window:
         there only when all its tables are cut over; then the canary: refused before it is granted (the probe can
         see a refusal; HBase's first refusal to a client costs seconds, paid here), granted like the clients,
         then allowed on every region server holding the tables' regions. A refusal changes nothing."""
-        from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs, superusers_of
+        from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs
         from hbase_migration.clusters.shell import ShellCommandError
         from hbase_migration.migration import freeze
 
@@ -207,9 +207,11 @@ class _Window:
 
         options = self.options
         try:
-            superusers = superusers_of(read_server_confs(self.source))
+            superusers, unreadable = freeze.acl_conf_refusal(read_server_confs(self.source), options.superusers)
         except ConfUnreadable as e:
             refuse(f"hbase.superuser cannot be read, so who passes every permission check is unknown: {e}")
+        if unreadable:
+            refuse(unreadable)
         try:
             grants, members = freeze.read_permissions(self.src_shell.run, tables, options.freeze_exempt)
         except freeze.UnreadablePermissions as e:
@@ -218,14 +220,14 @@ class _Window:
             refuse(f"the source's permissions cannot be read ({' '.join(str(e).split())[:400]}): an ACL freeze needs "
                    "HBase's AccessController (hbase.security.authorization); freeze with READONLY", e)
         plan = freeze.acl_fence_plan(tables, grants, options.freeze_exempt, superusers=superusers,
-                                     namespace_tables=members, canary=options.canary)
+                                     namespace_tables=members, canary=options.canary_user)
         detail["superusers"] = superusers
         if plan.refusals:
             refuse("; ".join(plan.refusals))
         if not plan.fenced:
             refuse(f"no principal holds WRITE on {', '.join(tables)}: an ACL fence would stop nothing (is HBase's "
                    "AccessController on? who writes?); use READONLY")
-        canary = freeze.canary_grants(options.canary, tables, plan.namespaces)
+        canary = freeze.canary_grants(options.canary_user, tables, plan.namespaces)
         ready_s = options.conditions.lag_wait_s
         self.src_shell.run(freeze.canary_statements(options.canary, options.canary_keytab))
         before = freeze.parse_canary(self.src_shell.run([freeze.canary_probe_statement(
@@ -247,8 +249,8 @@ class _Window:
                                  + "; ".join(allowed.short_of("ALLOWED")[:5])
                                  + (" (Kerberos: give fence_canary_keytab)" if self.source.security else ""))
         fence = freeze.acl_fence_plan(tables, [*grants, *canary], options.freeze_exempt, superusers=superusers,
-                                      namespace_tables=members, canary=options.canary)
-        detail["fenced"] = [g.describe() for g in fence.fenced if g.principal != options.canary]
+                                      namespace_tables=members, canary=options.canary_user)
+        detail["fenced"] = [g.describe() for g in fence.fenced if g.principal != options.canary_user]
         detail["namespaces_fenced"] = list(fence.namespaces)
         detail["canary"] = {"principal": options.canary, "servers": allowed.servers(),
                             "pairs": len(allowed.answers), "ready_ms": before.ms + allowed.ms}
@@ -507,7 +509,7 @@ class _Window:
                 raise RuntimeError("; ".join(failed))
         except Exception as e:
             said = (f"the canary {self.options.canary}'s grants NOT revoked ({type(e).__name__}: {e}): revoke them by "
-                    f"hand (revoke '{self.options.canary}', '<table>' for each of {', '.join(self.plan.tables)})")
+                    f"hand (revoke '{self.options.canary_user}', '<table>' for each of {', '.join(self.plan.tables)})")
             if strict:
                 raise RuntimeError(said) from e
             log.error("%s", said)

@@ -455,13 +455,37 @@ class AclFence:
 
 
 def superuser_refusals(superusers: Mapping[str, Sequence[str]], exempt: Sequence[str]) -> list[str]:
-    """Each `hbase.superuser` entry (user or @group) not in `exempt`, with the servers whose /conf named it."""
+    """Each `hbase.superuser` entry (user or @group) not in `exempt`, with where it was found: the servers whose
+    /conf named it, or "run spec" (the operator's attestation, `superusers`)."""
     exempt_set = set(exempt)
-    return [f"{who} is in hbase.superuser (/conf of {', '.join(sorted(where)[:3])}"
-            f"{f' and {len(where) - 3} more' if len(where) > 3 else ''}): a superuser passes every permission "
-            f"check, so an ACL fence cannot stop it; put {who} in freeze_exempt if it writes to none of these "
-            "tables (a group: none of its members), or freeze with READONLY"
+
+    def found(where: Sequence[str]) -> str:
+        servers = sorted(w for w in where if w != "run spec")
+        said = [f"/conf of {', '.join(servers[:3])}{f' and {len(servers) - 3} more' if len(servers) > 3 else ''}"
+                ] if servers else []
+        return ", ".join(said + (["the run spec's superusers"] if "run spec" in where else []))
+
+    return [f"{who} is in hbase.superuser ({found(where)}): a superuser passes every permission check, so an ACL "
+            f"fence cannot stop it; put {who} in freeze_exempt if it writes to none of these tables (a group: none "
+            "of its members), or freeze with READONLY"
             for who, where in sorted(superusers.items()) if who not in exempt_set]
+
+
+def acl_conf_refusal(confs: Mapping[str, Mapping[str, str]], attested: Sequence[str] | None
+                     ) -> tuple[dict[str, list[str]], str | None]:
+    """Pure: from every server's /conf (`hbase_conf.read_server_confs`), who passes every permission check
+    (`hbase_conf.resolve_superusers`) and why an ACL fence cannot be built (None: it can): a region server without
+    HBase's AccessController (authorization on and the coprocessor on its regions) checks no permission at all;
+    a superuser list that is unreadable and not attested."""
+    from hbase_migration.clusters.hbase_conf import resolve_superusers, runs_access_controller
+
+    without = sorted(s for s, p in confs.items() if not s.startswith("master ") and not runs_access_controller(p))
+    if without:
+        return {}, (f"an ACL freeze needs HBase's AccessController on every region server, and /conf of "
+                    f"{', '.join(without[:3])}{', ...' if len(without) > 3 else ''} shows none "
+                    "(hbase.security.authorization=true and org.apache.hadoop.hbase.security.access.AccessController "
+                    "in hbase.coprocessor.region.classes): its writes are not checked; freeze with READONLY")
+    return resolve_superusers(confs, attested)
 
 
 def acl_fence_plan(tables: Sequence[str], grants: Sequence[Grant], exempt: Sequence[str] = (), *,

@@ -1,37 +1,60 @@
-"""The cut-over's ACL fence on real HBase (the session's realhbase bed runs HBase's AccessController with simple
-authentication and `hbase.superuser=@hm_admins`, realhbase/config.py): it fails closed.
+"""The cut-over's ACL fence on real HBase 2.6.4 with the AccessController: the session's SECURED bed
+(`realhbase_secure`: Kerberos, `hbase.superuser=hbase,hbase-migration`, realhbase/secure.py); the shared plain bed
+has no AccessController. It fails closed.
 
-* plan time (`cutover.acl_precheck`, the `check` task's, before the approval): a superuser group (`@hm_admins`,
-  read from every server's /conf) is refused by name until it is in `freeze_exempt`; a `user_permission` line
-  the parser does not understand (a principal with a space, which HBase takes) is refused, naming it; nothing
-  changed either time (no grant, no canary);
-* (`full`) the window with a writer of its own as user `app` (WRITE on one table and on a namespace whose tables are
-  all cut over): the namespace fenced at namespace level, every change in one batch, the fence proven by the
-  canary's refused write on every region server holding the tables' regions; the writer refused by HBase's
-  AccessDeniedException, switched, nothing lost, nothing accepted by both; the canary's grants gone afterwards.
+* plan time (`cutover.acl_precheck`, what the `check` task runs before the approval): HBase 2.6's info servers
+  show `hbase.superuser` as `<masked>` on /conf, so the superusers are unknown and the ACL fence is refused until
+  the run spec attests them (`superusers`); each attested superuser is then refused by name until it is in
+  `freeze_exempt`; a `user_permission` line the parser does not understand (a principal with a space, which HBase
+  takes) is refused, naming it; nothing changed each time (no grant, no canary);
+* (`full`) the window with a writer of its own as Kerberos principal `app@DC1.TEST` (WRITE on one table and on a
+  namespace whose tables are all cut over): the namespace fenced at namespace level, every change in one batch,
+  the fence proven by the canary's (`hbase_migration_canary@DC1.TEST`, logged in from its keytab) refused write on
+  every region server holding the tables' regions; the writer refused by HBase's AccessDeniedException, switched,
+  nothing lost, nothing accepted by both; the canary's grants gone afterwards.
 
-Each test has its own tables, namespace and peers. Timings are printed, never asserted.
+Each test has its own tables, namespace and peers; principals are added to the bed's KDC (and stay: nothing else
+uses them). Timings are printed, never asserted.
 """
 from __future__ import annotations
 
-import getpass
 import json
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.polling import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.realhbase, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SUPERUSERS = ("hbase", "hbase-migration")  # realhbase/secure.py's hbase.superuser
+CANARY = "hbase_migration_canary@DC1.TEST"
 
 
 @pytest.fixture(scope="module")
-def bed(realhbase):
+def bed(realhbase_secure):
+    from hbase_migration.clusters import kerberos
     from hbase_migration.data.jobargs import cluster_from_text
 
-    eps = realhbase.endpoints()
-    return realhbase, eps, {n: cluster_from_text(n, json.dumps(eps[n]["connection"])) for n in ("dc1", "dc2")}
+    proc = subprocess.run([sys.executable, "-m", "realhbase", "endpoints", "--json", "--workdir",
+                           str(realhbase_secure.workdir)], capture_output=True, text=True, cwd=str(REPO), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    eps = json.loads(proc.stdout)["clusters"]
+    kerberos.forget_krb5_conf()
+    return realhbase_secure, eps, {n: cluster_from_text(n, json.dumps(eps[n]["connection"])) for n in ("dc1", "dc2")}
+
+
+def keytab_of(bed, principal: str) -> str:
+    """A keytab of `principal` (created in the bed's KDC when new) under the bed's workdir."""
+    from realhbase import secure
+
+    stack = secure.stack(bed.workdir)
+    return str(stack.kdc.keytab([principal], stack.keytab_path(principal)))
 
 
 def permissions(cluster, tables):
@@ -41,63 +64,89 @@ def permissions(cluster, tables):
     return channels.shell(cluster, freeze.acl_read_statements(tables)).stdout
 
 
-def window(clusters, eps, tables, exempt, *, fwd="nofwd", rev="norev", switch=lambda phase: None, **conditions):
+def test_the_acl_fence_refuses_unknown_superusers_and_a_permission_it_cannot_read(bed):
+    from hbase_migration.clusters import channels
+    from hbase_migration.clusters.hbase_conf import SUPERUSER, read_server_confs
+    from hbase_migration.migration.cutover import acl_precheck
+
+    _bed, _eps, clusters = bed
+    dc1 = clusters["dc1"]
+    confs = read_server_confs(dc1)
+    print("hbase.superuser on /conf:", {s: p.get(SUPERUSER) for s, p in confs.items()})
+    table = f"aclr{uuid.uuid4().hex[:5]}"
+    channels.shell(dc1, [f"create '{table}', 'f'", f"grant 'app', 'RW', '{table}'"], timeout_s=600)
+    try:
+        before = permissions(dc1, [table])
+        unknown = acl_precheck(dc1, [table], list(SUPERUSERS))
+        print("superusers unknown:", unknown.refusals)
+        assert len(unknown.refusals) == 1 and unknown.refusals[0].startswith(
+            f"hbase.superuser is unreadable on {len(confs)} server(s) (")
+        assert "masked (<masked>)" in unknown.refusals[0] and "the run spec's superusers" in unknown.refusals[0]
+
+        attested = acl_precheck(dc1, [table], ["hbase"], superusers=list(SUPERUSERS))
+        print("attested, not exempt:", attested.refusals)
+        assert attested.refusals == (
+            "hbase-migration is in hbase.superuser (the run spec's superusers): a superuser passes every permission "
+            "check, so an ACL fence cannot stop it; put hbase-migration in freeze_exempt if it writes to none of these "
+            "tables (a group: none of its members), or freeze with READONLY",
+            # the bed grants the toolkit's principal every action globally too (realhbase/secure.py)
+            "hbase-migration holds WRITE globally (RWXCA): the fence would stop every table of the cluster; revoke it "
+            "globally for the cut-over, exempt it (freeze_exempt), or freeze with READONLY")
+
+        channels.shell(dc1, [f"grant 'bad user', 'RW', '{table}'"])
+        unread = acl_precheck(dc1, [table], list(SUPERUSERS), superusers=list(SUPERUSERS))
+        print("unreadable line:", unread.refusals)
+        assert len(unread.refusals) == 1 and "1 line(s) of user_permission not understood" in unread.refusals[0]
+        assert f"'bad user default,{table},,: [Permission: actions=READ,WRITE]'" in unread.refusals[0]
+        channels.shell(dc1, [f"revoke 'bad user', '{table}'"])
+        ok = acl_precheck(dc1, [table], list(SUPERUSERS), superusers=list(SUPERUSERS))
+        assert ok.refusals == () and [g.describe() for g in ok.fenced] == [f"app RW on {table}"]
+        after = [x for x in permissions(dc1, [table]).splitlines() if x.startswith(" ")]
+        assert after == [x for x in before.splitlines() if x.startswith(" ")], "nothing changed"
+    finally:
+        channels.shell(dc1, [f"disable '{table}'", f"drop '{table}'"], timeout_s=600)
+
+
+def window(clusters, eps, tables, options, *, fwd, rev, switch):
     from hbase_migration.migration.cutover import SwitchPlan
-    from hbase_migration.migration.cutover_plan import AbortConditions, WindowOptions
     from hbase_migration.migration.cutover_window import run_window
 
     plan = SwitchPlan("cutover", "t", "t", eps["dc1"]["cluster_key"], eps["dc2"]["cluster_key"], fwd, rev,
                       tuple(tables), tuple(tables), freeze_method="acl")
-    options = WindowOptions("acl", freeze_exempt=tuple(exempt), conditions=AbortConditions(**conditions))
     return run_window(clusters["dc1"], clusters["dc2"], plan, options, kept_since_ms=int(time.time() * 1000),
                       verify_started_ms={t: int(time.time() * 1000) - 60_000 for t in tables}, switch=switch)
 
 
-def test_the_acl_fence_refuses_a_superuser_group_and_a_permission_it_cannot_read(bed):
-    from hbase_migration.clusters import channels
-    from hbase_migration.migration.cutover import acl_precheck
-    from realhbase.config import SUPERUSER_GROUP
+def app_writer(secure_bed, tables, switch_file):
+    """demo/shell_writer.py's loop in a shell JVM as `app@DC1.TEST` (a ticket cache of its own, dc1's krb5.conf:
+    dc2's servers across the realms' trust)."""
+    import os
 
-    _realhbase, eps, clusters = bed
-    table = f"aclr{uuid.uuid4().hex[:5]}"
-    channels.shell(clusters["dc1"], [f"create '{table}', 'f'", f"grant 'app', 'RW', '{table}'"], timeout_s=600)
-    try:
-        before = permissions(clusters["dc1"], [table])
-        refused = acl_precheck(clusters["dc1"], [table], [getpass.getuser()])
-        print("superuser group:", refused.refusals)
-        servers = sorted(s.servername for s in realhbase_servers(clusters["dc1"]))
-        assert refused.refusals == (f"{SUPERUSER_GROUP} is in hbase.superuser (/conf of {', '.join(servers)}): a "
-                                    "superuser passes every permission check, so an ACL fence cannot stop it; put "
-                                    f"{SUPERUSER_GROUP} in freeze_exempt if it writes to none of these tables (a "
-                                    "group: none of its members), or freeze with READONLY",)
+    from demo.shell_writer import ShellWriter
+    from realhbase.config import CLUSTERS
 
-        channels.shell(clusters["dc1"], [f"grant 'bad user', 'RW', '{table}'"])
-        unread = acl_precheck(clusters["dc1"], [table], [getpass.getuser(), SUPERUSER_GROUP])
-        print("unreadable line:", unread.refusals)
-        assert len(unread.refusals) == 1 and "1 line(s) of user_permission not understood" in unread.refusals[0]
-        assert f"'bad user default,{table},,: [Permission: actions=READ,WRITE]'" in unread.refusals[0]
-        channels.shell(clusters["dc1"], [f"revoke 'bad user', '{table}'"])
-        ok = acl_precheck(clusters["dc1"], [table], [getpass.getuser(), SUPERUSER_GROUP])
-        assert ok.refusals == () and [g.describe() for g in ok.fenced] == [f"app RW on {table}"]
-        after = [x for x in permissions(clusters["dc1"], [table]).splitlines() if x.startswith(" ")]
-        assert after == [x for x in before.splitlines() if x.startswith(" ")], "nothing changed"
-    finally:
-        channels.shell(clusters["dc1"], [f"disable '{table}'", f"drop '{table}'"], timeout_s=600)
+    principal = "app@DC1.TEST"
+    cache = secure_bed.workdir / "app-krb5cc"
+    krb5 = str(secure_bed.cluster_dir("dc1") / "conf" / "krb5.conf")
+    env = {"KRB5CCNAME": f"FILE:{cache}", "KRB5_CONFIG": krb5}
+    subprocess.run(["kinit", "-kt", keytab_of(secure_bed, principal), principal], env={**os.environ, **env},
+                   check=True, capture_output=True, timeout=60)
+    command, shell_env = secure_bed.shell_java_command("dc1", ["-n"])
+    return ShellWriter((command, {**shell_env, **env}), CLUSTERS, tables, switch_file)
 
 
-@pytest.mark.full  # the second ACL cut-over of make test's kind: the DAG test's cut-over, rollback, cut-over runs it
+@pytest.mark.full  # the ACL window with a writer: a second cut-over of make test's kind (the DAG test runs one)
 @pytest.mark.timeout(1800)
 def test_the_acl_fence_is_proven_by_the_canary_and_stops_a_real_writer(bed, tmp_path):
-    from demo.shell_writer import ShellWriter
     from demo.switching_writer import freeze_figures, lost_writes
     from hbase_migration.clusters import channels
     from hbase_migration.data.datapath import open_data_path
     from hbase_migration.migration.cutover import SwitchPlan, add_reverse_peer
+    from hbase_migration.migration.cutover_plan import AbortConditions, WindowOptions
+    from hbase_migration.migration.preflight import migration_peer_config
     from hbase_migration.replication import peer_admin
-    from hbase_migration.replication.model import PeerConfig
-    from realhbase.config import CLUSTERS, SUPERUSER_GROUP
 
-    realhbase, eps, clusters = bed
+    secure_bed, eps, clusters = bed
     tag = uuid.uuid4().hex[:5]
     ns = f"aclns{tag}"
     tables = [f"acla{tag}", f"{ns}:b"]
@@ -112,26 +161,28 @@ def test_the_acl_fence_is_proven_by_the_canary_and_stops_a_real_writer(bed, tmp_
     writer = None
     try:
         with peer_admin(clusters["dc1"]) as admin:
-            admin.add_peer(fwd, PeerConfig(cluster_key=eps["dc2"]["cluster_key"], table_cfs={t: [] for t in tables}),
-                           enabled=True)
-        writer = ShellWriter(realhbase.shell_java_command("dc1", ["-n"]), CLUSTERS, tables, switch_file).start()
+            admin.add_peer(fwd, migration_peer_config(clusters["dc2"], tables, source=clusters["dc1"]), enabled=True)
+        writer = app_writer(secure_bed, tables, switch_file).start()
         plan = SwitchPlan("cutover", "t", "t", eps["dc1"]["cluster_key"], eps["dc2"]["cluster_key"], fwd, rev,
                           tuple(tables), tuple(tables), freeze_method="acl")
         add_reverse_peer(clusters["dc2"], clusters["dc1"], plan, enabled=False)
         before = permissions(clusters["dc1"], tables)
-        result = window(clusters, eps, tables, [getpass.getuser(), SUPERUSER_GROUP], fwd=fwd, rev=rev,
-                        switch=lambda phase: switch_file.write_text("dc2" if phase == "switch" else "dc1"),
-                        max_lag_ms=30_000, lag_wait_s=300, max_freeze_s=300, skew_margin_ms=2_000)
+        options = WindowOptions("acl", freeze_exempt=SUPERUSERS, superusers=SUPERUSERS, canary=CANARY,
+                                canary_keytab=keytab_of(secure_bed, CANARY),
+                                conditions=AbortConditions(max_lag_ms=30_000, lag_wait_s=300, max_freeze_s=300,
+                                                           skew_margin_ms=2_000))
+        result = window(clusters, eps, tables, options, fwd=fwd, rev=rev,
+                        switch=lambda phase: switch_file.write_text("dc2" if phase == "switch" else "dc1"))
         details = result["details"]
         print("window:", json.dumps({k: result[k] for k in ("steps", "freeze_s", "freeze_shares")}))
         print("fence:", json.dumps(details["fence"]), "prepared:", json.dumps(details["prepare_fence"]))
         assert details["prepare_fence"]["namespaces_fenced"] == [ns]
         assert sorted(details["prepare_fence"]["fenced"]) == [f"app RW on namespace {ns}", f"app RW on {tables[0]}"]
         proof = details["fence"]["proof"]
-        servers = {s.servername for s in realhbase_servers(clusters["dc1"])}
+        servers = {s.servername for s in region_servers(clusters["dc1"])}
         assert set(proof["servers"]) == servers, (proof, servers)  # 4 regions a table: both region servers
         assert details["fence"]["changes"] == 2 + 3  # app's two grants and the canary's three, in one batch
-        wait_for(lambda: any(a.cluster == "dc2" for a in writer.log().acks), 120, "the writer on dc2", interval=1)
+        wait_for(lambda: any(a.cluster == "dc2" for a in writer.log().acks), 180, "the writer on dc2", interval=1)
         time.sleep(3)
         log = writer.stop()
         writer = None
@@ -157,7 +208,7 @@ def test_the_acl_fence_is_proven_by_the_canary_and_stops_a_real_writer(bed, tmp_
                            + [f"drop_namespace '{ns}'"], timeout_s=900)
 
 
-def realhbase_servers(cluster):
+def region_servers(cluster):
     from hbase_migration.clusters import zk
 
     with zk.connect(cluster, timeout=30) as client:

@@ -18,3 +18,33 @@ def test_runs_access_controller_needs_authorization_and_the_region_coprocessor()
     assert runs_access_controller(on)
     assert not runs_access_controller({**on, "hbase.security.authorization": "false"})
     assert not runs_access_controller({"hbase.security.authorization": "true"})
+
+
+def test_a_masked_or_absent_superuser_list_is_unknown_unless_attested():
+    from hbase_migration.clusters.hbase_conf import resolve_superusers, superuser_unreadable
+
+    assert superuser_unreadable("<masked>") == "masked (<masked>)" and superuser_unreadable("******")
+    assert superuser_unreadable(None) == "absent" and superuser_unreadable("hbase,@ops") is None
+    confs = {"rs1": {"hbase.superuser": "<masked>"}, "rs2": {"hbase.superuser": "hbase,@ops"}}
+    found, why = resolve_superusers(confs, None)
+    assert why.startswith("hbase.superuser is unreadable on 1 server(s) (rs1: masked (<masked>)), so who passes")
+    assert found == {"hbase": ["rs2"], "@ops": ["rs2"]}
+    found, why = resolve_superusers(confs, ["hbase", "@admins"])
+    assert why is None and found == {"hbase": ["rs2", "run spec"], "@ops": ["rs2"], "@admins": ["run spec"]}
+    assert resolve_superusers({"rs1": {}}, [])[0] == {} and resolve_superusers({"rs1": {}}, [])[1] is None
+    assert resolve_superusers({"rs1": {}}, None)[1].startswith("hbase.superuser is unreadable on 1 server(s) (rs1: "
+                                                                "absent)")
+
+
+def test_an_acl_fence_needs_the_access_controller_on_every_region_server():
+    from hbase_migration.migration.freeze import acl_conf_refusal, superuser_refusals
+
+    on = {"hbase.security.authorization": "true", "hbase.coprocessor.region.classes": AC, "hbase.superuser": "hbase"}
+    assert acl_conf_refusal({"rs1": on, "master m:1": on}, None) == ({"hbase": ["master m:1", "rs1"]}, None)
+    found, why = acl_conf_refusal({"rs1": on, "rs2": {**on, "hbase.security.authorization": "false"}}, None)
+    assert found == {} and why.startswith("an ACL freeze needs HBase's AccessController on every region server, and "
+                                          "/conf of rs2 shows none")
+    assert superuser_refusals({"@ops": ["rs1", "run spec"]}, ["hbase"]) == [
+        "@ops is in hbase.superuser (/conf of rs1, the run spec's superusers): a superuser passes every permission "
+        "check, so an ACL fence cannot stop it; put @ops in freeze_exempt if it writes to none of these tables (a "
+        "group: none of its members), or freeze with READONLY"]

@@ -172,8 +172,8 @@ def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
-        "switch_command", "freeze_method", "freeze_exempt", "max_freeze_s", "lag_wait_s", "skew_margin_ms",
-        "sync_replication"]
+        "switch_command", "freeze_method", "freeze_exempt", "superusers", "max_freeze_s", "lag_wait_s",
+        "skew_margin_ms", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "skew_margin_ms", "cutover_run_id"]
