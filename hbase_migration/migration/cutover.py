@@ -72,6 +72,7 @@ class SwitchPlan:
     end_time_ms: int | None = None
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
     unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
+    freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -488,6 +488,27 @@ def acl_conf_refusal(confs: Mapping[str, Mapping[str, str]], attested: Sequence[
     return resolve_superusers(confs, attested)
 
 
+def default_freeze(confs: Mapping[str, Mapping[str, str]] | None, attested: Sequence[str] | None,
+                   unreadable: str = "") -> tuple[str, str]:
+    """Pure: the run spec's `freeze_method: auto` from the source's /conf (`hbase_conf.read_server_confs`; None:
+    not read, `unreadable` says why) -> (method, why). `acl` where every region server runs HBase's
+    AccessController and hbase.superuser is known (shown, or attested in `superusers`): no region reopens and the
+    source stays fenced after the switch while the reverse peer's sink (the HBase superuser) still writes to it.
+    Otherwise `readonly`, which works on any cluster but must be lifted after the switch for the reverse peer."""
+    if confs is None:
+        return "readonly", f"the source's /conf could not be read ({unreadable}): READONLY, which needs no ACL"
+    found, why = acl_conf_refusal(confs, attested)
+    if why is None:
+        return "acl", ("every region server of the source runs HBase's AccessController (/conf) and hbase.superuser "
+                       f"is known ({', '.join(sorted(found)) or 'none besides the HBase user'}): ACL, no region "
+                       "reopens, and the source stays fenced after the switch while the reverse peer still writes")
+    if why.startswith("an ACL freeze needs"):
+        return "readonly", ("the source runs no AccessController on some region server (/conf): READONLY (an ACL "
+                            "fence would stop nothing there)")
+    return "readonly", f"the source runs the AccessController but {why.split(', so ')[0]} and is not attested " \
+                       "(the run spec's superusers): READONLY, which stops superusers too"
+
+
 def acl_fence_plan(tables: Sequence[str], grants: Sequence[Grant], exempt: Sequence[str] = (), *,
                    superusers: Mapping[str, Sequence[str]] | None = None,
                    namespace_tables: Mapping[str, Sequence[str]] | None = None,

@@ -485,14 +485,16 @@ FIELDS: tuple[Field, ...] = (
           "HBASE_CUTOVER_RUN_ID, HBASE_CUTOVER_TABLES, HBASE_CUTOVER_SOURCE, HBASE_CUTOVER_TARGET. No person is in "
           "the window: the plan, this command included, is approved before writes stop", _command,
           dags=frozenset({CUTOVER}), nullable=True),
-    Field("freeze_method", "string", "readonly", "How writes to the source are stopped",
+    Field("freeze_method", "string", "auto", "How writes to the source are stopped",
+          "auto: acl where every region server of the source runs HBase's AccessController and hbase.superuser is "
+          "known (read from /conf, or attested in superusers), readonly otherwise; the plan says which and why. "
           "readonly: the tables' READONLY attribute (any cluster; every region of the tables reopens, reads blip; "
           "the source is made writable again after the switch so the reverse peer can write to it); acl: WRITE taken "
           "away from every principal holding it on the tables (clusters with HBase's AccessController: no region "
           "reopens; the fence stays after the switch, the replication sink writes as the HBase superuser). "
           "docs/cutover.md compares them with figures", _string, dags=frozenset({CUTOVER}),
-          bounds={"enum": ["readonly", "acl"]}, check=lambda v: v in ("readonly", "acl"),
-          wanted="'readonly' or 'acl'"),
+          bounds={"enum": ["auto", "readonly", "acl"]}, check=lambda v: v in ("auto", "readonly", "acl"),
+          wanted="'auto', 'readonly' or 'acl'"),
     Field("freeze_exempt", "array", [], "ACL freeze: principals left writing",
           "users or @groups whose WRITE on the tables is not taken away (a tool that must keep writing); a principal "
           "holding WRITE on the namespace or globally must be listed here or the cut-over is refused",
@@ -623,7 +625,7 @@ class RunSpec:
     reverse_peer_id: str | None = None
     unfreeze_source: bool = True
     switch_command: str | None = None
-    freeze_method: str = "readonly"
+    freeze_method: str = "auto"
     freeze_exempt: tuple[str, ...] = ()
     superusers: tuple[str, ...] | None = None
     max_freeze_s: float = 120.0

@@ -48,3 +48,19 @@ def test_an_acl_fence_needs_the_access_controller_on_every_region_server():
         "@ops is in hbase.superuser (/conf of rs1, the run spec's superusers): a superuser passes every permission "
         "check, so an ACL fence cannot stop it; put @ops in freeze_exempt if it writes to none of these tables (a "
         "group: none of its members), or freeze with READONLY"]
+
+
+def test_the_default_fence_is_acl_only_where_the_access_controller_runs_and_superusers_are_known():
+    from hbase_migration.migration.freeze import default_freeze
+
+    on = {"hbase.security.authorization": "true", "hbase.coprocessor.region.classes": AC,
+          "hbase.superuser": "<masked>"}
+    method, why = default_freeze({"rs1": on}, ["hbase"])
+    assert method == "acl" and why.startswith("every region server of the source runs HBase's AccessController "
+                                              "(/conf) and hbase.superuser is known (hbase): ACL")
+    method, why = default_freeze({"rs1": on}, None)
+    assert method == "readonly" and why.startswith("the source runs the AccessController but hbase.superuser is "
+                                                   "unreadable on 1 server(s) (rs1: masked (<masked>))")
+    assert default_freeze({"rs1": {}}, ["hbase"])[0] == "readonly"
+    assert default_freeze(None, None, "rs1: timed out") == (
+        "readonly", "the source's /conf could not be read (rs1: timed out): READONLY, which needs no ACL")
