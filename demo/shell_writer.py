@@ -29,6 +29,7 @@ SCRIPT = "\n".join([
     "hm_conns = {}",
     "; ".join(["PARENTS.each { |c, parent| conf = HBaseConfiguration.create",
                'conf.set("zookeeper.znode.parent", parent)',
+               "(CONFS[c] || {}).each { |k, v| conf.set(k, v) }",
                'conf.setInt("hbase.client.retries.number", 3)',
                "hm_conns[c] = ConnectionFactory.createConnection(conf) }"]),
     "hm_tables = TABLES", "hm_switch = SWITCH", "hm_stop = STOP", "hm_seq = 0", "hm_refused_on = nil",
@@ -52,8 +53,11 @@ SCRIPT = "\n".join([
 
 class ShellWriter:
     def __init__(self, java_command: tuple[list[str], dict[str, str]], parents: Mapping[str, str],
-                 tables: Sequence[str], switch_file: Path, *, user: str = "app", interval_s: float = 0.03):
+                 tables: Sequence[str], switch_file: Path, *, user: str = "app", interval_s: float = 0.03,
+                 confs: Mapping[str, Mapping[str, str]] | None = None):
+        """`confs`: per cluster, settings over the shell's hbase-site (a secured cluster's server principals)."""
         self.command, self.env = java_command
+        self.confs = {c: dict(v) for c, v in (confs or {}).items()}
         self.parents, self.tables, self.switch_file, self.user = dict(parents), list(tables), switch_file, user
         self.stop_file = switch_file.with_name(switch_file.name + ".stop")
         self.interval_s = interval_s
@@ -65,7 +69,10 @@ class ShellWriter:
         when none comes."""
         self.stop_file.unlink(missing_ok=True)
         parents = "{" + ", ".join(f"{json.dumps(k)} => {json.dumps(v)}" for k, v in self.parents.items()) + "}"
-        script = (SCRIPT.replace("PARENTS", parents)
+        confs = "{" + ", ".join(f"{json.dumps(c)} => {{" + ", ".join(f"{json.dumps(k)} => {json.dumps(v)}"
+                                                                      for k, v in kv.items()) + "}"
+                                for c, kv in self.confs.items()) + "}"
+        script = (SCRIPT.replace("CONFS", confs).replace("PARENTS", parents)
                   .replace("TABLES", json.dumps(self.tables)).replace("SWITCH", json.dumps(str(self.switch_file)))
                   .replace("STOP", json.dumps(str(self.stop_file))).replace("INTERVAL", repr(self.interval_s)))
         self.proc = subprocess.Popen(self.command, env={**self.env, "HADOOP_USER_NAME": self.user},

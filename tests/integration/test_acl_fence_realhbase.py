@@ -131,8 +131,11 @@ def app_writer(secure_bed, tables, switch_file):
     env = {"KRB5CCNAME": f"FILE:{cache}", "KRB5_CONFIG": krb5}
     subprocess.run(["kinit", "-kt", keytab_of(secure_bed, principal), principal], env={**os.environ, **env},
                    check=True, capture_output=True, timeout=60)
+    from realhbase import secure
+
     command, shell_env = secure_bed.shell_java_command("dc1", ["-n"])
-    return ShellWriter((command, {**shell_env, **env}), CLUSTERS, tables, switch_file)
+    dc2 = {f"hbase.{role}.kerberos.principal": secure.hbase_principal("dc2") for role in ("master", "regionserver")}
+    return ShellWriter((command, {**shell_env, **env}), CLUSTERS, tables, switch_file, confs={"dc2": dc2})
 
 
 @pytest.mark.full  # the ACL window with a writer: a second cut-over of make test's kind (the DAG test runs one)
@@ -177,7 +180,8 @@ def test_the_acl_fence_is_proven_by_the_canary_and_stops_a_real_writer(bed, tmp_
         print("window:", json.dumps({k: result[k] for k in ("steps", "freeze_s", "freeze_shares")}))
         print("fence:", json.dumps(details["fence"]), "prepared:", json.dumps(details["prepare_fence"]))
         assert details["prepare_fence"]["namespaces_fenced"] == [ns]
-        assert sorted(details["prepare_fence"]["fenced"]) == sorted([f"app RW on namespace {ns}", f"app RW on {tables[0]}"])
+        assert sorted(details["prepare_fence"]["fenced"]) == sorted([f"app RW on namespace {ns}",
+                                                                     f"app RW on {tables[0]}"])
         proof = details["fence"]["proof"]
         servers = {s.servername for s in region_servers(clusters["dc1"])}
         assert set(proof["servers"]) == servers, (proof, servers)  # 4 regions a table: both region servers
