@@ -42,9 +42,10 @@ def create_tables(clusters, tables, regions=4):
     from hbase_migration.clusters import channels
 
     for cluster in clusters.values():
-        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, {{NAME => 'g'}}, "
-                                 f"{{NUMREGIONS => {regions}, SPLITALGO => 'HexStringSplit'}}" for t in tables],
-                       timeout_s=900)
+        # one region: no split options (the shell wants NUMREGIONS > 1 with a SPLITALGO)
+        split = f", {{NUMREGIONS => {regions}, SPLITALGO => 'HexStringSplit'}}" if regions > 1 else ""
+        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, {{NAME => 'g'}}{split}"
+                                 for t in tables], timeout_s=900)
 
 
 def drop(clusters, tables, peers):
