@@ -193,10 +193,11 @@ def test_acl_freeze_and_synchronous_replication_as_real_hbase_2_6_answers(bed):
                   freeze.Grant("@etl", "default", tables[0], "f", "q", actions="W")]
         fence = freeze.acl_fence_plan(tables, grants)
         done = "java.util.concurrent.CompletableFuture.completedFuture(nil)"  # what the async Admin returns
-        stand_in = [*freeze.ACL_HELPERS, 'hm_aadmin = Object.new',
+        # hm_aadmin first: the helpers' lambdas see it only if it is a local variable when they are parsed
+        stand_in = ['hm_aadmin = Object.new',
                     'def hm_aadmin.grant(up, merge); puts "GRANT " + up.toString + " merge=" + merge.to_s; '
                     f'{done}; end',
-                    f'def hm_aadmin.revoke(up); puts "REVOKE " + up.toString; {done}; end']
+                    f'def hm_aadmin.revoke(up); puts "REVOKE " + up.toString; {done}; end', *freeze.ACL_HELPERS]
         with channels.shell_session(clusters["dc1"]) as session:
             out = session.run(stand_in + list(fence.fence) + list(fence.unfence)).stdout
         said = [line for line in out.splitlines() if line.startswith(("GRANT ", "REVOKE "))]
