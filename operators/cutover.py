@@ -309,6 +309,7 @@ class CutoverWindowOperator(BaseOperator):
     :param switch_command: the command that moves the clients (the run spec's `switch_command`).
     :param freeze_method: `readonly` or `acl`.
     :param freeze_exempt: ACL: principals whose WRITE is left alone.
+    :param superusers: ACL: the source's hbase.superuser as the operator attests it (None: read from /conf).
     :param unfreeze_source: READONLY: make the source writable again after the switch.
     :param max_lag_ms, lag_wait_s, max_freeze_s, skew_margin_ms, recompare_sleep_s: the abort conditions
         (`cutover_plan.AbortConditions`).
@@ -317,14 +318,15 @@ class CutoverWindowOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
-                                      "freeze_method", "freeze_exempt", "unfreeze_source", "max_lag_ms",
+                                      "freeze_method", "freeze_exempt", "superusers", "unfreeze_source", "max_lag_ms",
                                       "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s",
                                       "caught_up_queue_size")
     ui_color = "#fde2e1"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, switch_command: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", freeze_method: str = "readonly",
-                 freeze_exempt: Sequence[str] = (), unfreeze_source: bool = True, max_lag_ms: int = 30_000,
+                 freeze_exempt: Sequence[str] = (), superusers: Sequence[str] | None = None,
+                 unfreeze_source: bool = True, max_lag_ms: int = 30_000,
                  lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
                  recompare_sleep_s: float = 2.0, caught_up_queue_size: int = 1, ledger_run_id: str | None = None,
                  **kwargs) -> None:
@@ -336,6 +338,7 @@ class CutoverWindowOperator(BaseOperator):
         self.target_conn_id = target_conn_id
         self.freeze_method = freeze_method
         self.freeze_exempt = freeze_exempt
+        self.superusers = superusers
         self.unfreeze_source = unfreeze_source
         self.max_lag_ms = max_lag_ms
         self.lag_wait_s = lag_wait_s
@@ -361,7 +364,8 @@ class CutoverWindowOperator(BaseOperator):
         options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(
             int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
             float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True,
-            caught_up_queue_size=int(self.caught_up_queue_size))
+            caught_up_queue_size=int(self.caught_up_queue_size),
+            superusers=None if self.superusers is None else tuple(self.superusers))
         run_id = self.ledger_run_id or context["run_id"]
         with open_ledger() as ledger:
             verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables)

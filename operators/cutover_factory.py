@@ -138,8 +138,13 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                     "{{ s.target_conn_id }} (forward peer {{ s.peer_id }}, reverse peer {{ s.reverse_peer_id }}).\n\n"
                     "**Approve** and the cut-over runs to its end without anyone: the reverse peer is created "
                     "DISABLED, every table is verified, then writes are frozen by **{{ s.freeze_method }}** "
+                    "({{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan').freeze_reason }}) "
                     "just long enough to drain the forward peer and check what changed since the verification, "
                     "and the clients are switched by `{{ s.switch_command }}`.\n\n"
+                    "{% if s.freeze_method == 'acl' %}ACL fence: hbase.superuser as you attest it (/conf masks it): "
+                    "**{{ s.superusers | join(', ') if s.superusers is not none else 'not given (the fence is "
+                    "refused where /conf hides it)' }}**; left writing: **{{ s.freeze_exempt | join(', ') or "
+                    "'nobody' }}**.\n\n{% endif %}"
                     "It stops by itself, the clients staying on the source, when: the forward peer's lag stays "
                     "above {{ s.max_lag_ms }} ms for {{ s.lag_wait_s }} s; a verification finds a difference; the "
                     "frozen steps take more than {{ s.max_freeze_s }} s; the switch command fails.\n\n"
@@ -165,7 +170,8 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             window = CutoverWindowOperator(
                 task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run,
                 switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
-                freeze_exempt=spec("freeze_exempt"), unfreeze_source=spec("unfreeze_source"),
+                freeze_exempt=spec("freeze_exempt"), superusers=spec("superusers"),
+                unfreeze_source=spec("unfreeze_source"),
                 max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
                 skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),
                 caught_up_queue_size=spec("caught_up_queue_size"))

@@ -8,6 +8,7 @@ the plan, which every later task reads.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Mapping
 
@@ -28,6 +29,20 @@ def _summary(ledger: Any, run_id: str, what: str) -> dict[str, Any]:
                                    "(the dashboard or `airflow dags list-runs` shows them)"]) from None
 
 
+def choose_freeze(spec: RunSpec, source: Any) -> tuple[str, str]:
+    """The cut-over's freeze method and why: the run spec's, or for `auto` what the source's /conf shows
+    (`freeze.default_freeze`)."""
+    from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs
+    from hbase_migration.migration.freeze import default_freeze
+
+    if spec.freeze_method != "auto":
+        return spec.freeze_method, f"the run spec's freeze_method {spec.freeze_method}"
+    try:
+        return default_freeze(read_server_confs(source), spec.superusers)
+    except ConfUnreadable as e:
+        return default_freeze(None, spec.superusers, str(e))
+
+
 def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
     from hbase_migration.migration.cutover import plan_cutover, plan_rollback
     from operators.ledger import open_ledger
@@ -37,20 +52,23 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
     with open_ledger() as ledger:
         if kind == CUTOVER:
             summary = _summary(ledger, spec.migration_run_id, f"cut-over of run {spec.migration_run_id!r}")
-            plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, spec.freeze_method)
+            method, why = choose_freeze(spec, source)
+            plan = dataclasses.replace(plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method),
+                                       freeze_reason=why)
         else:
             summary = _summary(ledger, spec.cutover_run_id, f"rollback of run {spec.cutover_run_id!r}")
             plan = plan_rollback(summary)
         spec = RunSpec.from_dict({**spec.to_dict(), "tables": list(plan.tables), "peer_id": plan.peer_id,
+                                  "freeze_method": plan.freeze_method,
                                   "reverse_peer_id": plan.reverse_peer_id, "versions": plan.versions,
                                   "start_time_ms": plan.start_time_ms, "end_time_ms": plan.end_time_ms})
         # The peer the run is about: the forward one for a cut-over, the reverse one (on the target) for a rollback.
         peer = plan.peer_id if kind == CUTOVER else plan.reverse_peer_id
         ledger.start_run(run_id, dag_id, kind, source.cluster_key, target.cluster_key, peer, list(plan.tables),
                          {**spec.to_dict(), "switch_plan": plan.to_dict()})
-    log.info("%s %s of run %s: tables %s, %s -> %s, forward peer %s, reverse peer %s", kind, run_id,
+    log.info("%s %s of run %s: tables %s, %s -> %s, forward peer %s, reverse peer %s%s", kind, run_id,
              plan.from_run_id, ", ".join(plan.tables), source.cluster_key, target.cluster_key, plan.peer_id,
-             plan.reverse_peer_id)
+             plan.reverse_peer_id, f"; freeze {plan.freeze_method}: {plan.freeze_reason}" if kind == CUTOVER else "")
     return {"spec": spec.to_dict(), "copies": spec.copies(), "plan": plan.to_dict()}
 
 

@@ -13,6 +13,7 @@ migrated table after T0 is lost on the target. `bulkload_findings` is the pure d
 from __future__ import annotations
 
 import logging
+import re
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -181,3 +182,95 @@ def read_cluster_conf(cluster: "Cluster", zk_client: Any) -> tuple[dict[str, str
             return dict(server.properties), f"region server {server.servername}"
         errors.append(server.error or server.servername)
     raise ConfUnreadable(f"no /conf of {cluster.name} could be read: " + ("; ".join(errors) or "no live server"))
+
+
+SUPERUSER = "hbase.superuser"
+AUTHORIZATION = "hbase.security.authorization"
+ACCESS_CONTROLLER = "org.apache.hadoop.hbase.security.access.AccessController"
+
+
+def parse_superusers(value: str | None) -> tuple[str, ...]:
+    """`hbase.superuser` (comma-separated users and @groups; HBase's Superusers trims each) -> its entries."""
+    return tuple(dict.fromkeys(p.strip() for p in (value or "").split(",") if p.strip()))
+
+
+def superusers_of(confs: Mapping[str, Mapping[str, str]]) -> dict[str, list[str]]:
+    """Pure: from each server's configuration (server -> properties), every `hbase.superuser` entry and the
+    servers that list it (a server with another hbase-site lets other users through)."""
+    out: dict[str, list[str]] = {}
+    for server, props in sorted(confs.items()):
+        for who in parse_superusers(props.get(SUPERUSER)):
+            out.setdefault(who, []).append(server)
+    return out
+
+
+_MASKED = re.compile(r"^\s*(<[a-z ]+>|\*{3,})\s*$", re.IGNORECASE)
+
+
+def superuser_unreadable(value: str | None) -> str | None:
+    """Why a server's `hbase.superuser` as /conf shows it cannot be trusted (None: it can): absent (HBase 2.6's
+    info servers leave out or mask what they consider sensitive, and an absent key cannot be told from a hidden
+    one) or masked (`<masked>`, `<redacted>`, `******`)."""
+    if value is None:
+        return "absent"
+    if _MASKED.match(value):
+        return f"masked ({value.strip()})"
+    return None
+
+
+def resolve_superusers(confs: Mapping[str, Mapping[str, str]], attested: Sequence[str] | None
+                       ) -> tuple[dict[str, list[str]], str | None]:
+    """Pure: who passes every permission check, and from where: `hbase.superuser` of every server whose /conf shows
+    it, plus `attested` (the run spec's `superusers`, the operator's word, None when not given) as "run spec".
+    Fails closed: when any server's value is absent or masked and nothing is attested, the second item says why
+    (the list is unknown, so an ACL fence cannot be shown to stop everyone)."""
+    unreadable = {server: why for server, props in sorted(confs.items())
+                  if (why := superuser_unreadable(props.get(SUPERUSER))) is not None}
+    out = superusers_of({s: p for s, p in confs.items() if s not in unreadable})
+    for who in parse_superusers(",".join(attested or ())):
+        out.setdefault(who, []).append("run spec")
+    if unreadable and attested is None:
+        where = ", ".join(f"{s}: {w}" for s, w in list(unreadable.items())[:3])
+        return out, (f"hbase.superuser is unreadable on {len(unreadable)} server(s) ({where}"
+                     f"{', ...' if len(unreadable) > 3 else ''}), so who passes every permission check is unknown: "
+                     "name every hbase.superuser entry (users and @groups) in the run spec's superusers (your "
+                     "attestation, shown at approval), each also in freeze_exempt, or freeze with READONLY")
+    return out, None
+
+
+def runs_access_controller(props: Mapping[str, str]) -> bool:
+    """Whether a server's configuration has HBase's AccessController checking permissions: authorization on and
+    the coprocessor loaded on the regions (where a write is checked)."""
+    enabled = props.get(AUTHORIZATION, "false").strip().lower() == "true"
+    region = [c.strip() for c in props.get("hbase.coprocessor.region.classes", "").split(",")]
+    return enabled and ACCESS_CONTROLLER in region
+
+
+def read_server_confs(cluster: "Cluster", zk_client: Any = None) -> dict[str, dict[str, str]]:
+    """The configuration of every live region server (where a write's permission is checked) and of the active
+    master when its znode names its info port (name -> properties). Raises
+    ConfUnreadable naming each server that did not answer: a fence's check must not pass on what it did not read."""
+    from hbase_migration.clusters import channels, zk
+
+    if zk_client is None:
+        with zk.connect(cluster, timeout=cluster.timeout_s) as client:
+            return read_server_confs(cluster, client)
+    out: dict[str, dict[str, str]] = {}
+    errors = []
+    address = master_info_address(zk_client, cluster.znode_parent)
+    if address is not None:
+        try:
+            out[f"master {address[0]}:{address[1]}"] = fetch_conf(*address, cluster.timeout_s,
+                                                                   session=channels.http(cluster))
+        except ConfUnreadable as e:
+            errors.append(str(e))
+    servers = read_region_server_confs(cluster, zk_client)
+    for server in servers:
+        if server.properties is None:
+            errors.append(f"{server.servername}: {server.error}")
+        else:
+            out[server.servername] = dict(server.properties)
+    if errors or not servers:
+        raise ConfUnreadable(f"/conf of {cluster.name} not read from every server: "
+                             + ("; ".join(errors) or "no live region server"))
+    return out

@@ -72,6 +72,7 @@ class SwitchPlan:
     end_time_ms: int | None = None
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
     unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
+    freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -485,3 +486,38 @@ def lift_fence(source: "Cluster", plan: SwitchPlan) -> Any:
                        timeout_s=max(source.shell_timeout_s, 300.0))
         return {"method": "acl", "statements": list(plan.unfence_statements)}
     return {"method": "readonly", "tables": freeze.set_readonly(source, plan.tables, False)}
+
+
+def acl_precheck(cluster: "Cluster", tables: Sequence[str], exempt: Sequence[str] = (),
+                 canary: str | None = None, superusers: Sequence[str] | None = None) -> Any:
+    """The ACL fence as the window would plan it, read before the approval (one shell call and the servers' /conf):
+    `freeze.AclFence` whose `refusals` name each superuser not exempt, each WRITE that cannot be fenced, a
+    `user_permission` line not understood, or a /conf not read. Changes nothing."""
+    from hbase_migration.clusters import channels
+    from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs
+    from hbase_migration.clusters.shell import ShellCommandError
+    from hbase_migration.migration import freeze
+
+    try:
+        found, unreadable = freeze.acl_conf_refusal(read_server_confs(cluster), superusers)
+    except ConfUnreadable as e:
+        return freeze.AclFence((), (), (), (f"hbase.superuser cannot be read, so who passes every permission check "
+                                            f"is unknown: {e}",))
+    if unreadable:
+        return freeze.AclFence((), (), (), (unreadable,))
+    prelude = freeze.jruby_admin_statements()
+    try:
+        grants, members = freeze.read_permissions(lambda s: channels.shell(cluster, prelude + list(s)), tables,
+                                                  exempt)
+    except freeze.UnreadablePermissions as e:
+        return freeze.AclFence((), (), (), (str(e),))
+    except ShellCommandError as e:
+        return freeze.AclFence((), (), (), (f"the permissions of {cluster.name} cannot be read "
+                                            f"({' '.join(str(e).split())[:300]}): an ACL fence needs HBase's "
+                                            "AccessController; freeze with READONLY",))
+    fence = freeze.acl_fence_plan(tables, grants, exempt, superusers=found, namespace_tables=members,
+                                  canary=canary)
+    if not fence.refusals and not fence.fenced:
+        return freeze.AclFence((), (), (), (f"no principal holds WRITE on {', '.join(tables)}: an ACL fence would "
+                                            "stop nothing (who writes?); use READONLY",))
+    return fence

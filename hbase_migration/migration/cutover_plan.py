@@ -97,7 +97,9 @@ class WindowOptions:
     freeze_exempt: tuple[str, ...] = ()  # ACL: principals whose WRITE is left alone (e.g. a replication tool)
     conditions: AbortConditions = field(default_factory=AbortConditions)
     caught_up_queue_size: int = 1  # the lag gate's: WALs of a caught-up queue, one per WAL group (the run spec's)
-    acl_settle_s: float = 1.0  # ACL: a permission change reaches the region servers through ZooKeeper
+    superusers: tuple[str, ...] | None = None  # ACL: hbase.superuser as the operator attests it (/conf masks it)
+    canary: str = "hbase_migration_canary"  # ACL: the toolkit's principal whose refused write proves the fence
+    canary_keytab: str | None = None  # ACL on Kerberos: the canary's keytab (on the host the window runs on)
     flush_before: bool = True  # READONLY: flush the tables before the freeze (less to flush when regions close)
     unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
     parallel_checks: int = 8  # key ranges compared at once by the bounded check
@@ -113,7 +115,14 @@ class WindowOptions:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["freeze_exempt"] = list(self.freeze_exempt)
+        d["superusers"] = None if self.superusers is None else list(self.superusers)
         return d
+
+    @property
+    def canary_user(self) -> str:
+        """The name HBase's AccessController knows the canary by (its grants): a Kerberos principal's short name
+        (`name/host@REALM` -> `name`, as auth_to_local's DEFAULT rule maps the cluster's own realm)."""
+        return self.canary.split("@", 1)[0].split("/", 1)[0]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "WindowOptions":
@@ -121,6 +130,8 @@ class WindowOptions:
         if "conditions" in values and isinstance(values["conditions"], Mapping):
             values["conditions"] = AbortConditions(**values["conditions"])
         values["freeze_exempt"] = tuple(values.get("freeze_exempt") or ())
+        if values.get("superusers") is not None:
+            values["superusers"] = tuple(values["superusers"])
         return cls(**values)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
@@ -94,6 +95,8 @@ class _Window:
         self.tgt_shell: "ShellSession | None" = None
         self.stack: contextlib.ExitStack | None = None
         self.jruby = True  # the source's shell evaluates JRuby (HBase's own shell does; a stand-in may not)
+        self.canary_granted: list[Any] = []  # ACL: the canary's grants, revoked when the window ends
+        self.tag = uuid.uuid4().hex  # the canary's condition value: no cell ever holds it, nothing is written
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[dict[str, Any]]:
@@ -187,22 +190,70 @@ class _Window:
             raise CutoverAborted("acl", "an ACL freeze runs HBase's Admin API from the shell's JRuby, which this "
                                         "cluster's shell_command does not evaluate: freeze with READONLY",
                                  {"fence": "not applied", "changed": False})
-        grants = []
+        self.prepare_acl(tables, detail)
+
+    def prepare_acl(self, tables: list[str], detail: dict[str, Any]) -> None:
+        """The ACL fence planned so that it fails closed (freeze.py's ACL section): `hbase.superuser` read from
+        every server's /conf, every permission read (a line not understood refuses), a namespace's WRITE fenced
+        there only when all its tables are cut over; then the canary: refused before it is granted (the probe can
+        see a refusal; HBase's first refusal to a client costs seconds, paid here), granted like the clients,
+        then allowed on every region server holding the tables' regions. A refusal changes nothing."""
+        from hbase_migration.clusters.hbase_conf import ConfUnreadable, read_server_confs
+        from hbase_migration.clusters.shell import ShellCommandError
+        from hbase_migration.migration import freeze
+
+        def refuse(message: str, cause: BaseException | None = None) -> None:
+            raise CutoverAborted("acl", message, {"fence": "not applied", "changed": False}) from cause
+
+        options = self.options
         try:
-            for statement in freeze.acl_read_statements(tables):
-                grants += freeze.parse_user_permission(self.src_shell.run([statement]).stdout)
+            superusers, unreadable = freeze.acl_conf_refusal(read_server_confs(self.source), options.superusers)
+        except ConfUnreadable as e:
+            refuse(f"hbase.superuser cannot be read, so who passes every permission check is unknown: {e}")
+        if unreadable:
+            refuse(unreadable)
+        try:
+            grants, members = freeze.read_permissions(self.src_shell.run, tables, options.freeze_exempt)
+        except freeze.UnreadablePermissions as e:
+            refuse(str(e), e)
         except ShellCommandError as e:
-            raise CutoverAborted("acl", f"the source's permissions cannot be read ({' '.join(str(e).split())[:400]}): "
-                                        "an ACL freeze needs HBase's AccessController (hbase.security.authorization); "
-                                        "freeze with READONLY", {"fence": "not applied", "changed": False}) from e
-        fence = freeze.acl_fence_plan(tables, grants, self.options.freeze_exempt)
-        detail["fenced"] = [g.__dict__ for g in fence.fenced]
-        if fence.refusals:
-            raise CutoverAborted("acl", "; ".join(fence.refusals), {"fence": "not applied", "changed": False})
-        if not fence.fence:
-            raise CutoverAborted("acl", f"no principal holds WRITE on {', '.join(tables)} at table level: an ACL "
-                                        "fence would stop nothing (is HBase's AccessController on? who writes?); use "
-                                        "READONLY", {"fence": "not applied", "changed": False})
+            refuse(f"the source's permissions cannot be read ({' '.join(str(e).split())[:400]}): an ACL freeze needs "
+                   "HBase's AccessController (hbase.security.authorization); freeze with READONLY", e)
+        plan = freeze.acl_fence_plan(tables, grants, options.freeze_exempt, superusers=superusers,
+                                     namespace_tables=members, canary=options.canary_user)
+        detail["superusers"] = superusers
+        if plan.refusals:
+            refuse("; ".join(plan.refusals))
+        if not plan.fenced:
+            refuse(f"no principal holds WRITE on {', '.join(tables)}: an ACL fence would stop nothing (is HBase's "
+                   "AccessController on? who writes?); use READONLY")
+        canary = freeze.canary_grants(options.canary_user, tables, plan.namespaces)
+        ready_s = options.conditions.lag_wait_s
+        self.src_shell.run(freeze.canary_statements(options.canary, options.canary_keytab))
+        before = freeze.parse_canary(self.src_shell.run([freeze.canary_probe_statement(
+            tables, "REFUSED", ready_s, self.tag)], timeout_s=ready_s + 120).stdout)
+        if before.short_of("REFUSED"):
+            refuse(f"the canary principal {options.canary} can write before the toolkit granted it anything ("
+                   + "; ".join(before.short_of("REFUSED")[:5]) + "): its refusal would prove nothing; give "
+                   "fence_canary a principal of its own that is no superuser and holds no grant")
+        self.canary_granted = canary
+        out = self.src_shell.run([freeze.acl_batch_statement([(g, g.actions) for g in canary])]).stdout
+        changed, failed = freeze.parse_acl_batch(out)
+        if failed:
+            raise CutoverAborted("acl", f"the canary {options.canary} could not be granted: " + "; ".join(failed))
+        allowed = freeze.parse_canary(self.src_shell.run([freeze.canary_probe_statement(
+            tables, "ALLOWED", ready_s, self.tag)], timeout_s=ready_s + 120).stdout)
+        if allowed.short_of("ALLOWED"):
+            raise CutoverAborted("acl", f"the canary {options.canary}, granted READ and WRITE like the clients, was "
+                                        f"not let write within {ready_s:g}s: "
+                                 + "; ".join(allowed.short_of("ALLOWED")[:5])
+                                 + (" (Kerberos: give fence_canary_keytab)" if self.source.security else ""))
+        fence = freeze.acl_fence_plan(tables, [*grants, *canary], options.freeze_exempt, superusers=superusers,
+                                      namespace_tables=members, canary=options.canary_user)
+        detail["fenced"] = [g.describe() for g in fence.fenced if g.principal != options.canary_user]
+        detail["namespaces_fenced"] = list(fence.namespaces)
+        detail["canary"] = {"principal": options.canary, "servers": allowed.servers(),
+                            "pairs": len(allowed.answers), "ready_ms": before.ms + allowed.ms}
         self.fence_statements, self.unfence = list(fence.fence), list(fence.unfence)
         self.result["acl_fenced"] = detail["fenced"]
         self.result["unfence_statements"] = self.unfence
@@ -254,7 +305,7 @@ class _Window:
                              parallel=self.options.parallel_checks)
 
     def apply_fence(self, detail: dict[str, Any]) -> None:
-
+        fence_started_s = self.clock()
         out = self.src_shell.run(self.fence_statements, timeout_s=600)
         self.fenced = True
         if self.options.freeze_method == READONLY:
@@ -265,7 +316,28 @@ class _Window:
                 raise CutoverAborted("fence", f"READONLY not set on {', '.join(wrong)} after the alter (read back: "
                                               f"{states})")
         else:
-            self.sleep(self.options.acl_settle_s)  # the permission reaches every region server through ZooKeeper
+            self.prove_acl_fence(out.stdout, fence_started_s, detail)
+
+    def prove_acl_fence(self, stdout: str, fence_started_s: float, detail: dict[str, Any]) -> None:
+        """The fence proven before the WAL roll: every change made, then the canary's write refused on every region
+        server holding a region of the tables, polled until then or the freeze's deadline. (A server whose
+        permission cache lagged would take a client's write after the roll, which the drain does not wait for.)"""
+        from hbase_migration.migration import freeze
+
+        changed, failed = freeze.parse_acl_batch(stdout)
+        detail["changes"] = changed
+        if failed:
+            raise CutoverAborted("fence", f"{len(failed)} permission change(s) of the fence failed: "
+                                 + "; ".join(failed[:5]))
+        left = max(1.0, self.options.conditions.max_freeze_s - (self.clock() - fence_started_s))
+        report = freeze.parse_canary(self.src_shell.run([freeze.canary_probe_statement(
+            self.plan.tables, "REFUSED", left, self.tag)], timeout_s=left + 60).stdout)
+        detail["proof"] = {"servers": report.servers(), "pairs": len(report.answers), "polls": report.polls,
+                           "ms": report.ms}
+        if report.short_of("REFUSED"):
+            raise CutoverAborted("freeze_deadline", f"the fence was not proven within {left:.1f}s: the canary "
+                                 f"{self.options.canary} could still write (or got no answer) on: "
+                                 + "; ".join(report.short_of("REFUSED")[:5]))
 
     def readonly_read_back(self, stdout: str) -> dict[str, bool]:
         """Each table's READONLY as the fence (or its lifting) printed it: the Admin statement's marks, or the
@@ -355,17 +427,23 @@ class _Window:
             with self.step("sessions") as d:
                 self.open_sessions(stack, d)
                 d.update(source_open_s=self.src_shell.opened_s, target_open_s=self.tgt_shell.opened_s)
-            with self.step("prepare_fence") as d:
-                self.prepare_fence(d)
-            with self.step("lag_gate") as d:
-                self.wait_lag(d)
-            with self.step("live_pass") as d:
-                live_started = _now_ms(self.clock)
-                d.update(self.check(since, kept, live=True))
-                self.result["live_pass"] = dict(d)
-                if not d["ok"]:
-                    raise CutoverAborted("verification", "the live pass before the freeze: " + "; ".join(d["reasons"]),
-                                         {"fence": "not applied", "changed": False})
+            try:
+                with self.step("prepare_fence") as d:
+                    self.prepare_fence(d)
+                with self.step("lag_gate") as d:
+                    self.wait_lag(d)
+                with self.step("live_pass") as d:
+                    live_started = _now_ms(self.clock)
+                    d.update(self.check(since, kept, live=True))
+                    self.result["live_pass"] = dict(d)
+                    if not d["ok"]:
+                        raise CutoverAborted("verification", "the live pass before the freeze: "
+                                             + "; ".join(d["reasons"]), {"fence": "not applied", "changed": False})
+            except BaseException as e:  # before the fence: only the canary's grants to take back
+                said = self.revoke_canary()
+                if isinstance(e, CutoverAborted) and said:
+                    e.state["canary"] = said
+                raise
             frozen_since = max(0, live_started - conditions.skew_margin_ms)
             fence_started = self.clock()
             self.result["fence_started"] = fence_started
@@ -415,6 +493,9 @@ class _Window:
                                                                                    timeout_s=600).stdout)
                 with self.step("enable_reverse_peer") as d:
                     self.enable_reverse(d)
+                if self.canary_granted:
+                    with self.step("revoke_canary") as d:
+                        d["canary"] = self.revoke_canary(strict=True)
                 with self.step("reverse_lag_gate") as d:
                     self.wait_reverse(d)
             except Exception as e:
@@ -431,6 +512,33 @@ class _Window:
         self.result.update(timeline(self.steps))
         return self.result
 
+    def revoke_canary(self, strict: bool = False) -> str:
+        """The canary's grants taken back (ACL); what was done, or (not `strict`) why it could not be."""
+        from hbase_migration.migration import freeze
+
+        if not self.canary_granted:
+            return ""
+        statement = freeze.acl_batch_statement((), self.canary_granted)
+        try:
+            if self.src_shell is not None and self.src_shell.alive:
+                out = self.src_shell.run([statement]).stdout
+            else:
+                from hbase_migration.clusters import channels
+
+                out = channels.shell(self.source, freeze.jruby_admin_statements() + [statement]).stdout
+            _changed, failed = freeze.parse_acl_batch(out)
+            if failed:
+                raise RuntimeError("; ".join(failed))
+        except Exception as e:
+            said = (f"the canary {self.options.canary}'s grants NOT revoked ({type(e).__name__}: {e}): revoke them by "
+                    f"hand (revoke '{self.options.canary_user}', '<table>' for each of {', '.join(self.plan.tables)})")
+            if strict:
+                raise RuntimeError(said) from e
+            log.error("%s", said)
+            return said
+        self.canary_granted = []
+        return f"the canary {self.options.canary}'s grants revoked"
+
     def _abort(self, error: CutoverAborted) -> dict[str, Any]:
         state: dict[str, Any] = {"changed": self.fenced}
         try:
@@ -446,6 +554,8 @@ class _Window:
                 state["switch"] = "switch command run again with HBASE_CUTOVER_PHASE=abort"
             except Exception as e:
                 state["switch"] = f"switch command with HBASE_CUTOVER_PHASE=abort failed: {e}"
+        if self.canary_granted:
+            state["canary"] = self.revoke_canary()
         early = (self.result.get("bounded_check") or self.result.get("live_pass") or {}).get("counts", {})
         state["early_target_writes"] = int(early.get("early_write", 0))
         state["reverse_peer"] = f"{self.plan.reverse_peer_id} left DISABLED on the target"

@@ -485,18 +485,27 @@ FIELDS: tuple[Field, ...] = (
           "HBASE_CUTOVER_RUN_ID, HBASE_CUTOVER_TABLES, HBASE_CUTOVER_SOURCE, HBASE_CUTOVER_TARGET. No person is in "
           "the window: the plan, this command included, is approved before writes stop", _command,
           dags=frozenset({CUTOVER}), nullable=True),
-    Field("freeze_method", "string", "readonly", "How writes to the source are stopped",
+    Field("freeze_method", "string", "auto", "How writes to the source are stopped",
+          "auto: acl where every region server of the source runs HBase's AccessController and hbase.superuser is "
+          "known (read from /conf, or attested in superusers), readonly otherwise; the plan says which and why. "
           "readonly: the tables' READONLY attribute (any cluster; every region of the tables reopens, reads blip; "
           "the source is made writable again after the switch so the reverse peer can write to it); acl: WRITE taken "
           "away from every principal holding it on the tables (clusters with HBase's AccessController: no region "
           "reopens; the fence stays after the switch, the replication sink writes as the HBase superuser). "
           "docs/cutover.md compares them with figures", _string, dags=frozenset({CUTOVER}),
-          bounds={"enum": ["readonly", "acl"]}, check=lambda v: v in ("readonly", "acl"),
-          wanted="'readonly' or 'acl'"),
+          bounds={"enum": ["auto", "readonly", "acl"]}, check=lambda v: v in ("auto", "readonly", "acl"),
+          wanted="'auto', 'readonly' or 'acl'"),
     Field("freeze_exempt", "array", [], "ACL freeze: principals left writing",
           "users or @groups whose WRITE on the tables is not taken away (a tool that must keep writing); a principal "
           "holding WRITE on the namespace or globally must be listed here or the cut-over is refused",
           _principals, dags=frozenset({CUTOVER}), bounds={"items": {"type": "string", "minLength": 1}}),
+    # The cut-over's ACL fence (issue 39): who passes every permission check, as the operator attests it
+    Field("superusers", "array", None, "ACL freeze: every hbase.superuser entry (your attestation)",
+          "the users and @groups of the source's hbase.superuser (HBase 2.6's info servers mask it on /conf, so the "
+          "toolkit cannot read it): an ACL fence cannot stop a superuser, so each must also be in freeze_exempt. "
+          "Empty list: none besides the user HBase runs as. Not given while /conf hides it: the ACL freeze is "
+          "refused. Shown at approval", _principals, dags=frozenset({CUTOVER}), nullable=True,
+          bounds={"items": {"type": "string", "minLength": 1}}),
     Field("max_freeze_s", "number", 120, "Abort: the freeze's steps longer than (s)",
           "the fence, the forward peer's drain, the bounded check and the switch must be done within this after the "
           "fence started; else the fence is lifted and the clients stay on the source", _number,
@@ -616,8 +625,9 @@ class RunSpec:
     reverse_peer_id: str | None = None
     unfreeze_source: bool = True
     switch_command: str | None = None
-    freeze_method: str = "readonly"
+    freeze_method: str = "auto"
     freeze_exempt: tuple[str, ...] = ()
+    superusers: tuple[str, ...] | None = None
     max_freeze_s: float = 120.0
     lag_wait_s: float = 300.0
     skew_margin_ms: int = 5000
@@ -668,7 +678,7 @@ class RunSpec:
         """From `to_dict()` (an XCom); fields absent keep their defaults."""
         names = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
-        for name in ("tables", "clusters", "only_tables", "target_coprocessors", "freeze_exempt"):
+        for name in ("tables", "clusters", "only_tables", "target_coprocessors", "freeze_exempt", "superusers"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -679,6 +689,7 @@ class RunSpec:
         d["only_tables"] = None if self.only_tables is None else list(self.only_tables)
         d["target_coprocessors"] = list(self.target_coprocessors)
         d["freeze_exempt"] = list(self.freeze_exempt)
+        d["superusers"] = None if self.superusers is None else list(self.superusers)
         return d
 
     def codecs(self) -> dict[str, str]:

@@ -42,9 +42,10 @@ def create_tables(clusters, tables, regions=4):
     from hbase_migration.clusters import channels
 
     for cluster in clusters.values():
-        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, {{NAME => 'g'}}, "
-                                 f"{{NUMREGIONS => {regions}, SPLITALGO => 'HexStringSplit'}}" for t in tables],
-                       timeout_s=900)
+        # one region: no split options (the shell wants NUMREGIONS > 1 with a SPLITALGO)
+        split = f", {{NUMREGIONS => {regions}, SPLITALGO => 'HexStringSplit'}}" if regions > 1 else ""
+        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, {{NAME => 'g'}}{split}"
+                                 for t in tables], timeout_s=900)
 
 
 def drop(clusters, tables, peers):
@@ -163,9 +164,10 @@ def test_window_aborts_cleanly_then_cuts_over_losing_nothing(bed):
 
 
 def test_acl_freeze_and_synchronous_replication_as_real_hbase_2_6_answers(bed):
-    """The test bed has no AccessController (no secure mode yet): the ACL freeze is refused with the shell's own
-    error before anything changes. The fence statements themselves are evaluated by HBase 2.6.4's JRuby and
-    classes against a stand-in admin that prints what it is given. Synchronous replication: refused."""
+    """The shared bed has no AccessController (the secured bed has: tests/integration/test_acl_fence_realhbase.py):
+    the ACL freeze is refused from its /conf before anything changes. The fence statements themselves are evaluated
+    by HBase 2.6.4's JRuby and classes against a stand-in async Admin that prints what it is given. Synchronous
+    replication: refused."""
     from hbase_migration.clusters import channels
     from hbase_migration.migration import freeze
     from hbase_migration.migration.cutover import SwitchPlan
@@ -190,9 +192,12 @@ def test_acl_freeze_and_synchronous_replication_as_real_hbase_2_6_answers(bed):
         grants = [freeze.Grant("app", "default", tables[0], actions="RW"),
                   freeze.Grant("@etl", "default", tables[0], "f", "q", actions="W")]
         fence = freeze.acl_fence_plan(tables, grants)
-        stand_in = ['hm_admin = Object.new',
-                    'def hm_admin.grant(up, merge); puts "GRANT " + up.toString + " merge=" + merge.to_s; end',
-                    'def hm_admin.revoke(up); puts "REVOKE " + up.toString; end']
+        done = "java.util.concurrent.CompletableFuture.completedFuture(nil)"  # what the async Admin returns
+        # hm_aadmin first: the helpers' lambdas see it only if it is a local variable when they are parsed
+        stand_in = ['hm_aadmin = Object.new',
+                    'def hm_aadmin.grant(up, merge); puts "GRANT " + up.toString + " merge=" + merge.to_s; '
+                    f'{done}; end',
+                    f'def hm_aadmin.revoke(up); puts "REVOKE " + up.toString; {done}; end', *freeze.ACL_HELPERS]
         with channels.shell_session(clusters["dc1"]) as session:
             out = session.run(stand_in + list(fence.fence) + list(fence.unfence)).stdout
         said = [line for line in out.splitlines() if line.startswith(("GRANT ", "REVOKE "))]

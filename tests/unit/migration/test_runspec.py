@@ -172,8 +172,8 @@ def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
-        "switch_command", "freeze_method", "freeze_exempt", "max_freeze_s", "lag_wait_s", "skew_margin_ms",
-        "sync_replication"]
+        "switch_command", "freeze_method", "freeze_exempt", "superusers", "max_freeze_s", "lag_wait_s",
+        "skew_margin_ms", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "skew_margin_ms", "cutover_run_id"]
@@ -183,7 +183,7 @@ def test_cutover_and_rollback_forms():
         "manual__2024-05-01T00:00:00+00:00", ("a", "ns:b"), None, True)
     assert RunSpec.from_dict(spec.to_dict()) == spec
     assert (spec.switch_command, spec.freeze_method, spec.freeze_exempt, spec.max_freeze_s, spec.lag_wait_s,
-            spec.skew_margin_ms, spec.sync_replication) == ("switch-clients --to dc2", "readonly", (), 120.0, 300.0,
+            spec.skew_margin_ms, spec.sync_replication) == ("switch-clients --to dc2", "auto", (), 120.0, 300.0,
                                                            5000, False)
     go = {"migration_run_id": "r", "switch_command": "true"}
     assert RunSpec.validate({**go, "only_tables": []}, CUTOVER).only_tables is None
@@ -195,7 +195,7 @@ def test_cutover_and_rollback_forms():
         RunSpec.validate({"migration_run_id": "r"}, CUTOVER)
     with pytest.raises(InvalidRunInput, match="switch_command: must be a command line that splits"):
         RunSpec.validate({**go, "switch_command": "echo 'unclosed"}, CUTOVER)
-    with pytest.raises(InvalidRunInput, match="freeze_method: must be 'readonly' or 'acl', got 'disable'"):
+    with pytest.raises(InvalidRunInput, match="freeze_method: must be 'auto', 'readonly' or 'acl', got 'disable'"):
         RunSpec.validate({**go, "freeze_method": "disable"}, CUTOVER)
     with pytest.raises(InvalidRunInput, match="freeze_exempt: must be user or @group names"):
         RunSpec.validate({**go, "freeze_exempt": ["a b"]}, CUTOVER)
