@@ -217,6 +217,7 @@ def test_the_oldwals_guard_acts_on_a_real_quota_filled_by_a_disabled_peer(realhb
         RemovePeerOperator(task_id="rm", peer_id=peer_id).execute({})
 
 
+@pytest.mark.full  # one more table copied and drained (132 s in make test); make test keeps the runs above
 def test_region_replicas_are_hbases_own_and_the_copy_plans_primaries_only(realhbase, connections):
     """A table with REGION_REPLICATION => 2 on a source with region replica replication on: HBase adds its
     internal peer; preflight neither counts it as pinning WALs nor touches it; the data path lists each key range
