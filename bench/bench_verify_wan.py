@@ -20,7 +20,13 @@ verification / the table's bytes of cells; wanted <= 0.01), `vs_cell_verify` (ce
 verification's; wanted >= 5), `planted` and `planted_found`, and per side the hash's MB/s of cells against the plain
 scan's (`hash_vs_plain_scan_source`, `..._target`).
 
+`--data-path native`: both verification jobs on the native data path (HBase's own client in Spark's JVMs: `HashTask`
+over raw range reads, delete markers hashed; the differing leaves compared raw), the connections given to them
+carrying `data_path: native`; the table is still loaded, planted and plainly scanned through Thrift2 (the plain
+scan stays the Thrift2 baseline, named so in the JSON).
+
     .venv/bin/python bench/bench_verify_wan.py [--mb 1024] [--wan-mbps 160] [--workers 2] [--testbed DIR]
+                                               [--data-path thrift2|native]
 """
 from __future__ import annotations
 
@@ -138,6 +144,13 @@ def hash_verify(common: list[str], ledger: str, workers: int) -> tuple[dict, dic
     return sum_s, sum_t, seconds
 
 
+def on_path(connection: dict, data_path: str) -> str:
+    """A connection's JSON for the verification jobs, on `data_path` (thrift2: as the bed gives it)."""
+    if data_path == "thrift2":
+        return json.dumps(connection)
+    return json.dumps({**connection, "extra": {**connection.get("extra", {}), "data_path": data_path}})
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/bench_verify_wan.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--mb", type=int, default=1024, help="MiB of cells in the table (default 1024)")
@@ -145,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2, help="threads of each process (default 2)")
     p.add_argument("--leaf-kib", type=int, default=1024, help="hash_leaf_bytes in KiB (default 1024)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
+    p.add_argument("--data-path", choices=("thrift2", "native"), default="thrift2",
+                   help="the verification jobs' data path (default thrift2; native: HBase's client in Spark's JVMs)")
     args = p.parse_args(argv)
 
     from bench.harness import exit_on_sigterm
@@ -166,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         wan.start(bed.workdir, bed.endpoints(), args.wan_mbps)
         endpoints = bed.endpoints()
         dc1, dc2 = (json.dumps(endpoints[n]["connection"]) for n in ("dc1", "dc2"))
-        remote = json.dumps(endpoints["dc1"]["remote"]["connection"])
         source, target = cluster_from_text("source", dc1), cluster_from_text("target", dc2)
+        jobs = {n: on_path(endpoints[n]["connection"], args.data_path) for n in ("dc1", "dc2")}
+        remote = on_path(endpoints["dc1"]["remote"]["connection"], args.data_path)
         table = f"bench_vw_{uuid.uuid4().hex[:6]}"
         splits = ", ".join(f"'{s.decode()}'" for s in SPLITS)
         create = (f"create '{table}', {{NAME => 'd', VERSIONS => 3}}, SPLITS => [{splits}], "
@@ -197,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"   {plain['bytes'] / 1e6:.0f} MB in {plain['seconds']:.1f} s: {plain_mb_s:.1f} MB/s")
 
         ledger = f"sqlite:///{workdir / 'ledger.db'}"
-        common = ["-m", "hbase_migration", "verify", "--source", dc1, "--target", dc2, "--source-remote", remote,
+        common = ["-m", "hbase_migration", "verify", "--source", jobs["dc1"], "--target", jobs["dc2"],
+                  "--source-remote", remote,
                   "--table", table, "--hash-leaf-bytes", str(args.leaf_kib << 10), "--recompare-sleep-s", "2"]
         log("2. hash verification, a job beside each cluster")
         before = link_bytes(bed.workdir)
@@ -264,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {
             "table_mb": round(table_bytes / 1e6, 1), "store_file_mb": round(store_bytes / 1e6, 1),
             "wan_mbps": args.wan_mbps, "leaf_kib": args.leaf_kib, "workers": args.workers,
+            "data_path": args.data_path, "plain_scan_data_path": "thrift2",
+            "hbase_version": endpoints["dc1"].get("hbase_version"),
             "hash_verify_s": round(hash_s, 1), "cell_verify_s": round(cells_s, 1),
             "vs_cell_verify": round(cells_s / hash_s, 2),
             "wan_bytes_hash": hash_link, "wan_bytes_proxy": proxy, "wan_bytes_messages": messages,
