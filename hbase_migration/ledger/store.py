@@ -734,6 +734,43 @@ class Ledger:
                             peer_id=_text(peer_id, "peer_id")).mappings().first()
         return None if row is None else dict(row)
 
+    # -- the oldWALs watchdog's lease, per run and cluster (hbase_migration/migration/quota.py) ----------------
+
+    def watch_take(self, run_id: str, cluster_key: str, owner: str, lease_s: float,
+                   now: int | None = None) -> tuple[bool, dict[str, Any]]:
+        """Take or renew the lease on `run_id`'s watch of `cluster_key` (free, ours, or expired); returns whether
+        `owner` holds it and the row (plan, newest reading) in one transaction."""
+        at = _instant(now_ms() if now is None else now, "now_ms")
+        keys = {"run_id": _text(run_id, "run_id"), "cluster_key": _text(cluster_key, "cluster_key")}
+        with self._engine.begin() as conn:
+            self._run(conn, "watch_ensure", now_ms=at, **keys)
+            taken = self._run(conn, "watch_take", owner=_text(owner, "owner"), expires_ms=at + int(lease_s * 1000),
+                              now_ms=at, **keys).rowcount == 1
+            row = self._run(conn, "watch_row", **keys).mappings().first()
+        return taken, _watch_dict(row)
+
+    def watch_reading(self, run_id: str, cluster_key: str, owner: str, plan: Mapping[str, Any],
+                      reading: Mapping[str, Any], read_ms: int, calls: int) -> bool:
+        """Keep the holder's newest reading (and the plan it read by); False when `owner` no longer holds the lease
+        (nothing written)."""
+        with self._engine.begin() as conn:
+            return self._run(conn, "watch_reading", run_id=_text(run_id, "run_id"),
+                             cluster_key=_text(cluster_key, "cluster_key"), owner=_text(owner, "owner"),
+                             plan_json=_json(plan, "plan"), reading_json=_json(reading, "reading"),
+                             read_ms=_instant(read_ms, "read_ms"), calls=_count(calls, "calls"),
+                             now_ms=now_ms()).rowcount == 1
+
+    def watch_release(self, run_id: str, cluster_key: str, owner: str) -> None:
+        """Give the lease up (a watchdog that stops): another watchdog of the run takes it at its next turn."""
+        with self._engine.begin() as conn:
+            self._run(conn, "watch_release", run_id=_text(run_id, "run_id"),
+                      cluster_key=_text(cluster_key, "cluster_key"), owner=_text(owner, "owner"), now_ms=now_ms())
+
+    def watches(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's watch rows, one per watched cluster: readings and NameNode calls so far, the plan."""
+        with self._reader.begin() as conn:
+            return [_watch_dict(r) for r in self._run(conn, "watch_rows", run_id=_text(run_id, "run_id")).mappings()]
+
     # -- the source's split/merge and normalizer switches (hbase_migration/data/switches.py) ----------------
 
     def switch_lock(self, source_key: str, owner: str, lease_s: float, now: int | None = None) -> bool:
@@ -1042,6 +1079,14 @@ def _phase_order(tables: list[str], table: str, phase: str) -> tuple[int, str, i
     """Phases sort by the plan's table order (`ALL_TABLES` after it), then in migration order."""
     position = tables.index(table) if table in tables else len(tables)
     return position, table, PHASES.index(phase) if phase in PHASES else len(PHASES)
+
+
+def _watch_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("plan_json", "reading_json"):
+        text = out.pop(key)
+        out[key[:-5]] = json.loads(text) if text else None
+    return out
 
 
 def _run_dict(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,9 +28,9 @@ from tests.ledger_writers import run_concurrent_copies
 REPO = Path(__file__).resolve().parents[3]
 TABLES = [
     "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "initial_copies",
-    "job_summaries", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
-    "schema_version", "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds", "throttle_decisions",
-    "verification_results",
+    "job_summaries", "lag_samples", "migration_phases", "migration_runs", "oldwals_watch", "peer_notes",
+    "quota_samples", "schema_version", "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds",
+    "throttle_decisions", "verification_results",
 ]
 
 
@@ -100,11 +100,13 @@ def test_shipped_sql_parses():
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
      (version4, name4, statements4), (version5, name5, statements5),
-     (version6, name6, statements6), (version7, name7, statements7)] = schema_migrations(SQL_DIR / "schema")
+     (version6, name6, statements6), (version7, name7, statements7),
+     (version8, name8, statements8)] = schema_migrations(SQL_DIR / "schema")
     assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6,
-            version7, name7) == (
+            version7, name7, version8, name8) == (
         1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing",
-        6, "snapshot_exports", 7, "job_summaries")
+        6, "snapshot_exports", 7, "job_summaries", 8, "oldwals_watch")
+    assert [s.split("(")[0] for s in statements8] == ["CREATE TABLE IF NOT EXISTS oldwals_watch "]
     assert [s.split("(")[0] for s in statements7] == ["CREATE TABLE IF NOT EXISTS job_summaries "]
     assert [s.split("(")[0] for s in statements6] == [
         "CREATE TABLE IF NOT EXISTS initial_copies ", "CREATE TABLE IF NOT EXISTS snapshot_exports ",
@@ -163,12 +165,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 7
+        assert second.apply_schema() == 8
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 7
+    assert len(versions) == 8
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -199,8 +201,8 @@ def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_pa
 def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
-        conn.execute("INSERT INTO schema_version VALUES (8, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 8 is newer than this toolkit knows \(7\)"):
+        conn.execute("INSERT INTO schema_version VALUES (9, 'future', 0)")
+    with pytest.raises(LedgerError, match=r"schema version 9 is newer than this toolkit knows \(8\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -764,7 +766,7 @@ def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(
     with Ledger.open(f"sqlite:///{db_path}") as migrated:
         ranges = migrated.finished_ranges("copy-1", "t")
     versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
-    assert versions[-1] == (7, "job_summaries")
+    assert versions[-1] == (8, "oldwals_watch")
     assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
                        "finished_ms": 2}]
     finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]
@@ -784,3 +786,23 @@ def test_a_jobs_summary_is_kept_under_its_key_and_taken_once(ledger):
         ledger.put_job_summary("k", "copy", "not json")
     with pytest.raises(LedgerError, match="summary_key must be a non-empty string"):
         ledger.put_job_summary("", "copy", "{}")
+
+
+def test_the_oldwals_watch_lease_is_one_holders_at_a_time(ledger):
+    """One watchdog per run and cluster reads (hbase_migration/migration/quota.py): the lease is taken when free,
+    renewed by its holder, refused to another until it expires or is given up; only the holder records."""
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "a", 30, now=1000) == (True, {
+        "run_id": "run-1", "cluster_key": "zk:2181:/hbase", "owner": "a", "expires_ms": 31000, "plan": None,
+        "reading": None, "read_ms": None, "readings": 0, "namenode_calls": 0, "updated_ms": 1000})
+    held, row = ledger.watch_take("run-1", "zk:2181:/hbase", "b", 30, now=2000)
+    assert not held and row["owner"] == "a"
+    assert ledger.watch_reading("run-1", "zk:2181:/hbase", "a", {"bearing": ["/hbase"]}, {"taken_at": 2.5}, 2500, 3)
+    assert not ledger.watch_reading("run-1", "zk:2181:/hbase", "b", {}, {}, 2600, 1)  # not b's: nothing written
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "a", 30, now=3000)[0]  # renewed
+    held, row = ledger.watch_take("run-1", "zk:2181:/hbase", "b", 30, now=33001)  # expired: b takes over
+    assert held and (row["plan"], row["reading"], row["readings"], row["namenode_calls"]) == (
+        {"bearing": ["/hbase"]}, {"taken_at": 2.5}, 1, 3)
+    ledger.watch_release("run-1", "zk:2181:/hbase", "b")
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "c", 30, now=33002)[0]  # given up: free at once
+    assert ledger.watch_take("run-1", "other:2181:/hbase", "d", 30, now=33003)[0]  # another cluster: its own
+    assert [w["cluster_key"] for w in ledger.watches("run-1")] == ["other:2181:/hbase", "zk:2181:/hbase"]
