@@ -401,7 +401,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         finally:
             if watchdog is not None:
                 watchdog.stop()
-            if hold is not None and not self.ledger_run_id:  # a run's hold is released by release_switches
+            if hold is not None and self._releases_own_hold:  # else the run's release_switches releases it
                 try:
                     hold.__exit__(None, None, None)
                 except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
@@ -413,15 +413,12 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         if not self.hold_switches:
             self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
             return None
-        from hbase_migration.data.switches import SwitchError, SwitchHold, holder_name
+        from hbase_migration.data.switches import SwitchError, SwitchHold
         from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
-        # In a migration run every table's copy shares the run's hold, released by its release_switches task once
-        # all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own.
         hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
-                          holder_name(copy_id, None if self.ledger_run_id else self.table), self.ledger_run_id,
-                          logger=self.log)
+                          self._switch_holder(copy_id), self.ledger_run_id, logger=self.log)
         try:
             return hold.__enter__()
         except SwitchError as e:
@@ -431,6 +428,18 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             if unreachable(e):  # the shell or the master did not answer: the task's retry takes the hold again
                 raise
             raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
+
+    def _switch_holder(self, copy_id: str) -> str:
+        """In a migration run every table's copy shares the run's hold, released by its release_switches task once
+        all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own (a
+        batch's copy: the batch's, `operators.batch`)."""
+        from hbase_migration.data.switches import holder_name
+
+        return holder_name(copy_id, None if self.ledger_run_id else self.table)
+
+    @property
+    def _releases_own_hold(self) -> bool:
+        return not self.ledger_run_id
 
     def _on_quota_fail(self, message: str) -> None:
         self._breach = message
