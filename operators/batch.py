@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk import BaseSensorOperator, Context
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
+from operators.snapshot import HBaseSnapshotExportOperator
 from operators.spark import REPO, HBaseCopyTableOperator, HBaseVerifyTableOperator
 
 COPY_TABLES_JOB = str(REPO / "jobs" / "copy_tables.py")
@@ -80,6 +81,11 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         return self._batch_argv(super()._prepare(summary))
 
+    def execute(self, context: Context) -> dict[str, Any]:
+        if not self.tables:
+            raise AirflowSkipException(f"batch {self.batch} has no table copied by scan")
+        return super().execute(context)
+
     def _switch_holder(self, copy_id: str) -> str:
         from hbase_migration.data.switches import holder_name
 
@@ -90,8 +96,18 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
         return True
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
-        if summary and "tables" in summary and not self._breach and not (summary.get("load_control") or {}).get(
-                "aborted"):
+        named = ", ".join(self.tables) if len(self.tables) <= 5 else f"{len(self.tables)} tables"
+        what = f"copy of batch {self.batch} ({named})"
+        if self._breach:
+            self._ledger_phase("copy", "failed", {"quota_breach": self._breach})
+            # Not retried: a retry would meet the same quota. The peer stays as it is (see state_left_behind).
+            raise AirflowFailException(f"{what} stopped: {self._breach}")
+        load = (summary or {}).get("load_control") or {}
+        if load.get("aborted"):
+            self._ledger_phase("copy", "failed", summary)
+            raise AirflowException(f"{what} gave up, the source stayed overloaded: {load.get('reason')}. Finished "
+                                   "partitions are recorded; a retry resumes with the others")
+        if summary and "tables" in summary:
             self.log.info("copy batch %s: %s", self.batch, json.dumps(
                 {k: v for k, v in summary.items() if k != "tables"}, sort_keys=True, default=str))
             failed = set(summary.get("failed_tables") or ())
@@ -113,7 +129,8 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
                 raise AirflowException(f"copy of batch {self.batch}: the job failed after copying every table: "
                                        f"{error}") from error
             return summary
-        return super()._finish(summary, error)  # a quota breach, the load throttle giving up, or no summary
+        self._ledger_phase("copy", "failed", summary or {"error": str(error)})
+        raise AirflowException(f"{what} failed (finished partitions are kept; a retry resumes): {error}") from error
 
 
 class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
@@ -162,3 +179,81 @@ class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
         if not self.tables:
             raise AirflowFailException(f"batch {self.batch} has no table to verify")
         return super().execute(context)
+
+
+class HBaseSnapshotExportBatchOperator(HBaseSnapshotExportOperator):
+    __doc__ = """Copies a batch's tables that go by snapshot, one after the other, each exactly as the per-table
+    export (its FLUSH snapshot, its files by a Spark job, the clone, the clean-up; resumable), its own Spark
+    application each: they are the tables past `snapshot_threshold_bytes`, few and big, so an application's start
+    is small beside their copy. A quota breach stops the batch at once; another failure of one table leaves the
+    others to be exported, then fails the task (a retry resumes each).
+
+    :param tables: the batch's tables copied by snapshot (none: the task is skipped).
+    :param batch: the batch's name."""
+
+    template_fields: Sequence[str] = (*HBaseSnapshotExportOperator.template_fields, "tables", "batch")
+
+    def __init__(self, *, tables: Sequence[str], batch: str = "batch", **kwargs: Any) -> None:
+        kwargs["table"] = batch
+        super().__init__(**kwargs)
+        self.tables = tables
+        self.batch = batch
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        if not self.tables:
+            raise AirflowSkipException(f"batch {self.batch} has no table copied by snapshot")
+        done: dict[str, Any] = {}
+        failed: list[str] = []
+        try:
+            for table in self.tables:
+                self.table, self._breach, self._export = table, None, None
+                try:
+                    done[table] = super().execute(context)
+                except AirflowFailException:
+                    raise  # a quota breach, or a refusal: nothing more is started
+                except Exception as e:  # the others are exported; this one is retried with the task
+                    self.log.error("snapshot export of %s failed: %s", table, e)
+                    failed.append(f"{table}: {e}")
+        finally:
+            self.table = self.batch
+        if failed:
+            raise AirflowException(f"batch {self.batch}: {len(failed)} of {len(self.tables)} snapshot exports "
+                                   "failed: " + " | ".join(failed))
+        return done
+
+
+class BatchTurnSensor(BaseSensorOperator):
+    """Waits for the batch's turn: one of the run's `batches_at_once` slots in the ledger (taken here, released by
+    the batch's `copies_done` once its copies have ended, in any state). In reschedule mode: no worker slot is
+    held while the batch waits. The batch's peer is added only after this, so a waiting batch pins no WAL.
+
+    :param batch: the batch's name.
+    :param limit: the run's `batches_at_once`.
+    :param ledger_run_id: the run (its slots); None: no wait."""
+
+    template_fields: Sequence[str] = ("batch", "limit", "ledger_run_id")
+    ui_color = "#eeeeee"
+
+    def __init__(self, *, batch: str, limit: int, ledger_run_id: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("mode", "reschedule")
+        kwargs.setdefault("poke_interval", 15)
+        kwargs.setdefault("timeout", 7 * 24 * 3600)  # the batches before it copy; a week bounds a forgotten run
+        super().__init__(**kwargs)
+        self.batch = batch
+        self.limit = limit
+        self.ledger_run_id = ledger_run_id
+
+    def poke(self, context: Context) -> bool:
+        if not self.ledger_run_id:
+            return True
+        from operators.ledger import open_ledger
+
+        with open_ledger() as ledger:
+            slot = ledger.take_batch_slot(self.ledger_run_id, self.batch, int(self.limit))
+            holders = [] if slot is not None else ledger.batch_slots(self.ledger_run_id)
+        if slot is not None:
+            self.log.info("batch %s: its turn (slot %d of %s)", self.batch, slot + 1, self.limit)
+            return True
+        self.log.info("batch %s waits: %s batch(es) copying side by side already (%s)", self.batch, self.limit,
+                      ", ".join(h["batch"] for h in holders))
+        return False

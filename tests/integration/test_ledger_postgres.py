@@ -152,7 +152,7 @@ def test_schema_applies_once_and_a_broken_version_leaves_nothing(pg_url, tmp_pat
     assert pg_rows(pg_url, "SELECT version, name FROM schema_version ORDER BY version") == [
         (1, "initial"), (2, "copy_plans"), (3, "throttle_and_cutover"), (4, "alerts"),
         (5, "switches_ranges_sizing"), (6, "snapshot_exports"), (7, "job_summaries"),
-        (8, "oldwals_watch")]
+        (8, "oldwals_watch"), (9, "batches")]
     sql_dir = tmp_path / "sql"
     (sql_dir / "schema").mkdir(parents=True)
     (sql_dir / "queries.sql").write_text((SQL_DIR / "queries.sql").read_text())

@@ -27,10 +27,10 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES = [
-    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "initial_copies",
-    "job_summaries", "lag_samples", "migration_phases", "migration_runs", "oldwals_watch", "peer_notes",
-    "quota_samples", "schema_version", "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds",
-    "throttle_decisions", "verification_results",
+    "alert_deliveries", "alert_messages", "batch_slots", "copy_partitions", "copy_plans", "copy_sizings",
+    "initial_copies", "job_summaries", "lag_samples", "migration_batches", "migration_phases", "migration_runs",
+    "oldwals_watch", "peer_notes", "quota_samples", "schema_version", "snapshot_exports", "snapshot_files",
+    "switch_guards", "switch_holds", "throttle_decisions", "verification_results",
 ]
 
 
@@ -101,12 +101,15 @@ def test_shipped_sql_parses():
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
      (version4, name4, statements4), (version5, name5, statements5),
      (version6, name6, statements6), (version7, name7, statements7),
-     (version8, name8, statements8)] = schema_migrations(SQL_DIR / "schema")
+     (version8, name8, statements8), (version9, name9, statements9)] = schema_migrations(SQL_DIR / "schema")
     assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6,
-            version7, name7, version8, name8) == (
+            version7, name7, version8, name8, version9, name9) == (
         1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing",
-        6, "snapshot_exports", 7, "job_summaries", 8, "oldwals_watch")
+        6, "snapshot_exports", 7, "job_summaries", 8, "oldwals_watch", 9, "batches")
     assert [s.split("(")[0] for s in statements8] == ["CREATE TABLE IF NOT EXISTS oldwals_watch "]
+    assert [s.split("(")[0] for s in statements9] == [
+        "CREATE TABLE IF NOT EXISTS migration_batches ", "CREATE TABLE IF NOT EXISTS batch_slots ",
+        "CREATE UNIQUE INDEX IF NOT EXISTS batch_slots_batch ON batch_slots "]
     assert [s.split("(")[0] for s in statements7] == ["CREATE TABLE IF NOT EXISTS job_summaries "]
     assert [s.split("(")[0] for s in statements6] == [
         "CREATE TABLE IF NOT EXISTS initial_copies ", "CREATE TABLE IF NOT EXISTS snapshot_exports ",
@@ -165,12 +168,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 8
+        assert second.apply_schema() == 9
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 8
+    assert len(versions) == 9
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -201,8 +204,8 @@ def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_pa
 def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
-        conn.execute("INSERT INTO schema_version VALUES (9, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 9 is newer than this toolkit knows \(8\)"):
+        conn.execute("INSERT INTO schema_version VALUES (10, 'future', 0)")
+    with pytest.raises(LedgerError, match=r"schema version 10 is newer than this toolkit knows \(9\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -766,7 +769,7 @@ def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(
     with Ledger.open(f"sqlite:///{db_path}") as migrated:
         ranges = migrated.finished_ranges("copy-1", "t")
     versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
-    assert versions[-1] == (8, "oldwals_watch")
+    assert versions[-1] == (9, "batches")
     assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
                        "finished_ms": 2}]
     finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]
@@ -806,3 +809,24 @@ def test_the_oldwals_watch_lease_is_one_holders_at_a_time(ledger):
     assert ledger.watch_take("run-1", "zk:2181:/hbase", "c", 30, now=33002)[0]  # given up: free at once
     assert ledger.watch_take("run-1", "other:2181:/hbase", "d", 30, now=33003)[0]  # another cluster: its own
     assert [w["cluster_key"] for w in ledger.watches("run-1")] == ["other:2181:/hbase", "zk:2181:/hbase"]
+
+
+def test_a_runs_batches_are_planned_once_and_take_numbered_slots(ledger):
+    start(ledger)
+    plan = [{"index": 0, "batch": "b1", "peer_id": "mig1_b1", "tables": ["ns:orders"], "bytes": 10},
+            {"index": 1, "batch": "b2", "peer_id": "mig1_b2", "tables": ["ns:items"], "bytes": 0}]
+    kept = ledger.record_batches("run-1", plan, planned_ms=5)
+    assert [(b["batch"], b["peer_id"], b["tables"], b["slot"]) for b in kept] == [
+        ("b1", "mig1_b1", ["ns:orders"], None), ("b2", "mig1_b2", ["ns:items"], None)]
+    assert ledger.record_batches("run-1", [{**plan[0], "peer_id": "other"}]) == kept  # the first plan stands
+    assert ledger.take_batch_slot("run-1", "b1", 1, at_ms=6) == 0
+    assert ledger.take_batch_slot("run-1", "b1", 1) == 0  # already its own: the same slot
+    assert ledger.take_batch_slot("run-1", "b2", 1) is None  # one at once: b2 waits
+    ledger.release_batch_slot("run-1", "b1")
+    assert ledger.take_batch_slot("run-1", "b2", 1) == 0
+    ledger.batch_t0("run-1", "b2", 900)
+    ledger.batch_t0("run-1", "b2", 950)  # the earliest stands
+    assert [(b["batch"], b["slot"], b["t0_ms"]) for b in ledger.run_batches("run-1")] == [
+        ("b1", None, None), ("b2", 0, 900)]
+    with pytest.raises(LedgerError, match="limit must be"):
+        ledger.take_batch_slot("run-1", "b1", 0)
