@@ -171,7 +171,7 @@ def test_a_table_failing_in_one_batch_leaves_the_other_to_catch_up_and_verify(re
     # b1: copied, its own peer enabled and drained, verified; its table equal to the source, every version.
     phases = summary["phases"]
     assert [phases[good][p]["status"] for p in ("copy", "catch_up", "verify")] == ["success"] * 3, phases[good]
-    assert comparison["identical"], comparison
+    assert comparison["differences"] == 0 and comparison["source_rows"] > 2000, comparison
     assert [v["clean"] for v in summary["verification"][good]] == [True]
     assert batches["b1"]["peer_state"] == "ENABLED" and f"{peer}_b1" in peers
     # b2: its copy failed; its own peer is left DISABLED (never enabled), and said so.
