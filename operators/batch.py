@@ -204,9 +204,12 @@ class HBaseSnapshotExportBatchOperator(HBaseSnapshotExportOperator):
             raise AirflowSkipException(f"batch {self.batch} has no table copied by snapshot")
         done: dict[str, Any] = {}
         failed: list[str] = []
+        given = (self.files, self.py_files)  # each submission adds its own shipped files to these
         try:
             for table in self.tables:
-                self.table, self._breach, self._export = table, None, None
+                # each table its own spark-submit: the provider keeps the hook (and its argv) it built for the last
+                self.table, self._breach, self._export, self._hook = table, None, None, None
+                self.name, (self.files, self.py_files) = f"{self.job_kind}-{table}", given
                 try:
                     done[table] = super().execute(context)
                 except AirflowFailException:

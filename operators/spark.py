@@ -75,7 +75,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
                  versions: int | None = None, families: Sequence[str] | str | None = None,
                  ledger_run_id: str | None = None, spark_conn_id: str = "spark_default", deferrable: bool = True,
                  **kwargs) -> None:
-        kwargs.setdefault("name", f"{self.job_kind}-{table}")
+        # in a mapped task group `table` is the group's argument, known when the task runs (`_run` names the job)
+        kwargs.setdefault("name", f"{self.job_kind}-{table}" if isinstance(table, str) else self.job_kind)
         super().__init__(application=self.application_path, conn_id=spark_conn_id, **kwargs)
         self.deferrable = deferrable
         self.source_conn_id = source_conn_id
@@ -268,6 +269,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
     def _run(self, context: Context) -> dict[str, Any]:
         from operators.ledger import ledger_url
 
+        if self.name == self.job_kind:
+            self.name = f"{self.job_kind}-{self.table}"
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             url, key = ledger_url(), self.summary_key(context)
             self.application_args = self._prepare({"summary_ledger_url_file": self._ship_ledger_url(tmp, url),

@@ -34,6 +34,7 @@ from hbase_migration.data.scope import CopyConfigError
 log = logging.getLogger(__name__)
 
 MAX_FAILURES_LISTED = 20  # per table, in the batch's summary (the ledger keeps every finished partition)
+SMALL_BATCH = 10  # up to this many tables a batch's summary keeps each table's partition results, as alone
 CHECK_THREADS = 8  # tables checked at once before the batch starts (two Thrift calls each)
 
 
@@ -122,9 +123,12 @@ def _checked(source: Any, target: Any, options: Any, check: Callable[..., Any]) 
         return e
 
 
-def _slim(summary: dict[str, Any]) -> dict[str, Any]:
-    """A table's summary as the batch keeps it: its partitions' figures only for the failed ones (the ledger
-    holds every finished partition; 300 tables' lists would make the batch's summary line megabytes)."""
+def _slim(summary: dict[str, Any], tables: int) -> dict[str, Any]:
+    """A table's summary as the batch keeps it: in a batch of more than `SMALL_BATCH` tables its partitions'
+    figures only for the failed ones (the ledger holds every finished partition; 300 tables' lists would make the
+    batch's summary line megabytes)."""
+    if tables <= SMALL_BATCH:
+        return summary
     out = {k: v for k, v in summary.items() if k not in ("partition_results", "partition_results_truncated")}
     if "failures" in out:
         out["failures"] = out["failures"][:MAX_FAILURES_LISTED]
@@ -197,7 +201,7 @@ def run_batch(batch: Batch, executor: Any, tables_at_once: int | None = None) ->
             log.exception("batch %s: %s of %s failed", ns.batch, batch.kind, opts.table)
             summary, ok = {"job": batch.kind, "table": opts.table, "error": f"{type(e).__name__}: {e}"}, False
         log.info("%s (%s %s: %s)", meter.end(ok), batch.kind, opts.table, "ok" if ok else "FAILED")
-        return opts.table, _slim(summary), ok
+        return opts.table, _slim(summary, len(batch.options)), ok
 
     try:
         with ThreadPoolExecutor(at_once, thread_name_prefix=f"{batch.kind}-table") as pool:
@@ -237,7 +241,8 @@ def batch_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     ns = batch.ns
-    executor = make_executor(f"{kind} batch {ns.batch}: {len(batch.options)} tables", ns)
+    named = ", ".join(ns.tables) if len(ns.tables) <= 3 else f"{len(ns.tables)} tables"
+    executor = make_executor(f"{kind} batch {ns.batch} ({named})", ns)
     try:
         summary = run_batch(batch, executor)
         describe = getattr(executor, "describe", None)

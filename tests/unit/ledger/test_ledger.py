@@ -661,11 +661,12 @@ def test_run_summary_shape_is_exact(ledger):
              "projected_exhaustion_ms": 26_000},
             {"path": "/hbase/oldWALs", "sampled_ms": 6_000, "space_consumed": 1_600, "space_quota": None,
              "ns_consumed": 4, "ns_quota": None, "growth_bytes_per_s": None, "projected_exhaustion_ms": None},
-        ]},
+        ], "watch": []},
         "peer": {"state": "ENABLED", "notes": [
             {"peer_id": "mig1", "noted_ms": 7_000, "state": "ENABLED", "reason": "caught up"}]},
         "sizing": {"*": {"sized_ms": 1_450, "figures": {"projected_copy_s": 90.5}},
                    "ns:orders": {"sized_ms": 1_400, "figures": {"regions": 3, "store_file_bytes": 1_024}}},
+        "batches": [],
     }
 
 
@@ -678,9 +679,9 @@ def test_run_summary_of_a_fresh_run(ledger):
         "verification": {},
         "lag": {"samples": 0, "max_age_of_last_shipped_op_ms": None, "max_size_of_log_queue": None,
                 "latest": None},
-        "quota": {"samples": 0, "latest": []},
+        "quota": {"samples": 0, "latest": [], "watch": []},
         "peer": {"state": None, "notes": []},
-        "sizing": {},
+        "sizing": {}, "batches": [],
     }
     with pytest.raises(LedgerError, match="run_id 'run-9' is not in the ledger"):
         ledger.run_summary("run-9")
