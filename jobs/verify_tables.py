@@ -19,7 +19,9 @@ from jobs.spark_job import _spark  # noqa: E402
 
 
 def main(argv=None) -> int:
-    return batch_main("verify", sys.argv[1:] if argv is None else argv, _spark)
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
+    return batch_main("verify", sys.argv[1:] if argv is None else argv, _spark, region_sizes=table_region_bytes)
 
 
 if __name__ == "__main__":

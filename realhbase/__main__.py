@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--secure", action="store_true",
                    help="Kerberos on every channel: the MIT KDC (DC1.TEST, DC2.TEST, trust both ways), SASL "
                         "ZooKeeper, Kerberized HDFS and HBase, SASL/SPNEGO Thrift (realhbase/secure.py)")
+    p.add_argument("--wan-mbps", type=float,
+                   help="a WAN between the datacenters: each cluster's gateways as the other one reaches them go "
+                        "through a proxy of this many megabits/s each way, counting the bytes (0: unlimited; see "
+                        "endpoints' \"remote\" and realhbase/wan.py)")
     add("down", "stop everything `up` started")
     p = add("status", "liveness of every role")
     p.add_argument("--json", action="store_true")
@@ -113,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _up(bed: RealHBase, args) -> int:
     bed.up()
+    if args.wan_mbps is not None:  # the link between the datacenters (realhbase/wan.py)
+        from realhbase import wan
+
+        wan.start(bed.workdir, bed.endpoints(), args.wan_mbps or None)
     return 0
 
 

@@ -387,6 +387,7 @@ class RealHBase:
             elif not zk_ruok(self.zookeeper_hosts):
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
             self._ensure_parents()
+            config.ensure_master_key(self.workdir, jars.java)
             procs = {}
             planned: set[int] = set()  # both clusters' ports, before any JVM binds one
             for name in CLUSTERS:
@@ -536,6 +537,9 @@ class RealHBase:
     def down(self) -> list[str]:
         """Stops every process of this workdir (the clusters gracefully, then SIGKILL at a deadline) and the
         ZooKeeper `up` started; returns the survivors ("dc1/rs0 (pid 123)"), normally none."""
+        from realhbase import wan
+
+        wan.stop(self.workdir)  # the link's proxy (realhbase/wan.py), if one runs
         owned = self._instance().get("zookeeper_owned", False)
         survivors = self._stop_everything(stop_zookeeper=owned or self.secure)
         for name in CLUSTERS:
@@ -832,7 +836,7 @@ class RealHBase:
         if not hosts:
             raise RealHBaseError(f"realhbase: no test bed under {self.workdir}")
         client = KazooClient(hosts=hosts, timeout=10)
-        client.start(timeout=10)
+        client.start(timeout=60)  # a ZooKeeper just started on a machine at load 50 took more than 10 s to answer
         return client
 
     def _registered(self, name: str) -> list[str]:
@@ -918,7 +922,9 @@ class RealHBase:
                 continue
             out[name] = self._cluster_endpoints(name, running, instance.get("versions")
                                                 or self.jars.versions)
-        return out
+        from realhbase import wan
+
+        return wan.annotate(self.workdir, out)  # each cluster as the other datacenter reaches it, with a WAN link
 
     def _cluster_endpoints(self, name: str, running: dict[str, int], versions: dict) -> dict:
         state = config.load_cluster(self.cluster_dir(name))

@@ -29,6 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
+from hbase_migration.data import native_jobs
 from hbase_migration.data.scope import CopyConfigError
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Batch:
     started: float
     load_limits: Any = None
     store: Any = None
+    source_remote: Any = None  # verify: the source as the target's datacenter reaches it (--source-remote)
 
 
 def table_options(kind: str, ns: argparse.Namespace, tables: Sequence[str]) -> list[Any]:
@@ -102,6 +104,18 @@ def prepare_batch(kind: str, argv: Sequence[str]) -> Batch:
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
     options = table_options(kind, ns, ns.tables)
+    if kind == "verify":
+        jobargs.hash_side_check(ns)
+        if getattr(ns, "hash_side", None):
+            raise jobargs.UsageError("--hash-side: a verification by hashes with a job beside each cluster runs "
+                                     "per table (jobs/verify_table.py), not in a batch")
+    source_remote = None
+    if kind == "verify" and getattr(ns, "source_remote", None):
+        source_remote = jobargs.cluster_from_text("source-remote", ns.source_remote)
+    if native_jobs.uses_native(source, target, options[0]):  # the driver's JVM, as runner.prepare_job starts it
+        from hbase_migration.data.datapath.native import bridge
+
+        bridge({**jobargs.spark_conf(ns.conf), **({"spark.master": ns.master} if ns.master else {})})
     with ThreadPoolExecutor(min(CHECK_THREADS, len(options)), thread_name_prefix="check") as pool:
         answers = list(pool.map(lambda o: _checked(source, target, o, check_tables), options))
     refused = [f"{o.table}: {a}" for o, a in zip(options, answers) if isinstance(a, CopyConfigError)]
@@ -113,7 +127,7 @@ def prepare_batch(kind: str, argv: Sequence[str]) -> Batch:
             raise a
     load_limits = jobargs.load_limits(ns) if kind == "copy" else None
     store = open_store(ns) if kind == "copy" else None
-    return Batch(kind, ns, source, target, options, answers, started, load_limits, store)
+    return Batch(kind, ns, source, target, options, answers, started, load_limits, store, source_remote)
 
 
 def _checked(source: Any, target: Any, options: Any, check: Callable[..., Any]) -> Any:
@@ -163,9 +177,12 @@ class BatchMeter:
                 f"flight, {elapsed:.0f}s elapsed, ETA {eta}")
 
 
-def run_batch(batch: Batch, executor: Any, tables_at_once: int | None = None) -> dict[str, Any]:
+def run_batch(batch: Batch, executor: Any, tables_at_once: int | None = None,
+              region_sizes: Callable[[Any, str], Any] | None = None) -> dict[str, Any]:
     """Copy or verify every table of the batch on one executor, `tables_at_once` tables in flight; each table's
-    summary under `tables`, `failed_tables` naming those that did not finish clean."""
+    summary under `tables`, `failed_tables` naming those that did not finish clean. `region_sizes(source, table)`
+    (as `runner.run_job`'s): each table's size, asked for a verification by hashes or `auto` (each table picks its
+    own method, both sides hashed in this one application)."""
     from hbase_migration.data.runner import run_copy, run_verify
     from hbase_migration.data.verify import exit_code
 
@@ -195,7 +212,12 @@ def run_batch(batch: Batch, executor: Any, tables_at_once: int | None = None) ->
                                    copy_id=ns.copy_id, checked=checked)
                 ok = summary["failed_partitions"] == 0
             else:
-                summary = run_verify(batch.source, batch.target, opts, executor, checked=checked)
+                region_bytes = None
+                if opts.method != "cells" and region_sizes is not None:
+                    region_bytes = region_sizes(batch.source, opts.table)
+                summary = run_verify(batch.source, batch.target, opts, executor, checked=checked,
+                                     source_remote=batch.source_remote, region_bytes=region_bytes,
+                                     started_ms=getattr(ns, "started_ms", None))
                 ok = exit_code(summary) == 0
         except Exception as e:  # this table fails; the batch's other tables go on
             log.exception("batch %s: %s of %s failed", ns.batch, batch.kind, opts.table)
@@ -223,7 +245,8 @@ def run_batch(batch: Batch, executor: Any, tables_at_once: int | None = None) ->
     return summary
 
 
-def batch_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any]) -> int:
+def batch_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any],
+               region_sizes: Callable[[Any, str], Any] | None = None) -> int:
     """Run a batch from command-line arguments (the Spark jobs jobs/copy_tables.py, jobs/verify_tables.py). Exit 0:
     every table done and clean; 1: a table failed (or differs), or a cluster does not answer; 2: bad arguments or
     tables (nothing was written), said in one line. The last stdout line is the batch's JSON summary."""
@@ -244,7 +267,7 @@ def batch_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any
     named = ", ".join(ns.tables) if len(ns.tables) <= 3 else f"{len(ns.tables)} tables"
     executor = make_executor(f"{kind} batch {ns.batch} ({named})", ns)
     try:
-        summary = run_batch(batch, executor)
+        summary = run_batch(batch, executor, region_sizes=region_sizes)
         describe = getattr(executor, "describe", None)
         if describe is not None:
             summary["spark"] = describe()

@@ -23,7 +23,8 @@ import pytest
 
 from tests.polling import wait_for
 
-pytestmark = pytest.mark.integration
+# full: make test runs the watchdog in every copy of its DAG runs; this one counts the NameNode's calls of ten at once
+pytestmark = [pytest.mark.integration, pytest.mark.full]
 
 REPO = Path(__file__).resolve().parents[2]
 AUDIT_LOGGER = "org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit"
