@@ -267,7 +267,16 @@ def discover(cluster: Cluster) -> tuple[WatchPlan, hdfs.QuotaUsage, int]:
     summaries = {oldwals_path: _oldwals_summary(client, oldwals_path, root)}
     for path in hdfs.ancestors(oldwals_path)[1:]:
         summaries[path] = client.content_summary(path)
-    return plan_of(root, summaries), hdfs.usage_from_summaries(root, summaries), len(summaries)
+    plan = plan_of(root, summaries)
+    return plan, discovered_usage(plan, summaries), len(summaries)
+
+
+def discovered_usage(plan: WatchPlan, summaries: Mapping[str, hdfs.ContentSummary]) -> hdfs.QuotaUsage:
+    """The discovery's own reading, of the same paths as every later reading by the plan (pure): oldWALs and the
+    quota-bearing ancestors, not the root's default namespace quota. Each reading is then one point on each
+    path's chart (the dashboard charts the run's quota samples path by path; a path only the discovery recorded
+    was a chart of one point)."""
+    return hdfs.usage_of(plan.rootdir, summaries[plan.oldwals_path], {p: summaries[p] for p in plan.bearing})
 
 
 def read_planned(cluster: Cluster, plan: WatchPlan) -> tuple[hdfs.QuotaUsage, WatchPlan, int]:

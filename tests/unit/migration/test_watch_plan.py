@@ -97,3 +97,33 @@ def test_without_getquotausage_the_ancestors_grow_with_oldwals():
     shrunk = summary(1, 0)  # the cleaner freed oldWALs: never below zero
     assert estimated_counts(plan_of("/hbase", {**SUMMARIES, "/hbase": summary(10, GB, quota=20)}), shrunk) == {
         "/hbase": QuotaCounts(0, 0, 20, -1, {})}
+
+
+def test_every_reading_records_the_same_paths_so_each_is_a_point_on_each_chart():
+    """Regression (the secured DAG run's dashboard check): the discovery's reading recorded `/` (its default
+    namespace quota) besides the paths every later reading records, so the dashboard's first quota chart, `/`'s,
+    had one point while the run counted 5 samples. Now the discovery reads what the plan reads."""
+    from hbase_migration.clusters import hdfs
+    from hbase_migration.migration.quota import QuotaSample, discovered_usage, record
+    from plugins.hbase_migration_ui.views import quota_charts
+
+    class Rows:
+        def __init__(self):
+            self.rows = []
+
+        def quota_sample(self, run_id, path, **values):
+            self.rows.append({"path": path, **values})
+
+    plan = plan_of("/hbase", SUMMARIES)
+    readings = [discovered_usage(plan, SUMMARIES)] + [
+        usage_of("/hbase", summary(41 + i, (12 + i) * GB), {"/hbase": QuotaCounts(1000 + i, (90 + i) * GB, 2000,
+                                                                                    100 * GB, {})})
+        for i in range(1, 5)]
+    ledger = Rows()
+    for i, usage in enumerate(readings):
+        record(ledger, "run-1", QuotaSample("dc1", 1000.0 + 30 * i, usage, None, None,
+                                            hdfs.watchdog_decision(usage, None, 0.8)))
+    assert {r["path"] for r in ledger.rows} == {"/hbase"}  # not `/`: its Long.MAX_VALUE is no quota
+    assert {c.path for c in readings[0].constraints} == {c.path for c in readings[1].constraints}
+    charts = quota_charts(ledger.rows, 0.8, 2_000_000)
+    assert [c.points for c in charts] == [5]  # one point per reading, as many as the samples counted
