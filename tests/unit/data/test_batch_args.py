@@ -58,3 +58,20 @@ def test_the_batch_progress_counts_tables_and_projects_the_rest():
     assert meter.end(True) == "batch b1: 1/4 tables done (0 failed), 1 in flight, 30s elapsed, ETA 90s"
     now[0] = 140.0
     assert meter.end(False) == "batch b1: 2/4 tables done (1 failed), 0 in flight, 40s elapsed, ETA 40s"
+
+
+def test_a_batchs_verification_passes_the_method_to_its_job_which_picks_each_tables():
+    """`auto` is decided per table by its size (in the batch's job), so the operator passes the run spec's method
+    as given; each table's options carry it, and a method the job does not know is refused at once."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from operators.batch import HBaseVerifyBatchOperator
+
+    for method in ("auto", "cells", "hash"):
+        op = HBaseVerifyBatchOperator(task_id="verify", tables=["a", "b"], batch="b1", verify_method=method)
+        assert op._resolve_method() == method
+    with pytest.raises(AirflowFailException, match="verify_method must be auto, cells or hash, got 'sha'"):
+        HBaseVerifyBatchOperator(task_id="verify", tables=["a"], verify_method="sha")._resolve_method()
+    argv = batch_args(jobargs.verify_job_args(SRC, DST, "a", method="hash"), ["a", "b"], "b1")
+    ns = batch_parser("verify").parse_args(argv)
+    assert [(o.table, o.method) for o in table_options("verify", ns, ns.tables)] == [("a", "hash"), ("b", "hash")]
