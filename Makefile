@@ -89,9 +89,10 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 	@rm -rf build
 	@touch $@
 
-.airflow/airflow.db: $(VENV)/.provider airflow.cfg
+.airflow/airflow.db: $(VENV)/.provider airflow.cfg deploy/pools.json
 	@mkdir -p .airflow
 	$(VENV)/bin/airflow db migrate >.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
+	$(VENV)/bin/airflow pools import deploy/pools.json >>.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
 	@touch $@
 
 # HBase's and Hadoop's jars for the real test bed (realhbase/jars.py: Maven Central into ~/.cache/realhbase, ~210 MB,

@@ -64,7 +64,8 @@ def follow(world: Any, client: Any, run_id: str, timeout_s: float, on_caught_up)
             run = client.dag_run(DAG_ID, run_id)
             if not caught_up:
                 tis = {(t["task_id"], t["map_index"]): t["state"] for t in client.task_instances(DAG_ID, run_id)}
-                if tis.get(("wait_drained", -1)) == "success":
+                drains = [s for (task, _), s in tis.items() if task == "batch.wait_drained"]
+                if drains and all(s == "success" for s in drains):  # every batch caught up
                     caught_up = True
                     on_caught_up()
             if run["state"] in ("success", "failed"):

@@ -27,10 +27,11 @@ MEAN_INTERVAL_S = 30.0  # one fault per this many seconds of `duration_s`, at le
 
 # The tasks of each phase (hbase_table_migration's task ids), in DAG order.
 PHASE_TASKS = {
-    "peer_add": ("open_run", "preflight", "create_target_tables", "add_peer", "proceed_unless_dry_run"),
-    "copy": ("copy",),
-    "catch_up": ("enable_peer", "wait_drained"),
-    "verify": ("verify", "report"),
+    "peer_add": ("open_run", "preflight", "create_target_tables", "plan_batches", "proceed_unless_dry_run",
+                 "batch.wait_turn", "batch.add_peer"),
+    "copy": ("batch.copy",),
+    "catch_up": ("batch.enable_peer", "batch.wait_drained"),
+    "verify": ("batch.verify", "report"),
 }
 # A task instance in one of these states has started (or been handed to an executor): its phase has begun.
 STARTED = frozenset({"queued", "running", "success", "failed", "up_for_retry", "up_for_reschedule", "deferred",

@@ -102,18 +102,18 @@ def test_all_means_every_kind():
     assert parse_kinds(" rs_kill , zk_expire ") == ("rs_kill", "zk_expire")
 
 
-@pytest.mark.parametrize("states, phase", [
+@pytest.mark.parametrize("states, phase", [  # a batch's steps are the `batch` task group's, one index per batch
     ({}, "peer_add"),
     ({"open_run": ["running"]}, "peer_add"),
-    ({"open_run": ["success"], "preflight": ["success"], "add_peer": ["up_for_retry"]}, "peer_add"),
-    ({"add_peer": ["success"], "copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
-    ({"add_peer": ["success"], "copy": ["queued", None]}, "copy"),
-    ({"copy": ["success", "running"], "enable_peer": [None]}, "copy"),
-    ({"copy": ["success", "success"], "enable_peer": ["queued"]}, "catch_up"),
-    ({"enable_peer": ["success"], "wait_drained": ["deferred"]}, "catch_up"),
-    ({"wait_drained": ["success"], "verify": ["running", None]}, "verify"),
-    ({"verify": ["success"], "report": ["success"]}, "verify"),
-    ({"copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
+    ({"open_run": ["success"], "preflight": ["success"], "batch.add_peer": ["up_for_retry"]}, "peer_add"),
+    ({"batch.add_peer": ["success"], "batch.copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
+    ({"batch.add_peer": ["success"], "batch.copy": ["queued", None]}, "copy"),
+    ({"batch.copy": ["success", "running"], "batch.enable_peer": [None]}, "copy"),
+    ({"batch.copy": ["success", "success"], "batch.enable_peer": ["queued"]}, "catch_up"),
+    ({"batch.enable_peer": ["success"], "batch.wait_drained": ["deferred"]}, "catch_up"),
+    ({"batch.wait_drained": ["success"], "batch.verify": ["running", None]}, "verify"),
+    ({"batch.verify": ["success"], "report": ["success"]}, "verify"),
+    ({"batch.copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
 ])
 def test_the_phase_is_the_last_one_whose_tasks_have_started(states, phase):
     assert phase_of(states) == phase
