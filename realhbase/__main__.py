@@ -1,12 +1,13 @@
-"""`python -m realhbase`: two real Apache HBase clusters (dc1, dc2) on real HDFS, with minihbase's verbs.
+"""`python -m realhbase`: two real Apache HBase clusters (dc1, dc2) on real HDFS, with the stand-in's verbs.
 
     up        resolve the jars (first use), start ZooKeeper (unless --zookeeper) and both clusters; returns when
               every role answers; exit 1 naming the process that failed (and the tail of its log), nothing left.
               --yarn: also YARN on dc2 (a ResourceManager and a NodeManager; added to clusters already up)
     down      stop every process `up` started (YARN and its containers too); exit 1 naming any that survived SIGKILL
     status    liveness of every role; exit 0 when everything runs
-    endpoints addresses (--json: {"clusters": {name: {...}}}, minihbase's schema; with YARN also "yarn": its
-              ResourceManager, web UI, HADOOP_CONF_DIR, Spark settings and the spark_yarn connections)
+    endpoints addresses (--json: {"schema_version": 1, "clusters": {name: {...}}}, realhbase/endpoints.py's
+              schema; with YARN also "yarn": its ResourceManager, web UI, HADOOP_CONF_DIR, Spark settings and the
+              spark_yarn connections)
     kill-rs / start-rs CLUSTER SERVER   SIGKILL / start again one region server JVM (slot index or servername)
     quota CLUSTER PATH [--space-bytes N] [--namespace N]   HDFS quotas through DFSAdmin (-1 clears)
     roll-wals CLUSTER   every live region server's WAL rolled (the shell's wal_roll)
@@ -131,7 +132,7 @@ def _status(bed: RealHBase, args) -> int:
     report = {"workdir": str(bed.workdir), "clusters": {}}
     for name, ep in endpoints.items():
         rs_ok = all(r["alive"] for r in ep["region_servers"])
-        up = ep["master"]["alive"] and ep["thrift_gateways"][0]["alive"]
+        up = ep["master"]["alive"] and all(g["alive"] for g in ep["thrift_gateways"])
         ok = ok and rs_ok and up
         report["clusters"][name] = {"running": up, "cluster_key": ep["cluster_key"], "master": ep["master"],
                                     "region_servers": ep["region_servers"], "thrift_gateways": ep["thrift_gateways"],
@@ -155,17 +156,13 @@ def _status(bed: RealHBase, args) -> int:
 
 
 def _endpoints(bed: RealHBase, args) -> int:
-    clusters = {n: ep for n, ep in bed.endpoints().items() if not args.cluster or n == args.cluster}
+    document = bed.endpoints_document(args.cluster)
+    clusters, yarn = document["clusters"], document.get("yarn")
     if not clusters:
         print(f"realhbase endpoints: no cluster under {bed.workdir}", file=sys.stderr)
         return 1
-    yarn = bed.yarn_endpoints() if not args.cluster or args.cluster == "dc2" else None
     if args.json:
-        from realhbase import secure
-
-        security = secure.summary(bed.workdir) if bed.secure else None  # krb5.conf, realms, KDC, keytabs
-        print(json.dumps({"clusters": clusters, **({"yarn": yarn} if yarn else {}),
-                          **({"security": security} if security else {})}, indent=1, sort_keys=True))
+        print(json.dumps(document, indent=1, sort_keys=True))
     else:
         for name, ep in clusters.items():
             print(f"{name}: thrift {ep['thrift']['host']}:{ep['thrift']['port']}  thrift2 "

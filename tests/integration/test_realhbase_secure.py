@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 
-# What `python -m minihbase up --secure` + `endpoints --json` gives (minihbase/security/stack.py `describe`,
+# What `python -m minihbase up --secure` + `endpoints --json` gives (bedkit/security/stack.py `describe`,
 # server.py `describe` and `connection_extras`): realhbase's secure bed gives the same keys.
 MINIHBASE_SECURITY = {"cross_realm_trust", "kdc", "keytabs", "krb5_conf", "principals", "realms",
                       "ticket_lifetime_s", "tls", "toolkit", "zookeeper"}
