@@ -66,7 +66,8 @@ class Cluster:
         ports = config.plan_ports(self.state().get("ports", {}), roles.port_names(topology), planned=planned)
         overlay = self.security.prepare_cluster(self.name, self.dir)
         config.write_conf(self.name, self.dir, zk_hosts, ports, overlay, self.server_host,
-                          region_servers=topology.region_servers)
+                          region_servers=topology.region_servers, block=topology.block_size,
+                          datanodes=topology.datanodes, wal_roll_size=topology.wal_roll_size)
         self._save(ports, zk_hosts)
         return ports
 
@@ -76,7 +77,7 @@ class Cluster:
     def spawn(self, r: roles.Role, ports: dict[str, int]):
         """Starts role `r`'s JVM (its class data archive mapped, or dumped by this JVM at exit)."""
         jars = self._jars()
-        main, args, props = roles.main_and_args(r, ports)
+        main, args, props = roles.main_and_args(r, ports, self.dir)
         cds_flags, dump = cds.flags(jars.cds_dir, r.kind)
         classpath = [*jars.classpath, str(jars.launcher_dir / "launcher.jar"), str(jars.launcher_dir),
                      str(self.dir / "conf")]
@@ -100,19 +101,18 @@ class Cluster:
                 raise RealHBaseError(f"realhbase: {self.name}/{name} exited while starting; tail of {log}:\n"
                                      f"{processes.tail(log)}")
 
+    def probes(self, zk_hosts: str) -> roles.Probes:
+        """The bed's probes of this cluster, as its security authenticates them."""
+        name, security = self.name, self.security
+        return roles.Probes(
+            server_host=self.server_host, http_answers=lambda url: security.http_answers(name, url),
+            http_json=lambda url: security.http_json(name, url, timeout=3),
+            thrift_answers=lambda port, kind: security.thrift_answers(name, HOST, port, kind, self._modules()),
+            registered=lambda port: probes.newest_on_port(probes.registered(zk_hosts, self.parent), port) is not None)
+
     def checks(self, zk_hosts: str, which: list[roles.Role] | None = None) -> list[roles.Check]:
-        ports = self.ports()
-        name = self.name
-        modules = self._modules
-
-        def registered(port: int) -> bool:
-            return probes.newest_on_port(probes.registered(zk_hosts, self.parent), port) is not None
-
-        return [c for r in (which or self.roles())
-                for c in roles.checks(r, ports, self.server_host, lambda url: self.security.http_answers(name, url),
-                                      lambda port, kind: self.security.thrift_answers(name, HOST, port, kind,
-                                                                                      modules()),
-                                      registered)]
+        ports, p = self.ports(), self.probes(zk_hosts)
+        return [c for r in (which or self.roles()) for c in roles.checks(r, ports, p)]
 
     def wait_ready(self, zk_hosts: str, deadline: float, timeout: float, which: list[roles.Role] | None = None) -> None:
         """Polls every check of the roles (`which`, default all) until all pass; raises on a dead JVM, a lost
@@ -159,6 +159,7 @@ class Cluster:
 
     def kill_role(self, name: str, settle) -> int:
         """SIGKILL one role's JVM (a crash: nothing flushed); returns its pid."""
+        roles.role(name, self.topology)  # a role of this cluster, or ValueError naming them
         role = f"{self.name}/{name}"
         pid = self._running().get(role)
         if pid is None:
@@ -193,6 +194,25 @@ class Cluster:
                 raise RealHBaseError(f"realhbase: {self.name}/{name} did not register within {timeout:.0f}s; tail "
                                      f"of {log}:\n{processes.tail(log)}")
             time.sleep(0.3)
+
+    def signal_role(self, name: str, sig: int) -> int:
+        """`sig` to one role's JVM (SIGSTOP: it hangs, its sockets open and silent; SIGCONT: it goes on)."""
+        roles.role(name, self.topology)  # a role of this cluster, or ValueError naming them
+        pid = self._running().get(f"{self.name}/{name}")
+        if pid is None:
+            raise RealHBaseError(f"realhbase: {self.name}/{name} is not running")
+        processes.send(pid, sig)
+        return pid
+
+    def start_role(self, zk_hosts: str, name: str, timeout: float) -> int:
+        """Starts one role's JVM again on its ports (the gateways' and masters' addresses stay the same); returns
+        its pid once its readiness checks pass."""
+        r = roles.role(name, self.topology)
+        if f"{self.name}/{name}" in self._running():
+            raise RealHBaseError(f"realhbase: {self.name}/{name} is running")
+        proc = self.spawn(r, self.ports())
+        self.wait_ready(zk_hosts, time.monotonic() + timeout, timeout, [r])
+        return proc.pid
 
     def kill(self, settle) -> dict[str, int]:
         """SIGKILL every JVM of the cluster at once (its HDFS too): its datacenter lost, nothing flushed or closed.
@@ -232,14 +252,22 @@ class Cluster:
                      **{kind + ("_info" if info else ""): ports[roles.gateway_port(i, kind, info)]
                         for kind in roles.GATEWAY_KINDS for info in (False, True)}}
                     for i in range(topology.gateways)]
-        master = {"slot": 0, "role": "master", "port": ports["master"], "info_port": ports["master_info"],
-                  "alive": f"{self.name}/master" in running, "pid": running.get(f"{self.name}/master")}
-        datanodes = [{"slot": 0, "role": "master", "alive": master["alive"], "pid": master["pid"]}]
+        active = probes.active_master_port(zk_hosts, self.parent) if registered else None
+        masters = []
+        for r in self.roles():
+            if r.kind in ("master", "hmaster"):
+                port, info = roles.master_ports(r.slot)
+                masters.append({"slot": r.slot, "role": r.name, "port": ports[port], "info_port": ports[info],
+                                "alive": f"{self.name}/{r.name}" in running, "active": ports[port] == active,
+                                "pid": running.get(f"{self.name}/{r.name}")})
+        datanodes = [{"slot": r.slot, "role": r.name, "alive": f"{self.name}/{r.name}" in running,
+                      "pid": running.get(f"{self.name}/{r.name}")}
+                     for r in self.roles() if r.kind in ("datanode", "master")]
         secured = self.security.secure
         return endpoints.cluster_entry(
             name=self.name, host=HOST, server_host=self.server_host, parent=self.parent, zk_hosts=zk_hosts,
             ports=ports, versions=versions, cluster_id=self.cluster_id(zk_hosts) if registered else None,
-            masters=[master], region_servers=rs, gateways=gateways, datanodes=datanodes, rootdir=ROOTDIR,
+            masters=masters, region_servers=rs, gateways=gateways, datanodes=datanodes, rootdir=ROOTDIR,
             workdir=str(self.workdir), conf_dir=str(self.dir / "conf"), logs_dir=str(self.dir / "logs"),
             shell_command=self.shell_command(), webhdfs_user=_user(), hdfs_superuser=self.security.hdfs_superuser(),
             topology=topology.as_dict(), security=self.security.describe(self.name),

@@ -77,7 +77,8 @@ def split_zk_hosts(hosts: str) -> tuple[str, int]:
 
 
 def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
-               server_host: str = HOST, region_servers: int = REGION_SERVERS) -> list[tuple[str, str, str]]:
+               server_host: str = HOST, region_servers: int = REGION_SERVERS,
+               wal_roll_size: int | None = None) -> list[tuple[str, str, str]]:
     """`server_host`: the address the master and region servers listen on (RPC and info servers); 127.0.0.1
     unless the secured bed gives dc2's another (realhbase/secure.py)."""
     quorum, zk_port = split_zk_hosts(zk_hosts)
@@ -137,7 +138,11 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("hbase.regionserver.maxlogs", "10",
          "TestReplicationBase: past 10 WALs the oldest regions are flushed (HBase: 32)"),
         ("hbase.regionserver.handler.count", "30", "HBase's default, as the stand-in"),
-    ]
+    ] + ([] if wal_roll_size is None else [
+        ("hbase.regionserver.hlog.blocksize", str(2 * wal_roll_size),
+         f"up --wal-roll-size {wal_roll_size}: a WAL rolls at blocksize x logroll.multiplier (HBase: 2 x the HDFS "
+         "block x 0.5)"),
+        ("hbase.regionserver.logroll.multiplier", "0.5", "HBase 2.x's default, said with the blocksize above")])
 
 
 def core_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
@@ -161,8 +166,12 @@ def block_size() -> int:
     return int(text)
 
 
-def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
-    size = block_size()
+def hdfs_site(cluster_dir: Path, ports: dict[str, int], size: int | None = None,
+              datanodes: int = 0) -> list[tuple[str, str, str]]:
+    """`size`: dfs.blocksize (`up --block-size`; default `block_size()`); `datanodes`: DataNode JVMs of their own
+    (0: one DataNode in the master's JVM)."""
+    size = size or block_size()
+    replication = min(2, max(datanodes, 1))
     return [
         ("dfs.namenode.name.dir", f"file://{cluster_dir / 'hdfs' / 'name'}", ""),
         ("dfs.datanode.data.dir", f"file://{cluster_dir / 'hdfs' / 'data'}", ""),
@@ -173,14 +182,20 @@ def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, 
         ("dfs.datanode.http.address", f"{HOST}:0", ""),
         ("dfs.datanode.ipc.address", f"{HOST}:0", ""),
         ("dfs.datanode.hostname", HOST, "WebHDFS redirects name the DataNode by its loopback address"),
-        ("dfs.replication", "1", "one DataNode"),
+        ("dfs.replication", str(replication),
+         "one DataNode" if replication == 1 else "two replicas: a DataNode killed loses no block"),
         ("dfs.blocksize", str(size),
          "1 MiB blocks (HDFS: 128 MiB, the smallest allowed is 1 MiB): a new block reserves one block against a "
          "space quota, so small quotas work; WALs roll at about this size" if size == TEST_BLOCK_SIZE else
          "REALHBASE_DFS_BLOCKSIZE: a production-sized block (a benchmark's: a file's blocks cost round trips)"),
         ("dfs.namenode.safemode.extension", "0", "leave safe mode as soon as the blocks are reported (HDFS: 30 s)"),
         ("dfs.namenode.safemode.min.datanodes", "1", ""),
-    ]
+    ] + ([] if datanodes < 2 else [
+        ("dfs.client.block.write.replace-datanode-on-failure.policy", "NEVER",
+         "a pipeline that lost a DataNode goes on with the others (HDFS's advice for clusters of 3 nodes or fewer)"),
+        ("dfs.namenode.heartbeat.recheck-interval", "15000",
+         "a killed DataNode is declared dead after 2 x 15 s + 10 x 3 s (HDFS: 10.5 min)"),
+    ])
 
 
 def site_xml(props: list[tuple[str, str, str]]) -> str:
@@ -227,18 +242,19 @@ def merged(base: list[tuple[str, str, str]], overlay: list[tuple[str, str, str]]
 
 def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
                overlay: dict[str, list[tuple[str, str, str]]] | None = None, server_host: str = HOST,
-               region_servers: int = REGION_SERVERS) -> Path:
+               region_servers: int = REGION_SERVERS, block: int | None = None, datanodes: int = 0,
+               wal_roll_size: int | None = None) -> Path:
     """The cluster's conf/ directory; `overlay` adds keys to a site file ({"hbase-site.xml": [...]}: the secured
-    bed's, realhbase/secure.py)."""
+    bed's, realhbase/secure.py); the rest is the topology's (realhbase/roles.py `Topology`)."""
     conf = cluster_dir / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     for sub in ("tmp", "hadoop-tmp", "logs"):
         (cluster_dir / sub).mkdir(exist_ok=True)
     overlay = overlay or {}
     for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports, server_host,
-                                                      region_servers)),
+                                                      region_servers, wal_roll_size)),
                         ("core-site.xml", core_site(cluster_dir, ports)),
-                        ("hdfs-site.xml", hdfs_site(cluster_dir, ports))):
+                        ("hdfs-site.xml", hdfs_site(cluster_dir, ports, block, datanodes))):
         (conf / file).write_text(site_xml(merged(props, overlay.get(file, []))))
     (conf / "log4j2.properties").write_text(LOG4J2.replace("{level}", "INFO"))
     (conf / "log4j2-client.properties").write_text(LOG4J2.replace("{level}", "WARN"))

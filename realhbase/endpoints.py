@@ -73,10 +73,10 @@ def cluster_entry(*, name: str, host: str, server_host: str, parent: str, zk_hos
                   gateways: list[dict], datanodes: list[dict], rootdir: str, workdir: str, conf_dir: str,
                   logs_dir: str, shell_command: list[str], webhdfs_user: str, hdfs_superuser: str,
                   topology: dict, security_extras: dict | None = None, security: dict | None = None) -> dict:
-    """One cluster's entry. `masters`: [{slot, role, port, info_port, alive, active, pid}] (the first is the active
-    one unless another says `active`); `region_servers`: [{slot, servername, port, info_port, jvm_alive, pid}];
-    `gateways`: [{index, role, thrift, thrift_info, thrift2, thrift2_info, alive, pid}]; `datanodes`: [{slot, role,
-    alive, pid}]."""
+    """One cluster's entry. `masters`: [{slot, role, port, info_port, alive, active, pid}] (`active`: the one
+    ZooKeeper's master znode names; `master` is it, else the first); `region_servers`: [{slot, servername, port,
+    info_port, jvm_alive, pid}]; `gateways`: [{index, role, thrift, thrift_info, thrift2, thrift2_info, alive,
+    pid}]; `datanodes`: [{slot, role, alive, pid}]."""
     quorum, zk_port = split_zk_hosts(zk_hosts)
     webhdfs_url = f"http://{host}:{ports['namenode_http']}"
     extra = {"zookeeper_quorum": quorum, "zookeeper_port": zk_port, "znode_parent": parent,
@@ -110,7 +110,8 @@ def cluster_entry(*, name: str, host: str, server_host: str, parent: str, zk_hos
         "master": {"host": server_host, "port": active["port"], "info_port": active["info_port"],
                    "alive": active["alive"]},
         "masters": [{"slot": m["slot"], "role": m["role"], "host": server_host, "port": m["port"],
-                     "info_port": m["info_port"], "alive": m["alive"], "active": m is active, "pid": m.get("pid")}
+                     "info_port": m["info_port"], "alive": m["alive"], "active": bool(m.get("active")),
+                     "pid": m.get("pid")}
                     for m in masters],
         "region_servers": [
             {"slot": r["slot"], "servername": r["servername"], "host": server_host, "port": r["port"],

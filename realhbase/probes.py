@@ -81,6 +81,63 @@ def cluster_id_of(data: bytes) -> str:
     return payload.decode(errors="replace")
 
 
+def _fields(data: bytes) -> dict[int, bytes | int]:
+    """A protobuf message's top-level fields (varints and length-delimited ones; the last of a repeated one)."""
+    out, i = {}, 0
+
+    def varint():
+        nonlocal i
+        value, shift = 0, 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+    while i < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            out[number] = varint()
+        elif wire == 2:
+            n = varint()
+            out[number] = data[i:i + n]
+            i += n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"protobuf wire type {wire} not expected")
+    return out
+
+
+def master_port_of(data: bytes) -> int | None:
+    """The active master's RPC port in `<parent>/master`'s payload ("PBUF", Master{1: ServerName{1: host,
+    2: port, 3: start code}}); None when the znode holds no master."""
+    payload = strip_zk_metadata(data)
+    if not payload.startswith(b"PBUF"):
+        return None
+    try:
+        server = _fields(payload[4:]).get(1)
+        return _fields(server).get(2) if isinstance(server, bytes) else None
+    except (IndexError, ValueError):
+        return None
+
+
+def active_master_port(hosts: str, parent: str) -> int | None:
+    from kazoo.exceptions import KazooException, NoNodeError
+
+    client = zk_client(hosts)
+    try:
+        data, _ = client.get(f"{parent}/master")
+    except (NoNodeError, KazooException):
+        return None
+    finally:
+        client.stop()
+        client.close()
+    return master_port_of(data)
+
+
 def newest_on_port(servernames, port: int) -> str | None:
     """The newest servername (by start code) registered on `port`: a slot restarted on its port replaces its old
     self, which the master expires."""

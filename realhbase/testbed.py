@@ -222,17 +222,25 @@ class RealHBase:
         return {pid: role for pid in left}
 
     def _stop_everything(self, stop_zookeeper: bool) -> dict[int, str]:
-        survivors = self.yarn_daemons.stop()  # YARN first: its containers still write to dc2's HDFS
+        """YARN first (its containers still write to dc2's HDFS); then the masters and gateways (an active master's
+        hook shuts its cluster down: region servers close their regions, flush and exit), the region servers that
+        are left, HDFS's own JVMs last; SIGKILL at each step's deadline; ZooKeeper, then a secured bed's KDC."""
+        survivors = self.yarn_daemons.stop()
         procs = {pid: role for pid, role in processes(self.workdir).items() if role not in ("zookeeper", "kdc")}
-        masters = [p for p, r in procs.items() if r.endswith("/master")]
-        for pid, role in procs.items():
-            if role.endswith("/master") or role.split("/")[-1].startswith("gw"):
-                # a master's hook shuts its cluster down: region servers flush and exit
-                _processes.send(pid, signal.SIGTERM)
-        _processes.wait_gone(masters, 90)
-        # region servers of a cluster that shut down are exiting; others (master dead) not
-        killed, left = _processes.terminate(_processes.wait_gone(procs, 0), 30)
-        survivors.update({pid: procs[pid] for pid in left})
+        for pid in procs:
+            _processes.send(pid, signal.SIGCONT)  # a paused JVM (a fault) would not see SIGTERM
+
+        def kind(role: str) -> str:
+            name = role.split("/")[-1]
+            return ("hdfs" if name == "namenode" or name.startswith("dn") else
+                    "master" if name.startswith(("master", "gw")) else "rs")
+
+        killed: set[int] = set()
+        for step, grace in (("master", 90), ("rs", 30), ("hdfs", 30)):
+            pids = [p for p, r in procs.items() if kind(r) == step]
+            k, left = _processes.terminate(pids, grace)
+            killed |= k
+            survivors.update({pid: procs[pid] for pid in left})
         self._settle_cds(killed)
         if stop_zookeeper:
             survivors.update(self._stop_role("zookeeper"))
@@ -264,6 +272,23 @@ class RealHBase:
         servername = cluster.servername(self._zk_hosts(), slot)
         pid = cluster.kill_role(f"rs{slot}", self._settle_cds)
         return servername or f"{name}/rs{slot} (pid {pid})"
+
+    def kill_role(self, name: str, role: str) -> int:
+        """SIGKILL one JVM of a cluster by its role ("master", "master1", "gw1", "dn0", "rs2"...): a crash, nothing
+        flushed; returns its pid."""
+        return self.cluster(name).kill_role(role, self._settle_cds)
+
+    def pause_role(self, name: str, role: str) -> int:
+        """SIGSTOP one JVM: it hangs with its sockets open (what a long GC pause or a frozen host looks like)."""
+        return self.cluster(name).signal_role(role, signal.SIGSTOP)
+
+    def resume_role(self, name: str, role: str) -> int:
+        """SIGCONT a paused JVM (which may then find itself declared dead: a region server aborts)."""
+        return self.cluster(name).signal_role(role, signal.SIGCONT)
+
+    def start_role(self, name: str, role: str, timeout: float | None = None) -> int:
+        """Starts one JVM again on its ports; returns its pid once it answers."""
+        return self.cluster(name).start_role(self._zk_hosts(), role, timeout or self.timeout)
 
     def start_rs(self, name: str, server, timeout: float = 120.0) -> str:
         """Starts the region server of that slot again (same ports when free); returns its new servername once

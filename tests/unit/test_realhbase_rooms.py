@@ -46,17 +46,21 @@ def test_each_role_runs_its_main_with_its_ports():
     assert (main, args, props) == (roles.LAUNCHER, ["master"], [f"-Drealhbase.quota=/hbase:100000:{4 << 30}"])
 
 
-def test_readiness_checks_in_order_each_naming_the_role_whose_log_an_error_shows():
-    ports = {name: 30000 + i for i, name in enumerate(roles.port_names())}
-    asked = []
-
+def _probes(asked, live_datanodes=0):
     def http(url):
         asked.append(url)
         return True
 
-    checks = [c for r in roles.roles() for c in roles.checks(
-        r, ports, "127.0.0.3", http, lambda port, kind: asked.append((port, kind)) or True,
-        lambda port: asked.append(port) or True)]
+    return roles.Probes(server_host="127.0.0.3", http_answers=http,
+                        http_json=lambda url: {"beans": [{"NumLiveDataNodes": live_datanodes}]},
+                        thrift_answers=lambda port, kind: asked.append((port, kind)) or True,
+                        registered=lambda port: asked.append(port) or True)
+
+
+def test_readiness_checks_in_order_each_naming_the_role_whose_log_an_error_shows():
+    ports = {name: 30000 + i for i, name in enumerate(roles.port_names())}
+    asked = []
+    checks = [c for r in roles.roles() for c in roles.checks(r, ports, _probes(asked))]
     assert [(c.label, c.role) for c in checks] == [
         ("WebHDFS", "master"), ("master info server", "master"), ("rs0 info server", "rs0"),
         ("rs0 in ZooKeeper", "rs0"), ("rs1 info server", "rs1"), ("rs1 in ZooKeeper", "rs1"),
@@ -65,6 +69,59 @@ def test_readiness_checks_in_order_each_naming_the_role_whose_log_an_error_shows
     assert asked[:2] == [f"http://127.0.0.1:{ports['namenode_http']}/webhdfs/v1/?op=GETFILESTATUS",
                          f"http://127.0.0.3:{ports['master_info']}/jmx?qry=x:y=z"]
     assert asked[-2:] == [(ports["gw0_thrift"], "thrift"), (ports["gw0_thrift2"], "thrift2")]
+
+
+def test_hdfs_apart_for_backup_masters_and_datanodes_of_their_own():
+    topology = Topology(region_servers=3, gateways=2, backup_masters=1, datanodes=2)
+    assert topology.hdfs_apart and not Topology().hdfs_apart
+    assert [r.name for r in roles.roles(topology)] == [
+        "namenode", "dn0", "dn1", "master", "master1", "rs0", "rs1", "rs2", "gw0", "gw1"]
+    assert Topology(backup_masters=1).hdfs_apart and [r.name for r in roles.roles(Topology(backup_masters=1))][:3] \
+        == ["namenode", "dn0", "master"]  # one DataNode of its own
+    ports = {name: 30000 + i for i, name in enumerate(roles.port_names(topology))}
+    main, args, props = roles.main_and_args(roles.role("master1", topology), ports, Path("/w/dc1"))
+    assert (main, args, props) == (roles.LAUNCHER, ["hmaster", f"-Dhbase.master.port={ports['master1']}",
+                                                    f"-Dhbase.master.info.port={ports['master1_info']}"], [])
+    assert roles.main_and_args(roles.role("dn1", topology), ports, Path("/w/dc1"))[1] == [
+        "datanode", "/w/dc1/hdfs/data1"]
+    assert roles.main_and_args(roles.role("namenode", topology), ports)[2][0].startswith("-Drealhbase.quota=")
+    [dn1] = roles.checks(roles.role("dn1", topology), ports, _probes([], live_datanodes=1))
+    assert dn1.label == "dn1 live in the NameNode" and not dn1.ready()
+    assert roles.checks(roles.role("dn1", topology), ports, _probes([], live_datanodes=2))[0].ready()
+    [info] = roles.checks(roles.role("master1", topology), ports, _probes([]))
+    assert info.label == "master1 info server"
+
+
+@pytest.mark.parametrize("bad, says", [
+    (dict(region_servers=0), "--region-servers must be a whole number from 1 to 9"),
+    (dict(gateways=True), "--gateways must be a whole number"),
+    (dict(datanodes=5), "--datanodes must be a whole number from 0 to 4"),
+    (dict(block_size=1000), "--block-size must be bytes, a multiple of 512"),
+    (dict(wal_roll_size=4096), "--wal-roll-size must be bytes"),
+])
+def test_a_bad_topology_is_refused_naming_the_option(bad, says):
+    with pytest.raises(ValueError, match=says):
+        Topology(**bad)
+
+
+def test_sizes_and_datanodes_reach_the_site_files(tmp_path):
+    ports = {name: 30000 + i for i, name in enumerate(roles.port_names())}
+    hdfs = {k: v for k, v, _ in config.hdfs_site(tmp_path, ports, 4 << 20, datanodes=2)}
+    assert (hdfs["dfs.blocksize"], hdfs["dfs.replication"]) == (str(4 << 20), "2")
+    assert hdfs["dfs.client.block.write.replace-datanode-on-failure.policy"] == "NEVER"
+    plain = {k: v for k, v, _ in config.hdfs_site(tmp_path, ports)}
+    assert plain["dfs.replication"] == "1" and "dfs.client.block.write.replace-datanode-on-failure.policy" not in plain
+    hbase = {k: v for k, v, _ in config.hbase_site("dc1", tmp_path, "127.0.0.1:2181", ports, wal_roll_size=1 << 20,
+                                                   region_servers=3)}
+    assert hbase["hbase.regionserver.hlog.blocksize"] == str(2 << 20)
+    assert hbase["hbase.master.wait.on.regionservers.mintostart"] == "3"
+
+
+def test_the_active_master_is_read_from_its_znode():
+    server = b"\x0a\x09localhost\x10\xd2\x09\x18\x01"  # ServerName{host "localhost", port 1234, start code 1}
+    data = b"\xff\x00\x00\x00\x02ab" + b"PBUF" + b"\x0a" + bytes([len(server)]) + server + b"\x10\x00"
+    assert probes.master_port_of(data) == 1234
+    assert probes.master_port_of(b"PBUF") is None and probes.master_port_of(b"") is None
 
 
 def test_a_process_is_the_beds_by_its_markers_its_files_or_its_container_directory():
