@@ -242,7 +242,10 @@ class ProcessFault(Fault):
 
     @property
     def lock_key(self) -> str:
-        return self.target.rsplit(":", 1)[0] + ":master" if ":master" in self.target else self.target
+        """One master and one DataNode of a cluster at a time (both DataNodes gone would leave HDFS no replica to
+        write to: every region server would abort, a datacenter lost rather than a process)."""
+        dc, what, *_ = self.target.split(":")
+        return f"{dc}:{what}" if what in ("master", "dn") else self.target
 
     def inject(self) -> dict[str, Any]:
         self.dc, self.role = _role(self.world, self.target)
