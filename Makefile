@@ -18,7 +18,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONPATH := $(CURDIR)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help bootstrap bootstrap-parts packages hbase-jars lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn test-sync-replication \
+.PHONY: help bootstrap bootstrap-parts packages hbase-jars jvm lint test test-full test-unit test-integration test-deploy test-realhbase test-versions test-yarn test-sync-replication \
 	demo demo-cluster demo-secure chaos chaos-seeds realhbase-up realhbase-down deploy-up deploy-down bench lock clean
 
 help:
@@ -39,7 +39,7 @@ help:
 bootstrap: packages
 	@$(MAKE) --no-print-directory -j2 --output-sync=target bootstrap-parts
 
-bootstrap-parts: $(VENV)/.provider .airflow/airflow.db .airflow/secrets hbase-jars $(SPARK_CDS)
+bootstrap-parts: $(VENV)/.provider .airflow/airflow.db .airflow/secrets hbase-jars jvm $(SPARK_CDS)
 	@:
 
 # Debian's packages the project runs, each named by a file it installs; those missing are installed in one apt-get
@@ -100,6 +100,13 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 hbase-jars: | packages
 	@$(PYTHON) -c "from realhbase import jars; jars.resolve(progress=False)" || { \
 	  echo "hbase-jars: Maven could not resolve HBase's jars (the line above says which); make test-realhbase retries"; exit 1; }
+
+# The native data path's Java (jvm/: HBase's client in Spark's JVMs), built by Maven against the test bed's HBase and
+# Hadoop versions into jvm/target/<version>/ (realhbase/jars.py `build_jvm`, keyed by its pom and sources; its JUnit
+# tests run in the build). The system Python, as hbase-jars.
+jvm: hbase-jars
+	@$(PYTHON) -c "from realhbase import jars; jars.build_jvm(progress=False)" || { \
+	  echo "jvm: Maven could not build jvm/ (the line above says why); the native data path is unavailable"; exit 1; }
 
 # The Spark driver's class data sharing archive for the tests' and the demo's short jobs (deploy/spark_jvm.py: about
 # 40% of a C1 driver's start-up CPU); without it they only start slower.

@@ -56,8 +56,10 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                                                  "host/port above is always one of them)."),
     "thrift2_servers": _field("Thrift2 gateways", "Every Thrift2 gateway (`hbase thrift2`) as host:port, "
                                                   "comma-separated. The lossless data path: every version."),
-    "data_path": _field("Data path", "How cells are read and written. auto: thrift2 when Thrift2 gateways are "
-                                     "set, else thrift1.", default="auto", enum=["auto", "thrift1", "thrift2"]),
+    "data_path": _field("Data path", "How copy and verify read and write cells. native: HBase's own client in "
+                                     "Spark's JVMs (raw: delete markers too). auto: thrift2 when Thrift2 gateways "
+                                     "are set, else thrift1.", default="auto",
+                        enum=["auto", "native", "thrift1", "thrift2"]),
     # Secured clusters (docs/secured-clusters.md): names and paths only; the keytab is read where the task runs.
     "principal": _field("Kerberos principal", "The toolkit's own principal on this cluster, with its realm "
                                               "(hbase-migration@DC1.EXAMPLE.COM). Empty: an open cluster."),

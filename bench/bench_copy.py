@@ -14,8 +14,16 @@ cross-datacenter link), on a table with one version per column and on one whose 
 
 Rows: ~150 bytes in 2 families; half share a timestamp with ~500 others (a bulk load), half carry their own.
 
+`--data-path native` (real HBase): the native copy (HBase's own client in Spark's JVMs, raw) against, on the same
+table of the same bed in the same run, in turns, medians of `--repeat` rounds: HBase's own CopyTable (local job
+runner, --all.cells, every version; `vs_hbase_copytable` over its job's run, `vs_hbase_copytable_wall` over its
+whole process) and the Thrift2 copy job (`vs_thrift2`); and the peak RSS of the JVM a native copy task runs in
+on one row of `--wide-cells` cells against as many cells in rows of 10 (`rss_wide_vs_narrow`).
+
     .venv/bin/python bench/bench_copy.py [--rows 30000] [--rows-at-5ms 10000] [--naive-rows 2000] [--memory-rows 20000]
                                          [--backend realhbase]  (real HBase: the 0 ms figures only)
+    .venv/bin/python bench/bench_copy.py --data-path native [--rows 30000] [--repeat 3] [--wide-cells 1000000]
+                                         [--testbed .state/realhbase]  (a running bed, left running)
 """
 from __future__ import annotations
 
@@ -129,6 +137,8 @@ def connection(cluster, data_path: str) -> str:
     conn = json.loads(cluster.connection_json)
     if data_path == "thrift1":
         conn["extra"].pop("thrift2_servers", None)
+    if data_path == "native":
+        conn["extra"]["data_path"] = "native"
     return json.dumps(conn)
 
 
@@ -203,6 +213,136 @@ def measure(dc1, dc2, workdir: Path, latency: int, kind: str, rows: int, naive_r
         set_latency(0, dc1, dc2)
 
 
+# --------------------------------------------------------------------------------------------------
+# --data-path native: the native copy beside HBase's own CopyTable and the Thrift2 copy, on one real bed
+
+
+def copytable_rate(source, target, table: str, target_table: str, rows: int, workdir: Path) -> dict:
+    """HBase's own org.apache.hadoop.hbase.mapreduce.CopyTable (Hadoop's local job runner, one JVM), raw (its
+    --all.cells) and every version, as the native copy: rows/s over its job's own run (from "Running job" to
+    "completed successfully" in its log: its JVM's start and the job's submission left out) and over the whole
+    process. The bed's class path plus hbase-mapreduce and the local job runner (realhbase/jars.py)."""
+    import re
+    from datetime import datetime
+
+    from realhbase import jars
+    from realhbase.config import JDK17_FLAGS
+
+    resolved = jars.resolve(progress=False)
+    classpath = os.pathsep.join([source.endpoints["conf_dir"], *resolved.classpath, *jars.mapreduce_jars(False)])
+    cmd = [resolved.java, "-Xmx1g", *JDK17_FLAGS, "-cp", classpath, "org.apache.hadoop.hbase.mapreduce.CopyTable",
+           "-Dmapreduce.framework.name=local", "-Dfs.defaultFS=file:///",
+           f"-Dhadoop.tmp.dir={workdir / 'copytable-tmp'}", "-Dhbase.client.scanner.caching=500",
+           f"--peer.adr={target.endpoints['cluster_key']}", f"--new.name={target_table}",
+           f"--versions={2**31 - 1}", "--all.cells", table]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "completed successfully" not in log:
+        raise RuntimeError(f"CopyTable failed (exit {proc.returncode}): {log[-2000:]}")
+
+    def at(pattern: str) -> float:
+        line = next(line for line in log.splitlines() if re.search(pattern, line))
+        return datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S,%f").timestamp()
+
+    job_s = at(r"Job job_\S+ completed successfully") - at(r"Running job: job_")
+    written = re.search(r"Map output records=(\d+)", log)
+    return {"rows_per_s": rows / job_s, "wall_rows_per_s": rows / wall, "job_s": round(job_s, 2),
+            "wall_s": round(wall, 2), "mutations": int(written.group(1)) if written else None}
+
+
+NATIVE_WORKER = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from hbase_migration.data import executors
+spark, _ = executors.spark_session("rss", "local[1]")
+from jobs import copy_table
+started = time.perf_counter()
+rc = copy_table.main(["--source", sys.argv[2], "--target", sys.argv[3], "--table", sys.argv[4], "--summary-file",
+                      sys.argv[5], "--log-level", "WARNING"])
+seconds = time.perf_counter() - started
+pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # the JVM the copy task ran in (local[1])
+hwm_kib = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmHWM:"))
+print(json.dumps({"rc": rc, "seconds": round(seconds, 2), "jvm_peak_rss_mib": round(hwm_kib / 1024, 1)}))
+"""
+
+
+def native_task_memory(source, target, table: str, workdir: Path) -> dict:
+    """Peak RSS of the JVM a native copy task runs in (Spark local[1]: the driver's, in a process of its own)."""
+    out = workdir / f"rss-{table}.json"
+    proc = subprocess.run([sys.executable, "-c", NATIVE_WORKER, str(REPO), connection(source, "native"),
+                           connection(target, "native"), table, str(out)], capture_output=True, text=True)
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["rc"] == 0, proc.stderr[-2000:]
+    summary = json.loads(out.read_text())
+    figures.update(rows=summary["rows"], cells=summary["cells"])
+    return figures
+
+
+def native(args) -> int:
+    """The native copy (jobs/copy_table.py with data_path native) against HBase's CopyTable and the Thrift2 copy on
+    the same table of the same bed, in turns (`--repeat` rounds, medians); then a native task's memory on one row
+    of `--wide-cells` cells against as many cells in rows of 10."""
+    import statistics
+
+    from bench import bench_wide_rows
+
+    figures: dict = {}
+    with clusters_and_spark("bench-copy-native", "realhbase", args.testbed) as (workdir, dc1, dc2):
+        tag = time.strftime("%H%M%S")
+        src = f"nat_src_{tag}"
+        load(dc1, src, args.rows, "v3")
+        families = TABLES["v3"][0]
+        rates: dict[str, list[float]] = {"native": [], "copytable": [], "copytable_wall": [], "thrift2": []}
+        cells = None
+        for n in range(args.repeat):
+            for kind in ("copytable", "native", "thrift2")[n % 3:] + ("copytable", "native", "thrift2")[:n % 3]:
+                target = f"nat_{kind}_{tag}_{n}"
+                dc2.create_table(target, families, SPLITS)
+                if kind == "copytable":
+                    ct = copytable_rate(dc1, dc2, src, target, args.rows, workdir)
+                    rates["copytable"].append(ct["rows_per_s"])
+                    rates["copytable_wall"].append(ct["wall_rows_per_s"])
+                else:
+                    rate, summary = job_copy_rate(dc1, dc2, src, target, workdir, data_path=kind)
+                    rates[kind].append(rate)
+                    if kind == "native":
+                        cells = summary["cells"]
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        figures["copy"] = {
+            "rows": args.rows, "cells": cells, "repeat": args.repeat,
+            "rows_per_s": {k: round(v) for k, v in med.items()},
+            "vs_hbase_copytable": round(med["native"] / med["copytable"], 2),
+            "vs_hbase_copytable_wall": round(med["native"] / med["copytable_wall"], 2),
+            "vs_thrift2": round(med["native"] / med["thrift2"], 2),
+            "runs": {k: [round(x) for x in v] for k, v in rates.items()},
+        }
+        if args.wide_cells:
+            memory = {}
+            for name, per_row in (("narrow", bench_wide_rows.NARROW_CELLS), ("wide", args.wide_cells)):
+                table = f"nat_{name}_{tag}"
+                bench_wide_rows.load(dc1, table, args.wide_cells, per_row)
+                dc2.create_table(table, {"f": {"max_versions": 1}})
+                memory[name] = native_task_memory(dc1, dc2, table, workdir)
+            figures["task_memory"] = {
+                **memory, "cells": args.wide_cells,
+                "rss_wide_vs_narrow": round(memory["wide"]["jvm_peak_rss_mib"] / memory["narrow"]["jvm_peak_rss_mib"],
+                                            2)}
+    c = figures["copy"]
+    print(f"native copy: {c['rows']} rows ({c['cells']} cells, 3 versions), median of {c['repeat']}: "
+          f"{c['rows_per_s']['native']} rows/s = {c['vs_hbase_copytable']}x HBase's CopyTable "
+          f"({c['rows_per_s']['copytable']} over its job; {c['vs_hbase_copytable_wall']}x its whole process), "
+          f"{c['vs_thrift2']}x the Thrift2 copy job ({c['rows_per_s']['thrift2']})")
+    m = figures.get("task_memory")
+    if m:
+        print(f"native copy task's JVM: one row of {m['cells']} cells: peak RSS {m['wide']['jvm_peak_rss_mib']} MiB "
+              f"({m['wide']['seconds']} s); {m['narrow']['rows']} rows of 10: {m['narrow']['jvm_peak_rss_mib']} MiB "
+              f"= x{m['rss_wide_vs_narrow']}")
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=30_000, help="table size at 0 ms")
@@ -212,10 +352,18 @@ def main(argv=None) -> int:
     p.add_argument("--only", help="measure only these, e.g. 0ms_v1,5ms_v3 (and skip the memory figure)")
     p.add_argument("--backend", choices=("minihbase", "realhbase"), default="minihbase",
                    help="the clusters: minihbase (default), or real HBase (realhbase; 0 ms latency only)")
+    p.add_argument("--data-path", choices=("thrift2", "native"), default="thrift2",
+                   help="native: the native copy against HBase's own CopyTable and the Thrift2 copy on real HBase "
+                        "(JSON keys vs_hbase_copytable, vs_thrift2) and a native task's memory on a wide row")
+    p.add_argument("--repeat", type=int, default=3, help="native: rounds of the three copies (medians)")
+    p.add_argument("--wide-cells", type=int, default=1_000_000, help="native: the wide row's cells (0: skip)")
+    p.add_argument("--testbed", help="a realhbase bed already running in this workdir (left running)")
     args = p.parse_args(argv)
+    if args.data_path == "native":
+        return native(args)
     figures: dict = {}
     only = set(args.only.split(",")) if args.only else None
-    with clusters_and_spark("bench-copy", args.backend) as (workdir, dc1, dc2):
+    with clusters_and_spark("bench-copy", args.backend, args.testbed) as (workdir, dc1, dc2):
         for latency, rows in ((0, args.rows), (5, args.rows_at_5ms))[:1 if args.backend == "realhbase" else 2]:
             for kind in TABLES:
                 if only is None or f"{latency}ms_{kind}" in only:

@@ -257,8 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             export_runs.append(summary["seconds"])
             log(f"plain {plain_runs[-1]:.1f}s, export {export_runs[-1]:.1f}s (load average {os.getloadavg()[0]:.1f})")
             if k + 1 < args.repeat:  # not the last: its files and manifest off the target, its snapshot deleted
-                dst.delete(export.target_working_dir(), recursive=True)
-                dst.delete(f"/hbase/archive/data/default/{table.name}", recursive=True)
+                dst.delete(export.target_staging_dir(), recursive=True)
                 export.clean()
         plain_s, copy_s = statistics.median(plain_runs), statistics.median(export_runs)
         store_bytes = summary["bytes_total"]

@@ -56,8 +56,10 @@ def exit_on_sigterm() -> None:
 
 
 @contextmanager
-def clusters_and_spark(name: str, backend: str = "minihbase") -> Iterator[tuple[Path, Any, Any]]:
-    """Yields (workdir, dc1, dc2): MiniClusters, or RealClusters of a realhbase test bed started for the run."""
+def clusters_and_spark(name: str, backend: str = "minihbase",
+                       testbed: str | None = None) -> Iterator[tuple[Path, Any, Any]]:
+    """Yields (workdir, dc1, dc2): MiniClusters, or RealClusters of a realhbase test bed started for the run (or,
+    with `testbed`, the one already running in that workdir, left running)."""
     from hbase_migration.data import executors
 
     exit_on_sigterm()
@@ -66,7 +68,12 @@ def clusters_and_spark(name: str, backend: str = "minihbase") -> Iterator[tuple[
     zk.start()
     bed = None
     try:
-        if backend == "realhbase":
+        if backend == "realhbase" and testbed:
+            from realhbase.testbed import RealHBase
+
+            running = RealHBase(Path(testbed))
+            dc1, dc2 = RealCluster(running, "dc1"), RealCluster(running, "dc2")
+        elif backend == "realhbase":
             from realhbase.testbed import RealHBase
 
             bed = RealHBase(workdir / "realhbase", zookeeper_hosts=zk.hosts)
@@ -82,7 +89,7 @@ def clusters_and_spark(name: str, backend: str = "minihbase") -> Iterator[tuple[
             yield workdir, dc1, dc2
         finally:
             executors.stop_session(spark)
-            if bed is None:
+            if backend != "realhbase":
                 dc1.stop()
                 dc2.stop()
     finally:

@@ -99,6 +99,8 @@ def toolkit_connection(endpoint: dict, data_path: str) -> str:
     conn = json.loads(json.dumps(endpoint["connection"]))
     if data_path == "thrift1":
         conn["extra"].pop("thrift2_servers", None)
+    if data_path == "native":  # copy and verify with HBase's own client; the small reads keep Thrift2
+        conn["extra"]["data_path"] = "native"
     return json.dumps(conn)
 
 
@@ -178,6 +180,14 @@ def job_spark(phase: dict | None) -> dict[str, Any] | None:
         return None
 
 
+def job_detail(phase: dict | None) -> dict[str, Any]:
+    """A table's phase's job summary as the ledger keeps it ({} when there is none)."""
+    try:
+        return json.loads((phase or {}).get("detail") or "{}")
+    except ValueError:
+        return {}
+
+
 def wait_for_catch_up(ledger_url: str, run_id_prefix: str, timeout_s: float,
                       dag: subprocess.Popen) -> float | None:
     """Poll the run ledger until the migration's catch-up phase has succeeded; its end time (epoch s).
@@ -210,6 +220,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_spark(spark_mode, bool(getattr(args, "cluster", False)),
                 bool(getattr(args, "stand_in", False)) or getattr(args, "real", True) is False,
                 bool(getattr(args, "secure", False)))
+    if args.data_path == "native" and (getattr(args, "stand_in", False) or getattr(args, "real", True) is False):
+        raise UsageError("--data-path native cannot go with --stand-in: minihbase speaks no HBase RPC (HBase's own "
+                         "client reaches real region servers only)")
     on_yarn = SPARK_MODES[spark_mode] is not None
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -291,15 +304,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if krb5:
                 env.pop("KRB5CCNAME", None)
         spark_jvm.with_submit_opts(env)  # the demo's short jobs: a quicker driver JVM
+        deleted_before = []
+        if getattr(args, "pre_t0_deletes", 0):
+            from demo.workload import delete_rows
+
+            client = Thrift2(dc1, login=logins.get("dc1"))
+            deleted_before = delete_rows(client, tables, args.pre_t0_deletes)
+            client.close()
+            log(f"deleted {len(deleted_before)} rows before T0; the writer puts to them at older timestamps")
         writer = LiveWriter(lambda: Thrift2(dc1, login=logins.get("dc1")), tables,
-                            ops_per_second=args.write_rate).start()
+                            ops_per_second=args.write_rate, deleted_before=deleted_before).start()
         log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "
             "column and single-version deletes)")
         conf = {"tables": [t.name for t in tables], "peer_id": peer_id, "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 # HBase's version retention can leave an extra old version on the target (docs/data-path.md
                 # "Versions"): verify names it, and repairs it (exact-version deletes) only because the demo asks.
-                "repair": args.repair}
+                # (the native path copies the delete markers and verifies raw: it has no repair)
+                "repair": args.repair and args.data_path != "native"}
         if by_snapshot:
             conf.update(initial_copy="auto", snapshot_threshold_bytes=1)
         run_id = None
@@ -384,11 +406,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "spark": {"copy": job_spark(copy_phase),
                           "verify": job_spark(summary["phases"].get(t.name, {}).get("verify"))},
                 "independent_comparison": cmp.as_dict(),
+                # the data path each job ran on, and the delete markers the copy carried (native: raw)
+                "data_paths": {"copy": job_detail(copy_phase).get("data_path"),
+                               "verify": verify_detail.get("data_path")},
+                "delete_markers_copied": job_detail(copy_phase).get("delete_markers"),
             }
         src.close()
         dst.close()
         return {"demo": "hbase_table_migration", "backend": backend, "hbase_version": bed.version(dc1),
                 "data_path": args.data_path, "dag_exit_code": rc, "run_id": run_id,
+                "deleted_before_t0": [[t, r.decode("latin-1")] for t, r, _f, _ms in deleted_before],
                 "run_status": summary["run"].get("status"), "writer": stats.as_dict(), "spark": spark_summary,
                 # what the catch-up sensor saw, poll by poll, as the ledger recorded it
                 "catch_up": {"lag_samples": summary["lag"]["samples"],
@@ -437,8 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--zookeeper", help="use this ZooKeeper (HOST:PORT) instead of starting one")
     p.add_argument("--repair", action=argparse.BooleanOptionalAction, default=True,
                    help="let the migration's verify repair what still differs after its re-compare (default on)")
-    p.add_argument("--data-path", choices=("thrift2", "thrift1"), default="thrift2",
-                   help="how the toolkit reaches the clusters: their Thrift2 gateways (default), or Thrift1 only")
+    p.add_argument("--pre-t0-deletes", type=int, default=0,
+                   help="delete this many rows of each table before T0; the writer then puts to them at older "
+                        "timestamps (masked on the source: the interplay the native path's raw copy removes)")
+    p.add_argument("--data-path", choices=("thrift2", "thrift1", "native"), default="thrift2",
+                   help="how the toolkit reaches the clusters: their Thrift2 gateways (default), Thrift1 only, or "
+                        "native: copy and verify with HBase's own client in Spark's JVMs (real HBase only)")
     p.add_argument("--stand-in", action="store_true",
                    help="run on minihbase, the project's fast stand-in, instead of real HBase (realhbase)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is already up: use it, do not stop "

@@ -189,13 +189,28 @@ class WriterStats:
     deletes: int = 0
     column_deletes: int = 0
     version_deletes: int = 0
+    masked_puts: int = 0  # puts older than a delete made before T0 on their row (masked there)
     errors: int = 0
     last_error: str | None = None
 
     def as_dict(self) -> dict:
         return {"puts": self.puts, "overwrites": self.overwrites, "old_puts": self.old_puts, "deletes": self.deletes,
                 "column_deletes": self.column_deletes, "version_deletes": self.version_deletes,
-                "errors": self.errors}
+                "masked_puts": self.masked_puts, "errors": self.errors}
+
+
+def delete_rows(client: Thrift2, tables: list[SampleTable], per_table: int,
+                seed: int = 11) -> list[tuple[str, bytes, str, int]]:
+    """Delete `per_table` loaded rows of each table (before T0: the copy finds their delete markers); (table, row,
+    one of its families, a time just before the delete) each, for `LiveWriter(deleted_before=...)`."""
+    rng = random.Random(seed)
+    out = []
+    for table in tables:
+        for i in rng.sample(range(table.rows), min(per_table, table.rows)):
+            before = int(time.time() * 1000) - 1
+            client.delete(table.name, table.row_key(i))
+            out.append((table.name, table.row_key(i), rng.choice(sorted(table.families)), before))
+    return out
 
 
 class LiveWriter:
@@ -203,8 +218,13 @@ class LiveWriter:
     columns, puts at old explicit timestamps (some older than the versions a family keeps), row deletes,
     column deletes (every version) and single-version deletes (exactly one older version)."""
 
-    def __init__(self, connect, tables: list[SampleTable], ops_per_second: float = 200.0, seed: int = 7):
+    def __init__(self, connect, tables: list[SampleTable], ops_per_second: float = 200.0, seed: int = 7,
+                 deleted_before: list[tuple[str, bytes, str, int]] = ()):
+        """`deleted_before`: (table, row, a family, ms) of rows deleted before T0 (`delete_rows`); one edit in ten
+        is then a put to one of them at a timestamp older than its delete: masked on the source, and on the target
+        only if the copy carried the delete marker (docs/data-path.md)."""
         self._connect = connect
+        self.deleted_before = list(deleted_before)
         self.tables = tables
         self.interval = 1.0 / ops_per_second
         self.random = random.Random(seed)
@@ -223,6 +243,11 @@ class LiveWriter:
         return self.stats
 
     def _one(self, client: Thrift2) -> None:
+        if self.deleted_before and self.random.random() < 0.1:
+            name, row, family, deleted_ms = self.random.choice(self.deleted_before)
+            client.put(name, [(row, {f"{family}:a".encode(): b"masked"}, deleted_ms - self.random.randrange(1, 1000))])
+            self.stats.masked_puts += 1
+            return
         table = self.random.choice(self.tables)
         roll = self.random.random()
         i = self.random.randrange(self._next_new[table.name])

@@ -452,11 +452,22 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     own.add_argument("--workers", type=WORKERS, default=4)
     own.add_argument("--json", action="store_true")
     ours, rest = own.parse_known_args(list(argv))
+    from hbase_migration.data.datapath.native import NativeUnavailable
+
     try:
         job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
-    except (jobargs.UsageError, CopyConfigError) as e:
+    except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         raise UsageError(*_split(e, kind)) from None
-    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy")
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
+    if job.source.uses_native:  # HBase's client runs in Spark's JVMs: a local Spark of `--workers` slots
+        from hbase_migration.data.executors import SparkExecutor
+
+        return run_job(job, lambda name, ns: SparkExecutor(name, ns.master or f"local[{ours.workers}]",
+                                                           jobargs.spark_conf(ns.conf), ns.log_level),
+                       hold_switches=kind == "copy", region_sizes=table_region_bytes)
+    return run_job(job, lambda _name, _ns: LocalExecutor(ours.workers), hold_switches=kind == "copy",
+                   region_sizes=table_region_bytes)
 
 
 def run_snapshot_export(argv: Sequence[str]) -> int:
@@ -473,14 +484,14 @@ def run_snapshot_export(argv: Sequence[str]) -> int:
             return SparkExecutor(name, ns.master, jobargs.spark_conf(ns.conf), ns.log_level)
         return LocalExecutor(max(1, ns.workers))
 
-    def before_take(source: Any, target: Any, table: str, state: Any) -> None:
+    def before_take(source: Any, target: Any, table: str, state: Any, same_master_key: bool = False) -> None:
         """The snapshot path's checks (migration/snapshot_checks.py), before the snapshot is taken."""
         from hbase_migration.data.snapshot_export import ExportRefused
         from hbase_migration.migration.checks import ERROR
         from hbase_migration.migration.snapshot_checks import check_table
 
         resumed = state is not None and state["state"] in ("published", "cloned", "cleaned")
-        results = check_table(source, target, table, resumed=resumed)
+        results = check_table(source, target, table, resumed=resumed, same_master_key=same_master_key)
         for r in results:
             print(f"[{'ok  ' if r.ok else 'FAIL' if r.severity == ERROR else 'warn'}] {r.name}: {r.reason}",
                   file=sys.stderr)

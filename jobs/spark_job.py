@@ -18,4 +18,6 @@ def _spark(app_name: str, ns: Any) -> SparkExecutor:
 
 
 def main(kind: str, argv: Sequence[str] | None = None) -> int:
-    return job_main(kind, sys.argv[1:] if argv is None else argv, _spark)
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
+    return job_main(kind, sys.argv[1:] if argv is None else argv, _spark, region_sizes=table_region_bytes)

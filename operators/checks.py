@@ -48,6 +48,8 @@ class PreflightOperator(BaseOperator):
     :param initial_copy: `scan`, `snapshot` or `auto`: how each table's initial copy is made (decided here, with the
         snapshot path's checks for the tables that take it, and recorded in the ledger: a retried run keeps the first
         decision). :param snapshot_threshold_bytes: auto's threshold on a table's store files.
+    :param same_master_key: the operator attests that the target holds the source's master key: tables with
+        encrypted families may go by snapshot (else refused by `snapshot`, sent to the scan by `auto`).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
@@ -55,7 +57,7 @@ class PreflightOperator(BaseOperator):
                                       "allow_target_data", "serial", "bandwidth", "sizing", "copy_tasks",
                                       "sample_timeout_s", "rows_per_s", "quota_policy", "start_time_ms",
                                       "end_time_ms", "versions", "ledger_run_id", "initial_copy",
-                                      "snapshot_threshold_bytes")
+                                      "snapshot_threshold_bytes", "same_master_key")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
@@ -66,8 +68,9 @@ class PreflightOperator(BaseOperator):
                  copy_tasks: int = 4, sample_timeout_s: float = 300.0, rows_per_s: float = 0.0,
                  quota_policy: str = "fail", start_time_ms: int | None = None, end_time_ms: int | None = None,
                  versions: int | None = None, ledger_run_id: str | None = None, initial_copy: str = "scan",
-                 snapshot_threshold_bytes: int | None = None, **kwargs) -> None:
+                 snapshot_threshold_bytes: int | None = None, same_master_key: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.same_master_key = same_master_key
         self.initial_copy = initial_copy
         self.snapshot_threshold_bytes = snapshot_threshold_bytes
         self.sizing = sizing
@@ -111,7 +114,7 @@ class PreflightOperator(BaseOperator):
                 bandwidth=int(self.bandwidth or 0), sizing=self._sizing_request(),
                 initial_copy=self.initial_copy or "scan",
                 snapshot_threshold_bytes=int(self.snapshot_threshold_bytes) if self.snapshot_threshold_bytes else None,
-                recorded=recorded, resumed_exports=resumed,
+                recorded=recorded, resumed_exports=resumed, same_master_key=self.same_master_key is True,
             )
         for line in report.text().splitlines():
             self.log.info("%s", line)

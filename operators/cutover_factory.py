@@ -27,7 +27,16 @@ from operators.cutover import (
     RollbackCheckOperator,
     SetReadOnlyOperator,
 )
-from operators.factory import _OPEN_TASK, _SPEC, _doc, _publish, form_params, retry_delay, spec
+from operators.factory import (
+    _OPEN_TASK,
+    _SPEC,
+    _doc,
+    _publish,
+    form_params,
+    retry_delay,
+    spec,
+    verify_method_args,
+)
 from operators.spark import HBaseVerifyTableOperator
 
 log = logging.getLogger(__name__)
@@ -114,7 +123,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
                 recompare_sleep_s=spec("recompare_sleep_s"), repair=False, spark_conn_id=spark_conn_id,
                 map_index_template="{{ task.table }}", retries=1, retry_delay=retry_delay(60),
-                ledger_phase=phase, **run,
+                ledger_phase=phase, **run, **verify_method_args(),
             ).expand_kwargs(opened)
 
         if cutover:

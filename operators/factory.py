@@ -83,6 +83,15 @@ def spec(name: str) -> str:
     return _SPEC + "{{ s." + name + " | tojson }}"
 
 
+def verify_method_args() -> dict[str, str]:
+    """The run spec's verification method for `HBaseVerifyTableOperator` (the migration's, the backfill's, the
+    cut-over's and the rollback's verifications all use the configured one)."""
+    return {"verify_method": spec("verify_method"), "hash_min_bytes": spec("hash_verify_min_bytes"),
+            "hash_leaf_bytes": spec("hash_leaf_bytes"), "skew_margin_ms": spec("skew_margin_ms"),
+            "spark_source_conn_id": spec("spark_source_conn_id"), "spark_target_conn_id": spec("spark_target_conn_id"),
+            "source_remote_conn_id": spec("source_remote_conn_id")}
+
+
 RETRY_DELAY_OPTION = "retry_delay_s"
 
 
@@ -163,7 +172,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             sizing=spec("sizing"), copy_tasks=spec("copy_tasks"), sample_timeout_s=spec("sample_timeout_s"),
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
             end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
-            initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"), **safe_retry)
+            initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"),
+            same_master_key=spec("same_master_key"), **safe_retry)
 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)
@@ -209,6 +219,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
             task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
             max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
+            same_master_key=spec("same_master_key"),
             ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
             retries=2, retry_delay=retry_delay(60),
         ).expand_kwargs(snapshots)
@@ -229,7 +240,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
-            retry_delay=retry_delay(60),
+            retry_delay=retry_delay(60), **verify_method_args(),
         ).expand_kwargs(run)
 
         @task(task_id="report")
@@ -316,7 +327,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both, **window_args,
             recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
-            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
+            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1, **verify_method_args(),
         ).expand_kwargs(window)
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED)

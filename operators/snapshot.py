@@ -39,6 +39,8 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
     :param bytes_per_s: bandwidth of the whole export (0/None: no limit).
     :param tasks: how many Spark tasks the files are balanced over (None: the job's task slots).
     :param max_load: :param critical_load: :param max_pause_s: the load throttle, as the scan copy's.
+    :param same_master_key: the operator attests the target holds the source's master key (encrypted families
+        are refused without it, before any file is copied).
     :param copy_id: the ledger's copy id (default: `ledger_run_id`, the run's).
     :param ledger_run_id: the run (its ledger rows; the export resumes from them).
     :param spark_conn_id: the Spark connection the job is submitted to."""
@@ -47,15 +49,16 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
     application_path = SNAPSHOT_JOB
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy", "quota_mark",
                                       "task_bytes_per_s", "bytes_per_s", "tasks", "max_load", "critical_load",
-                                      "max_pause_s", "copy_id")
+                                      "max_pause_s", "copy_id", "same_master_key")
     ui_color = "#fde0c5"
 
     def __init__(self, *, peer_id: str | None = None, quota_policy: str = "fail",
                  quota_mark: float = DEFAULT_QUOTA_MARK, watchdog_interval_s: float | None = None,
                  task_bytes_per_s: float | None = None, bytes_per_s: float | None = None, tasks: int | None = None,
                  max_load: str | None = None, critical_load: str | None = None, max_pause_s: float | None = None,
-                 copy_id: str | None = None, **kwargs: Any) -> None:
+                 copy_id: str | None = None, same_master_key: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.same_master_key = same_master_key
         self.peer_id = peer_id
         self.quota_policy = quota_policy
         self.quota_mark = quota_mark
@@ -76,7 +79,8 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
         return ExportOptions(self.table, self.copy_id or self.ledger_run_id or "snapshot-" + self.table,
                              tasks=int(self.tasks) if self.tasks else None,
                              task_bytes_per_s=float(self.task_bytes_per_s) if self.task_bytes_per_s else None,
-                             bytes_per_s=float(self.bytes_per_s) if self.bytes_per_s else None)
+                             bytes_per_s=float(self.bytes_per_s) if self.bytes_per_s else None,
+                             same_master_key=self.same_master_key is True)
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.snapshot_export import job_args
@@ -87,7 +91,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
                         snapshot=options.name, tasks=options.tasks,
                         task_bytes_per_s=options.task_bytes_per_s, bytes_per_s=options.bytes_per_s,
                         max_load=self.max_load, critical_load=self.critical_load, max_pause_s=self.max_pause_s,
-                        **summary)
+                        same_master_key=options.same_master_key, **summary)
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         if summary:
@@ -150,6 +154,8 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
             create_namespaces(source, target, [self.table])
             export.finish()
             summary["cloned"] = True
+            if export.summary.get("target_snapshot_kept"):  # a MOB table's: what the operator must know
+                summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
             return self._done(summary)
         except ExportFailed as e:
             self._ledger_phase("copy", "failed", {"method": "snapshot", "error": e.reason, "left": e.left})

@@ -209,6 +209,18 @@ class _HBaseJobOperator(SparkSubmitOperator):
         given = [f for f in (self.py_files or "").split(",") if f]
         self.py_files = ",".join([shipped, *given])
 
+    def _ship_jvm(self) -> None:
+        """The native data path (either cluster's `data_path` native): its jars go with the job (spark-submit
+        --jars, on the driver's and the executors' class paths), so a driver in a YARN container, far from this
+        worker's checkout, finds them there too (hbase_migration/data/datapath/native.py `bridge`)."""
+        clusters = [HBaseClusterHook(c).get_cluster() for c in (self.source_conn_id, self.target_conn_id)]
+        if not any(c.uses_native for c in clusters):
+            return
+        from hbase_migration.data.datapath.native import classpath
+
+        given = [j for j in (self.jars or "").split(",") if j]
+        self.jars = ",".join([*classpath(), *[j for j in given if j not in classpath()]])
+
     def _ship_credentials(self) -> None:
         """Kerberized clusters: their keytab and krb5.conf go with the job (spark-submit --files), so executors on
         hosts without them find them where Spark put them (hbase_migration.clusters.security.local_file: the container's
@@ -277,6 +289,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
                 self._yarn_attempts()
             self._python_env(on_yarn)
             self._ship_code(tmp)
+            self._ship_jvm()
             self._ship_credentials()
             given = (self.principal, self.keytab, self._yarn_rm_auth)  # this try's own: not kept for another
             self._spark_kerberos(tmp, extra, deploy_mode)
@@ -473,7 +486,18 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         target-only versions deleted; off by default: verification is read-only). The task then succeeds when
         every repaired row reads back equal.
     :param ledger_phase: the ledger phase it is recorded as (`verify`; the cut-over's check after the switch:
-        `post_verify`).""" + _COMMON_PARAMS
+        `post_verify`).
+    :param verify_method: `cells`, `hash` (leaves hashed beside each cluster, only the differing ones compared by
+        cells: hbase_migration/data/hashverify.py) or `auto` (hash when the source table's store files, read from
+        its region servers' /jmx, reach `hash_min_bytes`).
+    :param hash_leaf_bytes: bytes of cells per leaf; `skew_margin_ms`: the hash's time bound is the verification's
+        start minus this.
+    :param spark_source_conn_id: hash: the Spark connection beside the source (its job plans the leaves and
+        hashes the source); `spark_target_conn_id`: beside the target (its job hashes the target and compares the
+        differing leaves by cells, and its summary is the verdict). Either given: two jobs, one on each, meeting in
+        the ledger; neither: one job on `spark_conn_id` with both sides.
+    :param source_remote_conn_id: the source as the target's datacenter reaches it (what the job beside the
+        target reads of it); None: `source_conn_id`.""" + _COMMON_PARAMS
 
     job_kind = "verify"
     application_path = VERIFY_JOB
@@ -483,16 +507,31 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
     # retried by the task (verify is read-only unless `repair`, and a repair is idempotent). The copy and the
     # snapshot export keep YARN's attempts: a second one resumes from the ledger.
     yarn_max_app_attempts = 1
-    template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "recompare_sleep_s", "level", "repair")
+    template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "recompare_sleep_s", "level", "repair",
+                                      "verify_method", "hash_leaf_bytes", "hash_min_bytes", "skew_margin_ms",
+                                      "spark_source_conn_id", "spark_target_conn_id", "source_remote_conn_id")
     ui_color = "#d2e3fc"
 
     def __init__(self, *, recompare_sleep_s: Any = 5.0, level: str = "content", repair: bool = False,
-                 ledger_phase: str = "verify", **kwargs) -> None:
+                 ledger_phase: str = "verify", verify_method: str = "cells", hash_leaf_bytes: int | None = None,
+                 hash_min_bytes: int | None = None, skew_margin_ms: int | None = None,
+                 spark_source_conn_id: str | None = None, spark_target_conn_id: str | None = None,
+                 source_remote_conn_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.recompare_sleep_s = recompare_sleep_s
         self.level = level
         self.repair = repair
         self.ledger_phase = ledger_phase
+        self.verify_method = verify_method
+        self.hash_leaf_bytes = hash_leaf_bytes
+        self.hash_min_bytes = hash_min_bytes
+        self.skew_margin_ms = skew_margin_ms
+        self.spark_source_conn_id = spark_source_conn_id
+        self.spark_target_conn_id = spark_target_conn_id
+        self.source_remote_conn_id = source_remote_conn_id
+        self._method = verify_method
+        self._side: dict[str, Any] = {}  # hash_side, exchange_key, started_ms of a job that runs one side
+        self._source_side: _HashSourceSideJob | None = None
 
     def _prepare(self, summary: dict[str, str]) -> list[str]:
         from hbase_migration.data.jobargs import verify_job_args
@@ -501,11 +540,81 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
             cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
-            repair=self.repair, **summary)
+            repair=self.repair, method=self._method, hash_leaf_bytes=self.hash_leaf_bytes,
+            hash_min_bytes=self.hash_min_bytes, skew_margin_ms=self.skew_margin_ms,
+            source_remote=cluster_json(self.source_remote_conn_id) if self.source_remote_conn_id else None,
+            **self._side, **summary)
+
+    def _resolve_method(self) -> str:
+        """`auto`: hash when the source table's store files (its region servers' /jmx, read from here: a few small
+        HTTP answers) reach `hash_min_bytes`, else cells; said in the log."""
+        from hbase_migration.data.leafhash import choose_method
+
+        if self.verify_method not in ("auto", "cells", "hash"):
+            raise AirflowFailException(f"verify_method must be auto, cells or hash, got {self.verify_method!r}")
+        size = None
+        if self.verify_method == "auto":
+            from hbase_migration.migration.region_metrics import table_region_bytes
+
+            sizes = table_region_bytes(HBaseClusterHook(self.source_conn_id).get_cluster(), self.table)
+            size = None if sizes is None else sum(sizes.values())
+        method, why = choose_method(self.verify_method, size, self.hash_min_bytes or (1 << 30))
+        self.log.info("verify %s by %s (%s)", self.table, method, why)
+        return method
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._ledger_phase(self.ledger_phase, "running")
+        self._method = self._resolve_method()
+        if self._method == "hash" and (self.spark_source_conn_id or self.spark_target_conn_id):
+            return self._run_both_sides(context)
         return self._run(context)
+
+    def _run_both_sides(self, context: Context) -> dict[str, Any]:
+        """Two Spark jobs, one beside each cluster: the source's side (`_HashSourceSideJob`, submitted to
+        `spark_source_conn_id`) in a thread, the target's (this operator's own submission, to
+        `spark_target_conn_id`), meeting in the ledger under a key of this try. Whichever ends first having failed
+        tells the other through the ledger (`abort`), so neither waits for a side that is gone."""
+        import threading
+        import time as _time
+
+        from hbase_migration.data.hashverify import LedgerExchange
+        from operators.ledger import ledger_url
+
+        ti = context.get("ti") if hasattr(context, "get") else None
+        key = f"{self.summary_key(context)}/try{getattr(ti, 'try_number', 0)}/{uuid.uuid4().hex[:8]}"
+        started_ms = int(_time.time() * 1000)
+        exchange = LedgerExchange(ledger_url(), f"hash-exchange/{key}", "operator")
+        side = {"hash_side": "source", "exchange_key": key, "started_ms": started_ms}
+        self._source_side = _HashSourceSideJob(parent=self, side=side,
+                                               conn_id=self.spark_source_conn_id or self._conn_id)
+        box: dict[str, Any] = {}
+
+        def source_side() -> None:
+            try:
+                box["summary"] = self._source_side._run(context)
+            except BaseException as e:  # the target's side is told; the task fails below
+                box["error"] = e
+                exchange.abort(f"the source's side job failed: {e}")
+
+        thread = threading.Thread(target=source_side, name="hash-source-side-job", daemon=True)
+        thread.start()
+        self._side = {**side, "hash_side": "target"}
+        if self.spark_target_conn_id:
+            self._conn_id = self.spark_target_conn_id
+        try:
+            result = self._run(context)
+        finally:
+            if thread.is_alive():
+                exchange.abort("the target's side job ended")
+            thread.join()
+        if "error" in box:
+            raise AirflowException(f"verify of {self.table}: the source's side job failed: {box['error']}")
+        return result
+
+    def on_kill(self) -> None:
+        if self._source_side is not None:
+            self._source_side.on_kill()
+        super().on_kill()
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         from hbase_migration.data.verify import ledger_counts, repaired_clean
@@ -540,3 +649,39 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
                 f"the target; sample: {json.dumps(summary.get('differing_rows_sample'))}; differing versions: "
                 f"{json.dumps(summary.get('differing_versions_sample'))}")
         raise AirflowException(f"verify of {self.table} failed: {error}") from error
+
+
+class _HashSourceSideJob(_HBaseJobOperator):
+    """The source's side of a verification by hashes, as a Spark job of its own beside the source (submitted by
+    `HBaseVerifyTableOperator` from its task, not a task itself): plans the leaves, hashes the source, answers the
+    target's side's re-checks through the ledger. Its summary is its figures; the verdict is the target's."""
+
+    job_kind = "verify-source-side"
+    application_path = VERIFY_JOB
+    yarn_max_app_attempts = 1
+
+    def __init__(self, *, parent: HBaseVerifyTableOperator, side: dict[str, Any], conn_id: str, **_: Any) -> None:
+        # (`**_`: what BaseOperator's metaclass passes, default_args; the job takes everything from its parent)
+        super().__init__(task_id=f"{parent.task_id}.source_side", table=parent.table,
+                         source_conn_id=parent.source_conn_id, target_conn_id=parent.target_conn_id,
+                         target_table=parent.target_table, start_time_ms=parent.start_time_ms,
+                         end_time_ms=parent.end_time_ms, versions=parent.versions, families=parent.families,
+                         spark_conn_id=conn_id, name=f"verify-{parent.table}-source-side")
+        self.parent, self.side = parent, side
+
+    def _prepare(self, summary: dict[str, str]) -> list[str]:
+        from hbase_migration.data.jobargs import verify_job_args
+
+        p = self.parent
+        return verify_job_args(
+            cluster_json(p.source_conn_id), cluster_json(p.target_conn_id), p.table, target_table=p.target_table,
+            start_time_ms=p.start_time_ms, end_time_ms=p.end_time_ms, versions=p.versions, families=p.families,
+            recompare_sleep_s=p.recompare_sleep_s, method="hash", hash_leaf_bytes=p.hash_leaf_bytes,
+            skew_margin_ms=p.skew_margin_ms, **self.side, **summary)
+
+    def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
+        if summary:
+            self.log.info("hash verify, source side: %s", json.dumps(summary, sort_keys=True))
+        if error is not None:
+            raise AirflowException(f"the source's side of the hash verification of {self.table} failed: {error}")
+        return summary or {}

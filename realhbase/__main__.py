@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
                           ("--block-size", "dfs.blocksize in bytes (default 1 MiB)"),
                           ("--wal-roll-size", "bytes a WAL holds before it rolls (default HBase's: one block)")):
         p.add_argument(option, type=int, help=help_)
+    p.add_argument("--wan-mbps", type=float,
+                   help="a WAN between the datacenters: each cluster's gateways as the other one reaches them go "
+                        "through a proxy of this many megabits/s each way, counting the bytes (0: unlimited; see "
+                        "endpoints' \"remote\" and realhbase/wan.py)")
     add("down", "stop everything `up` started")
     p = add("status", "liveness of every role")
     p.add_argument("--json", action="store_true")
@@ -143,6 +147,10 @@ def _topology(args) -> Topology | None:
 
 def _up(bed: RealHBase, args) -> int:
     bed.up()
+    if args.wan_mbps is not None:  # the link between the datacenters (realhbase/wan.py)
+        from realhbase import wan
+
+        wan.start(bed.workdir, bed.endpoints(), args.wan_mbps or None)
     return 0
 
 

@@ -138,11 +138,59 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("hbase.regionserver.maxlogs", "10",
          "TestReplicationBase: past 10 WALs the oldest regions are flushed (HBase: 32)"),
         ("hbase.regionserver.handler.count", "30", "HBase's default, as the stand-in"),
+        ("hbase.master.mob.cleaner.period", "10",
+         "MOB files no store file refers to any more (after a MOB family's major compaction) are archived within "
+         "seconds (HBase: once a day), as a snapshot export must find them (docs/snapshot-export.md)"),
+        ("hbase.mob.min.age.archive", "60000",
+         "...once a minute old (HBase: an hour): a MOB file just flushed is not yet referenced by its store file"),
+        *master_key_site(cluster_dir.parent),
     ] + ([] if wal_roll_size is None else [
         ("hbase.regionserver.hlog.blocksize", str(2 * wal_roll_size),
          f"up --wal-roll-size {wal_roll_size}: a WAL rolls at blocksize x logroll.multiplier (HBase: 2 x the HDFS "
          "block x 0.5)"),
         ("hbase.regionserver.logroll.multiplier", "0.5", "HBase 2.x's default, said with the blocksize above")])
+
+
+MASTER_KEY_ALIAS = "hbase"
+
+
+def master_key_files(workdir: Path) -> tuple[Path, Path]:
+    """The bed's HBase master key (AES-128, a JCEKS keystore) and the properties file holding its password; one key
+    for both clusters, as two clusters that may exchange encrypted families' HFiles must share."""
+    return workdir / "crypto" / "master-key.jceks", workdir / "crypto" / "master-key.password"
+
+
+def master_key_site(workdir: Path) -> list[tuple[str, str, str]]:
+    keystore, password = master_key_files(workdir)
+    return [
+        ("hbase.crypto.keyprovider", "org.apache.hadoop.hbase.io.crypto.KeyStoreKeyProvider",
+         "transparent encryption of families (ENCRYPTION => 'AES'), as a shop with encrypted data configures it"),
+        ("hbase.crypto.keyprovider.parameters", f"jceks://{keystore}?passwordFile={password}",
+         "the bed's master key (ensure_master_key); its password in a file, not here"),
+        ("hbase.crypto.master.key.name", MASTER_KEY_ALIAS, "the alias of the master key in that keystore"),
+    ]
+
+
+def ensure_master_key(workdir: Path, java: str) -> None:
+    """Creates the bed's master key once (keytool, beside `java`): kept with the workdir, as its HDFS data is."""
+    import secrets
+    import subprocess
+
+    keystore, password_file = master_key_files(workdir)
+    if keystore.exists() and password_file.exists():
+        return
+    keystore.parent.mkdir(parents=True, exist_ok=True)
+    keystore.unlink(missing_ok=True)
+    password = secrets.token_hex(16)
+    keytool = Path(java).resolve().parent / "keytool"
+    proc = subprocess.run([str(keytool), "-genseckey", "-alias", MASTER_KEY_ALIAS, "-keyalg", "AES", "-keysize",
+                           "128", "-storetype", "jceks", "-keystore", str(keystore), "-storepass:env", "RH_KEYPASS",
+                           "-keypass:env", "RH_KEYPASS"], env={**os.environ, "RH_KEYPASS": password},
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"keytool could not create {keystore}: {proc.stderr.strip() or proc.stdout.strip()}")
+    password_file.write_text(f"{MASTER_KEY_ALIAS}={password}\n")
+    password_file.chmod(0o600)
 
 
 def core_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:

@@ -177,6 +177,65 @@ def resolve(progress: bool = True) -> Jars:
     return Jars(classpath, launcher, json.loads(versions_file.read_text()), java, shell_extra, vdir / "cds" / cds_key)
 
 
+JVM_DIR = REPO / "jvm"
+
+
+def build_jvm(progress: bool = True) -> Path:
+    """The toolkit's native data path (jvm/: its Java, built by Maven) for the selected HBase: built into
+    jvm/target/<version>/ (hbase-migration-jvm.jar and dependencies.txt, the HBase client jars it ships with) against
+    the same HBase and Hadoop versions, from the same Maven repository, as the test bed's class path; again only when
+    the pom, a source or the version changes. Its unit tests run as part of the build. Returns that directory."""
+    version = hbase_version()
+    hadoop = _hadoop_for(version, progress)
+    out = JVM_DIR / "target" / version
+    digest = hashlib.sha256(version.encode() + hadoop.encode())
+    for path in sorted([JVM_DIR / "pom.xml", *(JVM_DIR / "src").rglob("*.java")]):
+        digest.update(str(path.relative_to(JVM_DIR)).encode() + b"\0" + path.read_bytes())
+    key = digest.hexdigest()
+    stamp = out / "build.key"
+    done = [out / "hbase-migration-jvm.jar", out / "dependencies.txt"]
+    if stamp.exists() and stamp.read_text() == key and all(p.exists() for p in done) and all(
+            os.path.exists(j) for j in (out / "dependencies.txt").read_text().strip().split(os.pathsep) if j):
+        return out
+    if progress:
+        print(f"realhbase: building the native data path (jvm/) for HBase {version} with Maven", file=sys.stderr)
+    _mvn(["package", f"-Dhbase.version={version}", f"-Dhadoop.version={hadoop}", "-Dsurefire.printSummary=false"],
+         f"the native data path (jvm/) for HBase {version}", progress, pom=JVM_DIR / "pom.xml")
+    stamp.write_text(key)
+    return out
+
+
+def mapreduce_jars(progress: bool = True) -> list[str]:
+    """What HBase's own MapReduce tools (CopyTable, VerifyReplication: the benchmarks' baselines) need beyond the
+    test bed's class path: hbase-mapreduce at the selected HBase (or its plain build when the registry serves no
+    `-hadoop3` one: the same classes, HBase's jars of the class path serve it) and Hadoop's local job runner
+    (hadoop-mapreduce-client-common), each alone, without dependencies."""
+    jars = resolve(progress)
+    version = jars.versions["hbase"]
+
+    def cached(coordinates: str) -> str | None:
+        group, artifact, v = coordinates.split(":")
+        path = cache_dir() / "m2" / Path(*group.split(".")) / artifact / v / f"{artifact}-{v}.jar"
+        return str(path) if path.is_file() else None
+
+    def fetched(*choices: str) -> str:
+        """The first of `choices` Maven's cache holds, else the first the registry serves."""
+        for coordinates in choices:
+            if cached(coordinates):
+                return cached(coordinates)
+        for coordinates in choices:
+            try:
+                return _single_artifact(coordinates, progress)
+            except RealHBaseError:
+                if coordinates == choices[-1]:
+                    raise
+        raise AssertionError("unreachable")
+
+    versions = dict.fromkeys([version, version.removesuffix("-hadoop3")])
+    return [fetched(*(f"org.apache.hbase:hbase-mapreduce:{v}" for v in versions)),
+            fetched(f"org.apache.hadoop:hadoop-mapreduce-client-common:{jars.versions['hadoop']}")]
+
+
 YARN_POM = Path(__file__).resolve().parent / "yarn" / "pom.xml"
 
 

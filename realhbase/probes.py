@@ -152,7 +152,7 @@ def zk_client(hosts: str):
 
     logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # "Connection dropped" while a server starts
     client = KazooClient(hosts=hosts, timeout=10)
-    client.start(timeout=10)
+    client.start(timeout=60)  # a ZooKeeper just started on a machine at load 50 took more than 10 s to answer
     return client
 
 

@@ -181,6 +181,7 @@ class RealHBase:
             elif not zk_ruok(self.zookeeper_hosts):
                 raise RealHBaseError(f"realhbase: ZooKeeper {self.zookeeper_hosts} does not answer (ruok)")
             self.security.ensure_parents(self.zookeeper_hosts, CLUSTERS.values())
+            config.ensure_master_key(self.workdir, jars.java)
             clusters = [self.cluster(name) for name in CLUSTERS]
             planned: set[int] = set()  # both clusters' ports, before any JVM binds one
             for cluster in clusters:
@@ -207,6 +208,9 @@ class RealHBase:
     def down(self) -> list[str]:
         """Stops every process of this workdir (the clusters gracefully, then SIGKILL at a deadline) and the
         ZooKeeper `up` started; returns the survivors ("dc1/rs0 (pid 123)"), normally none."""
+        from realhbase import wan
+
+        wan.stop(self.workdir)  # the link's proxy (realhbase/wan.py), if one runs
         owned = self._instance().get("zookeeper_owned", False)
         survivors = self._stop_everything(stop_zookeeper=owned or self.secure)
         for name in CLUSTERS:
@@ -332,8 +336,11 @@ class RealHBase:
         self.zookeeper_hosts = self.zookeeper_hosts or instance.get("zookeeper")
         running = self.running()
         versions = instance.get("versions") or None
-        return {name: self.cluster(name).endpoints(running, versions or self.jars.versions) for name in CLUSTERS
-                if (self.cluster_dir(name) / "cluster.json").exists()}
+        out = {name: self.cluster(name).endpoints(running, versions or self.jars.versions) for name in CLUSTERS
+               if (self.cluster_dir(name) / "cluster.json").exists()}
+        from realhbase import wan
+
+        return wan.annotate(self.workdir, out)  # each cluster as the other datacenter reaches it, with a WAN link
 
     def endpoints_document(self, cluster: str | None = None) -> dict:
         """The whole `endpoints --json` document (`cluster`: only that cluster, and YARN only with dc2)."""

@@ -68,6 +68,18 @@ def thrift2(endpoint: dict):
     return Thrift2(endpoint)
 
 
+def compare_sides(src_endpoint: dict, dst_endpoint: dict, table: str) -> dict:
+    """demo.workload's comparison of every version of `table` on both clusters (Thrift2), as a dict."""
+    from demo.workload import compare
+
+    src, dst = thrift2(src_endpoint), thrift2(dst_endpoint)
+    try:
+        return compare(src, dst, table).as_dict()
+    finally:
+        src.close()
+        dst.close()
+
+
 def load(endpoint: dict, table: BedTable, rows: int, value_bytes: int = 0) -> None:
     """The demo's rows (old explicit timestamps, several versions), and with `value_bytes` a wide value per row in
     `d:blob` (to make megabytes of HFiles quickly)."""
@@ -148,6 +160,25 @@ def webhdfs(endpoint: dict, path: str, op: str, **params: str) -> Any:
     query = urlencode({"op": op, "user.name": endpoint["connection"]["extra"]["webhdfs_user"], **params})
     with urllib.request.urlopen(f"{endpoint['webhdfs_url']}/webhdfs/v1{quote(path)}?{query}", timeout=30) as r:
         return json.loads(r.read())
+
+
+def mkdirs(endpoint: dict, path: str) -> None:
+    """WebHDFS MKDIRS (urllib), as the daemons' user."""
+    from urllib.parse import quote, urlencode
+
+    query = urlencode({"op": "MKDIRS", "user.name": endpoint["connection"]["extra"]["webhdfs_user"]})
+    request = urllib.request.Request(f"{endpoint['webhdfs_url']}/webhdfs/v1{quote(path)}?{query}", method="PUT")
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert json.loads(r.read())["boolean"], path
+
+
+def read_file(endpoint: dict, path: str) -> bytes:
+    """A whole (small) file through WebHDFS OPEN (urllib follows the DataNode redirect)."""
+    from urllib.parse import quote, urlencode
+
+    query = urlencode({"op": "OPEN", "user.name": endpoint["connection"]["extra"]["webhdfs_user"]})
+    with urllib.request.urlopen(f"{endpoint['webhdfs_url']}/webhdfs/v1{quote(path)}?{query}", timeout=60) as r:
+        return r.read()
 
 
 def listing(endpoint: dict, directory: str) -> dict[str, dict]:

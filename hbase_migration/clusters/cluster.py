@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from hbase_migration.clusters.security import SECURITY_EXTRAS, Security, SecurityConfigError
 
 PEER_ADMIN_BACKENDS = ("shell", "zookeeper")
-DATA_PATHS = ("auto", "thrift1", "thrift2")
+DATA_PATHS = ("auto", "native", "thrift1", "thrift2")
 DEFAULT_SHELL_COMMAND = ("hbase", "shell", "-n")
 
 
@@ -173,7 +173,10 @@ class Cluster:
     zk_legacy_table_cfs: bool = False  # HBase 1.x peers keeping TABLE_CFS in their own znode
     thrift_servers: tuple[str, ...] = ()  # every Thrift1 gateway as host:port (default: thrift_host:thrift_port)
     thrift2_servers: tuple[str, ...] = ()  # Thrift2 gateways (`hbase thrift2`) as host:port
-    data_path: str = "auto"  # how cells are read and written: thrift2 when there is a Thrift2 gateway
+    # How copy and verify read and write cells: native (HBase's own client in Spark's JVMs), thrift2, thrift1;
+    # auto: thrift2 when there is a Thrift2 gateway, else thrift1 (data/datapath/native.py `choose` makes auto
+    # native where the jobs reach the region servers)
+    data_path: str = "auto"
     security: Security | None = None  # Kerberos, QOP, HTTP mode, TLS (security.py); None: an open cluster
 
     def __post_init__(self) -> None:
@@ -252,8 +255,14 @@ class Cluster:
 
     @property
     def uses_thrift2(self) -> bool:
-        """Whether copy, verify and repair go through Thrift2 (the data path is chosen once, here)."""
-        return self.data_path == "thrift2" or (self.data_path == "auto" and bool(self.thrift2_servers))
+        """Whether the Python reads and writes (copy and verify on a Thrift path, repair, the canary, the
+        toolkit's small reads) go through Thrift2 rather than Thrift1 (the data path is chosen once, here)."""
+        return self.data_path == "thrift2" or (self.data_path != "thrift1" and bool(self.thrift2_servers))
+
+    @property
+    def uses_native(self) -> bool:
+        """Whether copy and verify run in Spark's JVMs with HBase's own client (docs/data-path.md)."""
+        return self.data_path == "native"
 
     @property
     def cluster_key(self) -> ClusterKey:
@@ -308,7 +317,7 @@ class Cluster:
         return {
             "name": self.name,
             "thrift": f"{self.thrift_host}:{self.thrift_port}",
-            "data_path": "thrift2" if self.uses_thrift2 else "thrift1",
+            "data_path": "native" if self.uses_native else "thrift2" if self.uses_thrift2 else "thrift1",
             "thrift2": ",".join(self.thrift2_servers) or None,
             "cluster_key": str(self.cluster_key),
             "webhdfs_url": self.webhdfs_url,

@@ -475,6 +475,14 @@ class WebHdfs:
         body = self._put(source, "RENAME", {"destination": _absolute(destination)})
         return bool(body.get("boolean")) if isinstance(body, Mapping) else False
 
+    def move(self, source: str, destination: str) -> None:
+        """RENAME with `renameoptions=NONE` (HDFS's rename2): `source` becomes `destination` exactly, or it raises
+        (WebHdfsRemoteError FileAlreadyExistsException: the destination exists; FileNotFoundException: the source
+        or the destination's parent is missing). Unlike RENAME without options, never moves a directory *into*
+        one that exists."""
+        self._put(source, "RENAME", {"destination": _absolute(destination), "renameoptions": "NONE"},
+                  json_body=False)
+
     def delete(self, path: str, recursive: bool = False) -> bool:
         """DELETE; False when there was nothing to delete."""
         path = _absolute(path)

@@ -89,9 +89,10 @@ class PartitionResult:
     status: str = "copied"  # copied | failed
     rows: int = 0
     cells: int = 0
+    delete_markers: int = 0  # of `cells`: the native path copies delete markers (the Thrift paths read none)
     bytes: int = 0
     scanned_rows: int = 0
-    write_calls: int = 0
+    write_calls: int = 0  # server calls; on the native path, mutations handed to HBase's BufferedMutator
     retries: int = 0
     throttled_s: float = 0.0
     elapsed_s: float = 0.0
@@ -118,6 +119,7 @@ def summarize(results: Iterable[PartitionResult], skipped: int, elapsed_s: float
         "failed_partitions": len(failed),
         "rows": rows,
         "cells": sum(r.cells for r in done),
+        "delete_markers": sum(r.delete_markers for r in done),
         "bytes": nbytes,
         "scanned_rows": sum(r.scanned_rows for r in done),
         "write_calls": sum(r.write_calls for r in done),

@@ -269,7 +269,39 @@ def verify_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--sample-limit", type=int, default=20, help="differing row keys listed per kind")
     p.add_argument("--repair", action="store_true",
                    help="write source cells (with their timestamps) to the target and delete target-only cells")
+    p.add_argument("--method", choices=("cells", "hash", "auto"), default="cells",
+                   help="cells: both sides read here and merge-joined (default); hash: leaves of both sides hashed "
+                        "beside each cluster, only the differing ones compared by cells (docs/data-path.md); auto: "
+                        "hash when the table's store files reach --hash-min-bytes")
+    p.add_argument("--hash-leaf-bytes", type=int, help="hash: bytes of cells per leaf (default 1 MiB)")
+    p.add_argument("--hash-min-bytes", type=int, help="auto: hash at or above this table size (default 1 GiB)")
+    p.add_argument("--skew-margin-ms", type=int,
+                   help="hash: how far the region servers' clocks may be behind this job's; cells newer than the "
+                        "verification's start minus this are left out on both sides (default 5000)")
+    p.add_argument("--source-remote",
+                   help="the source as the target's datacenter reaches it (same forms as --source): what the "
+                        "comparison by cells reads (default --source)")
+    p.add_argument("--hash-side", choices=("source", "target"),
+                   help="hash: run only this side, beside its cluster, meeting the other side's job in the ledger "
+                        "of --summary-ledger-url(-file) under --exchange-key (default: both sides here)")
+    p.add_argument("--exchange-key", help="with --hash-side: the key both sides' jobs meet under in the ledger")
+    p.add_argument("--started-ms", type=int,
+                   help="hash: the verification's start (ms since the epoch; default now): its time bound is this "
+                        "minus --skew-margin-ms; both sides' jobs of one verification get the same")
     return p
+
+
+def hash_side_check(ns: argparse.Namespace) -> None:
+    """--hash-side needs --method hash, --exchange-key and the ledger they meet in."""
+    if not getattr(ns, "hash_side", None):
+        if getattr(ns, "exchange_key", None):
+            raise UsageError("--exchange-key goes with --hash-side — give both, or neither (both sides here)")
+        return
+    if ns.method != "hash":
+        raise UsageError(f"--hash-side {ns.hash_side} needs --method hash (a side's job hashes)")
+    if not ns.exchange_key or not (ns.summary_ledger_url or ns.summary_ledger_url_file):
+        raise UsageError(f"--hash-side {ns.hash_side} needs --exchange-key and --summary-ledger-url(-file): the "
+                         "ledger where the two sides' jobs meet")
 
 
 def _scope_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
@@ -325,7 +357,10 @@ def verify_options(ns: argparse.Namespace) -> VerifyOptions:
     the re-compare (--recompare-sleep-s) sees them again."""
     kwargs = _scope_kwargs(ns)
     kwargs.update(level=ns.level, recompare_sleep_s=ns.recompare_sleep_s, sample_limit=ns.sample_limit,
-                  repair=ns.repair)
+                  repair=ns.repair, method=ns.method)
+    for name in ("hash_leaf_bytes", "hash_min_bytes", "skew_margin_ms"):
+        if getattr(ns, name) is not None:
+            kwargs[name] = getattr(ns, name)
     try:
         return VerifyOptions.from_dict(kwargs)
     except CopyConfigError as e:
@@ -399,7 +434,11 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
                     versions: int | None = None, level: str = "content", recompare_sleep_s: float = 0.0,
                     repair: bool = False, sample_limit: int | None = None,
                     options: Mapping[str, Any] | None = None, summary_file: str | None = None,
-                    summary_ledger_url_file: str | None = None, summary_key: str | None = None) -> list[str]:
+                    summary_ledger_url_file: str | None = None, summary_key: str | None = None,
+                    method: str = "cells", hash_leaf_bytes: int | None = None, hash_min_bytes: int | None = None,
+                    skew_margin_ms: int | None = None, source_remote: str | None = None,
+                    hash_side: str | None = None, exchange_key: str | None = None,
+                    started_ms: int | None = None) -> list[str]:
     """`application_args` for jobs/verify_table.py."""
     argv = _scope_argv(source, target, table, target_table, start_time_ms, end_time_ms, families, versions, None,
                        options)
@@ -411,4 +450,11 @@ def verify_job_args(source: str, target: str, table: str, *, target_table: str |
         argv += ["--sample-limit", str(sample_limit)]
     if repair:
         argv += ["--repair"]
+    if method != "cells":
+        argv += ["--method", method]
+    for flag, value in (("--hash-leaf-bytes", hash_leaf_bytes), ("--hash-min-bytes", hash_min_bytes),
+                        ("--skew-margin-ms", skew_margin_ms), ("--source-remote", source_remote),
+                        ("--hash-side", hash_side), ("--exchange-key", exchange_key), ("--started-ms", started_ms)):
+        if value is not None:
+            argv += [flag, str(value)]
     return argv + summary_argv(summary_file, summary_ledger_url_file, summary_key)

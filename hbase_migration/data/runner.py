@@ -6,17 +6,20 @@ actions, the run, one JSON summary line on stdout (logs go to stderr), exit 0 / 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from hbase_migration.data import native_jobs
 from hbase_migration.data.copy import CopyOptions, PartitionResult, copy_partition_safely, default_copy_id, summarize
 from hbase_migration.data.datapath import open_data_path
 from hbase_migration.data.datapath.base import Region
+from hbase_migration.data.leafhash import choose_method
 from hbase_migration.data.partitions import Partition, plan_partitions, sample_region
 from hbase_migration.data.progress import ProgressMeter, record_done, record_plan, write_summary
 from hbase_migration.data.resume import FinishedRange, resume_plan
@@ -60,7 +63,7 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
             f"target: {target.name!r} is the source cluster {source.name!r} ({source.cluster_key}) and "
             f"{options.target_table!r} the source table, so every cell would map onto itself — give the target "
             "cluster's connection, or another table (--target-table) to copy within one cluster")
-    with open_data_path(source) as s, open_data_path(target) as t:
+    with _metadata(source, target, options) as (s, t):
         src = s.families(options.table)
         if not src:
             raise CopyConfigError(f"table: {options.table!r} does not exist on the source {source.name!r} — check "
@@ -82,6 +85,20 @@ def check_tables(source: "Cluster", target: "Cluster", options: TableScope) -> t
     if not regions:
         raise CopyConfigError(f"table {options.table!r} has no regions on the source {source.name!r}")
     return src, regions
+
+
+@contextlib.contextmanager
+def _metadata(source: "Cluster", target: "Cluster", options: TableScope) -> Iterator[tuple[Any, Any]]:
+    """Both clusters' families and regions: through HBase's client in the driver's JVM on the native path
+    (`native_jobs`), else through each cluster's data path. Refuses a native/Thrift pair first."""
+    if native_jobs.uses_native(source, target, options):
+        try:
+            yield native_jobs.metadata(source, options.timeout_s), native_jobs.metadata(target, options.timeout_s)
+        except RuntimeError as e:  # HBase's client cannot reach a cluster (the JVM's exception, one line)
+            raise ConnectionError(str(e)) from None
+        return
+    with open_data_path(source) as s, open_data_path(target) as t:
+        yield s, t
 
 
 def finished_ranges(store: Any, copy_id: str, table: str, planned: Sequence[Partition],
@@ -125,8 +142,11 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
     if options.rows_per_partition:
         log.info("sampling %d regions of %s (key-only scans) to split those over %d rows", len(regions),
                  options.table, options.rows_per_partition)
-        samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
-    partitions = plan_partitions(regions, options, samples, source.gateways)
+        if source.uses_native:
+            samples = native_jobs.sample_regions(source, options, regions, executor)
+        else:
+            samples = dict(executor.map(regions, functools.partial(_sample, source, options)))
+    partitions = plan_partitions(regions, options, samples, () if source.uses_native else source.gateways)
     fingerprint = options.fingerprint()
     finished = finished_ranges(store, copy_id, options.table, partitions, fingerprint)
     resumed = resume_plan(partitions, finished, options.table, fingerprint)
@@ -166,8 +186,11 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
                                 record=ledger_recorder(store, copy_id, options.table)).start()
         options = dataclasses.replace(options, load_url=governor.url)
     try:
-        results = executor.run(todo, functools.partial(_copy, source, target, options), on_done,
-                               lambda: log.info("progress: %s", meter.line()))
+        heartbeat = lambda: log.info("progress: %s", meter.line())  # noqa: E731
+        if source.uses_native:
+            results = native_jobs.copy_partitions(source, target, options, todo, executor, on_done, heartbeat)
+        else:
+            results = executor.run(todo, functools.partial(_copy, source, target, options), on_done, heartbeat)
     finally:
         load_control = governor.stop() if governor is not None else None
     summary = {
@@ -175,7 +198,7 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
         "source": source.describe()["thrift"], "target": target.describe()["thrift"],
         "start_time_ms": options.start_time_ms, "end_time_ms": options.end_time_ms,
         "versions": versions_text(options.versions),
-        "families": options.content_key()["families"],
+        "families": options.content_key()["families"], "data_path": source.describe()["data_path"],
     }
     summary.update(summarize(results, skipped, time.monotonic() - started))
     if load_control is not None:
@@ -190,15 +213,36 @@ def run_copy(source: "Cluster", target: "Cluster", options: CopyOptions, executo
 
 def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, executor: Any, *,
                started: float | None = None,
-               checked: tuple[dict[bytes, int], list[Region]] | None = None) -> dict[str, Any]:
+               checked: tuple[dict[bytes, int], list[Region]] | None = None,
+               target_executor: Any = None, source_remote: "Cluster | None" = None,
+               region_bytes: Mapping[str, int] | None = None, started_ms: int | None = None) -> dict[str, Any]:
     """Verify one table on `executor`, one task per source region (as VerifyReplication's mappers); `checked`:
-    what `check_tables` returned just before. Returns the JSON result (`identical`)."""
+    what `check_tables` returned just before. Returns the JSON result (`identical`).
+
+    `options.method` "hash" (or "auto" with `region_bytes`, the source's encoded region name -> bytes, reaching
+    `hash_min_bytes`): leaves hashed beside each cluster (`executor` beside the source, `target_executor` beside the
+    target; default the same), only the differing ones compared by cells, reading the source as `source_remote`
+    (the source as the target's datacenter reaches it; default `source`): `hashverify.run_hash_verify`."""
     started = time.monotonic() if started is None else started
-    _families, regions = checked or check_tables(source, target, options)
-    partitions = plan_partitions(regions, options, gateways=source.gateways)
-    log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s", options.table,
+    checked = checked or check_tables(source, target, options)
+    table_bytes = None if region_bytes is None else sum(region_bytes.values())
+    method, why = choose_method(options.method, table_bytes, options.hash_min_bytes)
+    if method == "hash":
+        from hbase_migration.data.hashverify import run_hash_verify
+
+        log.info("verify %s -> %s by hashes (%s)", options.table, options.target_table, why)
+        result = run_hash_verify(source, target, options, source_executor=executor,
+                                 target_executor=target_executor or executor, source_remote=source_remote,
+                                 checked=checked, table_bytes=table_bytes, started_ms=started_ms)
+        result.update(source=source.describe()["thrift"], target=target.describe()["thrift"], method_reason=why,
+                      data_path=source.describe()["data_path"])
+        return result
+    _families, regions = checked
+    remote = source_remote or source
+    partitions = plan_partitions(regions, options, gateways=() if source.uses_native else remote.gateways)
+    log.info("verify %s -> %s: %d partitions, level %s, cells with %s <= ts < %s%s (%s)", options.table,
              options.target_table, len(partitions), options.level, options.start_time_ms or 0, options.end_time_ms,
-             ", REPAIR enabled" if options.repair else "")
+             ", REPAIR enabled" if options.repair else "", why)
     done = 0
 
     def on_done(verdicts: list[PartitionVerdict]) -> None:
@@ -211,10 +255,34 @@ def run_verify(source: "Cluster", target: "Cluster", options: VerifyOptions, exe
 
     # Two tasks per slot, each verifying its share of the partitions in turn: a verification is read-only and
     # resumes nothing, so coarser tasks lose nothing, and small partitions stop paying a Spark task each.
-    verdicts = executor.run(partitions, functools.partial(_verify, source, target, options), on_done,
-                            tasks_per_slot=VERIFY_TASKS_PER_SLOT)
-    result = {"job": "verify", "source": source.describe()["thrift"], "target": target.describe()["thrift"]}
+    if source.uses_native:
+        verdicts = native_jobs.verify_partitions(remote, target, options, partitions, executor, on_done,
+                                                 VERIFY_TASKS_PER_SLOT)
+    else:
+        verdicts = executor.run(partitions, functools.partial(_verify, remote, target, options), on_done,
+                                tasks_per_slot=VERIFY_TASKS_PER_SLOT)
+    result = {"job": "verify", "method": "cells", "method_reason": why, "source": remote.describe()["thrift"],
+              "target": target.describe()["thrift"], "data_path": source.describe()["data_path"]}
     result.update(summarize_verify(verdicts, options, time.monotonic() - started))
+    return result
+
+
+def run_hash_side(job: "Job", executor: Any, region_bytes: Mapping[str, int] | None) -> dict[str, Any]:
+    """One side of a verification by hashes (`--hash-side`), beside its cluster, meeting the other side's job in
+    the ledger: the source's side returns its figures, the target's the verdict."""
+    from hbase_migration.data.hashverify import LedgerExchange, hash_source_side, hash_target_side
+
+    ns = job.ns
+    exchange = LedgerExchange(ns.summary_ledger_url, f"hash-exchange/{ns.exchange_key}", ns.hash_side)
+    if ns.hash_side == "source":
+        started_ms = ns.started_ms if ns.started_ms is not None else int(time.time() * 1000)
+        figures = hash_source_side(job.source, job.options, executor, exchange, regions=job.checked[1],
+                                   started_ms=started_ms,
+                                   table_bytes=None if region_bytes is None else sum(region_bytes.values()))
+        return {"job": "verify", "method": "hash", "hash_side": "source", "table": job.options.table, **figures}
+    result = hash_target_side(job.source_remote or job.source, job.target, job.options, executor, exchange)
+    result.update(source=(job.source_remote or job.source).describe()["thrift"],
+                  target=job.target.describe()["thrift"], hash_side="target")
     return result
 
 
@@ -279,6 +347,7 @@ class Job:
     load_limits: Any = None
     store: Any = None
     checked: Any = None  # what check_tables found (the run reuses it rather than asking the clusters again)
+    source_remote: Any = None  # verify: the source as the target's datacenter reaches it (--source-remote)
 
 
 def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
@@ -294,6 +363,8 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     started = time.monotonic()
     jobargs.spark_conf(ns.conf)
     jobargs.summary_args_check(ns)
+    if kind == "verify":
+        jobargs.hash_side_check(ns)
     jobargs.ledger_args(ns)
     source = jobargs.cluster_from_text("source", ns.source)
     target = jobargs.cluster_from_text("target", ns.target)
@@ -304,16 +375,27 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
         store = open_store(ns)
     else:
         options = jobargs.verify_options(ns)
+    source_remote = None
+    if kind == "verify" and ns.source_remote:
+        source_remote = jobargs.cluster_from_text("source-remote", ns.source_remote)
+    if native_jobs.uses_native(source, target, options):  # the driver's JVM, started as the job's Spark needs it
+        from hbase_migration.data.datapath.native import bridge
+
+        bridge({**jobargs.spark_conf(ns.conf), **({"spark.master": ns.master} if ns.master else {})})
     checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
-    return Job(kind, ns, source, target, options, started, load_limits, store, checked)
+    if source_remote is not None:
+        check_tables(source_remote, target, options)  # the same table through the other route
+    return Job(kind, ns, source, target, options, started, load_limits, store, checked, source_remote)
 
 
-def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False) -> int:
+def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False,
+            region_sizes: Callable[["Cluster", str], Mapping[str, int] | None] | None = None) -> int:
     """Run a prepared job on `make_executor(app_name, ns)`'s executor (its `close()`, if any, is called at the
     end); print the JSON summary line. Exit 0: done and clean; 1: a partition failed, verify found differences or
     the switches could not be held. With `hold_switches` (the CLI; the Spark job leaves that to its operator, as
     its driver may run where no HBase shell is) a copy holds the source's split/merge and normalizer switches off
-    while it runs, unless --no-hold-switches."""
+    while it runs, unless --no-hold-switches. `region_sizes(source, table)`: the source's encoded region name ->
+    bytes of the table (its region servers' /jmx; None: unknown), asked for a verification by hashes or "auto"."""
     from hbase_migration.data.switches import SwitchError
 
     ns, options = job.ns, job.options
@@ -334,9 +416,17 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
                                started=job.started, load_limits=job.load_limits, checked=job.checked)
             status = 0 if summary["failed_partitions"] == 0 else 1
         else:
-            summary = run_verify(job.source, job.target, options, executor, started=job.started,
-                                 checked=job.checked)
-            status = exit_code(summary)
+            region_bytes = None
+            if options.method != "cells" and region_sizes is not None:
+                region_bytes = region_sizes(job.source, options.table)
+            if getattr(ns, "hash_side", None):
+                summary = run_hash_side(job, executor, region_bytes)
+                status = exit_code(summary) if ns.hash_side == "target" else 0
+            else:
+                summary = run_verify(job.source, job.target, options, executor, started=job.started,
+                                     checked=job.checked, source_remote=job.source_remote,
+                                     region_bytes=region_bytes, started_ms=ns.started_ms)
+                status = exit_code(summary)
         describe = getattr(executor, "describe", None)
         if describe is not None:  # Spark: the application id, and where the driver and executors ran
             summary["spark"] = describe()
@@ -360,20 +450,22 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
     return status
 
 
-def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any]) -> int:
+def job_main(kind: str, argv: Sequence[str], make_executor: Callable[[str, Any], Any],
+             region_sizes: Callable[["Cluster", str], Mapping[str, int] | None] | None = None) -> int:
     """Run `kind` ("copy" or "verify") from command-line arguments (the Spark jobs). Exit 0: done and clean;
     1: a partition failed, verify found differences, or a cluster does not answer; 2: bad arguments or tables
     (nothing was written), said in one line."""
     from hbase_migration.clusters import channels
     from hbase_migration.data import jobargs
+    from hbase_migration.data.datapath.native import NativeUnavailable
 
     prog = f"{kind}_table"
     try:
         job = prepare_job(kind, argv)
-    except (jobargs.UsageError, CopyConfigError) as e:
+    except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except (ConnectionError, *channels.auth_errors()) as e:  # a cluster that does not answer or authenticate
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
-    return run_job(job, make_executor)
+    return run_job(job, make_executor, region_sizes=region_sizes)

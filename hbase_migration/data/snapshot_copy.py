@@ -24,6 +24,7 @@ The pure parts: `balanced_groups` (ExportSnapshot's getBalancedSplits), `task_ra
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -95,19 +96,26 @@ class CopySettings:
     """How the tasks copy. `chunk_bytes`: the unit read, sent, paced and counted (two or three are held at once);
     `bytes_per_s`: this task's limit (see `task_rate`); `checksum`: `hdfs` (GETFILECHECKSUM on both sides, an MD5
     read-back where the algorithms differ) or `md5` (always the MD5s: clusters known to differ); `owner`/`group`:
-    set on each file created (the target's HBase user, when the export runs as another); `attempts`: per file."""
+    set on each file created (the target's HBase user, when the export runs as another); `attempts`: per file;
+    `staging`: the export's staging directory on the target (`snapshot_manifest.staging_dir`), where each file is
+    written (None: straight into the target's `archive/`); `outage_s`: how long in all a task waits for a cluster
+    that stopped answering (a NameNode restarting, in safe mode, recovering a lease) before its files fail: such a
+    wait costs a file no attempt."""
 
     source_root: str
     target_root: str
+    staging: str | None = None
     chunk_bytes: int = 1 << 20
     bytes_per_s: float | None = None
     checksum: str = "hdfs"
     owner: str | None = None
     group: str | None = None
     attempts: int = 3
+    outage_s: float = 900.0
     load_url: str | None = None
     progress_url: str | None = None
     report_every_s: float = 1.0
+    progress_key: str | None = field(default=None, repr=False)  # signs the posts (ProgressSink): never shown
 
     def __post_init__(self) -> None:
         if self.checksum not in CHECKSUM_MODES:
@@ -118,6 +126,10 @@ class CopySettings:
             raise ValueError(f"bytes_per_s must be positive, got {self.bytes_per_s!r}")
         if not isinstance(self.attempts, int) or self.attempts < 1:
             raise ValueError(f"attempts must be an integer >= 1, got {self.attempts!r}")
+
+    def target_of(self, f: ExportFile) -> str:
+        """Where the task writes `f` on the target."""
+        return f.staged_path(self.staging) if self.staging else f.target_path(self.target_root)
 
 
 @dataclass
@@ -157,13 +169,26 @@ class _Verdict:
 # Progress to the driver
 
 
+SIGNATURE_HEADER = "X-Export-Signature"
+
+
+def sign(key: str, body: bytes) -> str:
+    """HMAC-SHA256 (hex) of a post's body under the export's key (pure)."""
+    import hmac
+
+    return hmac.new(key.encode("ascii"), body, hashlib.sha256).hexdigest()
+
+
 class Reporter:
     """Posts this task's progress to the driver (`progress_url`): the bytes so far of the file in flight (at most
-    every `every_s`), and each file's result. The driver's answer may say `abort` (ExportAborted). An unreachable
-    driver costs one warning: the results still reach it with the task's own."""
+    every `every_s`), and each file's result, each post signed with the export's key (`key`, see
+    `snapshot_export.ProgressSink`). The driver's answer may say `abort` (ExportAborted). An unreachable driver
+    costs one warning: the results still reach it with the task's own."""
 
-    def __init__(self, url: str | None, task: int, every_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, url: str | None, task: int, every_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 key: str | None = None):
         self.url = url
+        self.key = key
         self.task = task
         self.every_s = every_s
         self.clock = clock
@@ -176,8 +201,16 @@ class Reporter:
             return
         import requests  # the driver's own endpoint, not a cluster: no channel of clusters/channels.py
 
+        body = json.dumps({"task": self.task, **payload}).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.key:
+            headers[SIGNATURE_HEADER] = sign(self.key, body)
         try:
-            response = requests.post(self.url, json={"task": self.task, **payload}, timeout=5)
+            response = requests.post(self.url, data=body, headers=headers, timeout=5)
+            if response.status_code != 200 and not self._warned:
+                log.warning("snapshot export: progress endpoint %s answered HTTP %d (%s); going on", self.url,
+                            response.status_code, response.text[:200])
+                self._warned = True
             answer = response.json() if response.status_code == 200 else {}
         except Exception as exc:
             if not self._warned:
@@ -295,7 +328,7 @@ def _stream_once(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: 
                  side: tuple[Executor, hdfs.WebHdfs] | None) -> _Streamed | None:
     """An attempt's first half: the file located, skipped when the target already holds it (None, the result
     MATCHED), else streamed OPEN -> CREATE. Raises what the attempt met."""
-    target = f.target_path(settings.target_root)
+    target = settings.target_of(f)
     source_checksum = None
     if side is not None:
         pool, side_src = side
@@ -344,12 +377,74 @@ def _settle(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, settings: CopySettings, result
     result.status, result.verified_by, result.checksum, result.error = COPIED, verdict.by, verdict.checksum, None
 
 
-def _failed_attempt(f: ExportFile, result: FileResult, exc: Exception, settings: CopySettings) -> bool:
+# HDFS's answers while a NameNode starts or a file's last writer died: wait, then try again
+WAIT_ON = frozenset({"SafeModeException", "RetriableException", "RecoveryInProgressException",
+                     "AlreadyBeingCreatedException", "StandbyException"})
+
+
+# A NameNode that has no live DataNode yet (a cluster starting) refuses a CREATE or an OPEN with a plain
+# IOException saying so (NamenodeWebHdfsMethods.chooseDatanode)
+NO_DATANODE = "Failed to find datanode"
+
+
+def outage(exc: Exception) -> bool:
+    """Whether `exc` says a cluster is away for now (unreachable, starting, without a DataNode yet, recovering a
+    lease): worth a wait, not an attempt (pure)."""
+    if isinstance(exc, hdfs.WebHdfsUnreachable):
+        return True
+    if isinstance(exc, hdfs.WebHdfsRemoteError):
+        return exc.exception in WAIT_ON or NO_DATANODE in str(exc)
+    import requests
+
+    return isinstance(exc, (requests.ConnectionError, requests.Timeout))
+
+
+class OutageWait:
+    """A task's budget of waiting for clusters that stopped answering (`CopySettings.outage_s` in all)."""
+
+    def __init__(self, clients: Sequence[hdfs.WebHdfs], settings: CopySettings, sleep: Callable[[float], None] =
+                 time.sleep, clock: Callable[[], float] = time.monotonic):
+        self.clients, self.settings, self.sleep, self.clock = clients, settings, sleep, clock
+        self.left = settings.outage_s
+        self._said = -1e9  # when the last warning went out: one each 30 s (a DataNode not yet back: many waits)
+
+    def wait(self, what: str, exc: Exception) -> bool:
+        """Waits until every cluster answers again (GETFILESTATUS of its rootdir), at least a few seconds (a lease
+        recovers, safe mode ends); False when the budget is spent."""
+        started = self.clock()
+        if started - self._said >= 30.0:
+            self._said = started
+            log.warning("%s: a cluster is away (%s: %s); waiting for it (up to %.0fs more)", what,
+                        type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else "", self.left)
+        pause = 2.0
+        roots = (self.settings.source_root, self.settings.target_root)
+        while self.left - (self.clock() - started) > 0:
+            self.sleep(min(pause, max(self.left - (self.clock() - started), 0.0)))
+            pause = min(pause * 2, 15.0)
+            try:
+                for client, root in zip(self.clients, roots):
+                    client.status_or_none(root)
+            except Exception:  # still away
+                continue
+            self.left -= self.clock() - started
+            log.info("%s: the clusters answer again after %.1fs (%.0fs of waiting left)", what,
+                     self.clock() - started, self.left)
+            return True
+        self.left = 0.0
+        return False
+
+
+def _failed_attempt(f: ExportFile, result: FileResult, exc: Exception, settings: CopySettings,
+                    away: OutageWait | None = None) -> bool:
     """Records an attempt's failure; whether another attempt is worth making. ExportAborted and the load
-    throttle's LoadAbort are the task's end, not the file's: raised again."""
+    throttle's LoadAbort are the task's end, not the file's: raised again. A cluster away (`outage`) is waited for
+    (`away`), and the attempt given back."""
     if isinstance(exc, ExportAborted) or type(exc).__name__ == "LoadAbort":
         raise exc
     result.status, result.error = FAILED, f"{type(exc).__name__}: {exc}"
+    if away is not None and outage(exc) and away.wait(f.relative, exc):
+        result.attempts -= 1
+        return True
     log.warning("%s: attempt %d of %d failed: %s", f.relative, result.attempts, settings.attempts, result.error)
     # a fact, not a hiccup: the next attempt would meet it too
     fact = isinstance(exc, hdfs.WebHdfsRemoteError) and exc.exception in (
@@ -359,7 +454,8 @@ def _failed_attempt(f: ExportFile, result: FileResult, exc: Exception, settings:
 
 def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: CopySettings, *,
               reporter: Reporter, bucket: TokenBucket | None = None, gate: Any = None,
-              side: tuple[Executor, hdfs.WebHdfs] | None = None, result: FileResult | None = None) -> FileResult:
+              side: tuple[Executor, hdfs.WebHdfs] | None = None, result: FileResult | None = None,
+              away: OutageWait | None = None) -> FileResult:
     """One file: located, skipped when already there, else streamed and verified (`attempts` tries, counted on
     from `result`'s when given). Never raises for the file's own failure (returns it failed); raises
     ExportAborted, and LoadAbort from the gate.
@@ -376,7 +472,7 @@ def copy_file(src: hdfs.WebHdfs, dst: hdfs.WebHdfs, f: ExportFile, settings: Cop
                 _settle(src, dst, settings, result, streamed)
             break
         except Exception as exc:  # noqa: BLE001 - a file's failure is its result; the next attempt or file goes on
-            if not _failed_attempt(f, result, exc, settings):
+            if not _failed_attempt(f, result, exc, settings, away):
                 break
     result.seconds = round(result.seconds + time.monotonic() - started, 3)
     return result
@@ -399,10 +495,11 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
     side_src = webhdfs_of(source)  # used by that thread only
     settler = ThreadPoolExecutor(1, thread_name_prefix=f"export-{task}-check")
     check_src, check_dst = webhdfs_of(source), webhdfs_of(target)  # used by the settler only
-    reporter = Reporter(settings.progress_url, task, settings.report_every_s)
+    reporter = Reporter(settings.progress_url, task, settings.report_every_s, key=settings.progress_key)
     bucket = TokenBucket(settings.bytes_per_s, burst=max(settings.bytes_per_s, settings.chunk_bytes)) \
         if settings.bytes_per_s else None
     gate = LoadGate(settings.load_url) if settings.load_url else None
+    away = OutageWait((src, dst), settings)
     results: list[FileResult] = []
     stopped: str | None = None
     in_flight: tuple[ExportFile, FileResult, Future, float] | None = None
@@ -415,9 +512,9 @@ def copy_group(source: "Cluster", target: "Cluster", files: Sequence[ExportFile]
 
     def retry(f: ExportFile, result: FileResult, exc: Exception) -> None:
         """An attempt failed (`exc`): the file's next attempts, in this thread, when worth making."""
-        if _failed_attempt(f, result, exc, settings):
+        if _failed_attempt(f, result, exc, settings, away):
             copy_file(src, dst, f, settings, reporter=reporter, bucket=bucket, gate=gate, side=(side, side_src),
-                      result=result)
+                      result=result, away=away)
 
     def land() -> None:
         """The file in flight's check awaited; copied again here when it failed; its result kept and posted."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import hmac
 import json
 import logging
 import posixpath
@@ -35,7 +36,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from hbase_migration.clusters import hdfs
 from hbase_migration.data.progress import eta_seconds, human_bytes, human_duration, rate, retry_transient
@@ -44,11 +45,13 @@ from hbase_migration.data.snapshot_copy import (
     COPIED,
     FAILED,
     MATCHED,
+    SIGNATURE_HEADER,
     CopySettings,
     FileResult,
     GroupTask,
     balanced_groups,
     copy_group,
+    sign,
     task_rate,
     webhdfs_of,
 )
@@ -57,12 +60,15 @@ from hbase_migration.data.snapshot_manifest import (
     SNAPSHOTINFO,
     ExportFile,
     ManifestError,
+    encryption_refusal,
     export_files,
     family_dirs,
     parse_data_manifest,
     parse_snapshot_info,
     snapshot_dir,
     split_table,
+    staging_dir,
+    table_dirs,
     without_ttl,
     working_dir,
 )
@@ -130,7 +136,7 @@ def ownership(caller: str, hbase_owner: str, hbase_group: str) -> tuple[str | No
 
 def left_behind(*, source: str, target: str, table: str, name: str, source_snapshot: bool | None,
                 manifest: str | None, files_done: int, files_total: int | None, bytes_done: int,
-                archive_dir: str, cloned: bool) -> str:
+                archive_dir: str, staging_dir: str, cloned: bool) -> str:
     """What a stopped export left where, and the ways on (pure; the failure's second sentence)."""
     parts = []
     if source_snapshot is None:
@@ -143,14 +149,24 @@ def left_behind(*, source: str, target: str, table: str, name: str, source_snaps
     if manifest:
         parts.append(f"its manifest in {manifest} on {target}")
     total = "?" if files_total is None else str(files_total)
-    parts.append(f"{files_done} of {total} files ({human_bytes(bytes_done)}) verified in {archive_dir} on {target}"
-                 + (" (a re-run skips them)" if files_done else ""))
+    parts.append(f"{files_done} of {total} files ({human_bytes(bytes_done)}) verified, in {staging_dir} (staged) or "
+                 f"{archive_dir} on {target}" + (" (a re-run skips them)" if files_done else ""))
     parts.append(f"table {table} {'cloned' if cloned else 'not cloned'} on {target}")
     way = ("Re-run to resume (the snapshot_export task, or python -m hbase_migration snapshot-export with the same "
-           "--copy-id). To give up instead: delete the source snapshot, and on the target `hdfs dfs -rm -r` the "
-           "manifest directory; the target's cleaner removes the unreferenced archive files after "
-           "hbase.master.hfilecleaner.ttl")
+           f"--copy-id). To give up instead: delete the source snapshot, and on the target `hdfs dfs -rm -r` "
+           f"{staging_dir} and the manifest directory; the target's cleaner removes the unreferenced archive files "
+           "after hbase.master.hfilecleaner.ttl")
     return "Left: " + "; ".join(parts) + ". " + way
+
+
+def resume_plan(files: Sequence[ExportFile], recorded: Mapping[str, Any], present: Mapping[str, int]
+                ) -> tuple[list[ExportFile], list[ExportFile]]:
+    """(done, to do) of a resumed export, each in `files`' order: a file is done when the ledger recorded it
+    finished (`recorded`, by relative path) and the target still holds it with its size (`present`: relative path
+    -> length). Lookups by path in the two mappings and one set: linear in the files (a resume of a table of
+    hundreds of thousands of files must not compare every file with every other)."""
+    finished = {f.relative for f in files if f.relative in recorded and present.get(f.relative) == f.size}
+    return ([f for f in files if f.relative in finished], [f for f in files if f.relative not in finished])
 
 
 def progress_line(files_done: int, files_total: int, bytes_done: int, bytes_total: int, elapsed_s: float,
@@ -169,14 +185,31 @@ def progress_line(files_done: int, files_total: int, bytes_done: int, bytes_tota
 # The driver's progress endpoint
 
 
+def signature_ok(key: str, body: bytes, signature: str | None) -> bool:
+    """Whether `signature` is `body`'s HMAC-SHA256 under the export's key (compared in constant time; pure)."""
+    return bool(signature) and hmac.compare_digest(sign(key, body), str(signature))
+
+
 class ProgressSink:
     """Where the tasks post their progress (`snapshot_copy.Reporter`): bytes of the file in flight, and each
     file's result, recorded at once through `on_result` (each file once). Its answer carries `abort` once the
-    export gave up (`abort(reason)`), which stops every task at its next report."""
+    export gave up (`abort(reason)`), which stops every task at its next report.
 
-    def __init__(self, on_result: Callable[[FileResult], None], host: str = "127.0.0.1"):
+    A result recorded here makes a re-run skip the file, so the endpoint takes a post only when it is signed with
+    the export's own key (`key`, random per export, never on a command line or in a log: it reaches the tasks
+    inside their settings, as Spark ships a task's closure, and each post carries an HMAC-SHA256 of its body, so the
+    key does not cross the network either) and, with `files` given, only a result of a file of the plan. Any other
+    post is answered 401 (or 400) and changes nothing."""
+
+    def __init__(self, on_result: Callable[[FileResult], None], host: str = "127.0.0.1",
+                 files: Iterable[str] | None = None):
+        import secrets
+
         self.on_result = on_result
         self.host = host
+        self.key = secrets.token_hex(32)
+        self.files = None if files is None else frozenset(files)
+        self.refused = 0
         self.in_flight: dict[tuple[int, str], int] = {}
         self._events: set[tuple[Any, ...]] = set()
         self._finished: set[str] = set()
@@ -201,11 +234,15 @@ class ProgressSink:
             self.aborted = self.aborted or reason
 
     def take(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """One post: `{task, file, bytes}` or `{task, result}`; the answer."""
+        """One post: `{task, file, bytes}` or `{task, result}`; the answer. A result of a file not in the plan is
+        refused (ValueError)."""
         task = int(payload.get("task") or 0)
         result = payload.get("result")
         if result is not None:
-            self.result(FileResult.from_dict(dict(result)), task)
+            r = FileResult.from_dict(dict(result))
+            if self.files is not None and r.relative not in self.files:
+                raise ValueError(f"a result for {r.relative!r}, which is not a file of this export")
+            self.result(r, task)
         elif payload.get("file"):
             with self._lock:
                 self.in_flight[(task, str(payload["file"]))] = int(payload.get("bytes") or 0)
@@ -239,11 +276,24 @@ class ProgressSink:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 try:
                     length = int(self.headers.get("Content-Length") or 0)
-                    answer = sink.take(json.loads(self.rfile.read(length) or b"{}"))
-                    status = 200
-                except Exception as exc:  # a bad post, or the ledger refusing: the task carries on
-                    log.warning("snapshot export: a progress post failed: %s: %s", type(exc).__name__, exc)
-                    answer, status = {"abort": sink.aborted, "error": str(exc)}, 500
+                    body = self.rfile.read(length) if 0 < length <= 1 << 20 else b""
+                except (OSError, ValueError):
+                    body = b""
+                if not body or not signature_ok(sink.key, body, self.headers.get(SIGNATURE_HEADER)):
+                    sink.refused += 1
+                    if sink.refused <= 3:  # who knocks is said; the key is not
+                        log.warning("snapshot export: refused an unsigned or wrongly signed post to the progress "
+                                    "endpoint from %s", self.client_address[0])
+                    answer, status = {"error": "unauthorized"}, 401
+                else:
+                    try:
+                        answer, status = sink.take(json.loads(body)), 200
+                    except ValueError as exc:
+                        log.warning("snapshot export: refused a progress post: %s", exc)
+                        answer, status = {"abort": sink.aborted, "error": str(exc)}, 400
+                    except Exception as exc:  # the ledger refusing: the task carries on
+                        log.warning("snapshot export: a progress post failed: %s: %s", type(exc).__name__, exc)
+                        answer, status = {"abort": sink.aborted, "error": str(exc)}, 500
                 body = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -275,7 +325,8 @@ class ExportOptions:
     """One table's export. `tasks`: how many groups the files are balanced over (default: the executor's task
     slots); `task_bytes_per_s` / `bytes_per_s`: bandwidth per task and in all (`snapshot_copy.task_rate`);
     `checksum`: `auto` (HDFS's checksums when the clusters' compare, found on the manifest, else MD5s), `hdfs` or
-    `md5`; `keep_snapshots`: leave both snapshots after the clone."""
+    `md5`; `keep_snapshots`: leave both snapshots after the clone; `same_master_key`: the operator attests that the
+    target's key provider holds the source's master key (encrypted families may then go by snapshot)."""
 
     table: str
     copy_id: str
@@ -286,6 +337,7 @@ class ExportOptions:
     chunk_bytes: int = 1 << 20
     checksum: str = "auto"
     keep_snapshots: bool = False
+    same_master_key: bool = False
     progress_every_s: float = 5.0
     snapshot_check_every_s: float = 15.0
 
@@ -391,6 +443,13 @@ class SnapshotExport:
     def target_archive_dir(self) -> str:
         return posixpath.join(self.target.rootdir, "archive", "data", *split_table(self.table))
 
+    def target_staging_dir(self) -> str:
+        """Where the copy stages the manifest (`snapshot/`) and the files (`archive/`) until `publish`."""
+        return staging_dir(self.target.rootdir, self.name)
+
+    def staged_manifest_dir(self) -> str:
+        return posixpath.join(self.target_staging_dir(), "snapshot")
+
     def source_snapshot_exists(self) -> bool:
         return self.src.status_or_none(posixpath.join(self.source_snapshot_dir(), SNAPSHOTINFO)) is not None
 
@@ -466,6 +525,11 @@ class SnapshotExport:
             raise self.failed(f"the source snapshot {self.name!r} does not exist on {self.source.name} ({base}): "
                               "it was deleted, or never taken", source_snapshot=False) from None
         info = parse_snapshot_info(info_bytes)
+        encrypted = {f.name: f.encryption for f in parse_data_manifest(manifest_bytes).families if f.encryption}
+        if encrypted and not self.options.same_master_key:
+            raise ExportRefused(f"{encryption_refusal(self.table, encrypted)}. Nothing was copied; the source snapshot "
+                                f"{self.name!r} stays on {self.source.name} (`delete_snapshot {ruby_str(self.name)}` "
+                                "there to drop it)")
         if info.table != self.table or info.name != self.name:
             raise ExportRefused(f"snapshot {self.name!r} on {self.source.name} is of table {info.table!r}, not "
                                 f"{self.table!r}: choose another --snapshot name")
@@ -479,21 +543,12 @@ class SnapshotExport:
         status = client.status_or_none(path)
         return status is not None and status.length == len(data) and self._read_small(client, path) == data
 
-    def copy_manifest(self, info_bytes: bytes, manifest_bytes: bytes) -> str:
-        """The manifest into the target's working directory (before any file); returns where it is. A snapshot
-        already published there (an earlier attempt) must be this one's."""
-        published = self.target_snapshot_dir()
-        if self.dst.status_or_none(published) is not None:
-            if self._same_bytes(posixpath.join(published, DATA_MANIFEST), manifest_bytes):
-                return published
-            raise ExportRefused(f"a snapshot {self.name!r} with another manifest is already on the target "
-                                f"{self.target.name} ({published}): delete it there (delete_snapshot) or choose "
-                                "another --snapshot name")
-        tmp = self.target_working_dir()
-        self.dst.mkdirs(tmp)
+    def _put_manifest(self, directory: str, info_bytes: bytes, manifest_bytes: bytes) -> None:
+        """`.snapshotinfo` (its TTL removed) and `data.manifest` into `directory`, each unless already there."""
+        self.dst.mkdirs(directory)
 
         def put(name: str, data: bytes, client: hdfs.WebHdfs) -> None:
-            path = posixpath.join(tmp, name)
+            path = posixpath.join(directory, name)
             if not self._same_bytes(path, data, client):
                 client.create(path, iter([data]), overwrite=True)
 
@@ -503,8 +558,21 @@ class SnapshotExport:
             info = pool.submit(put, SNAPSHOTINFO, without_ttl(info_bytes), webhdfs_of(self.target))
             put(DATA_MANIFEST, manifest_bytes, self.dst)
             info.result()
+
+    def copy_manifest(self, info_bytes: bytes, manifest_bytes: bytes) -> str:
+        """The manifest into the export's staging directory on the target (before any file); returns where it is.
+        A snapshot already published there (an earlier attempt) must be this one's."""
+        published = self.target_snapshot_dir()
+        if self.dst.status_or_none(published) is not None:
+            if self._same_bytes(posixpath.join(published, DATA_MANIFEST), manifest_bytes):
+                return published
+            raise ExportRefused(f"a snapshot {self.name!r} with another manifest is already on the target "
+                                f"{self.target.name} ({published}): delete it there (delete_snapshot) or choose "
+                                "another --snapshot name")
+        staged = self.staged_manifest_dir()
+        self._put_manifest(staged, info_bytes, manifest_bytes)
         self.records.state("manifest_copied")
-        return tmp
+        return staged
 
     def checksum_mode(self, manifest_dir: str) -> str:
         """`hdfs` when both clusters' HDFS checksums compare (the same algorithm on the manifest, copied with the
@@ -522,16 +590,20 @@ class SnapshotExport:
             return "md5"
         return "hdfs"
 
-    def _present(self, files: Sequence[ExportFile]) -> dict[str, int]:
-        """relative path -> length of what the target's archive already holds of `files` (one LISTSTATUS per
-        family directory)."""
+    def _present(self, files: Sequence[ExportFile], *, staged: bool = True) -> dict[str, int]:
+        """relative path -> length of what the target already holds of `files`, in its `archive/` or (`staged`) in
+        the export's staging directory (one LISTSTATUS per family directory and place)."""
         out: dict[str, int] = {}
-        for d in family_dirs(files):
-            try:
-                listed = self.dst.list_status(posixpath.join(self.target.rootdir, "archive", d))
-            except hdfs.HdfsPathNotFound:
-                continue
-            out.update({posixpath.join(d, s.path_suffix): s.length for s in listed if s.type == "FILE"})
+        bases = [posixpath.join(self.target.rootdir, "archive")]
+        if staged:
+            bases.append(posixpath.join(self.target_staging_dir(), "archive"))
+        for base in bases:
+            for d in family_dirs(files):
+                try:
+                    listed = self.dst.list_status(posixpath.join(base, d))
+                except hdfs.HdfsPathNotFound:
+                    continue
+                out.update({posixpath.join(d, s.path_suffix): s.length for s in listed if s.type == "FILE"})
         return out
 
     def _sizes(self, files: list[ExportFile]) -> list[ExportFile]:
@@ -572,10 +644,7 @@ class SnapshotExport:
         files = self._sizes(export_files(manifest))
         manifest_dir = self.copy_manifest(info_bytes, manifest_bytes)
         total_bytes = sum(f.size for f in files)
-        recorded = self.records.files()
-        present = self._present(files)
-        done = [f for f in files if f.relative in recorded and present.get(f.relative) == f.size]
-        todo = [f for f in files if f not in done]
+        done, todo = resume_plan(files, self.records.files(), self._present(files))
         summary: dict[str, Any] = {
             "job": "snapshot_export", "table": self.table, "snapshot": self.name, "copy_id": self.options.copy_id,
             "source": self.source.name, "target": self.target.name, "files_total": len(files),
@@ -606,7 +675,7 @@ class SnapshotExport:
 
         from hbase_migration.data.throttle import advertised_host
 
-        sink = ProgressSink(record, host=advertised_host(executor)).start()
+        sink = ProgressSink(record, host=advertised_host(executor), files=[f.relative for f in todo]).start()
         governor = None
         if load_limits is not None and todo:
             from hbase_migration.data.throttle import LoadGovernor
@@ -614,9 +683,11 @@ class SnapshotExport:
             governor = LoadGovernor(self.source, load_limits, host=advertised_host(executor),
                                     label=f"{self.table} export",
                                     record=_throttle_recorder(self.ledger, self.options.copy_id, self.table)).start()
-        settings = CopySettings(self.source.rootdir, self.target.rootdir, chunk_bytes=self.options.chunk_bytes,
+        settings = CopySettings(self.source.rootdir, self.target.rootdir, self.target_staging_dir(),
+                                chunk_bytes=self.options.chunk_bytes,
                                 bytes_per_s=per_task, checksum=mode, owner=owner[0], group=owner[1],
-                                load_url=governor.url if governor is not None else None, progress_url=sink.url)
+                                load_url=governor.url if governor is not None else None, progress_url=sink.url,
+                                progress_key=sink.key)
         monitor = _Monitor(self, sink, files_total=len(files), bytes_total=total_bytes,
                            done_files=len(done), done_bytes=summary["bytes_already_done"])
         monitor.start()
@@ -653,51 +724,152 @@ class SnapshotExport:
                                       f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
             raise self.failed(reason, manifest=manifest_dir) from error
         self._verify_all(files)
-        self._own_tree(files, owner)
         self.records.state("files_copied", {"summary": {k: v for k, v in summary.items() if k != "failures"}})
         return summary
 
-    def _verify_all(self, files: Sequence[ExportFile]) -> None:
-        """Every file of the snapshot on the target with its length (ExportSnapshot's target verification)."""
-        present = self._present(files)
+    def _verify_all(self, files: Sequence[ExportFile], *, staged: bool = True) -> None:
+        """Every file of the snapshot on the target with its length (ExportSnapshot's target verification): staged
+        or in `archive/` after the copy, in `archive/` once published (`staged` False)."""
+        present = self._present(files, staged=staged)
         wrong = [f"{f.relative} ({present.get(f.relative, 'missing')} bytes, expected {f.size})" for f in files
                  if present.get(f.relative) != f.size]
         if wrong:
-            raise self.failed(f"{len(wrong)} file(s) not on the target as expected after the copy: "
-                              + ", ".join(wrong[:5]), manifest=self.target_working_dir())
+            where = "after the copy" if staged else f"in {self.target.rootdir}/archive before publishing"
+            raise self.failed(f"{len(wrong)} file(s) not on the target as expected {where}: "
+                              + ", ".join(wrong[:5]) + " (a re-run copies them again)")
 
     # -- 3-5. publish, clone, clean --------------------------------------------------------------------
 
+    def _staged_or_source_manifest(self) -> tuple[bytes, bytes]:
+        """The manifest as the copy staged it, else (the staging directory lost) as the source snapshot holds it."""
+        staged = self.staged_manifest_dir()
+        try:
+            return (self._read_small(self.dst, posixpath.join(staged, SNAPSHOTINFO)),
+                    self._read_small(self.dst, posixpath.join(staged, DATA_MANIFEST)))
+        except hdfs.HdfsPathNotFound:
+            return self.read_manifest()
+
+    def _move(self, source: str, destination: str, what: str) -> bool:
+        """`source` renamed to `destination` (its parent made first, again if the target's cleaner chore removed it
+        as an empty directory of `archive/` meanwhile). False: the destination exists (nothing moved)."""
+        for _ in range(5):
+            if self.dst.status_or_none(destination) is not None:
+                return False
+            self.dst.mkdirs(posixpath.dirname(destination))
+            try:
+                self.dst.move(source, destination)
+                return True
+            except hdfs.WebHdfsRemoteError as e:
+                if e.exception == "FileAlreadyExistsException":
+                    return False
+                if e.exception != "FileNotFoundException":
+                    raise
+                if self.dst.status_or_none(source) is None:
+                    if self.dst.status_or_none(destination) is not None:
+                        return True  # a RENAME retried after a 5xx: the first one had done it
+                    raise
+        raise self.failed(f"moving {what} into {destination} on {self.target.name} failed five times: its parent "
+                          "directory kept vanishing")
+
+    def _merge(self, staged: str, archive: str) -> int:
+        """Everything under `staged` into `archive` by renames, a whole directory at once where `archive` lacks it;
+        a file already in `archive` with the same length is the same HFile (names are unique), and its staged
+        copy is dropped. Returns the renames made."""
+        status = self.dst.status_or_none(staged)
+        if status is None:
+            return 0
+        if self._move(staged, archive, staged):
+            return 1
+        if status.type == "FILE":
+            there = self.dst.file_status(archive)
+            if there.length != status.length:
+                raise self.failed(f"{archive} is already on {self.target.name} with {there.length} bytes, the "
+                                  f"staged {staged} has {status.length}: move one of them away and re-run")
+            self.dst.delete(staged)
+            return 0
+        moves = sum(self._merge(posixpath.join(staged, c.path_suffix), posixpath.join(archive, c.path_suffix))
+                    for c in self.dst.list_status(staged))
+        self.dst.delete(staged)  # empty now
+        return moves
+
     def publish(self) -> None:
-        """Step 3: HBase's ownership on the manifest, then `.tmp/<name>` -> `.hbase-snapshot/<name>`."""
+        """Step 3: the manifest into `.hbase-snapshot/.tmp/<name>` (from then on HBase's cleaners count its files
+        as referenced: HBASE-23202), the staged files renamed into `archive/`, every file checked there with its
+        length, HBase's ownership on what the export made, `.tmp/<name>` renamed to `.hbase-snapshot/<name>`, the
+        staging directory removed. A master that starts during these seconds deletes `.tmp/<name>` (resetTempDir)
+        and may then clean files just moved: the check before the last rename fails, and a re-run copies what
+        is missing again."""
         published, tmp = self.target_snapshot_dir(), self.target_working_dir()
+        staging = self.target_staging_dir()
         if self.dst.status_or_none(published) is not None:
+            self.dst.delete(staging, recursive=True)
             self.records.state("published")
             return
+        info_bytes, manifest_bytes = self._staged_or_source_manifest()
+        files = self._sizes(export_files(parse_data_manifest(manifest_bytes)))
+        self._put_manifest(tmp, info_bytes, manifest_bytes)
+        started = time.monotonic()
+        moves = sum(self._merge(posixpath.join(staging, "archive", d), posixpath.join(self.target.rootdir, "archive",
+                                                                                     d))
+                    for d in table_dirs(files))
+        self._verify_all(files, staged=False)
         owner = self._owner()
+        self._own_tree(files, owner)
         if owner != (None, None):
             for path in (tmp, posixpath.join(tmp, SNAPSHOTINFO), posixpath.join(tmp, DATA_MANIFEST)):
                 self.dst.set_owner(path, *owner)
-        if not self.dst.rename(tmp, published):
-            raise self.failed(f"renaming {tmp} to {published} on {self.target.name} failed (HDFS said false: is "
-                              f"{tmp} there?)", manifest=tmp)
-        log.info("snapshot %s published on %s (%s)", self.name, self.target.name, published)
+        if self.dst.status_or_none(posixpath.join(tmp, DATA_MANIFEST)) is None:
+            raise self.failed(f"{tmp} vanished from {self.target.name} while the files moved into archive/ (a master "
+                              "started and removed it: resetTempDir); its cleaner may remove those files: re-run")
+        self.dst.move(tmp, published)
+        self.dst.delete(staging, recursive=True)
+        log.info("snapshot %s published on %s (%s): %d file(s) moved into archive/ in %d rename(s), %.1fs", self.name,
+                 self.target.name, published, len(files), moves, time.monotonic() - started)
         self.records.state("published")
 
+    def mob_families(self) -> list[str]:
+        """The MOB families (IS_MOB) of the snapshot published on the target; [] when it is gone."""
+        try:
+            data = self._read_small(self.dst, posixpath.join(self.target_snapshot_dir(), DATA_MANIFEST))
+        except hdfs.HdfsPathNotFound:
+            return []
+        return [f.name for f in parse_data_manifest(data).families if (f.value("IS_MOB") or "").lower() == "true"]
+
+    def keeps_target_snapshot(self, mob: Sequence[str]) -> bool:
+        """Whether the imported snapshot stays after the clone: when asked, and always for a table with MOB
+        families. A clone's MOB files are HFileLinks in its mobdir, which no store file's MOB_FILE_REFS names, so
+        HBase's MOB cleaner chore archives them once hbase.mob.min.age.archive old (seen on 2.6.4: RSMobFileCleaner
+        Chore "found 6 files to archive" a minute after the clone, with the bed's minute); the back-references go
+        with them, and the HFileCleaner then deletes the MOB files themselves from archive/ unless a snapshot
+        names them. Kept, the snapshot keeps them (reads find them in archive/) until a MOB compaction has
+        rewritten the family on the target."""
+        return self.options.keep_snapshots or bool(mob)
+
     def clone(self) -> None:
-        """Step 4: clone_snapshot creates the table; the imported snapshot is deleted unless kept."""
+        """Step 4: clone_snapshot creates the table; the imported snapshot is deleted unless kept
+        (`keeps_target_snapshot`)."""
         from hbase_migration.clusters import channels
         from hbase_migration.clusters.shell import ShellCommandError
 
+        mob = self.mob_families()
+        keep = self.keeps_target_snapshot(mob)
+        if mob and not self.options.keep_snapshots:
+            self.summary["target_snapshot_kept"] = (
+                f"snapshot {self.name!r} stays on {self.target.name}: it holds the MOB files of {self.table}'s "
+                f"famil{'y' if len(mob) == 1 else 'ies'} {', '.join(mob)}, which HBase's MOB cleaner would otherwise "
+                f"have deleted from the clone (its links are archived). Delete it only after a MOB compaction on the "
+                f"target (major_compact {ruby_str(self.table)}, {ruby_str(mob[0])}, 'MOB', for each MOB family) has "
+                "rewritten them")
+            log.warning("%s", self.summary["target_snapshot_kept"])
         if self.target_table_exists():
             log.info("%s exists on %s: cloned by an earlier attempt", self.table, self.target.name)
-            if not self.options.keep_snapshots and self.dst.status_or_none(self.target_snapshot_dir()) is not None:
+            if not keep and self.dst.status_or_none(self.target_snapshot_dir()) is not None:
                 channels.shell(self.target, [delete_statement(self.name)])
             self.records.state("cloned")
             return
         started = time.monotonic()
         try:
-            channels.shell(self.target, clone_statements(self.table, self.name, self.options.keep_snapshots),
+            channels.shell(self.target, clone_statements(self.table, self.name, keep),
                            timeout_s=max(self.target.shell_timeout_s, 600.0))
         except ShellCommandError as e:
             if not self.target_table_exists():
@@ -736,7 +908,8 @@ class SnapshotExport:
         if source_snapshot is None:
             source_snapshot = probe(self.source_snapshot_exists, None)
         if manifest is None:
-            manifest = next((p for p in (self.target_snapshot_dir(), self.target_working_dir())
+            manifest = next((p for p in (self.target_snapshot_dir(), self.target_working_dir(),
+                                         self.staged_manifest_dir())
                              if probe(lambda p=p: self.dst.status_or_none(p) is not None, False)), None)
         recorded = probe(self.records.files, {})
         state = probe(self.state, None) or {}
@@ -744,7 +917,8 @@ class SnapshotExport:
                            source_snapshot=source_snapshot, manifest=manifest, files_done=len(recorded),
                            files_total=state.get("files_total"),
                            bytes_done=sum(int(r.get("size") or 0) for r in recorded.values()),
-                           archive_dir=self.target_archive_dir(), cloned=state.get("state") in ("cloned", "cleaned"))
+                           archive_dir=self.target_archive_dir(), staging_dir=self.target_staging_dir(),
+                           cloned=state.get("state") in ("cloned", "cleaned"))
 
     def failed(self, reason: str, *, source_snapshot: bool | None = None, manifest: str | None = None) -> ExportFailed:
         error = ExportFailed(f"snapshot export of {self.table} ({self.name}) stopped: {reason}",
@@ -876,7 +1050,9 @@ def run_export(export: SnapshotExport, executor: Any, *, load_limits: Any = None
         before_clone()
     export.finish()
     summary["cloned"] = True
-    summary["snapshots_deleted"] = not export.options.keep_snapshots
+    summary["snapshots_deleted"] = not export.options.keep_snapshots and "target_snapshot_kept" not in export.summary
+    if "target_snapshot_kept" in export.summary:
+        summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
     return summary
 
 
@@ -901,6 +1077,9 @@ def add_arguments(p: argparse.ArgumentParser, *, job: bool) -> None:
     p.add_argument("--checksum", choices=CHECKSUMS, default="auto",
                    help="how copies are verified: auto (HDFS checksums when the clusters' compare, else MD5), hdfs, "
                         "md5")
+    p.add_argument("--same-master-key", action="store_true",
+                   help="the target's key provider holds the source's master key (hbase.crypto.master.key.name): "
+                        "tables with encrypted families (ENCRYPTION) may be exported; refused without it")
     p.add_argument("--max-load", help="load throttle: slow down when a source region server reaches one of these "
                                       "(metric=threshold,...; see hbase_migration/data/throttle.py)")
     p.add_argument("--critical-load", help="load throttle: pause while a source region server is past one of these")
@@ -946,7 +1125,8 @@ def prepare(ns: argparse.Namespace) -> tuple["Cluster", "Cluster", ExportOptions
     require_webhdfs(source, target)
     copy_id = ns.copy_id or "snapshot-" + default_copy_id(source, target, TableScope(table=ns.table))
     options = ExportOptions(ns.table, copy_id, ns.snapshot, ns.tasks, ns.task_bytes_per_s, ns.bytes_per_s,
-                            ns.chunk_bytes, ns.checksum, bool(getattr(ns, "keep_snapshots", False)))
+                            ns.chunk_bytes, ns.checksum, bool(getattr(ns, "keep_snapshots", False)),
+                            bool(ns.same_master_key))
     return source, target, options, jobargs.load_limits(ns)
 
 
@@ -999,7 +1179,8 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
             summary = export.copy(executor, load_limits=load_limits)
         else:
             executor = make_executor(f"snapshot export {options.table}", ns)
-            take = (lambda state: before_take(source, target, options.table, state)) if before_take else None
+            take = (lambda state: before_take(source, target, options.table, state,
+                                              same_master_key=options.same_master_key)) if before_take else None
             clone = (lambda: before_clone(source, target, options.table)) if before_clone else None
             summary = run_export(export, executor, load_limits=load_limits, before_take=take, before_clone=clone)
     except (jobargs.UsageError, CopyConfigError, ManifestError) as e:
@@ -1038,7 +1219,7 @@ def export_main(argv: Sequence[str], make_executor: Callable[[str, Any], Any], *
 def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url_file: str, snapshot: str | None = None,
              tasks: int | None = None, task_bytes_per_s: float | None = None, bytes_per_s: float | None = None,
              checksum: str = "auto", max_load: str | None = None, critical_load: str | None = None,
-             max_pause_s: float | None = None, load_sample_s: float | None = None,
+             max_pause_s: float | None = None, load_sample_s: float | None = None, same_master_key: bool = False,
              summary_file: str | None = None, summary_ledger_url_file: str | None = None,
              summary_key: str | None = None) -> list[str]:
     """`application_args` of jobs/snapshot_export.py (the Airflow operator's spark-submit); the ledger goes by the
@@ -1053,6 +1234,8 @@ def job_args(source: str, target: str, table: str, *, copy_id: str, ledger_url_f
             argv += [flag, str(value)]
     if checksum != "auto":
         argv += ["--checksum", checksum]
+    if same_master_key:
+        argv += ["--same-master-key"]
     if max_load or critical_load:
         for flag, value in (("--max-load", max_load), ("--critical-load", critical_load),
                             ("--max-pause-s", max_pause_s), ("--load-sample-s", load_sample_s)):

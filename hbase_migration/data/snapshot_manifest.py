@@ -23,10 +23,13 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 SNAPSHOT_DIR = ".hbase-snapshot"
 WORKING_DIR = ".tmp"  # hbase.snapshot.working.dir's default, under SNAPSHOT_DIR
+# Where an export stages the manifest and the files it copies, under the target's rootdir, until it publishes: a
+# directory HBase's start-up and cleaner chores never look into (see `staging_dir`)
+STAGING_DIR = ".hbase-migration-staging"
 SNAPSHOTINFO = ".snapshotinfo"
 DATA_MANIFEST = "data.manifest"
 MANIFEST_FILES = (SNAPSHOTINFO, DATA_MANIFEST)
@@ -128,6 +131,18 @@ def _text(value: int | bytes, what: str) -> str:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         raise ManifestError(f"{what}: not UTF-8: {value[:60]!r}") from None
+
+
+def _string_binary(value: int | bytes, what: str) -> str:
+    """An attribute's value, which HBase keeps as bytes: the text when it is UTF-8, else as `Bytes.toStringBinary`
+    shows it (printable ASCII kept, every other byte `\\xNN`): an encrypted family's ENCRYPTION_KEY is a key
+    wrapped with the cluster's master key, not text."""
+    if not isinstance(value, bytes):
+        raise ManifestError(f"{what}: expected bytes")
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(chr(b) if 32 <= b < 127 and b != 0x5C else f"\\x{b:02X}" for b in value)
 
 
 def _signed64(value: int) -> int:
@@ -235,6 +250,12 @@ class Family:
     def value(self, key: str) -> str | None:
         return next((v for k, v in self.attributes if k.upper() == key.upper()), None)
 
+    @property
+    def encryption(self) -> str | None:
+        """The family's cipher (its HFiles encrypted, their keys wrapped with the cluster's master key), or None."""
+        value = (self.value("ENCRYPTION") or "").strip()
+        return value if value and value.upper() != "NONE" else None
+
 
 @dataclass(frozen=True)
 class Manifest:
@@ -317,7 +338,7 @@ def _family(data: bytes, what: str) -> Family:
         elif number == 2:
             pair = {n: v for n, _, v in fields(_expect(value, wire, WIRE_LEN, f"{what} attribute"), what)}  # type: ignore[arg-type]
             attributes.append((_text(pair.get(1, b""), f"{what} attribute"),
-                               _text(pair.get(2, b""), f"{what} attribute value")))
+                               _string_binary(pair.get(2, b""), f"{what} attribute value")))
     if name is None:
         raise ManifestError(f"{what}: a column family without a name")
     return Family(name, tuple(attributes))
@@ -408,7 +429,12 @@ class ExportFile:
         return posixpath.join("data", namespace, qualifier, self.region, self.family, self.name)
 
     def target_path(self, rootdir: str) -> str:
+        """Where the file ends on the target: under its `archive/`, where the clone's HFileLinks look."""
         return posixpath.join(rootdir, "archive", self.relative)
+
+    def staged_path(self, staging: str) -> str:
+        """Where the export writes the file first: `<staging dir>/archive/<relative>` (`staging_dir`)."""
+        return posixpath.join(staging, "archive", self.relative)
 
     def source_paths(self, rootdir: str) -> tuple[str, str]:
         """Where the file is on the source: its live location first, then `archive/`, where a compaction, a split
@@ -447,6 +473,18 @@ def export_files(manifest: Manifest) -> list[ExportFile]:
     return [out[k] for k in sorted(out)]
 
 
+def encryption_refusal(table: str, encrypted: Mapping[str, str]) -> str:
+    """Why a table with encrypted families (family -> cipher) cannot go by snapshot unless the operator attests the
+    target's master key, with the ways on (pure)."""
+    shown = ", ".join(f"{f!r} (ENCRYPTION => '{c}')" for f, c in sorted(encrypted.items()))
+    return (f"{table} has encrypted famil{'y' if len(encrypted) == 1 else 'ies'} {shown}: a snapshot moves their "
+            "HFiles as they are, each data key wrapped with the source cluster's master key "
+            "(hbase.crypto.master.key.name), which a target holding another key cannot unwrap (the clone's regions "
+            "would not open). Copy it by scan (initial_copy scan, or auto: the target then wraps keys of its own), "
+            "or, if the target's key provider holds the source's master key under the same name, say so in the run "
+            "spec (same_master_key true; the CLI's --same-master-key)")
+
+
 def snapshot_dir(rootdir: str, name: str) -> str:
     return posixpath.join(rootdir, SNAPSHOT_DIR, check_snapshot_name(name))
 
@@ -455,6 +493,20 @@ def working_dir(rootdir: str, name: str) -> str:
     """Where an export puts the manifest first (`.hbase-snapshot/.tmp/<name>`): the target's cleaners then count
     the files it names as referenced while they arrive (HBASE-23202)."""
     return posixpath.join(rootdir, SNAPSHOT_DIR, WORKING_DIR, check_snapshot_name(name))
+
+
+def staging_dir(rootdir: str, name: str) -> str:
+    """Where an export stages snapshot `name` on the target until it publishes it (`<rootdir>/.hbase-migration-
+    staging/<name>`: the manifest in `snapshot/`, the files in `archive/` as they will lie in the rootdir's).
+
+    Not `.hbase-snapshot/.tmp/<name>` and `archive/`, where ExportSnapshot writes: a master that starts (a restart,
+    a failover) deletes every working directory under `.hbase-snapshot/.tmp` that no snapshot procedure of its own
+    owns (SnapshotManager.resetTempDir, from initialize()), and once the manifest is gone its HFileCleaner deletes
+    the files already copied into `archive/` that nothing else references and that are older than
+    hbase.master.hfilecleaner.ttl (5 min): an export of hours would lose all but its last minutes of files. HBase
+    neither cleans nor reads an unknown directory of its rootdir, which shares the rootdir's quota and encryption
+    zone, so the files move into `archive/` by renames (NameNode operations, no copy) when the export publishes."""
+    return posixpath.join(rootdir, STAGING_DIR, check_snapshot_name(name))
 
 
 def check_snapshot_name(name: str) -> str:

@@ -93,6 +93,7 @@ __all__ = ["CONTENT_DIFFERENT", "DIFFERENT", "LEVELS", "MATCHING", "MISSING_ON_T
 log = logging.getLogger(__name__)
 
 LEVELS = ("rows", "content")
+METHODS = ("cells", "hash", "auto")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class VerifyOptions(TableScope):
     - max_diff_rows: differing rows kept per partition for re-compare/repair (counts stay exact).
     - sample_limit: differing row keys listed per category in the result.
     - repair: write the source's cells to the target and delete target-only cells.
+    - method: "cells" (both sides read and merge-joined), "hash" (leaves hashed beside each cluster, only the
+      differing ones compared by cells: `hashverify.py`), or "auto" (hash when the table's store files reach
+      `hash_min_bytes`, else cells); `hash_leaf_bytes`: a leaf's bytes of cells; `skew_margin_ms`: how far the
+      region servers' clocks may be behind the verification's (the hash's time bound is its start minus this).
     """
 
     level: str = "content"
@@ -117,11 +122,26 @@ class VerifyOptions(TableScope):
     sample_limit: int = 20
     repair: bool = False
     scan_batch_rows: int = 1000  # both sides are only read: bigger batches than a copy's
+    count_bytes: bool = False  # count the bytes of cells read on each side (the hash verification's report)
+    method: str = "cells"
+    hash_leaf_bytes: int = 1 << 20
+    hash_min_bytes: int = 1 << 30
+    skew_margin_ms: int = 5000
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.level not in LEVELS:
             raise CopyConfigError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
+        if self.method not in METHODS:
+            raise CopyConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.method != "cells" and self.level != "content":
+            raise CopyConfigError(f"method {self.method!r} compares content: level 'rows' counts rows (use method "
+                                  "cells with it)")
+        for name in ("hash_leaf_bytes", "hash_min_bytes"):
+            object.__setattr__(self, name, positive_option(getattr(self, name), name))
+        if isinstance(self.skew_margin_ms, bool) or not isinstance(self.skew_margin_ms, int) \
+                or self.skew_margin_ms < 0:
+            raise CopyConfigError(f"skew_margin_ms must be an integer >= 0 (ms), got {self.skew_margin_ms!r}")
         for name in ("max_diff_rows", "sample_limit", "recompare_rounds"):
             object.__setattr__(self, name, positive_option(getattr(self, name), name))
         try:
@@ -265,11 +285,14 @@ class PartitionVerdict:
     source_cells: int = 0
     target_cells: int = 0
     differing: list[tuple[bytes, str]] = field(default_factory=list)  # capped at sample_limit per status
-    versions: list[tuple[bytes, bytes, int, str]] = field(default_factory=list)  # (row, column, ts, kind), capped
+    # (row, column, ts, kind[, marker type]), capped; the native path names differing delete markers too
+    versions: list[tuple] = field(default_factory=list)
     truncated: bool = False
     recompared: int = 0
     recompare_changed: int = 0
     wide_rows: int = 0  # differing rows that came in pieces (wider than a scan batch)
+    source_bytes: int = 0  # bytes of cells read on each side (row, column, value, 9 for timestamp and type; only
+    target_bytes: int = 0  # with VerifyOptions.count_bytes)
     repair: dict[str, Any] | None = None
     elapsed_s: float = 0.0
     error: str | None = None
@@ -283,8 +306,13 @@ class PartitionVerdict:
         return d
 
 
-def version_dict(row: bytes, column: bytes, ts: int, kind: str) -> dict[str, Any]:
-    return {"row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "kind": kind}
+def version_dict(row: bytes, column: bytes, ts: int, kind: str, marker: str | None = None) -> dict[str, Any]:
+    """A differing version as the report shows it; `marker`: a delete marker's type (the native path's
+    `marker_missing_on_target` / `marker_only_on_target`)."""
+    d = {"row": to_string_binary(row), "column": to_string_binary(column), "timestamp": ts, "kind": kind}
+    if marker is not None:
+        d["type"] = marker
+    return d
 
 
 def summarize_verify(verdicts: Iterable[PartitionVerdict], options: VerifyOptions, elapsed_s: float) -> dict:
@@ -407,6 +435,12 @@ class Side:
         self.columns = options.source_columns if is_source else options.target_columns
         self.renames = options.renames if is_source else {}
         self.per_family = bool(self.renames) and renames_reorder(options.families)
+        self.nbytes = 0  # bytes of cells read, counted when options.count_bytes
+
+    def _counted(self, batch: list[Row]) -> list[Row]:
+        self.nbytes += sum(len(row) * len(cells) + sum(len(c) + len(v) + 9 for c, _ts, v in cells)
+                           for row, cells in batch)
+        return batch
 
     def _read(self) -> dict[str, Any]:
         o = self.options
@@ -421,14 +455,16 @@ class Side:
     def batches(self, lo: bytes, hi: bytes, keys_only: bool = False) -> Iterator[list[Row]]:
         """The side's rows in [lo, hi), in target terms and HBase's order, one scan batch of pieces at a time
         (batches, not rows, cross the prefetch queue: a queue hand-off per row costs more than the row)."""
+        counting = self.options.count_bytes
         if self.per_family:
-            yield from self._merged_families(lo, hi, keys_only)
+            for batch in self._merged_families(lo, hi, keys_only):
+                yield self._counted(batch) if counting else batch
             return
         renames = self.renames
         for batch in self._scan(lo, hi, keys_only, self.columns):
             if renames:
                 batch = [(row, [(rename_column(c, renames), ts, v) for c, ts, v in cells]) for row, cells in batch]
-            yield batch
+            yield self._counted(batch) if counting else batch
 
     def _merged_families(self, lo: bytes, hi: bytes, keys_only: bool) -> Iterator[list[Row]]:
         """Renames that reorder families: one scan per family, merged by (row, target family), so each row's
@@ -460,6 +496,8 @@ class Side:
         """Narrow rows by key, in target terms and HBase's order (absent rows, or rows with nothing in range, are
         left out)."""
         found = self.path.get_rows(self.table, keys, **self._read())
+        if self.options.count_bytes:
+            self._counted(list(found.items()))
         if not self.renames:
             return found
         return {row: normalize_cells((rename_column(c, self.renames), ts, v) for c, ts, v in cells)
@@ -561,6 +599,7 @@ def verify_partition(
             verdict.recompare_changed = len(changed)
         if options.repair:
             verdict.repair = _repair(src, tgt, tally, options)
+        verdict.source_bytes, verdict.target_bytes = src.nbytes, tgt.nbytes
     finally:
         for path in paths:
             path.close()

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from hbase_migration.data.snapshot_manifest import encryption_refusal
+
 SCAN, SNAPSHOT, AUTO = "scan", "snapshot", "auto"
 MODES = (SCAN, SNAPSHOT, AUTO)
 METHODS = (SCAN, SNAPSHOT)
@@ -65,12 +67,15 @@ def decide(mode: str, table: str, *, store_file_bytes: int | None, threshold: in
 
 
 def blockers(table: str, *, source_webhdfs: bool, target_webhdfs: bool, codecs_mapped: Sequence[str] = (),
-             class_refusals: Sequence[str] = (), target_table_exists: bool = False, resumed: bool = False
-             ) -> list[str]:
+             class_refusals: Sequence[str] = (), target_table_exists: bool = False, resumed: bool = False,
+             encrypted: Mapping[str, str] | None = None, same_master_key: bool = False) -> list[str]:
     """Why the snapshot path cannot take `table` (pure): WebHDFS missing on a cluster, a codec the run maps (the
     clone takes the snapshot's schema as it is), a coprocessor the target does not have, the target table there
-    already (the clone creates it) unless this run's own export published or cloned it."""
+    already (the clone creates it) unless this run's own export published or cloned it, encrypted families
+    (`encrypted`: family -> cipher) unless the operator attests that the target has the source's master key."""
     out = []
+    if encrypted and not same_master_key:
+        out.append(encryption_refusal(table, encrypted))
     for which, has in (("source", source_webhdfs), ("target", target_webhdfs)):
         if not has:
             out.append(f"the {which} connection has no webhdfs_url")

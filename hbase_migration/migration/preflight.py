@@ -599,8 +599,8 @@ def _target_facts(source: Cluster, target: Cluster, src: ClusterFacts, tgt: Clus
 
 def _initial_copy(source: Cluster, target: Cluster, tables: Sequence[str], src: ClusterFacts, tgt: ClusterFacts,
                   sized: Any, mode: str, threshold: int | None, codec_map: Mapping[str, str],
-                  installed: Sequence[str], recorded: Mapping[str, str], resumed: Sequence[str], tasks: int
-                  ) -> tuple[dict[str, Any], list[CheckResult]]:
+                  installed: Sequence[str], recorded: Mapping[str, str], resumed: Sequence[str], tasks: int,
+                  same_master_key: bool = False) -> tuple[dict[str, Any], list[CheckResult]]:
     """Each table's initial copy (initial_copy.decide) and, for the snapshot ones, the snapshot path's checks."""
     from hbase_migration.clusters import zk
     from hbase_migration.migration import initial_copy as ic
@@ -624,7 +624,8 @@ def _initial_copy(source: Cluster, target: Cluster, tables: Sequence[str], src: 
         blockers = ic.blockers(t, source_webhdfs=bool(source.webhdfs_url), target_webhdfs=bool(target.webhdfs_url),
                                codecs_mapped=sorted(used & set(codec_map)),
                                class_refusals=class_refusals(schema, installed),
-                               target_table_exists=tgt.tables.get(t) is not None, resumed=t in resumed)
+                               target_table_exists=tgt.tables.get(t) is not None, resumed=t in resumed,
+                               encrypted=schema.encrypted_families(), same_master_key=same_master_key)
         if t in by_sizing:
             measured, how = by_sizing[t].store_file_bytes, "the sizing's region metrics"
         else:
@@ -669,13 +670,14 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   target_coprocessors: Sequence[str] = (), allow_target_data: bool = False, serial: bool = False,
                   bandwidth: int = 0, sizing: Any = None, initial_copy: str = "scan",
                   snapshot_threshold_bytes: int | None = None, recorded: Mapping[str, str] | None = None,
-                  resumed_exports: Sequence[str] = ()) -> PreflightReport:
+                  resumed_exports: Sequence[str] = (), same_master_key: bool = False) -> PreflightReport:
     """Every check, against both clusters; changes nothing (but the scratch tables of the create check and of
     the sizing, dropped at once). `sizing` (a `sizing_probe.SizingRequest`) sizes the run and projects the copy;
     None: not sized, `expected_copy_s` is trusted. `initial_copy` (`scan`, `snapshot`, `auto` with
     `snapshot_threshold_bytes`) decides how each table is copied (`recorded`: what this run decided before, kept;
-    `resumed_exports`: tables this run's snapshot export already published or cloned) and adds the snapshot path's
-    checks (`snapshot_checks`)."""
+    `resumed_exports`: tables this run's snapshot export already published or cloned; `same_master_key`: the
+    operator attests the target holds the source's master key, so encrypted families may go by snapshot) and adds
+    the snapshot path's checks (`snapshot_checks`)."""
     from hbase_migration.clusters import zk
     from hbase_migration.replication import peer_admin
 
@@ -740,7 +742,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
         decisions, snapshot_results = _initial_copy(
             source, target, tables, src_facts, tgt_facts, report, initial_copy, snapshot_threshold_bytes,
             codec_map or {}, target_coprocessors, recorded or {}, resumed_exports,
-            sizing.copy_tasks if sizing is not None else 4)
+            sizing.copy_tasks if sizing is not None else 4, same_master_key)
     snapshot_tables = tuple(t for t, d in (decisions or {}).items() if d.method == "snapshot")
     wanted = migration_peer_config(target, tables, serial, bandwidth, source=source)
     facts = Facts(src_facts, tgt_facts, tables, peer_id, wanted, peers, peers_error, queued, recovered, headroom,

@@ -111,3 +111,22 @@ def fetch_region_metrics(cluster: "Cluster", tables: Sequence[str], zk_client: A
         results = list(pool.map(read, servers))
     metrics = [m for _, found, _ in results for m in found or ()]
     return metrics, {name: error for name, found, error in results if found is None}
+
+
+def table_region_bytes(cluster: "Cluster", table: str) -> dict[str, int] | None:
+    """Encoded region name -> bytes (store files plus memstore) of `table`'s primary regions, as a verification by
+    hashes sizes its leaves and "auto" picks its method; None when a region server could not be read (a part
+    would understate the table), said in the log."""
+    import logging
+
+    try:
+        metrics, errors = fetch_region_metrics(cluster, [table])
+    except Exception as e:  # ZooKeeper or every server unreachable: the caller goes on without sizes
+        logging.getLogger(__name__).warning("sizes of %s on %s unknown: %s: %s", table, cluster.name,
+                                            type(e).__name__, e)
+        return None
+    if errors:
+        logging.getLogger(__name__).warning("sizes of %s on %s unknown: region server(s) not read: %s", table,
+                                            cluster.name, "; ".join(f"{k}: {v}" for k, v in sorted(errors.items())))
+        return None
+    return {m.encoded_name: m.data_bytes for m in metrics}

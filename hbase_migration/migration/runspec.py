@@ -338,6 +338,12 @@ FIELDS: tuple[Field, ...] = (
           "is copied by snapshot; below it, by scan. Default 1 GiB: below that the snapshot's fixed cost (flush, "
           "three shell sessions, the clone) outweighs its speed", _integer, "copy.snapshot_threshold_bytes",
           **at_least(0, "an integer")),
+    Field("same_master_key", "boolean", False, "Snapshot: the target has the source's master key",
+          "families with ENCRYPTION (transparent encryption) go by snapshot only when this is on: their HFiles move "
+          "as they are, each data key wrapped with the source's master key (hbase.crypto.master.key.name), which "
+          "the target's key provider must hold under the same name (no API shows a master key: only you can say "
+          "so). Off: such a table is refused by initial_copy snapshot and copied by scan with auto", _boolean,
+          "copy.same_master_key"),
     Field("snapshot_task_bytes_per_s", "integer", 0, "Snapshot export: bandwidth per task (bytes/s)",
           "each Spark task of the snapshot export reads at most this many bytes/s from the source's DataNodes "
           "(ExportSnapshot's --bandwidth); 0: no limit", _integer, "copy.snapshot_task_bytes_per_s",
@@ -425,6 +431,32 @@ FIELDS: tuple[Field, ...] = (
           "their timestamps, target-only versions deleted; exact-version deletes need Thrift2); the verification "
           "passes when every repaired row reads back equal. Off: verification only reads", _boolean,
           "verify.repair", BOTH),
+    Field("verify_method", "string", "auto", "Verify: method (auto, cells or hash)",
+          "cells: both sides read by one job and merge-joined, every version of every cell (all of one side crosses "
+          "the WAN); hash: leaves of about hash_leaf_bytes hashed by a job beside each cluster (spark_source_conn_id, "
+          "spark_target_conn_id), only the differing leaves compared by cells; auto: hash for a table whose store "
+          "files reach hash_verify_min_bytes, else cells. The migration's, the cut-over's and the rollback's "
+          "verifications all use it (docs/data-path.md)", _string, "verify.method", BOTH | SWITCHES,
+          bounds={"enum": ["auto", "cells", "hash"]}, check=lambda v: v in ("auto", "cells", "hash"),
+          wanted="'auto', 'cells' or 'hash'"),
+    Field("hash_verify_min_bytes", "integer", 1 << 30, "Verify: auto hashes from (bytes of store files)",
+          "with verify_method auto, a table whose store files (its region servers' /jmx) reach this is verified by "
+          "hashes; a smaller one, or one whose size cannot be read, by cells", _integer, "verify.hash_min_bytes",
+          BOTH | SWITCHES, **at_least(1, "an integer")),
+    Field("hash_leaf_bytes", "integer", 1 << 20, "Verify by hashes: bytes of cells per leaf",
+          "a leaf's digest (16 bytes) stands for about this many bytes of cells; a differing leaf is compared by "
+          "cells, so smaller leaves read less across the WAN where there are differences and ship more digests",
+          _integer, "verify.hash_leaf_bytes", BOTH | SWITCHES, **at_least(1024, "an integer")),
+    Field("spark_source_conn_id", "string", None, "Verify by hashes: Spark beside the source",
+          "the Spark connection whose job hashes the source (empty: the DAG's Spark connection)", _conn_id,
+          "spark.source_conn_id", BOTH | SWITCHES, nullable=True),
+    Field("spark_target_conn_id", "string", None, "Verify by hashes: Spark beside the target",
+          "the Spark connection whose job hashes the target and compares the differing leaves by cells (empty: the "
+          "DAG's Spark connection)", _conn_id, "spark.target_conn_id", BOTH | SWITCHES, nullable=True),
+    Field("source_remote_conn_id", "string", None, "The source as the target's datacenter reaches it",
+          "the HBase connection the jobs beside the target use for the source (the comparison by cells of the "
+          "differing leaves; a cells verification too); empty: source_conn_id", _conn_id,
+          "verify.source_remote_conn_id", BOTH | SWITCHES, nullable=True),
     Field("verify", "boolean", True, "Verify the window after the copy", "compare both sides' cells in the window",
           _boolean, dags=frozenset({BACKFILL})),
     Field("dry_run", "boolean", False, "Dry run", "run the checks and log the exact peer commands; change nothing",
@@ -475,7 +507,8 @@ FIELDS: tuple[Field, ...] = (
           "cut-over is aborted with nothing changed", _number, dags=frozenset({CUTOVER}), **at_least(0, "a number")),
     Field("skew_margin_ms", "integer", 5000, "Bounded check: clock skew margin (ms)",
           "how far the region servers' clocks (which stamp the cells) may be behind the toolkit's: the bounded check "
-          "reaches back this much before the last verification's start", _integer, dags=frozenset({CUTOVER}),
+          "reaches back this much before the last verification's start; a verification by hashes covers the cells "
+          "older than its start minus this", _integer, dags=BOTH | SWITCHES,
           **at_least(0, "an integer")),
     Field("sync_replication", "boolean", False, "Synchronous replication (HBase 3.0+)",
           "cut over with HBase's synchronous replication (a remote WAL on the target's HDFS, ACTIVE / "
@@ -543,6 +576,7 @@ class RunSpec:
     hold_switches: bool = True
     initial_copy: str = "scan"
     snapshot_threshold_bytes: int = SNAPSHOT_THRESHOLD
+    same_master_key: bool = False
     snapshot_task_bytes_per_s: int = 0
     snapshot_bytes_per_s: int = 0
     create_missing_tables: bool = True
@@ -564,6 +598,12 @@ class RunSpec:
     sample_timeout_s: int = 300
     recompare_sleep_s: float = 5.0
     repair: bool = False
+    verify_method: str = "auto"
+    hash_verify_min_bytes: int = 1 << 30
+    hash_leaf_bytes: int = 1 << 20
+    spark_source_conn_id: str | None = None
+    spark_target_conn_id: str | None = None
+    source_remote_conn_id: str | None = None
     verify: bool = True
     dry_run: bool = False
     clusters: tuple[str, ...] = ("hbase_source",)

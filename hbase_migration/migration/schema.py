@@ -142,6 +142,12 @@ class FamilySchema:
     def keeps_deleted_cells(self) -> bool:
         return self.value("KEEP_DELETED_CELLS") in ("TRUE", "TTL")
 
+    @property
+    def encryption(self) -> str | None:
+        """The family's cipher (`ENCRYPTION => 'AES'`: transparent encryption of its HFiles), None when clear."""
+        value = (self.attributes.get("ENCRYPTION", self.metadata.get("ENCRYPTION")) or "").strip()
+        return value if value and value.upper() != "NONE" else None
+
 
 @dataclass(frozen=True)
 class TableSchema:
@@ -169,6 +175,10 @@ class TableSchema:
         """`coprocessor$N` -> `path|class|priority|args`."""
         return {k: v for k, v in self.values().items() if k.lower().startswith("coprocessor$")}
 
+    def encrypted_families(self) -> dict[str, str]:
+        """family -> cipher of each encrypted family."""
+        return {f.name: f.encryption for f in self.families if f.encryption}
+
 
 def coprocessor_class(spec: str) -> str:
     """The class of a `path|class|priority|args` spec."""
@@ -177,6 +187,18 @@ def coprocessor_class(spec: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- parsing
+_NEXT = r"(?:'|[A-Za-z0-9_$.\-]+\s*=>|\{)"  # what follows `, ` inside a group: the next key, or the next family
+_AFTER_VALUE = re.compile(rf"\s*(?:,\s*{_NEXT}|\}}+\s*(?:,\s*{_NEXT}|\n|$))")
+_AFTER_KEY = re.compile(r"\s*=>")
+
+
+def _closes_quote(text: str, at: int, key: bool = False) -> bool:
+    """Whether the quote at `at` closes a string: a key's when `=>` follows, a value's when the next key (or family)
+    or the group's end follows. A quote inside a binary value (ENCRYPTION_KEY) is followed by neither, in practice:
+    `, NAME =>` would have to be among its random bytes."""
+    return bool((_AFTER_KEY if key else _AFTER_VALUE).match(text, at + 1))
+
+
 class _Reader:
     """HBase's `{KEY => 'value', KEY => {...}}` text (Java toString, no escaping inside quotes)."""
 
@@ -197,17 +219,16 @@ class _Reader:
             raise self.error(f"expected {token!r}")
         self.i += len(token)
 
-    def quoted(self, ends: tuple[str, ...] = (",", "}")) -> str:
-        """A `'...'` string; a quote closes it only when one of `ends` (or the end) follows: HBase does not escape
-        quotes inside values."""
+    def quoted(self, key: bool = False) -> str:
+        """A `'...'` string, closed by the first quote `_closes_quote` accepts: HBase does not escape quotes inside
+        values (an ENCRYPTION_KEY is binary, Bytes.toStringBinary keeps its printable bytes, quotes included)."""
         self.expect("'")
         start = self.i
         while True:
             end = self.text.find("'", self.i)
             if end < 0:
                 raise self.error("unterminated quote")
-            rest = self.text[end + 1:].lstrip(" \t\r\n")
-            if not rest or rest.startswith(ends):
+            if _closes_quote(self.text, end, key):
                 self.i = end + 1
                 return self.text[start:end]
             self.i = end + 1
@@ -215,7 +236,7 @@ class _Reader:
     def key(self) -> str:
         self.skip()
         if self.text.startswith("'", self.i):
-            return self.quoted(("=>",))
+            return self.quoted(key=True)
         match = re.compile(r"[A-Za-z0-9_$.\-]+").match(self.text, self.i)
         if not match:
             raise self.error("expected a key")
@@ -248,8 +269,8 @@ def _braced(text: str, start: int) -> tuple[str, int]:
     depth, i, quoted = 0, start, False
     while i < len(text):
         ch = text[i]
-        if ch == "'":
-            quoted = not quoted
+        if ch == "'":  # opens a string when not in one; closes it only where the reader's rule says
+            quoted = not quoted if not quoted else not (_closes_quote(text, i) or _closes_quote(text, i, key=True))
         elif not quoted and ch == "{":
             depth += 1
         elif not quoted and ch == "}":

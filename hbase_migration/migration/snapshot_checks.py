@@ -10,9 +10,9 @@ Checks (names as the report shows them):
   CapacityRemaining) and every space and namespace quota on `<rootdir>/archive/data/<ns>` or an ancestor (with one
   block per task in flight, which HDFS reserves against a space quota while a file is written);
 - `snapshot_write_access`: WebHDFS CHECKACCESS `-wx` on the deepest existing directory of the target's
-  `archive/data/<ns>/<table>` and `.hbase-snapshot/.tmp`, as the user the export writes as; and when that user is not
-  the target's HBase user, the right to give files to HBase (SETOWNER of the rootdir to the owner and group it
-  already has: a superuser's right in HDFS, and a change of nothing);
+  `archive/data/<ns>/<table>`, `.hbase-snapshot/.tmp` and the exports' staging directory, as the user the export
+  writes as; and when that user is not the target's HBase user, the right to give files to HBase (SETOWNER of the
+  rootdir to the owner and group it already has: a superuser's right in HDFS, and a change of nothing);
 - `snapshot_settings` (notes, a warning for a snapshot TTL): the source's `hbase.master.hfilecleaner.ttl`,
   `hbase.snapshot.master.timeout.millis`, `hbase.snapshot.region.timeout` and `hbase.master.snapshot.ttl`, the
   target's cleaner TTL.
@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hbase_migration.clusters import hdfs
 from hbase_migration.data.progress import human_bytes
-from hbase_migration.data.snapshot_manifest import SNAPSHOT_DIR, WORKING_DIR, split_table
+from hbase_migration.data.snapshot_manifest import (
+    SNAPSHOT_DIR,
+    STAGING_DIR,
+    WORKING_DIR,
+    encryption_refusal,
+    split_table,
+)
 from hbase_migration.migration.checks import ERROR, WARNING, CheckResult, Unlearned, transient
 
 if TYPE_CHECKING:
@@ -299,7 +305,7 @@ def _access_fact(target: "Cluster", tables: Sequence[str]) -> AccessFact:
         caller = client.caller()
         root = target.rootdir
         marker = client.status_or_none(posixpath.join(root, "hbase.id")) or client.file_status(root)
-        wanted = [posixpath.join(root, SNAPSHOT_DIR, WORKING_DIR)] + \
+        wanted = [posixpath.join(root, SNAPSHOT_DIR, WORKING_DIR), posixpath.join(root, STAGING_DIR)] + \
             [posixpath.join(root, "archive", "data", *split_table(t)) for t in tables]
         refused, checked = {}, []
         for path in dict.fromkeys(_deepest_existing(client, p)[0] for p in wanted):
@@ -343,10 +349,23 @@ def gather(source: "Cluster", target: "Cluster", tables: Sequence[str], *, sourc
                          _access_fact(target, tables), str(target.cluster_key))
 
 
+def encryption_check(table: str, encrypted: Mapping[str, str], same_master_key: bool) -> CheckResult:
+    """`initial_copy` for one table asked for the snapshot path (the CLI's): refused when it has encrypted families
+    and the operator did not attest the target's master key (pure)."""
+    if encrypted and not same_master_key:
+        return CheckResult("initial_copy", False, encryption_refusal(table, encrypted),
+                           fix="the scan copy (the CLI's copy), or --same-master-key once the target's key provider "
+                               "holds the source's master key")
+    shown = f"encrypted families {', '.join(sorted(encrypted))}: the target holds the source's master key (attested)" \
+        if encrypted else "no encrypted family"
+    return CheckResult("initial_copy", True, f"{table} by snapshot: {shown}")
+
+
 def check_table(source: "Cluster", target: "Cluster", table: str, *, resumed: bool = False,
-                tasks: int = 4) -> list[CheckResult]:
+                tasks: int = 4, same_master_key: bool = False) -> list[CheckResult]:
     """The snapshot path's checks for one table, before its snapshot is taken (the CLI's snapshot-export; the DAG's
-    preflight runs them for every table): what `evaluate` says of the facts gathered now."""
+    preflight runs them for every table): its encrypted families (from `describe`), then what `evaluate` says of
+    the facts gathered now."""
     import contextlib
 
     from hbase_migration.clusters import zk
@@ -355,6 +374,9 @@ def check_table(source: "Cluster", target: "Cluster", table: str, *, resumed: bo
     from hbase_migration.migration.tables import existing_tables
 
     webhdfs_of(source), webhdfs_of(target)  # both have WebHDFS, or ValueError naming the connection
+    from hbase_migration.migration.tables import describe_tables
+
+    encrypted = {} if resumed else describe_tables(source, [table])[table].encrypted_families()
     memstores: dict[str, int] = {}
     try:
         for region in fetch_region_metrics(source, [table])[0]:
@@ -371,4 +393,4 @@ def check_table(source: "Cluster", target: "Cluster", table: str, *, resumed: bo
         present = table in existing_tables(target, [table])
         facts = gather(source, target, [table], source_zk=zks[0], target_zk=zks[1], target_tables={table: present},
                        resumed=[table] if resumed else [], memstores=memstores, tasks=tasks)
-    return evaluate(facts)
+    return [encryption_check(table, encrypted, same_master_key), *evaluate(facts)]

@@ -6,6 +6,7 @@ order: full speed, slowed down to the floor, recovering, full speed again.
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -200,8 +201,11 @@ def test_a_copy_paused_too_long_gives_up_saying_why_and_resumes(minihbase_factor
     summary = json.loads(out.strip().splitlines()[-1])
     first = done()
     assert len(first) == summary["copied_partitions"] >= 1 and summary["failed_partitions"] >= 1, summary
-    assert summary["load_control"]["aborted"] is True and summary["load_control"]["paused_samples"] >= 4
-    assert summary["load_control"]["reason"].startswith("paused ")
+    # Gave up after max_pause_s of pause by the samples' own clock: how many samples fit in those 4 s is the
+    # machine's business (a busy one reads the region servers' /jmx more slowly), not the throttle's.
+    assert summary["load_control"]["aborted"] is True and summary["load_control"]["paused_samples"] >= 2
+    paused_for = re.match(r"paused (\d+)s ", summary["load_control"]["reason"])
+    assert paused_for and int(paused_for[1]) >= 4, summary["load_control"]
     assert "(max_pause_s 4) and still past critical_load: numCallsInGeneralQueue=" in summary["load_control"]["reason"]
     for failure in summary["failures"]:
         assert failure["error"].startswith("LoadAbort: source overloaded: paused "), failure

@@ -2,11 +2,15 @@
 (`python -m hbase_migration snapshot-export`, a subprocess with its own Spark):
 
 - a Spark task killed mid-file (its Python worker SIGKILLed): Spark runs it again, and the retry re-copies no file
-  that was finished (their target files keep their modification time; no file is copied twice);
+  that was finished (the files staged then keep their modification time into archive/; no file is copied twice);
 - a major compaction of the source table started during the export: its files move to archive/, where the copier
   finds them (HBASE-22877), and the export succeeds;
 - a target without the space (a space quota on its archive/): refused before the snapshot is taken, nothing changed;
-- the source snapshot deleted by hand mid-export: a clear failure naming what is left where.
+- the source snapshot deleted by hand mid-export: a clear failure naming what is left where;
+- the target's master restarted mid-export (on this bed with its NameNode and DataNode: one JVM, so the whole
+  target cluster): HBase's start-up removes every working directory of `.hbase-snapshot/.tmp` (resetTempDir), where
+  ExportSnapshot would have staged the manifest; the export's staged files survive, its tasks wait for the target
+  to answer again, and the export finishes without copying a finished file again.
 
 Each takes minutes (a snapshot, a Spark job, a clone: real JVMs on two shared cores): `full`. Every test has its
 own table and snapshot names. The verdicts read the clusters without toolkit code (tests/snapshot_bed.py).
@@ -21,9 +25,11 @@ import pytest
 
 from tests.snapshot_bed import (
     BedTable,
+    compare_sides,
     exists,
     listing,
     load,
+    mkdirs,
     shell_ok,
     snapshot_cli,
     spark_python_workers,
@@ -46,17 +52,6 @@ def _table(bed, rows: int = 4000, value_bytes: int = 2000) -> tuple[BedTable, di
     shell_ok(bed, "dc1", table.create_statements())
     load(dc1, table, rows, value_bytes=value_bytes)
     return table, dc1, dc2
-
-
-def _compare(dc1: dict, dc2: dict, table: str) -> dict:
-    from demo.workload import Thrift2, compare
-
-    src, dst = Thrift2(dc1), Thrift2(dc2)
-    try:
-        return compare(src, dst, table).as_dict()
-    finally:
-        src.close()
-        dst.close()
 
 
 def _files_done(ledger, copy_id: str, table: str) -> dict:
@@ -83,8 +78,11 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
         done = wait_ledger(ledger_url, two_done, 900, "two files finished", proc)
         forked, tree = spark_python_workers(proc.pid)
         assert forked, f"no PySpark worker to kill among {tree}"
-        before = {path: listing(dc2, _archive(table.name)).get(f"/hbase/archive/{path}", {}).get("modificationTime")
-                  for path in done}
+        from hbase_migration.data.snapshot_export import snapshot_name
+
+        staged = f"/hbase/.hbase-migration-staging/{snapshot_name(copy_id, table.name)}/archive"
+        staged_files = listing(dc2, f"{staged}/data/default/{table.name}")
+        before = {path: staged_files.get(f"{staged}/{path}", {}).get("modificationTime") for path in done}
         for pid in forked:
             os.kill(pid, signal.SIGKILL)  # the processes this test started: the CLI's own Spark workers
         stdout, _ = proc.communicate(timeout=1800)
@@ -99,7 +97,7 @@ def test_a_spark_task_killed_mid_file_re_copies_no_finished_file(realhbase, tmp_
     for path, mtime in before.items():
         assert mtime is not None and after[f"/hbase/archive/{path}"]["modificationTime"] == mtime, path
     assert "Python worker exited unexpectedly" in log or "crashed" in log or "Lost task" in log, log[-3000:]
-    cmp = _compare(dc1, dc2, table.name)
+    cmp = compare_sides(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
@@ -138,7 +136,7 @@ def test_a_major_compaction_during_the_export_still_succeeds(realhbase, tmp_path
     assert proc.returncode == 0, log[-4000:]
     summary = summary_of(stdout)
     assert summary["cloned"] and summary["found_in_archive"] >= 1, summary
-    cmp = _compare(dc1, dc2, table.name)
+    cmp = compare_sides(dc1, dc2, table.name)
     assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
@@ -192,13 +190,81 @@ def test_the_source_snapshot_deleted_mid_export_fails_naming_what_is_left_where(
     line = next(x for x in err.splitlines() if x.startswith("python -m hbase_migration snapshot-export: error:"))
     assert f"the source snapshot {name!r} was deleted from source during the export" in line, line
     assert f"Left: no source snapshot {name!r} on source (gone: a re-run takes it again)" in line, line
-    assert f"its manifest in /hbase/.hbase-snapshot/.tmp/{name} on target" in line, line
-    assert f"verified in /hbase/archive/data/default/{table.name} on target (a re-run skips them)" in line, line
+    staging = f"/hbase/.hbase-migration-staging/{name}"
+    assert f"its manifest in {staging}/snapshot on target" in line, line
+    assert (f"verified, in {staging} (staged) or /hbase/archive/data/default/{table.name} on target (a re-run skips "
+            "them)") in line, line
     assert f"table {table.name} not cloned on target" in line, line
     summary = summary_of(stdout)
     assert summary["left"] in line and summary["error"], summary
-    assert exists(dc2, f"/hbase/.hbase-snapshot/.tmp/{name}")  # the state said is the state there
+    assert exists(dc2, f"{staging}/snapshot/data.manifest")  # the state said is the state there
     assert not exists(dc2, f"/hbase/data/default/{table.name}")
+
+
+def _wait_ports_free(bed, cluster: str, timeout: float = 240.0) -> None:
+    """Until every port the killed cluster listened on can be bound again: the export still holds connections to
+    its dead NameNode, whose server side lingers in FIN_WAIT2 up to a minute (tcp_fin_timeout) and keeps the port
+    from being bound. A NameNode that restarts keeps its address; so must this one, for the export to find it."""
+    import json
+
+    from realhbase.config import port_free
+
+    ports = json.loads((bed.cluster_dir(cluster) / "cluster.json").read_text())["ports"]
+    deadline = time.monotonic() + timeout
+    while not all(port_free(p) for p in ports.values()):
+        assert time.monotonic() < deadline, f"{cluster}'s ports still taken after {timeout:.0f}s"
+        time.sleep(2)
+
+
+@pytest.mark.full
+@pytest.mark.timeout(3600)  # a whole cluster restarted on a loaded 2-core machine: minutes
+def test_a_target_master_restart_mid_export_loses_and_recopies_no_finished_file(realhbase, tmp_path):
+    from hbase_migration.data.snapshot_export import snapshot_name
+
+    table, dc1, dc2 = _table(realhbase)
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    copy_id = unique("restart-")
+    staged = f"/hbase/.hbase-migration-staging/{snapshot_name(copy_id, table.name)}"
+    # one task at 64 KiB/s: ~2.3 minutes of copying, most of it still ahead when the target goes down
+    proc = snapshot_cli(dc1, dc2, table.name, ledger_url, "--copy-id", copy_id, "--workers", "1",
+                        "--bytes-per-s", str(64 << 10), wait=False, log=tmp_path / "cli.log")
+    try:
+        done = wait_ledger(ledger_url, lambda led: (lambda f: f if len(f) >= 2 else None)(
+            _files_done(led, copy_id, table.name)), 900, "two files finished", proc)
+        files = listing(dc2, f"{staged}/archive/data/default/{table.name}")
+        before = {path: files[f"{staged}/archive/{path}"]["modificationTime"] for path in done}
+        # a working directory no snapshot procedure owns, where ExportSnapshot stages its manifest: the
+        # restarted master must remove it (the proof that its start-up ran SnapshotManager.resetTempDir)
+        sentinel = f"/hbase/.hbase-snapshot/.tmp/{unique('sentinel-')}"
+        mkdirs(dc2, sentinel)
+        killed = realhbase.kill_cluster("dc2")
+        assert "dc2/master" in killed
+        _wait_ports_free(realhbase, "dc2")
+        restarted = realhbase.start_cluster("dc2")
+        assert restarted["webhdfs_url"] == dc2["webhdfs_url"] and restarted["thrift2"] == dc2["thrift2"], (
+            "dc2 came back on other ports: the export's connection no longer reaches it")
+        deadline = time.monotonic() + 300  # the master removes it as it initializes, after it answers
+        while exists(dc2, sentinel) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert not exists(dc2, sentinel), "the restarted master left .hbase-snapshot/.tmp as it was"
+        assert proc.poll() is None, "the export ended while the target was down"
+        stdout, _ = proc.communicate(timeout=2400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if not any(role.startswith("dc2/") for role in realhbase.running()):
+            realhbase.start_cluster("dc2")  # the session's other tests need it
+    log = (tmp_path / "cli.log").read_text(errors="replace")
+    assert proc.returncode == 0, log[-4000:]
+    assert "a cluster is away" in log and "the clusters answer again" in log, log[-4000:]
+    summary = summary_of(stdout)
+    assert summary["cloned"] and summary["copied_twice"] == [] and summary["files_failed"] == 0, summary
+    after = listing(dc2, _archive(table.name))
+    for path, mtime in before.items():  # moved into archive/ as staged: the same file, not a second copy
+        assert after[f"/hbase/archive/{path}"]["modificationTime"] == mtime, path
+    assert not exists(dc2, staged)
+    cmp = compare_sides(dc1, dc2, table.name)
+    assert cmp["differences"] == 0 and cmp["source_rows"] == cmp["target_rows"] > 0, cmp
 
 
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):

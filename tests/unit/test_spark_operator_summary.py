@@ -37,7 +37,7 @@ def fake_driver(monkeypatch, summary: dict | None, seen: dict, container=None) -
 
     def execute(self, context):
         seen.update(py_files=self.py_files, env_vars=dict(self.env_vars or {}), argv=list(self.application_args),
-                    files=self.files)
+                    files=self.files, jars=self.jars)
         with zipfile.ZipFile(self.py_files.split(",")[0]) as zf:
             seen["zip"] = set(zf.namelist())
         for f in (self.files or "").split(","):
@@ -267,3 +267,70 @@ def test_a_kerberized_yarn_s_bad_credentials_are_refused_before_spark_submit(cas
     else:
         assert "both a principal and a keytab are needed" in message and "keytab_path" in message, message
     assert "spark_yarn" in message and not submitted
+
+
+def test_a_hash_verification_with_a_spark_connection_per_side_submits_a_job_beside_each_cluster(
+        connections, monkeypatch, tmp_path):
+    """verify_method hash and a Spark connection per side: two submissions, the source's side to its Spark, the
+    target's to its, with one exchange key and one start, the source as the target's datacenter reaches it given to
+    the target's; the task's result is the target's verdict. (spark-submit replaced by drivers that keep a summary.)"""
+    import threading
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from hbase_migration.data import jobargs
+    from hbase_migration.data.progress import write_summary
+    from operators.spark import HBaseVerifyTableOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE_WAN", json.dumps({**CLUSTER, "host": "wan-proxy.dc2"}))
+    seen: dict[str, dict] = {}
+    lock = threading.Lock()
+
+    def execute(self, context):
+        for f in (self.files or "").split(","):
+            if f.endswith(jobargs.LEDGER_URL_FILE):
+                monkeypatch.setattr(jobargs, "read_ledger_url_file", lambda flag, name: connections)
+        ns = jobargs.verify_parser().parse_args(self.application_args)
+        jobargs.hash_side_check(ns)
+        ns.summary_ledger_url = connections
+        with lock:
+            seen[ns.hash_side] = {"conn_id": self._conn_id, "ns": ns}
+        summary = ({"job": "verify", "hash_side": "source", "leaves": 3} if ns.hash_side == "source" else
+                   {"job": "verify", "method": "hash", "identical": True, "level": "content", "source_rows": 1,
+                    "target_rows": 1, "matching": 1, "content_different": 0, "only_in_source": 0,
+                    "only_in_target": 0, "start_time_ms": None, "end_time_ms": 5})
+        assert write_summary(ns, "verify", json.dumps(summary), "verify_table") is None
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
+    op = HBaseVerifyTableOperator(task_id="verify", table="t", verify_method="hash", spark_conn_id="spark_local",
+                                  spark_source_conn_id="spark_yarn", spark_target_conn_id="spark_local",
+                                  source_remote_conn_id="hbase_source_wan", hash_leaf_bytes=4096)
+    result = op.execute({})
+    assert result["identical"] is True and result["method"] == "hash"
+    src, tgt = seen["source"], seen["target"]
+    assert (src["conn_id"], tgt["conn_id"]) == ("spark_yarn", "spark_local")
+    assert src["ns"].exchange_key == tgt["ns"].exchange_key and src["ns"].started_ms == tgt["ns"].started_ms
+    assert src["ns"].method == tgt["ns"].method == "hash" and src["ns"].hash_leaf_bytes == 4096
+    assert src["ns"].source_remote is None and json.loads(tgt["ns"].source_remote)["thrift_host"] == "wan-proxy.dc2"
+
+
+def test_the_native_data_path_s_jars_go_with_the_job(connections, monkeypatch, tmp_path):
+    """Either cluster on the native path: its jars go with spark-submit --jars (a driver in a YARN container has no
+    checkout), the operator's own jars after them; on the Thrift paths no jar is added."""
+    from hbase_migration.data.datapath import native
+    from operators.spark import HBaseVerifyTableOperator
+
+    jars = [tmp_path / "hbase-migration-jvm.jar", tmp_path / "hbase-client.jar"]
+    for jar in jars:
+        jar.write_bytes(b"PK")
+    monkeypatch.setenv(native.CLASSPATH_ENV, ":".join(map(str, jars)))
+    seen: dict = {}
+    fake_driver(monkeypatch, {"identical": True}, seen, tmp_path)
+    HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_local").execute({})
+    assert seen["jars"] is None
+    for name in ("HBASE_SOURCE", "HBASE_TARGET"):
+        conn = json.loads(__import__("os").environ[f"AIRFLOW_CONN_{name}"])
+        conn["extra"]["data_path"] = "native"
+        monkeypatch.setenv(f"AIRFLOW_CONN_{name}", json.dumps(conn))
+    HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_yarn", jars="mine.jar").execute({})
+    assert seen["jars"] == f"{jars[0]},{jars[1]},mine.jar"

@@ -97,7 +97,7 @@ def test_summarize_totals_rates_and_failures():
     s = summarize([ok, ok2, bad], skipped=3, elapsed_s=2.0)
     assert s == {
         "partitions": 6, "copied_partitions": 2, "skipped_partitions": 3, "failed_partitions": 1,
-        "rows": 15, "cells": 35, "bytes": 1500, "scanned_rows": 17, "write_calls": 6, "retries": 1,
+        "rows": 15, "cells": 35, "delete_markers": 0, "bytes": 1500, "scanned_rows": 17, "write_calls": 6, "retries": 1,
         "throttled_s": 0.0, "elapsed_s": 2.0, "rows_per_s": 7.5, "bytes_per_s": 750.0,
         "failures": [{"partition_id": "p2", "index": 2, "start_row": "x", "stop_row": "y",
                       "error": "ConnectionError: refused"}],

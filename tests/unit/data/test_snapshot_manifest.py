@@ -1,6 +1,8 @@
 """The snapshot manifest read by hand: bytes a real HBase 2.6.4 wrote (realhbase_snapshot/: `.snapshotinfo` and
 `data.manifest` of snapshot `exp1_snap` of table `exp1`, families `d` (VERSIONS 3) and `k` (KEEP_DELETED_CELLS),
-split at 'm', two flushes), and manifests built field by field for what that cluster did not make (references,
+split at 'm', two flushes; `enc1_s` of table `enc1`, families `e` (ENCRYPTION => 'AES'), `k` (the same with an
+ENCRYPTION_KEY given, kept wrapped by the master key) and `p` (clear), and `describe 'enc1'` as its shell printed
+it), and manifests built field by field for what that cluster did not make (references,
 links, MOB, a namespace, replicas)."""
 from __future__ import annotations
 
@@ -192,3 +194,18 @@ def test_snapshot_directories_and_names():
     for bad in ("", "-x", ".x", "a:b", "a/b", "x" * 201):
         with pytest.raises(ValueError, match="snapshot name"):
             check_snapshot_name(bad)
+
+
+def test_the_real_manifest_of_an_encrypted_table():
+    """An encrypted family's ENCRYPTION_KEY is the family key wrapped with the master key: bytes, not text (this
+    manifest once failed to parse: "not UTF-8"). It reads as HBase's describe prints it (Bytes.toStringBinary)."""
+    from hbase_migration.migration.schema import parse_describe
+
+    manifest = parse_data_manifest((HERE / "enc1.data.manifest").read_bytes())
+    assert {f.name: f.encryption for f in manifest.families} == {"e": "AES", "k": "AES", "p": None}
+    described = parse_describe((HERE / "enc1.describe.txt").read_text(), "enc1")
+    assert described.encrypted_families() == {"e": "AES", "k": "AES"}
+    key = next(f for f in manifest.families if f.name == "k").value("ENCRYPTION_KEY")
+    assert key.startswith("B\\x0A\\x03AES") and key == described.family("k").attributes["ENCRYPTION_KEY"]
+    assert [f.family for f in export_files(manifest)] == ["e", "k", "p"]
+    assert parse_snapshot_info((HERE / "enc1.snapshotinfo").read_bytes()).name == "enc1_s"

@@ -57,6 +57,33 @@ def test_blockers():
     assert blockers("t", source_webhdfs=True, target_webhdfs=True, target_table_exists=True, resumed=True) == []
 
 
+def test_encrypted_families_block_the_snapshot_path_unless_the_master_key_is_attested():
+    encrypted = {"e": "AES", "f": "AES"}
+    [refusal] = blockers("ns:t", source_webhdfs=True, target_webhdfs=True, encrypted=encrypted)
+    assert refusal.startswith("ns:t has encrypted families 'e' (ENCRYPTION => 'AES'), 'f' (ENCRYPTION => 'AES'): ")
+    assert "wrapped with the source cluster's master key (hbase.crypto.master.key.name)" in refusal
+    assert "initial_copy scan" in refusal and "same_master_key true" in refusal and "--same-master-key" in refusal
+    assert blockers("t", source_webhdfs=True, target_webhdfs=True, encrypted={"e": "AES"})[0].startswith(
+        "t has encrypted family 'e' (ENCRYPTION => 'AES')")
+    assert blockers("t", source_webhdfs=True, target_webhdfs=True, encrypted=encrypted, same_master_key=True) == []
+    assert blockers("t", source_webhdfs=True, target_webhdfs=True, encrypted={}) == []
+    # auto sends such a table to the scan, saying why; snapshot keeps the refusal for preflight
+    auto = decide("auto", "t", store_file_bytes=10 * GIB, blockers=[refusal])
+    assert auto.method == "scan" and "encrypted" in auto.reason
+    assert decide("snapshot", "t", store_file_bytes=None, blockers=[refusal]).blockers == (refusal,)
+
+
+def test_the_clis_encryption_check():
+    from hbase_migration.migration.snapshot_checks import encryption_check
+
+    refused = encryption_check("t", {"e": "AES"}, same_master_key=False)
+    assert (refused.name, refused.ok, refused.severity) == ("initial_copy", False, ERROR)
+    assert refused.reason.startswith("t has encrypted family 'e' (ENCRYPTION => 'AES')") and "--same-master-key" in \
+        refused.fix
+    assert encryption_check("t", {"e": "AES"}, same_master_key=True).ok
+    assert encryption_check("t", {}, same_master_key=False).reason == "t by snapshot: no encrypted family"
+
+
 def test_lists_keep_the_runs_table_order():
     decisions = {"b": Decision("b", "snapshot", "x"), "a": Decision("a", "scan", "y"), "c": Decision("c", "snapshot",
                                                                                                      "z")}

@@ -92,6 +92,10 @@ def test_each_dag_kind_has_its_own_fields():
     assert (watch.clusters, watch.quota_mark, watch.alert_lag_ms) == (("a", "b"), 0.5, 300_000)
 
 
+HASH_FIELDS = ("verify_method", "hash_verify_min_bytes", "hash_leaf_bytes", "spark_source_conn_id",
+               "spark_target_conn_id", "source_remote_conn_id")
+
+
 def test_form_schema_comes_from_the_fields_with_plan_defaults():
     schema = form_schema(MIGRATION, {"tables": ("a", "b"), "quota_mark": 0.5})
     assert list(schema) == [f.name for f in FIELDS if MIGRATION in f.dags]
@@ -100,7 +104,8 @@ def test_form_schema_comes_from_the_fields_with_plan_defaults():
     assert schema["quota_mark"]["exclusiveMinimum"] == 0 and schema["quota_mark"]["maximum"] == 1
     assert set(form_schema(BACKFILL)) == {"source_conn_id", "target_conn_id", "tables", "start_time_ms",
                                           "end_time_ms", "versions", "rows_per_s", "max_load", "critical_load",
-                                          "max_pause_s", "hold_switches", "recompare_sleep_s", "repair", "verify"}
+                                          "max_pause_s", "hold_switches", "recompare_sleep_s", "repair",
+                                          *HASH_FIELDS, "verify", "skew_margin_ms"}
 
 
 @pytest.mark.parametrize("value, versions", [(None, None), ("all", None), ("", None), (3, 3), ("2", 2)])
@@ -166,12 +171,12 @@ def test_the_load_throttle_fields_are_canonical_and_checked_together():
 def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
-        "recompare_sleep_s", "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
+        "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
         "switch_command", "freeze_method", "freeze_exempt", "max_freeze_s", "lag_wait_s", "skew_margin_ms",
         "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
-        "recompare_sleep_s", "cutover_run_id"]
+        "recompare_sleep_s", *HASH_FIELDS, "skew_margin_ms", "cutover_run_id"]
     spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b",
                              "switch_command": "switch-clients --to dc2"}, CUTOVER)
     assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
@@ -203,3 +208,19 @@ def test_cutover_and_rollback_forms():
     with pytest.raises(InvalidRunInput, match="target_conn_id: must differ"):
         RunSpec.validate({"cutover_run_id": "r", "target_conn_id": "hbase_source"}, ROLLBACK)
     assert RunSpec.validate({"cutover_run_id": "r", "idle_window_s": 10}, ROLLBACK).idle_window_s == 10.0
+
+
+def test_verify_method_fields():
+    spec = RunSpec.validate({**BASE})
+    assert (spec.verify_method, spec.hash_verify_min_bytes, spec.hash_leaf_bytes, spec.skew_margin_ms) == (
+        "auto", 1 << 30, 1 << 20, 5000)
+    assert (spec.spark_source_conn_id, spec.spark_target_conn_id, spec.source_remote_conn_id) == (None, None, None)
+    spec = RunSpec.validate({**BASE, "verify_method": "hash", "spark_source_conn_id": "spark_dc1",
+                             "spark_target_conn_id": "spark_dc2", "hash_leaf_bytes": 4096})
+    assert (spec.verify_method, spec.spark_source_conn_id, spec.hash_leaf_bytes) == ("hash", "spark_dc1", 4096)
+    with pytest.raises(InvalidRunInput, match="verify_method: must be 'auto', 'cells' or 'hash'"):
+        RunSpec.validate({**BASE, "verify_method": "sha"})
+    with pytest.raises(InvalidRunInput, match="hash_leaf_bytes: must be an integer >= 1024"):
+        RunSpec.validate({**BASE, "hash_leaf_bytes": 10})
+    with pytest.raises(InvalidRunInput, match="spark_source_conn_id"):
+        RunSpec.validate({**BASE, "spark_source_conn_id": "no spaces"})

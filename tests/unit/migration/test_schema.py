@@ -100,3 +100,20 @@ def test_alter_family_statement_and_namespace_statement():
     assert create_namespace_statement("ns") == 'create_namespace "ns"'
     assert create_namespace_statement("ns", {"hbase.namespace.quota.maxtables": "10"}) == \
         'create_namespace "ns", {"hbase.namespace.quota.maxtables" => "10"}'
+
+
+@pytest.mark.parametrize("raw", ["'", "}", "{", "', ", "'}", "{'a' => '", "'\\x0A}}\\x00'"])
+def test_an_encryption_key_with_quotes_and_braces_in_its_bytes_parses(raw):
+    """HBase prints ENCRYPTION_KEY with Bytes.toStringBinary: printable bytes raw, quotes and braces included (a
+    real key with a `'` and a `}` failed the snapshot path: "unbalanced braces"). The rest of the family is kept."""
+    key = f"B\\x0A\\x03AES\\x10{raw}\\xFB$\\xB1;q\\xA8{raw}c>\\x0D2\\x03MD5"
+    output = ("Table t is ENABLED\nt\nCOLUMN FAMILIES DESCRIPTION\n"
+              f"{{NAME => 'k', ENCRYPTION => 'AES', VERSIONS => '3', ENCRYPTION_KEY => '{key}', "
+              "REPLICATION_SCOPE => '1', BLOCKSIZE => '65536 B (64KB)'}\n\n"
+              "{NAME => 'p', VERSIONS => '1', METADATA => {'x' => 'y'}}\n\n2 row(s)\n")
+    schema = parse_describe(output, "t")
+    assert [f.name for f in schema.families] == ["k", "p"]
+    k = schema.family("k")
+    assert k.attributes["ENCRYPTION_KEY"] == key
+    assert k.attributes["REPLICATION_SCOPE"] == "1" and k.attributes["VERSIONS"] == "3"
+    assert schema.family("p").metadata == {"x": "y"}
