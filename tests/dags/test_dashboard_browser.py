@@ -22,7 +22,7 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from minihbase.zookeeper import free_port
+from bedkit.zookeeper import free_port
 from tests.airflow_home import BIN, REPO, api_server, make_home, stop_group
 from tests.polling import wait_for
 
