@@ -101,9 +101,12 @@ def test_add_disabled_rerun_conflict_enable_disable_remove(admin, target_key, id
     assert admin.get_peer(mig1) is None
 
 
+@pytest.mark.full
 def test_serial_and_bandwidth_in_one_session_and_another_value_is_another_config(admin, target_key, ids):
     """SERIAL goes in add_peer itself (2.1+), BANDWIDTH follows as set_peer_bandwidth in the same session; both
-    read back from the peer znode (fields 11 and 7), and a re-add with other values is refused."""
+    read back from the peer znode (fields 11 and 7), and a re-add with other values is refused. In make
+    test-full: about two minutes of real shell starts under make test's load, a second peer life cycle beside
+    test_add_disabled_rerun_conflict_enable_disable_remove (the statements themselves are unit-tested)."""
     ser1 = ids("ser1")
     config = PeerConfig(cluster_key=target_key, table_cfs={"t1": []}, serial=True, bandwidth=1_048_576)
     created = admin.add_peer(ser1, config)
