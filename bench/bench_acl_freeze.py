@@ -25,10 +25,8 @@ import argparse
 import getpass
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -40,50 +38,6 @@ ACL_PROPERTIES = [
     ("hbase.coprocessor.region.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
     ("hbase.coprocessor.regionserver.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
 ]
-
-# The clients, as shell statements (IRB reads one statement per line: each loop is joined onto one line).
-WRITER = "\n".join([
-    "java_import org.apache.hadoop.hbase.HBaseConfiguration",
-    "java_import org.apache.hadoop.hbase.TableName",
-    "java_import org.apache.hadoop.hbase.client.ConnectionFactory",
-    "java_import org.apache.hadoop.hbase.client.Put",
-    "java_import org.apache.hadoop.hbase.util.Bytes",
-    "hm_conns = {}",
-    "; ".join(['["dc1", "dc2"].each { |c| conf = HBaseConfiguration.create',
-               'conf.set("zookeeper.znode.parent", "/hbase-" + c)',
-               'conf.setInt("hbase.client.retries.number", 3)',
-               "hm_conns[c] = ConnectionFactory.createConnection(conf) }"]),
-    "hm_tables = TABLES", "hm_switch = SWITCH", "hm_stop = STOP", "hm_seq = 0", "hm_refused_on = nil",
-    "; ".join([
-        "until File.exist?(hm_stop) do active = File.read(hm_switch).strip",
-        "if hm_refused_on == active then sleep 0.02; next; end",
-        "hm_seq += 1", "t = hm_tables[hm_seq % hm_tables.length]",
-        'row = ((hm_seq * 2654435761) % 4294967296).to_s(16).rjust(8, "0") + "-" + hm_seq.to_s',
-        "begin",
-        'hm_conns[active].getTable(TableName.valueOf(t)).put(Put.new(Bytes.toBytes(row)).addColumn('
-        'Bytes.toBytes("f"), Bytes.toBytes("v"), Bytes.toBytes(active)))',
-        'puts "ACK " + active + " " + java.lang.System.currentTimeMillis.to_s + " " + t + " " + row',
-        "hm_refused_on = nil",
-        "rescue Exception, java.lang.Throwable => e",
-        'puts "REFUSED " + active + " " + java.lang.System.currentTimeMillis.to_s + " " + '
-        'e.message.to_s.gsub(/\\s+/, " ")[0, 160]',
-        'hm_refused_on = active if e.message.to_s.include?("Insufficient permissions")',
-        "sleep 0.05", "end", "sleep 0.03", "end"]),
-    'puts "WRITER DONE"', ""])
-
-
-def acknowledged(lines: list[str]):
-    """The writer's `ACK <cluster> <ms> <table> <row>` lines as demo/switching_writer.py's log of acks."""
-    from demo.switching_writer import Ack, WriterLog
-
-    log = WriterLog()
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 5 and parts[0] == "ACK":
-            at = int(parts[2]) / 1000
-            log.acks.append(Ack(parts[1], parts[3], parts[4].encode(), at, at))
-    return log
-
 
 def say(*args) -> None:
     print(*args, flush=True)
@@ -102,6 +56,7 @@ def main(argv=None) -> int:
     plain = config.hbase_site
     config.hbase_site = lambda *a: plain(*a) + ACL_PROPERTIES  # written by `up` into each cluster's hbase-site.xml
 
+    from demo.shell_writer import ShellWriter
     from demo.switching_writer import lost_writes
     from hbase_migration.clusters import channels
     from hbase_migration.data.datapath import open_data_path
@@ -135,20 +90,12 @@ def main(argv=None) -> int:
         with peer_admin(clusters["dc1"]) as admin:
             admin.add_peer("aclf", PeerConfig(cluster_key=eps["dc2"]["cluster_key"], table_cfs={t: [] for t in tables}),
                            enabled=True)
-        switch_file, stop_file = workdir / "active", workdir / "stop"
+        switch_file = workdir / "active"
         switch_file.write_text("dc1")
-        script = (WRITER.replace("TABLES", json.dumps(tables)).replace("SWITCH", json.dumps(str(switch_file)))
-                  .replace("STOP", json.dumps(str(stop_file))))
-        cmd, env = bed.shell_java_command("dc1", ["-n"])
-        writer = subprocess.Popen(cmd, env={**env, "HADOOP_USER_NAME": "app"}, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        lines: list[str] = []
-        threading.Thread(target=lambda: [lines.append(x.rstrip()) for x in writer.stdout], daemon=True).start()
-        writer.stdin.write(script)
-        writer.stdin.close()  # the shell exits at the end of its input, once the loop has seen the stop file
-        deadline = time.time() + 300
-        while not any(x.startswith("ACK dc1") for x in lines) and time.time() < deadline:
-            time.sleep(0.5)
+        # the clients: demo/shell_writer.py's loop in a shell JVM, as user `app` (no superuser rights)
+        writer = ShellWriter(bed.shell_java_command("dc1", ["-n"]), config.CLUSTERS, tables, switch_file,
+                             user="app").start()
+        lines = writer.lines
         say("writer (user app) writing:", next((x for x in lines if x.startswith("ACK")), lines[-5:]))
         # The bed's HBase runs as this process's user, its superuser: real HBase grants it RWXCA globally and on
         # every table it creates, a superuser bypasses every permission check anyway, and the replication sink
@@ -188,12 +135,10 @@ def main(argv=None) -> int:
             with peer_admin(clusters["dc2"]) as admin:
                 admin.remove_peer(rev)
             time.sleep(5)
-        stop_file.write_text("stop")
-        writer.wait(timeout=120)
+        acked = writer.stop()
         writer = None
         # every acknowledged write looked for on dc2: dc1's acks shipped by the forward peer (ENABLED throughout),
         # dc2's written there; waited for until replication has shipped the last of dc1's
-        acked = acknowledged(lines)
         deadline = time.time() + 180
         while True:
             with open_data_path(clusters["dc2"]) as path:
@@ -209,7 +154,7 @@ def main(argv=None) -> int:
                        fence_s=[r["fence_s"] for r in runs])
     finally:
         if writer is not None:
-            writer.kill()
+            writer.stop(timeout_s=30)
         survivors = bed.down()
         summary["survivors"] = survivors
     say(json.dumps(summary, sort_keys=True, default=str))
