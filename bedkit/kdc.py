@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Iterable, Sequence, Union
+
+from bedkit.processes import stop_group
 
 KRB5KDC = "/usr/sbin/krb5kdc"
 KDB5_UTIL = "/usr/sbin/kdb5_util"
@@ -262,13 +263,7 @@ class Kdc:
     def stop(self, timeout: float = 10.0) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_group(self.process, timeout)
         self.process = None
 
     def __enter__(self) -> "Kdc":

@@ -14,7 +14,6 @@ unauthenticated client can read but create nothing anywhere.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bedkit.ports import free_port
+from bedkit.processes import stop_group
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
 
@@ -181,13 +181,7 @@ class ZooKeeperServer:
     def stop(self, timeout: float = 15.0) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_group(self.process, timeout)
         self.process = None
         (self.workdir / "zookeeper.pid").unlink(missing_ok=True)
 
