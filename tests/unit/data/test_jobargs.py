@@ -30,10 +30,13 @@ def test_cluster_from_airflow_connection_json_uri_and_cluster_fields():
     assert Cluster.from_dict(json.loads(json.dumps(uri.to_dict()))) == uri
 
 
-def test_cluster_from_a_connection_id_in_the_environment(monkeypatch):
+def test_cluster_from_a_connection_id_in_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", json.dumps(CONN))
     assert cluster_from_text("source", "hbase_source").thrift_host == "thrift.dc1"
     monkeypatch.delenv("AIRFLOW_CONN_HBASE_SOURCE")
+    # no `airflow` on PATH: the fallback to Airflow's database is test_cli_airflow_connections' (here it costs a
+    # minute of CLI start under make test's load, to find nothing)
+    monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match="--source: connection 'hbase_source' not found"):
         cluster_from_text("source", "hbase_source")
 
