@@ -174,8 +174,8 @@ class Cluster:
     thrift_servers: tuple[str, ...] = ()  # every Thrift1 gateway as host:port (default: thrift_host:thrift_port)
     thrift2_servers: tuple[str, ...] = ()  # Thrift2 gateways (`hbase thrift2`) as host:port
     # How copy and verify read and write cells: native (HBase's own client in Spark's JVMs), thrift2, thrift1;
-    # auto: thrift2 when there is a Thrift2 gateway, else thrift1 (data/datapath/native.py `choose` makes auto
-    # native where the jobs reach the region servers)
+    # auto: thrift2 when there is a Thrift2 gateway, else thrift1. native only when asked: an auto that picks it
+    # needs a probe of the region servers' RPC ports from the Spark jobs' hosts, not built yet (issue 40 item 5)
     data_path: str = "auto"
     security: Security | None = None  # Kerberos, QOP, HTTP mode, TLS (security.py); None: an open cluster
 
