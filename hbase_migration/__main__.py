@@ -185,7 +185,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                            target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
                            allow_target_data=args.allow_target_data, serial=args.serial,
                            bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing,
-                           initial_copy=args.initial_copy, snapshot_threshold_bytes=args.snapshot_threshold_bytes)
+                           initial_copy=args.initial_copy, snapshot_threshold_bytes=args.snapshot_threshold_bytes,
+                           bulk_loads=args.bulk_loads)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -558,6 +559,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--snapshot-threshold-bytes", type=_param("snapshot_threshold_bytes", "e.g. 1073741824"),
                     default=BY_NAME["snapshot_threshold_bytes"].default,
                     help=BY_NAME["snapshot_threshold_bytes"].description)
+    sp.add_argument("--bulk-loads", type=_param("bulk_loads", "e.g. --bulk-loads none"),
+                    default=BY_NAME["bulk_loads"].default, help=BY_NAME["bulk_loads"].description)
     peer_options(sp)
     from hbase_migration.migration.sizing_probe import add_cli_arguments
 

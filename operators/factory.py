@@ -28,8 +28,9 @@ MIGRATION_DOC = """
    source's families, VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS and no rows unless allowed or this
    migration's own; coprocessors installed and codecs loadable for the tables to create); `REPLICATION_SCOPE`
    exactly 1 on every migrated family (other values refused); peer id free or ours (SERIAL, BANDWIDTH
-   included); no other peer pinning WALs; oldWALs quota headroom; warnings for bulk loads that would not
-   replicate and deleted cells that are not copied. With `sizing` (default) it sizes the run first: regions,
+   included); no other peer pinning WALs; oldWALs quota headroom; bulk loads replicated by the source (its
+   region servers' /conf) unless `bulk_loads` is `none` (your attestation); warnings for deleted cells that are
+   not copied. With `sizing` (default) it sizes the run first: regions,
    bytes and rows per table, a timed sample copy into a scratch table, the projected copy time and the oldWALs
    it pins against the quota and HDFS free space (refused when it does not fit; the figures are on the
    dashboard, also for a `dry_run`). Changes nothing (scratch tables are created and dropped).
@@ -173,7 +174,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
             end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
             initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"),
-            same_master_key=spec("same_master_key"), **safe_retry)
+            same_master_key=spec("same_master_key"), bulk_loads=spec("bulk_loads"), **safe_retry)
 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)

@@ -73,6 +73,9 @@ class SwitchPlan:
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
     unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
     freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
+    # The migration run's bulk_loads: "replicated" (its preflight saw the source replicate them), "none" (its
+    # operator attested none are made until the cut-over: shown at approval), "unrecorded" (a run from before)
+    bulk_loads: str = "unrecorded"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -145,7 +148,7 @@ def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None =
     params = run.get("params") or {}
     return SwitchPlan("cutover", run["run_id"], run["run_id"], run["source_key"], run["target_key"], peer_id,
                       reverse, tables, run_tables, params.get("versions"), params.get("start_time_ms"),
-                      params.get("end_time_ms"), freeze_method)
+                      params.get("end_time_ms"), freeze_method, bulk_loads=params.get("bulk_loads") or "unrecorded")
 
 
 def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, 
 from hbase_migration.replication.wal_groups import MAX_CAUGHT_UP_QUEUE_SIZE
 
 MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
+BULK_LOADS = ("replicated", "none")  # the source replicates bulk loads (its /conf shows it) | none are made
 
 
 class InvalidRunInput(ValueError):
@@ -375,6 +376,13 @@ FIELDS: tuple[Field, ...] = (
     Field("bandwidth", "integer", 0, "Peer bandwidth (bytes/s per region server)",
           "the peer's BANDWIDTH: each source region server ships at most this many bytes/s to it; 0: unlimited "
           "(replication.source.per.peer.node.bandwidth)", _integer, "peer.bandwidth", **at_least(0, "an integer")),
+    Field("bulk_loads", "string", "replicated", "Bulk loads into these tables until the cut-over",
+          "replicated: the source's region servers replicate bulk-loaded HFiles (hbase.replication.bulkload.enabled"
+          "=true and a hbase.replication.cluster.id, read from their /conf by preflight, which refuses the run "
+          "otherwise: a bulk load is not in the WALs, so without them it never reaches the target). none: your "
+          "attestation that nothing is bulk loaded into these tables until the cut-over (shown at the cut-over's "
+          "approval)", _string, "peer.bulk_loads", bounds={"enum": list(BULK_LOADS)},
+          check=lambda v: v in BULK_LOADS, wanted="'replicated' or 'none'"),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
           "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
@@ -594,6 +602,7 @@ class RunSpec:
     allow_target_data: bool = False
     serial: bool = False
     bandwidth: int = 0
+    bulk_loads: str = "replicated"
     max_lag_ms: int = 30_000
     stable_samples: int = 3
     caught_up_queue_size: int = 1

@@ -122,7 +122,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         log = tmp_path / "migration.log"
         migration = dags_test("hbase_table_migration", {
             "tables": [t.name for t in tables], "peer_id": "cut", "expected_copy_s": 600, "recompare_sleep_s": 3,
-            "repair": True}, env, log)
+            "repair": True, "bulk_loads": "none"}, env, log)
         wait_for_catch_up(ledger_url, "manual__", 900, migration)
         stats = writer.stop()
         assert migration.wait(timeout=900) == 0, tail(log)
@@ -166,6 +166,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         cutover = dags_test("hbase_cutover", conf, env, log)
         cut_run, question = api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
         assert question["subject"] == "Cut over now?"
+        assert "Bulk loads: **none, as the migration run's operator attested**" in question["body"]  # its conf's
         answered = api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
         assert answered["chosen_options"] == ["Approve"] and answered["responded_by"]["name"] == "admin"
         assert cutover.wait(timeout=1800) == 0, tail(log)

@@ -75,7 +75,8 @@ def finished_migration(ledger_url: str, eps: dict, clusters: dict, tables: list[
     run_id = f"manual__migration_{peer_id}"
     with Ledger.open(ledger_url) as ledger:
         ledger.start_run(run_id, "hbase_table_migration", "manual", eps["dc1"]["cluster_key"],
-                         eps["dc2"]["cluster_key"], peer_id, tables, {"versions": None})
+                         eps["dc2"]["cluster_key"], peer_id, tables, {"versions": None,
+                                                                                     "bulk_loads": "none"})
         for t in tables:
             ledger.verification(run_id, t, window_start_ms=0, window_end_ms=None, source_rows=0, target_rows=0,
                                 matching=0, content_different=0, only_in_source=0, only_in_target=0)
@@ -185,6 +186,7 @@ def test_a_cut_over_whose_plan_is_rejected_changes_nothing(tmp_path, bed):
     rejected = dags_test("hbase_cutover", bed.conf(), bed.env, log)
     rejected_run, question = bed.api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
     assert question["subject"] == "Cut over now?" and bed.switch_command in question["body"]
+    assert "Bulk loads: **none, as the migration run's operator attested**" in question["body"]  # issue 39
     bed.api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
     assert rejected.wait(timeout=600) == 0, tail(log)
     assert peer(bed.clusters["dc2"], f"{bed.peer_id}_rev") is None and peer(bed.clusters["dc1"], bed.peer_id).enabled

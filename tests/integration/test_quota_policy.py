@@ -109,7 +109,7 @@ def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_fa
     for c in (quota_cluster, target):
         c.create_table("qt", {"d": {"replication_scope": 1}})
     quota_cluster.set_quota("/hbase", space_bytes=int(space_consumed(quota_cluster) / 0.6))  # ~60% used
-    args = dict(tables=["qt"], peer_id="qp", expected_copy_s=1, create_missing=False)
+    args = dict(tables=["qt"], peer_id="qp", expected_copy_s=1, create_missing=False, bulk_loads="none")
     with pytest.raises(AirflowFailException) as e:
         PreflightOperator(task_id="p", quota_mark=0.5, **args).execute({})
     assert str(e.value).startswith("preflight failed: oldwals_headroom: ") and "at or above the quota mark 50%" \

@@ -243,7 +243,7 @@ def test_region_replicas_are_hbases_own_and_the_copy_plans_primaries_only(realhb
     assert [(r.start_key, r.end_key) for r in regions] == [(b"", b"40"), (b"40", b"80"), (b"80", b"c0"),
                                                           (b"c0", b"")]
 
-    report = run_preflight(source, target, [table], peer_id, expected_copy_s=60, sample_gap_s=0)
+    report = run_preflight(source, target, [table], peer_id, expected_copy_s=60, sample_gap_s=0, bulk_loads="none")
     pinning = next(r for r in report.results if r.name == "pinning_peers")
     assert pinning.ok and REGION_REPLICA_PEER in pinning.reason, report.text()
     assert report.ok, report.text()

@@ -41,7 +41,9 @@ def summary(status="success", dag="hbase_table_migration", peer="mig1", tables=(
 def test_a_finished_clean_run_is_planned_whole():
     plan = plan_cutover(summary())
     assert plan == SwitchPlan("cutover", "manual__1", "manual__1", SRC, DST, "mig1", "mig1_rev", ("a", "ns:b"),
-                              ("a", "ns:b"))
+                              ("a", "ns:b"), bulk_loads="unrecorded")  # a run from before bulk_loads
+    for bulk in ("none", "replicated"):  # the migration run's, shown at the cut-over's approval
+        assert plan_cutover(summary(params={"versions": None, "bulk_loads": bulk})).bulk_loads == bulk
     assert plan_cutover(summary(), ["default:a"], "back1").tables == ("a",)
     assert plan_cutover(summary(), None, "back1").reverse_peer_id == "back1"
     assert default_reverse_peer_id("x" * 64) == "x" * 60 + "_rev"

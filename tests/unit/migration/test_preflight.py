@@ -6,12 +6,14 @@ import pytest
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.clusters.hbase_conf import ServerConf
 from hbase_migration.clusters.hdfs import HeadroomDecision
-from hbase_migration.migration.checks import Unlearned
+from hbase_migration.migration.checks import Unlearned, transient
 from hbase_migration.migration.preflight import ClusterFacts, Facts, evaluate
 from hbase_migration.migration.schema import FamilySchema, TableSchema
 from hbase_migration.replication.model import DEFAULT_OWNER, Peer, PeerConfig
 
 TARGET_KEY = "127.0.0.1:2181:/hbase-dc2"
+BULK_ON = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "true",
+                                     "hbase.replication.cluster.id": "dc1"})
 
 
 def schema(name, scopes=("1",), enabled=True):
@@ -28,7 +30,7 @@ def facts(**changes):
         source=ClusterFacts("hbase_source", "127.0.0.1:2181:/hbase-dc1", "id-1", {"t1": schema("t1")}),
         target=ClusterFacts("hbase_target", TARGET_KEY, "id-2", {"t1": schema("t1")}),
         tables=("t1",), peer_id="mig1", wanted_peer=wanted(),
-        headroom=HeadroomDecision(True, (), None, 7200.0),
+        headroom=HeadroomDecision(True, (), None, 7200.0), source_confs=(BULK_ON,),
     )
     return replace(base, **changes)
 
@@ -221,18 +223,39 @@ def test_our_peer_with_another_serial_or_bandwidth_is_another_config():
     assert "replicates something else (bandwidth: 0 != 1024)" in result(report, "peer_id").reason
 
 
-def test_bulk_loads_that_would_not_replicate_are_a_warning_naming_the_settings():
-    off = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "false"})
-    no_id = ServerConf("rs2,16020,1", {"hbase.replication.bulkload.enabled": "true"})
-    report = evaluate(facts(source_confs=(off, no_id)), False)
+OFF = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "false"})
+NO_ID = ServerConf("rs2,16020,1", {"hbase.replication.bulkload.enabled": "true"})
+UNREAD = ServerConf("rs3,16020,1", error="GET http://rs3:16030/conf failed: ConnectTimeout")
+
+
+@pytest.mark.parametrize("confs, conf_error, bulk_loads, ok, fragment", [
+    ((BULK_ON,), None, "replicated", True, "hbase.replication.cluster.id=dc1 on all 1 server(s)"),
+    ((BULK_ON,), None, "none", True, "bulk-loaded HFiles replicate"),  # the /conf's finding comes first
+    ((OFF, NO_ID), None, "replicated", False, "rs1,16020,1: hbase.replication.bulkload.enabled=false; rs2,16020,1: "
+     "hbase.replication.bulkload.enabled=true but hbase.replication.cluster.id is unset"),
+    ((OFF,), None, "none", True, "bulk_loads none: the operator attests nothing is bulk loaded"),
+    ((BULK_ON, UNREAD), None, "replicated", False, "unknown whether bulk-loaded HFiles replicate (rs3,16020,1: GET"),
+    ((BULK_ON, UNREAD), None, "none", True, "bulk_loads none"),
+    (None, "ConfUnreadable: refused", "replicated", False, "the source's /conf not read: ConfUnreadable: refused"),
+    (None, "ConfUnreadable: refused", "none", True, "(bulk loads would not replicate: the source's /conf not read"),
+])
+def test_bulk_loads_must_replicate_unless_the_operator_attests_none(confs, conf_error, bulk_loads, ok, fragment):
+    """Issue 39: a bulk load after T0 is not in the WALs: an ERROR (the run stops at preflight) unless the source's
+    /conf shows it replicates, or the run spec says bulk_loads none; an unreadable /conf is no proof."""
+    report = evaluate(facts(source_confs=confs, source_conf_error=conf_error, bulk_loads=bulk_loads), False)
     check = result(report, "bulk_load_replication")
-    assert report.ok and check.severity == "warning" and not check.ok
-    assert ("rs1,16020,1: hbase.replication.bulkload.enabled=false; rs2,16020,1: "
-            "hbase.replication.bulkload.enabled=true but hbase.replication.cluster.id is unset") in check.reason
-    assert "hbase.replication.cluster.id on the source's region servers" in check.fix
-    on = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "true",
-                                    "hbase.replication.cluster.id": "dc1"})
-    assert result(evaluate(facts(source_confs=(on,)), False), "bulk_load_replication").ok
+    assert (check.ok, report.ok) == (ok, ok) and fragment in check.reason, check
+    if not ok:
+        assert check.severity == "error" and [r.name for r in report.failures] == ["bulk_load_replication"]
+        assert "hbase.replication.cluster.id on the source's region servers" in check.fix
+        assert "bulk_loads none (form, plan [peer] bulk_loads, CLI --bulk-loads none)" in check.fix
+
+
+def test_an_unreadable_source_conf_is_retried_when_the_endpoint_did_not_answer():
+    for error, retried in ((Unlearned("ZooKeeperUnreachable: no answer", transient=True), True),
+                           (Unlearned("HTTP 403 from /conf"), False)):
+        check = result(evaluate(facts(source_confs=None, source_conf_error=error), False), "bulk_load_replication")
+        assert not check.ok and check.transient is retried and transient(error) is retried
 
 
 def test_keep_deleted_cells_families_are_a_warning():

@@ -63,6 +63,7 @@ def test_values_are_canonical():
     ({"target_coprocessors": ["org.x.Ok", "not a class"]}, "target_coprocessors", "'not a class' is not a Java"),
     ({"bandwidth": -1}, "bandwidth", "an integer >= 0"),
     ({"serial": "yes"}, "serial", "must be true or false"),
+    ({"bulk_loads": "some"}, "bulk_loads", "must be 'replicated' or 'none', got 'some'"),
 ])
 def test_invalid_values_name_their_field(change, field, fragment):
     with pytest.raises(InvalidRunInput) as e:
