@@ -48,7 +48,9 @@ MIGRATION_DOC = """
    its files exported over WebHDFS by a Spark job (resumable file by file), `clone_snapshot` on the target (the
    table must be absent there), both snapshots deleted. **scan_tables** and **snapshot_tables** list the tables of
    each, as preflight decided.
-6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
+6. **enable_peer**: once each table of the peer exists on the target (one `list` there; else the task fails
+   naming them, the peer left DISABLED), the backlog since T0 ships; edits replayed after the copy win by their
+   timestamps.
 7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
    back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
 8. **verify** (mapped): both sides read once and merge-joined by row key, every version of every cell compared
@@ -57,8 +59,10 @@ MIGRATION_DOC = """
    (`hbase_cutover`, with this run's id).
 
 On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
-quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert (mail and/or chat webhook,
-when configured: docs/alerts.md) naming the run, the clusters, the state left behind and the action.
+quota policy `enable_peer` enables a peer left disabled once each of its tables exists on the target (no peer is
+ever enabled before: **enable_peer** and the copy's quota policy check the same, in one `list` of the target).
+A failed run sends one alert (mail and/or chat webhook, when configured: docs/alerts.md) naming the run, the
+clusters, the state left behind and the action.
 """
 
 
@@ -226,7 +230,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         ).expand_kwargs(snapshots)
         release = _release_switches_task()
         # One of the two copy tasks may have no table (a mapped task over nothing is skipped).
-        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
+        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **both, **peer,
                                     ledger_run_id="{{ run_id }}", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
                                     **safe_retry)
         drained = ReplicationDrainedSensor(

@@ -409,7 +409,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
                 watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
                                     self.quota_policy, self.quota_mark, interval,
                                     ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                    on_fail=self._on_quota_fail, logger=self.log).start()
+                                    on_fail=self._on_quota_fail, logger=self.log,
+                                    target=HBaseClusterHook(self.target_conn_id).get_cluster()).start()
             return self._run(context)
         finally:
             if watchdog is not None:

@@ -171,9 +171,15 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
                 "failed_tasks": failed_tasks}
     spec = RunSpec.from_dict(spec_dict)
     source = HBaseClusterHook(spec.source_conn_id).get_cluster()
-    state, action = settle_after_failure(source, spec.peer_id, spec.quota_policy, spec.dry_run)
+    target = HBaseClusterHook(spec.target_conn_id).get_cluster()
+    state, action = settle_after_failure(source, spec.peer_id, spec.quota_policy, spec.dry_run, target=target,
+                                         tables=spec.tables)
     level, advice = peer_left(state, spec.source_conn_id, spec.peer_id)
-    reason = f"run failed at {where}; peer {state}" + (f" (enabled by quota policy: {action})" if action else "")
+    if state == "DISABLED" and action:  # enable_peer's gate: a table of the peer is absent on the target
+        advice = f"{action}; create (or clone) them on the target before enabling it. {advice}"
+    reason = f"run failed at {where}; peer {state}" + (
+        "" if not action else f" (enabled by quota policy: {action})" if state == "ENABLED"
+        else f" (quota policy enable_peer: {action})")
     log.log(level, "peer %s left %s: %s", spec.peer_id, state, advice)
     verdict = {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
     try:

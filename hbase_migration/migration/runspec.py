@@ -409,7 +409,8 @@ FIELDS: tuple[Field, ...] = (
           "catch_up.canary"),
     Field("quota_policy", "string", "fail", "On oldWALs quota pressure",
           "fail: stop the copy and leave the peer DISABLED; enable_peer: enable the peer early so the cleaner "
-          "can free shipped WALs", _string, "quota.policy", bounds={"enum": list(POLICIES)},
+          "can free shipped WALs, once each of its tables exists on the target (a snapshot table not cloned yet: "
+          "the copy stops as with fail, naming it)", _string, "quota.policy", bounds={"enum": list(POLICIES)},
           check=lambda v: v in POLICIES, wanted="'fail' or 'enable_peer'"),
     Field("quota_mark", "number", DEFAULT_QUOTA_MARK, "oldWALs quota mark (fraction)",
           "fraction of an oldWALs HDFS quota that counts as pressure: preflight refuses to start above it, the "

@@ -31,6 +31,7 @@ def facts(**changes):
         target=ClusterFacts("hbase_target", TARGET_KEY, "id-2", {"t1": schema("t1")}),
         tables=("t1",), peer_id="mig1", wanted_peer=wanted(),
         headroom=HeadroomDecision(True, (), None, 7200.0), source_confs=(BULK_ON,),
+        target_confs=(ServerConf("rs9,16020,1", {}),),
     )
     return replace(base, **changes)
 
@@ -46,7 +47,7 @@ def test_healthy_pair_passes_every_check():
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
         "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
         "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "copy_projection", "bulk_load_replication",
-        "keep_deleted_cells", "delete_marker_retention"]
+        "drop_on_deleted_table", "keep_deleted_cells", "delete_marker_retention"]
 
 
 @pytest.mark.parametrize("case, changes, same_key, check, fragment", [
@@ -256,6 +257,27 @@ def test_an_unreadable_source_conf_is_retried_when_the_endpoint_did_not_answer()
                            (Unlearned("HTTP 403 from /conf"), False)):
         check = result(evaluate(facts(source_confs=None, source_conf_error=error), False), "bulk_load_replication")
         assert not check.ok and check.transient is retried and transient(error) is retried
+
+
+def test_drop_on_deleted_table_is_a_warning_naming_the_sending_servers():
+    """Issue 39: read where HBase reads it, the sending cluster's region servers (the source's for the forward
+    peer, the target's for the reverse one)."""
+    drop = {"hbase.replication.drop.on.deleted.table": "true"}
+    report = evaluate(facts(target_confs=(ServerConf("rs8,16020,1", drop), ServerConf("rs9,16020,1", {}))), False)
+    check = result(report, "drop_on_deleted_table")
+    assert report.ok and not check.ok and check.severity == "warning"
+    assert check.reason.startswith("hbase.replication.drop.on.deleted.table=true on target: rs8,16020,1: these "
+                                   "region servers drop, instead of retrying")
+    assert "hbase.replication.drop.on.deleted.table=false (HBase's default)" in check.fix
+    both = result(evaluate(facts(source_confs=(ServerConf("rs1,16020,1", {**BULK_ON.properties, **drop}),),
+                                 target_confs=(ServerConf("rs8,16020,1", drop),)), False), "drop_on_deleted_table")
+    assert "true on source: rs1,16020,1; target: rs8,16020,1:" in both.reason
+    unread = result(evaluate(facts(target_confs=None, target_conf_error="ConfUnreadable: HTTP 403"), False),
+                    "drop_on_deleted_table")
+    assert not unread.ok and unread.severity == "warning" and unread.reason == (
+        "hbase.replication.drop.on.deleted.table not known: target's /conf not read (ConfUnreadable: HTTP 403)")
+    assert result(evaluate(facts(), False), "drop_on_deleted_table").reason.startswith(
+        "hbase.replication.drop.on.deleted.table false on every region server of both clusters")
 
 
 def test_keep_deleted_cells_families_are_a_warning():
