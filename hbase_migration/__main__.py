@@ -12,6 +12,8 @@
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2 [--codec-map SNAPPY=ZSTD]
                                            [--target-coprocessors CLASS,...]
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
+    python -m hbase_migration metadata --source CONN --target CONN --tables T1,T2 [--principal-map S=T,...]
+                                       [--apply]   (the tables' grants on both sides; exit 1 while any differs)
     python -m hbase_migration sync-replication check --source CONN --target CONN [--shells]
     python -m hbase_migration sync-replication plan --peer-id ID [--kind planned|failover]
     python -m hbase_migration sync-replication run --source CONN --target CONN --peer-id ID
@@ -341,6 +343,41 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_metadata(args: argparse.Namespace) -> int:
+    """The grants of the tables on both sides, each difference listed; `--apply` gives the target the source's.
+    Exit 0: no difference (left); 1: some; 2: bad input."""
+    from hbase_migration.migration import metadata
+    from hbase_migration.migration.tables import existing_tables
+
+    try:
+        mapping = metadata.parse_principal_map(args.principal_map)
+    except ValueError as e:
+        raise UsageError(f"argument --principal-map: {e}", "e.g. --principal-map app/host@DC1.EXAMPLE=app") from None
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    tables = _tables(args.tables)
+    _on_source(source, tables)
+    on_target = existing_tables(target, tables)
+    absent = [t for t in tables if t not in on_target]
+    found = metadata.compare(source, target, tables, mapping, absent)
+    data: dict[str, Any] = found.to_dict()
+    lines = [d.line() for d in found.differences]
+    if args.apply and found.fixes:
+        changed, failed = metadata.apply(target, found.fixes)
+        after = metadata.compare(source, target, tables, mapping, absent)
+        data.update(applied=changed, apply_failed=failed, differences_after=[d.to_dict() for d in after.differences])
+        lines += [f"applied {changed} grant(s) on {target.name} in one session"
+                  + (f"; {len(failed)} failed: {'; '.join(failed)}" if failed else "")]
+        lines += [f"left: {d.line()}" for d in after.differences]
+        left = after.differences
+    else:
+        left = found.differences
+    lines.append(f"{len(left)} difference(s)" + (f"; absent on the target: {', '.join(absent)} (create them first)"
+                                                 if absent else ""))
+    _emit(args, data, "\n".join(lines))
+    return EXIT_FAILED if left else EXIT_OK
+
+
 def cmd_freeze(args: argparse.Namespace) -> int:
     from hbase_migration.migration.freeze import readonly_states, set_readonly
 
@@ -615,6 +652,18 @@ def parser() -> argparse.ArgumentParser:
     table_options(sp)
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
+
+    sp = sub.add_parser("metadata", help="the tables' grants (global, namespace, table, family) on both sides, each "
+                                         "difference listed; --apply gives the target the source's (quotas: not "
+                                         "yet compared)")
+    common(sp, target=True)
+    sp.add_argument("--tables", required=True, type=TABLES, help="comma-separated tables")
+    sp.add_argument("--principal-map", default="",
+                    help="SOURCE=TARGET principals, comma-separated (default: the same short name, realm dropped)")
+    sp.add_argument("--apply", action="store_true",
+                    help="grant on the target what the source holds (one shell session); a target-only grant "
+                         "is listed, never revoked")
+    sp.set_defaults(func=cmd_metadata)
 
     sp = sub.add_parser("freeze", help="make tables READONLY (writes refused, reads go on) or writable again")
     common(sp)

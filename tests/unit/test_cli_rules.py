@@ -51,6 +51,9 @@ def run(argv, capsys):
     (["preflight", "--source", "s", "--target", "t", "--tables", "t1", "--peer-id", "p",
       "--bulk-loads", "never"], "argument --bulk-loads: must be 'replicated' or 'none', got 'never' — e.g. "
                                 "--bulk-loads none"),
+    (["metadata", "--source", "s", "--target", "t", "--tables", "t1", "--principal-map", "svc"],
+     "argument --principal-map: 'svc' is not SOURCE=TARGET"),
+    (["metadata", "--source", "s", "--tables", "t1"], "the following arguments are required: --target"),
     (["quota"], "the following arguments are required: --source"),
     (["lag", "--source", "s", "--peer-id", "p", "--nosuch"], "unrecognized arguments: --nosuch"),
     (["--log-level", "LOUD", "cluster", "--source", "s"], "argument --log-level"),
