@@ -6,7 +6,7 @@
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
                                        [--serial] [--bandwidth BYTES_PER_S]
-    python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force]
+    python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force] [--target CONN]
     python -m hbase_migration lag --source CONN --peer-id ID [--watch]
     python -m hbase_migration quota --source CONN [--quota-mark F]
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2 [--codec-map SNAPPY=ZSTD]
@@ -232,6 +232,16 @@ def cmd_peer(args: argparse.Namespace) -> int:
         config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
                                        bandwidth=_run_option("bandwidth", args.bandwidth), source=source)
         checks = _peer_add_checks(args, source, target)
+    if args.action == "enable" and args.target and not args.force:
+        from hbase_migration.migration.enable_gate import check, peer_tables
+
+        target = resolve_cluster(args.target)
+        with peer_admin(source) as admin:
+            gate = check(target, args.peer_id, peer_tables(admin, args.peer_id))
+        if not gate.ok:  # the state is unchanged: DISABLED as found
+            print(f"error: {gate.refusal()}; nothing was changed (create or clone the tables on {target.name} "
+                  "first, or --force)", file=sys.stderr)
+            return EXIT_FAILED
     with peer_admin(source) as admin:
         # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
         zk.read_cluster_id(admin.zk, source.znode_parent)
@@ -260,6 +270,9 @@ def cmd_peer(args: argparse.Namespace) -> int:
     data = result.to_dict()
     if checks is not None:
         data["checks"] = checks
+    if args.action == "enable" and not args.target and not args.force and result.changed:
+        print(f"note: --target not given: whether the tables of peer {args.peer_id} exist on its target was not "
+              "checked (an enabled peer whose table the target lacks stalls its queues)", file=sys.stderr)
     _emit(args, data, "\n".join(lines))
     return EXIT_OK
 
@@ -607,7 +620,8 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("peer", help="replication peer admin on the source")
     sp.add_argument("action", choices=("list", "add", "enable", "disable", "remove"))
     sp.add_argument("--source", required=True, type=CONN_ID)
-    sp.add_argument("--target", type=CONN_ID, help="target connection id (add)")
+    sp.add_argument("--target", type=CONN_ID, help="target connection id (add; enable: its tables are listed "
+                                                      "first and a peer whose table it lacks is not enabled)")
     sp.add_argument("--tables", type=TABLES, help="comma-separated tables (add)")
     sp.add_argument("--peer-id", type=PEER_ID)
     sp.add_argument("--state", choices=("disabled", "enabled"), default="disabled", help="state of a new peer")
