@@ -195,8 +195,9 @@ def test_the_oldwals_guard_acts_on_a_real_quota_filled_by_a_disabled_peer(realhb
     try:
         used = hdfs.quota_usage(webhdfs(source), source.rootdir).oldwals.space_consumed
         # Room to spare (a region server that cannot archive a WAL aborts): the mark is crossed 8 MiB from now,
-        # the quota 40 MiB from now.
-        quota = used + (40 << 20)
+        # the quota 200 MiB from now. The writer (~1 MB/s) goes on until the policy has acted, through the shell
+        # JVM the policy starts (dc2's `list`: 26 s under load): with 40 MiB a region server of dc1 aborted.
+        quota = used + (200 << 20)
         realhbase.set_quota("dc1", oldwals, space_bytes=quota)
         mark = (used + (8 << 20)) / quota
         failed: list[str] = []
