@@ -194,12 +194,13 @@ def test_the_oldwals_guard_acts_on_a_real_quota_filled_by_a_disabled_peer(realhb
         led.start_run("run-q", "hbase_table_migration", "manual", "a", "b", peer_id, [table], {})
     try:
         used = hdfs.quota_usage(webhdfs(source), source.rootdir).oldwals.space_consumed
-        # Room to spare (a region server that cannot archive a WAL aborts): the mark is crossed 8 MiB from now,
-        # the quota 200 MiB from now. The writer (~1 MB/s) goes on until the policy has acted, through the shell
-        # JVM the policy starts (dc2's `list`: 26 s under load): with 40 MiB a region server of dc1 aborted.
-        quota = used + (200 << 20)
+        # Room to spare (a region server that cannot archive a WAL aborts): the mark is crossed 16 MiB from now,
+        # the quota 120 MiB from now. The writer (~1 MB/s) goes on until the policy has acted, through the shell
+        # JVM the policy starts (dc2's `list`: 26 s under load): with 40 MiB a region server of dc1 aborted. (The
+        # mark, ~13%, stays above the bed's quota on /hbase, ~7% used, which it also applies to.)
+        quota = used + (120 << 20)
         realhbase.set_quota("dc1", oldwals, space_bytes=quota)
-        mark = (used + (8 << 20)) / quota
+        mark = (used + (16 << 20)) / quota
         failed: list[str] = []
         dog = Watchdog(source, peer_id, "enable_peer", mark, interval_s=1.0, ledger_url=ledger, run_id="run-q",
                        on_fail=failed.append, target=target)
