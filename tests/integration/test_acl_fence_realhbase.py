@@ -237,7 +237,6 @@ def test_metadata_lists_the_grants_the_target_lacks_and_applies_them(bed, monkey
     try:
         assert main(argv) == 1
         found = json.loads(capsys.readouterr().out)
-        print("differences:", found["differences"])
         assert found["differences"] == [
             {"kind": "grant", "subject": f"app on {table}", "source": "RW", "target": None},
             {"kind": "grant", "subject": f"app on {table} family f", "source": "R", "target": None}]
