@@ -312,26 +312,23 @@ def main(argv=None) -> int:
         for k in range(args.runs):
             source_name, target_name = side
             fwd, rev = peers[peer_index], peers[peer_index + 1]
-            mark = time.time()
-            out = one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, rev, k, options)
-            time.sleep(3)
-            out.update(freeze_figures(writer.log, source_name, target_name, since=mark))
-            runs.append(out)
-            shares = ", ".join(f"{s} {v:.0%}" for s, v in out["window"]["freeze_shares"].items())
-            say(f"cut-over {k + 1} {source_name} -> {target_name}: writer's freeze {out['write_freeze_s']} s, "
-                f"toolkit's {out['window']['freeze_s']} s ({shares}); accepted by both "
-                f"{out['writes_accepted_by_both']}; bounded check {out['bounded_check']}")
-            if args.rollback:
+            def measured(what, old, new, run):
                 mark = time.time()
-                back = one_rollback(eps, clusters, tables, writer, out, k, options)
+                out = run()
                 time.sleep(3)
-                back.update(freeze_figures(writer.log, target_name, source_name, since=mark))
-                rollbacks.append(back)
-                shares = ", ".join(f"{s} {v:.0%}" for s, v in back["window"]["freeze_shares"].items())
-                say(f"rollback {k + 1} {target_name} -> {source_name}: writer's freeze {back['write_freeze_s']} s, "
-                    f"toolkit's {back['window']['freeze_s']} s ({shares}); accepted by both "
-                    f"{back['writes_accepted_by_both']}; steps " + ", ".join(
-                        f"{st['step']} {st['seconds']:.1f} s" for st in back["window"]["steps"]))
+                out.update(freeze_figures(writer.log, old, new, since=mark))
+                shares = ", ".join(f"{s} {v:.0%}" for s, v in out["window"]["freeze_shares"].items())
+                say(f"{what} {k + 1} {old} -> {new}: writer's freeze {out['write_freeze_s']} s, toolkit's "
+                    f"{out['window']['freeze_s']} s ({shares}); accepted by both {out['writes_accepted_by_both']}; "
+                    "steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s" for st in out["window"]["steps"]))
+                return out
+
+            out = measured("cut-over", source_name, target_name, lambda: one_cutover(
+                eps, clusters, tables, writer, source_name, target_name, fwd, rev, k, options))
+            runs.append(out)
+            if args.rollback:
+                rollbacks.append(measured("rollback", target_name, source_name, lambda: one_rollback(
+                    eps, clusters, tables, writer, out, k, options)))
                 continue  # the same side and peers again: the rollback re-created the forward peer
             side.reverse()
             peer_index += 1

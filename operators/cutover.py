@@ -413,9 +413,10 @@ class CutoverWindowOperator(BaseOperator):
         plan = SwitchPlan.from_dict(self.plan)
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
-        unfence_joined: tuple[str, ...] = ()
+        # The side the clients move to gets its WRITE back first thing after the switch when it is fenced by ACL:
+        # a rollback's source (its cut-over's fence), a cut-over's target (an earlier rollback's fence).
+        unfence_joined = plan.unfence_statements
         if rollback:  # the same window, the roles swapped: the target fenced, the clients back to the source
-            unfence_joined = plan.unfence_statements if plan.freeze_method == "acl" else ()
             plan = rollback_window_plan(plan)
             source, target = target, source
         options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(

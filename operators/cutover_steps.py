@@ -44,7 +44,7 @@ def choose_freeze(spec: RunSpec, source: Any) -> tuple[str, str]:
 
 
 def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
-    from hbase_migration.migration.cutover import plan_cutover, plan_rollback
+    from hbase_migration.migration.cutover import plan_cutover, plan_rollback, target_fence_left
     from operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, kind)
@@ -53,8 +53,15 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
         if kind == CUTOVER:
             summary = _summary(ledger, spec.migration_run_id, f"cut-over of run {spec.migration_run_id!r}")
             method, why = choose_freeze(spec, source)
-            plan = dataclasses.replace(plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method),
-                                       freeze_reason=why)
+            plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method)
+            # A rollback before this cut-over (the newest run of the forward peer) may have left the target fenced
+            # by ACL: the window gives its WRITE back after the switch.
+            prior = ledger.latest_run_of_peer(str(source.cluster_key), plan.peer_id)
+            lift = target_fence_left(ledger.run_summary(prior["run_id"]) if prior else None)
+            plan = dataclasses.replace(plan, freeze_reason=why, unfence_statements=lift)
+            if lift:
+                log.info("the target is fenced by ACL since rollback %s: its WRITE is given back after the switch "
+                         "(%d statement(s))", prior["run_id"], len(lift))
         else:
             summary = _summary(ledger, spec.cutover_run_id, f"rollback of run {spec.cutover_run_id!r}")
             plan = plan_rollback(summary)
@@ -62,8 +69,9 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
                                   "freeze_method": plan.freeze_method,
                                   "reverse_peer_id": plan.reverse_peer_id, "versions": plan.versions,
                                   "start_time_ms": plan.start_time_ms, "end_time_ms": plan.end_time_ms})
-        # The peer the run is about: the forward one for a cut-over, the reverse one (on the target) for a rollback.
-        peer = plan.peer_id if kind == CUTOVER else plan.reverse_peer_id
+        # The peer the run is about, on the source: the forward one (a cut-over drains it, a rollback re-creates
+        # it): the newest run of it says whether a rollback left the target fenced.
+        peer = plan.peer_id
         ledger.start_run(run_id, dag_id, kind, source.cluster_key, target.cluster_key, peer, list(plan.tables),
                          {**spec.to_dict(), "switch_plan": plan.to_dict()})
     log.info("%s %s of run %s: tables %s, %s -> %s, forward peer %s, reverse peer %s; freeze %s: %s", kind, run_id,
@@ -124,53 +132,38 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
     re-created is removed unless it holds writes clients made on the source early (kept DISABLED, said so); the
     reverse peer stays: the cut-over's state, clients on the target."""
     from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer, rollback_window_plan
+    from hbase_migration.migration.cutover_plan import CUTOVER_ROLES, ROLLBACK_ROLES
     from hbase_migration.migration.freeze import set_readonly
     from operators.cutover import note_peer, record_phase
     from operators.hooks import HBaseClusterHook
 
     plan = SwitchPlan.from_dict(plan_dict)
     done: dict[str, Any] = {"reason": reason}
-    if kind == CUTOVER and not changed:
-        log.warning("cut-over %s called off (%s) before anything changed: clients stay on the source", run_id, reason)
-    elif kind == CUTOVER:
-        source = HBaseClusterHook(source_conn_id).get_cluster()
-        target = HBaseClusterHook(target_conn_id).get_cluster()
+    roles = CUTOVER_ROLES if kind == CUTOVER else ROLLBACK_ROLES
+    if not changed:
+        log.warning("%s %s called off (%s) before anything changed: clients stay on the %s", roles.kind, run_id,
+                    reason, roles.fenced)
+    else:  # the window's sides: the cut-over's as they are, the rollback's swapped
+        window_plan = plan if kind == CUTOVER else rollback_window_plan(plan)
+        fenced_conn, joined_conn = ((source_conn_id, target_conn_id) if kind == CUTOVER
+                                    else (target_conn_id, source_conn_id))
+        joined = HBaseClusterHook(joined_conn).get_cluster()
         if plan.freeze_method == "readonly":
-            done["source"] = set_readonly(source, plan.tables, False)
+            done[roles.fenced] = set_readonly(HBaseClusterHook(fenced_conn).get_cluster(), plan.tables, False)
+        kept = window_plan.reverse_peer_id
         if keep_reverse_peer:
             removed = {"outcome": "kept", "changed": False,
-                       "message": f"reverse peer {plan.reverse_peer_id} left DISABLED on the target: it holds writes "
-                                  "clients made on the target before the switch; enable it to ship them to the "
-                                  "source, or remove it once they are dealt with"}
+                       "message": f"{roles.kept} {kept} left DISABLED on the {roles.joined}: it holds writes clients "
+                                  f"made on the {roles.joined} before the switch; enable it to ship them to the "
+                                  f"{roles.fenced}, or remove it once they are dealt with"}
         else:
-            removed = remove_reverse_peer(target, plan)
-        done["reverse_peer"] = removed
+            removed = remove_reverse_peer(joined, window_plan)
+        done[roles.kept.replace(" ", "_")] = removed
         if removed.get("changed"):
-            note_peer(run_id, plan.reverse_peer_id, "REMOVED", f"cut-over undone: {reason}")
-        log.warning("cut-over %s undone (%s): source tables %s writable again, reverse peer %s %s; the forward peer "
-                    "%s is as it was: clients stay on the source", run_id, reason, ", ".join(plan.tables),
-                    plan.reverse_peer_id, removed["outcome"], plan.peer_id)
-    elif not changed:
-        log.warning("rollback %s called off (%s) before anything changed: clients stay on the target", run_id,
-                    reason)
-    else:
-        source = HBaseClusterHook(source_conn_id).get_cluster()
-        target = HBaseClusterHook(target_conn_id).get_cluster()
-        if plan.freeze_method == "readonly":
-            done["target"] = set_readonly(target, plan.tables, False)
-        if keep_reverse_peer:
-            removed = {"outcome": "kept", "changed": False,
-                       "message": f"forward peer {plan.peer_id} left DISABLED on the source: it holds writes clients "
-                                  "made on the source before the switch back; enable it to ship them to the target, "
-                                  "or remove it once they are dealt with"}
-        else:
-            removed = remove_reverse_peer(source, rollback_window_plan(plan))
-        done["forward_peer"] = removed
-        if removed.get("changed"):
-            note_peer(run_id, plan.peer_id, "REMOVED", f"rollback undone: {reason}")
-        log.warning("rollback %s undone (%s): target tables %s writable again, the re-created forward peer %s %s; "
-                    "the reverse peer %s is as it was: clients stay on the target", run_id, reason,
-                    ", ".join(plan.tables), plan.peer_id, removed["outcome"], plan.reverse_peer_id)
+            note_peer(run_id, kept, "REMOVED", f"{roles.kind} undone: {reason}")
+        log.warning("%s %s undone (%s): %s tables %s writable again, %s %s %s; the %s %s is as it was: clients stay "
+                    "on the %s", roles.kind, run_id, reason, roles.fenced, ", ".join(plan.tables), roles.kept, kept,
+                    removed["outcome"], roles.drained, window_plan.peer_id, roles.fenced)
     record_phase(run_id, "approval", "failed", done)
     from operators.ledger import open_ledger
 

@@ -75,7 +75,9 @@ class SwitchPlan:
     start_time_ms: int | None = None
     end_time_ms: int | None = None
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
-    unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
+    # what gives the side the clients move to its WRITE back after the switch: a rollback of an ACL cut-over, the
+    # source's; a cut-over after a rollback fenced by ACL, the target's (`target_fence_left`)
+    unfence_statements: tuple[str, ...] = ()
     freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,6 +170,23 @@ def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     found = detail.get("unfence_statements") or (detail.get("state") or {}).get("unfence_statements") or ()
     return tuple(str(s) for s in found)
+
+
+def target_fence_left(summary: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The statements that give the target its WRITE back, from `summary`, the newest run of the migration's
+    forward peer: a rollback that switched the clients back with the ACL fence on the target (it stays fenced, and
+    current, until a cut-over lifts it), or a cut-over that did not switch and had inherited them (an attempt
+    after such a rollback). Empty otherwise. A cut-over planned after it lifts that fence after its switch."""
+    if not summary:
+        return ()
+    run = summary.get("run") or {}
+    plan = (run.get("params") or {}).get("switch_plan") or {}
+    switched = (((summary.get("phases") or {}).get("*") or {}).get("switch") or {}).get("status") == "success"
+    if run.get("dag_id") == CUTOVER_DAG and not switched:
+        return tuple(plan.get("unfence_statements") or ())
+    if run.get("dag_id") != ROLLBACK_DAG or plan.get("freeze_method") != "acl" or not switched:
+        return ()
+    return recorded_unfence(summary)
 
 
 def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:

@@ -17,6 +17,7 @@ from hbase_migration.migration.cutover import (
     retire_action,
     rollback_verified_ms,
     rollback_window_plan,
+    target_fence_left,
 )
 from hbase_migration.replication.model import DEFAULT_OWNER, Peer, PeerConfig
 
@@ -199,6 +200,26 @@ def test_the_rollbacks_bounded_checks_start_at_the_cut_overs_last_clean_verifica
                       "c": {"verify": phase("failed", 300)},
                       "*": {"window": phase("success", 500)}}}
     assert rollback_verified_ms(cut, ["a", "b", "c", "d"]) == {"a": 900, "b": 200, "c": None, "d": None}
+
+
+def test_a_cut_over_after_a_rollback_fenced_by_acl_gives_the_target_its_write_back():
+    def run(dag, method, switched, unfence=(), inherited=()):
+        plan = {**ROLLBACK.to_dict(), "freeze_method": method, "unfence_statements": list(inherited)}
+        phases = {"window": {"status": "success", "detail": {"unfence_statements": list(unfence)}}}
+        if switched is not None:
+            phases["switch"] = {"status": "success" if switched else "failed"}
+        return {"run": {"dag_id": dag, "params": {"switch_plan": plan}}, "phases": {"*": phases}}
+
+    grant = ("hm_grant('app', 'a', 'RW')",)
+    assert target_fence_left(run("hbase_rollback", "acl", True, grant)) == grant
+    # The rollback did not switch (its window lifted the target's fence), or fenced by READONLY (unfrozen or
+    # left READONLY, not by ACL), or there is no earlier run: nothing to lift.
+    assert target_fence_left(run("hbase_rollback", "acl", False, grant)) == ()
+    assert target_fence_left(run("hbase_rollback", "readonly", True)) == ()
+    assert target_fence_left(None) == () and target_fence_left(run("hbase_table_migration", "acl", None)) == ()
+    # A cut-over attempt after it that did not switch passes the statements on; one that switched lifted them.
+    assert target_fence_left(run("hbase_cutover", "acl", False, inherited=grant)) == grant
+    assert target_fence_left(run("hbase_cutover", "acl", True, inherited=grant)) == ()
 
 
 def test_the_forward_peer_is_removed_or_narrowed():
