@@ -147,8 +147,9 @@ class CutoverCheckOperator(_SwitchCheckOperator):
 class RollbackCheckOperator(_SwitchCheckOperator):
     """Checks a rollback before anything changes, and fails (without retry) with every reason to fix: the
     connections point at the cut-over's clusters; the reverse peer exists on the target, is ours, ENABLED, ships
-    to the source with the cut-over's tables. Without a reverse peer a rollback would lose every write made on
-    the target since the cut-over: refused.
+    to the source with the cut-over's tables (without it a rollback would lose every write made on the target
+    since the cut-over: refused); the forward peer is gone from the source or is already the one the rollback
+    re-creates (one narrowed to other tables by a cut-over of `only_tables` is refused).
 
     :param plan: the rollback's plan (`SwitchPlan.to_dict()`, XCom `plan` of `open_rollback`).
     :param source_conn_id: the migration's source cluster (the clients go back there).
@@ -559,8 +560,10 @@ class RetireForwardPeerOperator(_PeerChangeAfterApproval):
 
 
 class RemoveReversePeerOperator(_PeerChangeAfterApproval):
-    """The rollback's last step: removes the reverse peer from the target (only the one the cut-over made; absent
-    is fine). The clients are back on the source and the target stays READONLY.
+    """The rollback's last step, after the verification: removes the reverse peer from the target (only the one the
+    cut-over made; absent is fine). The clients are back on the source; the re-created forward peer keeps the
+    target current. Removed rather than kept: a later cut-over creates a fresh one DISABLED after a WAL roll, and
+    a kept ENABLED one would ship stray writes on the target into the source unchecked.
 
     :param plan: the rollback's plan (`SwitchPlan.to_dict()`).
     :param target_conn_id: the migration's target cluster (the reverse peer lives there).
