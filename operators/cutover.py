@@ -316,7 +316,7 @@ class RecreateForwardPeerOperator(AddReversePeerOperator):
 WINDOW_PHASES = {"lag_gate": "lag_gate", "live_pass": "live_pass", "fence": "freeze", "drain": "final_drain",
                  "bounded_check": "bounded_check", "switch": "switch", "enable_reverse_peer": "enable_peer",
                  "enable_forward_peer": "enable_peer", "unfreeze_source": "unfreeze", "unfreeze_target": "unfreeze",
-                 "lift_joined_fence": "unfreeze_source"}
+                 "lift_joined_fence": "lift_fence"}
 
 
 def window_bounds(summary: Mapping[str, Any], tables: Sequence[str], kept_phase: str = "reverse_peer"

@@ -28,7 +28,7 @@ The rollback is this same window with the roles swapped (`roles=ROLLBACK_ROLES`,
 `cutover.rollback_window_plan`, the clusters passed the other way round): the migration's target is fenced and its
 reverse peer drained, the forward peer re-created DISABLED on the source is the peer ENABLED after the switch, and
 `unfence_joined` (the statements that give the source its WRITE back after an ACL cut-over) run on the source
-first thing after the switch.
+first thing after the switch (a cut-over after a rollback fenced by ACL passes the target's the same way).
 """
 from __future__ import annotations
 
@@ -507,7 +507,8 @@ class _Window:
             self.result.update(timeline(self.steps))
             roles = self.roles
             try:
-                if self.unfence_joined:  # the rollback of an ACL cut-over: the source's principals get WRITE back
+                if self.unfence_joined:  # the joined side fenced by ACL (a rollback of an ACL cut-over: the source;
+                    # a cut-over after a rollback fenced by ACL: the target): its principals get WRITE back
                     with self.step("lift_joined_fence") as d:
                         d["statements"] = len(self.unfence_joined)
                         self.lift_joined_fence()
