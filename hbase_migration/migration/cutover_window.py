@@ -313,7 +313,7 @@ class _Window:
         return bounded_check(self.source, self.target, self.plan.tables, since, kept_since_ms=kept_since_ms,
                              live=live, recompare_sleep_s=self.options.conditions.recompare_sleep_s,
                              settle_s=self.options.conditions.lag_wait_s if live else 0.0,
-                             parallel=self.options.parallel_checks)
+                             parallel=self.options.parallel_checks, roles=self.roles)
 
     def apply_fence(self, detail: dict[str, Any]) -> None:
         fence_started_s = self.clock()
