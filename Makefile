@@ -28,7 +28,8 @@ help:
 	@echo "make demo-cluster  the same demo on the production-shaped deployment (Celery workers, Redis, PostgreSQL,"
 	@echo "                   Spark standalone master + 2 workers), triggered through Airflow's REST API"
 	@echo "make demo-secure   the same demo on secured clusters (Kerberos in two realms, SASL, SPNEGO, TLS)"
-	@echo "make chaos  the cluster demo under a seeded nemesis (CHAOS_ARGS=\"--seed 7 --duration 600 --faults rs_kill,...\"),"
+	@echo "make chaos  the cluster demo on real HBase under a seeded nemesis (CHAOS_ARGS=\"--seed 7 --faults rs_kill,...\";"
+	@echo "            --stand-in: on minihbase),"
 	@echo "            checked independently; JSON summary (every fault, its phase and time to recover) last"
 	@echo "make deploy-up / deploy-down  start / stop that deployment in .state/deploy (python -m deploy)"
 	@echo "make bench  print benchmark figures"
@@ -89,9 +90,10 @@ $(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
 	@rm -rf build
 	@touch $@
 
-.airflow/airflow.db: $(VENV)/.provider airflow.cfg
+.airflow/airflow.db: $(VENV)/.provider airflow.cfg deploy/pools.json
 	@mkdir -p .airflow
 	$(VENV)/bin/airflow db migrate >.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
+	$(VENV)/bin/airflow pools import deploy/pools.json >>.airflow/db-migrate.log 2>&1 || { tail -20 .airflow/db-migrate.log; exit 1; }
 	@touch $@
 
 # HBase's and Hadoop's jars for the real test bed (realhbase/jars.py: Maven Central into ~/.cache/realhbase, ~210 MB,
@@ -200,12 +202,13 @@ demo-cluster: bootstrap
 demo-secure: bootstrap
 	$(PY) -m demo.run --secure $(DEMO_ARGS)
 
-# The cluster demo under a seeded nemesis (chaos/): faults at random moments of every phase, an independent
+# The cluster demo on real HBase (CHAOS_ARGS=--stand-in: minihbase) under a seeded nemesis (chaos/): faults on real
+# processes and through TCP fault proxies at random moments of every phase, an independent
 # comparison of every version afterwards; its last stdout line is the JSON summary. Leaves nothing running.
 chaos: bootstrap
 	$(PY) -m chaos $(CHAOS_ARGS)
 
-# Seeded chaos runs one after another (SEEDS="1 2 3"; default 1 to 20), all ten fault kinds; each run's JSON
+# Seeded chaos runs one after another (SEEDS="1 2 3"; default 1 to 20), every fault kind; each run's JSON
 # summary in .state/chaos-seeds/<seed>.json, a table of them at the end.
 chaos-seeds: bootstrap
 	@mkdir -p .state/chaos-seeds; for s in $(or $(SEEDS),$(shell seq 1 20)); do \

@@ -32,10 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from bench.bench_copy import SPLITS, TABLES, load  # noqa: E402
 from deploy.spark import SparkStandalone  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 FAMILIES = TABLES["v1"][0]
 

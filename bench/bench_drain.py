@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from bench.bench_minihbase_replication import shell  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 
 class Writer(threading.Thread):

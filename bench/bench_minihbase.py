@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 VALUE = b"v" * 100
 

@@ -21,8 +21,8 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 BEAN = "Hadoop:service=HBase,name=RegionServer,sub=Replication"
 VALUE = b"v" * 100

@@ -173,9 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.backend == "realhbase":
         return main_realhbase(args.rows, args.repeat)
+    from bedkit.security.stack import SecureStack
+    from bedkit.zookeeper import ZooKeeperServer
     from hbase_migration.clusters import kerberos
-    from minihbase.security.stack import SecureStack
-    from minihbase.zookeeper import ZooKeeperServer
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-secure-"))
     zookeeper = ZooKeeperServer(workdir / "zk")

@@ -32,9 +32,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import requests  # noqa: E402
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from minihbase.loadgen import LoadGenerator  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 SERVER = "Hadoop:service=HBase,name=RegionServer,sub=Server"
 MAX_LOAD = "numCallsInGeneralQueue=4,write_p99_ms=100"

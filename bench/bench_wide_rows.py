@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bedkit.zookeeper import ZooKeeperServer  # noqa: E402
 from bench.harness import thrift2  # noqa: E402
 from minihbase.testing import MiniCluster  # noqa: E402
-from minihbase.zookeeper import ZooKeeperServer  # noqa: E402
 
 NARROW_CELLS = 10  # cells per row of the narrow table
 TS = 1_600_000_000_000

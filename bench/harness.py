@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from bedkit.zookeeper import ZooKeeperServer
 from minihbase.testing import MiniCluster
-from minihbase.zookeeper import ZooKeeperServer
 
 
 class RealCluster:

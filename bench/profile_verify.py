@@ -53,13 +53,13 @@ def both_sides(dc1, dc2, table: str) -> int:
 
 
 def main(argv=None) -> int:
+    from bedkit.zookeeper import ZooKeeperServer
     from hbase_migration.data.datapath import open_data_path
     from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.data.partitions import Partition
     from hbase_migration.data.rowdiff import compare_sides
     from hbase_migration.data.verify import VerifyOptions, verify_partition
     from minihbase.testing import MiniCluster
-    from minihbase.zookeeper import ZooKeeperServer
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=30_000)

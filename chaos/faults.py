@@ -1,5 +1,6 @@
 """The nemesis's hands: how each fault kind is injected, lifted and judged recovered, on the deployment
-(`deploy.Deployment`) and the minihbase clusters (their control API).
+(`deploy.Deployment`) and the clusters (chaos/beds.py: real HBase's processes and the fault proxies in front of
+them, or the stand-in's control API).
 
 Every kind is a class with `inject()` (returns what it did, for the summary), `heal()` (after the hold: restart
 what was killed, lift what was set) and `recovered()` (polled after `heal()` until true; what it checks is
@@ -7,7 +8,6 @@ what was killed, lift what was set) and `recovered()` (polled after `heal()` unt
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.request
@@ -22,8 +22,8 @@ from chaos import zksessions
 
 @dataclass
 class World:
-    """What the faults act on: the deployment, both clusters' endpoints (`minihbase endpoints --json`), the
-    migrated tables, the run being attacked and a log."""
+    """What the faults act on: the deployment, the clusters (`bed`, chaos/beds.py, and their `endpoints --json`),
+    the migrated tables, the run being attacked and a log."""
     dep: Any
     clusters: dict[str, dict]
     tables: list[str]
@@ -31,6 +31,7 @@ class World:
     log: Callable[[str], None] = print
     run_id: str | None = None
     zk_proxy: Any = None  # chaos.zkproxy.ZkProxy in front of the source's ZooKeeper (the toolkit's connection)
+    bed: Any = None       # chaos.beds.RealBed or MiniBed
     # Services the nemesis holds down: the supervisor leaves them alone.
     held_down: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -52,19 +53,10 @@ class World:
 
         return AirflowClient(self.dep.airflow.api_url, ADMIN, self.dep.airflow.admin_password, timeout=15)
 
-    def control(self, dc: str, path: str, body: dict | None = None, timeout: float = 30.0) -> dict:
-        """minihbase's control API of cluster `dc` (GET without a body)."""
-        url = self.clusters[dc]["control_url"].rstrip("/") + path
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.load(r)
-
     def toolkit_pids(self) -> list[int]:
         """Every process of the deployment's Airflow services: the services and what they run (task
         supervisors and task processes, whose titles Airflow rewrites; spark-submit and its Python driver).
-        minihbase and this harness are not among them."""
+        The clusters and this harness are not among them."""
         from deploy.processes import recorded_sessions, session_members
 
         return [pid for sid, name in recorded_sessions(self.dep.workdir) if name.startswith("airflow-")
@@ -135,26 +127,15 @@ class RegionServerKill(Fault):
         return dc, int(slot)
 
     def inject(self) -> dict[str, Any]:
-        dc, slot = self._where()
-        killed = self.world.control(dc, "/control/kill-rs", {"server": slot})["killed"]
-        return {"servername": killed}
+        return {"servername": self.world.bed.kill_rs(*self._where())}
 
     def heal(self) -> dict[str, Any]:
-        dc, slot = self._where()
-        return {"restarted_as": self.world.control(dc, "/control/start-rs", {"server": slot})["started"]}
+        return {"restarted_as": self.world.bed.start_rs(*self._where())}
 
     def recovered(self) -> bool:
         dc, slot = self._where()
-        servers = self.world.control(dc, "/control/endpoints")["region_servers"]
-        if not any(rs["slot"] == slot and rs["alive"] for rs in servers):
-            return False
-        live = {rs["servername"] for rs in servers if rs["alive"]}
-        status = self.world.control(dc, "/control/status")
-        for table in self.world.tables:
-            regions = status["tables"].get(table, {}).get("regions", [])
-            if not regions or any(r["server"] not in live for r in regions):
-                return False
-        return _every_region_reads(self.world.clusters[dc], self.world.tables)
+        return self.world.bed.region_server_up(dc, slot) and _every_region_reads(self.world.clusters[dc],
+                                                                                  self.world.tables)
 
 
 def _every_region_reads(endpoint: dict, tables: list[str]) -> bool:
@@ -187,18 +168,19 @@ class GatewayFault(Fault):
         return dc, kind, int(index)
 
     def _gateway(self) -> dict:
+        """Where the toolkit reaches it (on real HBase: its fault proxy)."""
         dc, kind, index = self._where()
-        return self.world.clusters[dc][f"{kind}_gateways"][index]
+        return self.world.bed.gateway_address(dc, index, kind)
 
 
 class GatewayKill(GatewayFault):
     def inject(self) -> dict[str, Any]:
-        dc, kind, index = self._where()
-        return {"gateway": self.world.control(dc, "/control/stop-gateway", {"kind": kind, "index": index})["gateway"]}
+        dc, _, index = self._where()
+        return self.world.bed.kill_gateway(dc, index)
 
     def heal(self) -> dict[str, Any]:
-        dc, kind, index = self._where()
-        self.world.control(dc, "/control/start-gateway", {"kind": kind, "index": index})
+        dc, _, index = self._where()
+        self.world.bed.start_gateway(dc, index)
         return {}
 
     def recovered(self) -> bool:
@@ -209,13 +191,11 @@ class GatewayKill(GatewayFault):
 class GatewayLatency(GatewayFault):
     def inject(self) -> dict[str, Any]:
         dc, kind, index = self._where()
-        g = self.world.control(dc, "/control/gateway-fault", {"kind": kind, "index": index,
-                                                              "latency_ms": self.settings["latency_ms"]})
-        return {"fault": g["gateway"]["fault"]}
+        return {"fault": self.world.bed.gateway_fault(dc, index, kind, latency_ms=self.settings["latency_ms"])}
 
     def heal(self) -> dict[str, Any]:
         dc, kind, index = self._where()
-        self.world.control(dc, "/control/gateway-fault", {"kind": kind, "index": index, "latency_ms": 0})
+        self.world.bed.gateway_fault(dc, index, kind, latency_ms=0)
         return {}
 
     def recovered(self) -> bool:
@@ -225,19 +205,156 @@ class GatewayLatency(GatewayFault):
 class GatewayReset(GatewayFault):
     def inject(self) -> dict[str, Any]:
         dc, kind, index = self._where()
-        g = self.world.control(dc, "/control/gateway-fault", {
-            "kind": kind, "index": index, "reset_now": True,
-            "reset_probability": self.settings["reset_probability"]})
-        return {"fault": g["gateway"]["fault"]}
+        return {"fault": self.world.bed.gateway_fault(dc, index, kind, reset_now=True,
+                                                      reset_probability=self.settings["reset_probability"])}
 
     def heal(self) -> dict[str, Any]:
         dc, kind, index = self._where()
-        g = self.world.control(dc, "/control/gateway-fault", {"kind": kind, "index": index, "reset_probability": 0})
-        return {"resets": g["gateway"]["fault"]["resets"]}
+        return {"fault": self.world.bed.gateway_fault(dc, index, kind, reset_probability=0)}
 
     def recovered(self) -> bool:
         _thrift2_call(self._gateway())
         return True
+
+
+# --------------------------------------------------------------------------------------------- real HBase only
+
+
+def _role(world: World, target: str) -> tuple[str, str]:
+    """(cluster, role) of a target: "dc1:rs:1" -> rs1, "dc1:master" -> the active master's role, "dc2:thrift2:0"
+    -> gw0 (the gateway host), "dc1:dn:1" -> dn1."""
+    dc, what, *index = target.split(":")
+    if what == "master":
+        role = world.bed.active_master(dc)
+        if role is None:
+            raise NoTarget(f"{dc} has no active master right now (another fault holds it)")
+        return dc, role
+    return dc, {"rs": "rs", "thrift2": "gw", "dn": "dn"}[what] + index[0]
+
+
+class ProcessFault(Fault):
+    """A real HBase or HDFS process struck: SIGKILL (`kill`), or SIGSTOP for the hold (`pause`: it hangs with its
+    sockets open, as in a long GC pause or on a frozen host). After the hold a killed process is started again; a
+    paused one is continued, and started again if it ended meanwhile (a region server or master that finds its
+    ZooKeeper session expired aborts, as HBase's do)."""
+
+    mode = "kill"
+
+    @property
+    def lock_key(self) -> str:
+        """One master and one DataNode of a cluster at a time (both DataNodes gone would leave HDFS no replica to
+        write to: every region server would abort, a datacenter lost rather than a process)."""
+        dc, what, *_ = self.target.split(":")
+        return f"{dc}:{what}" if what in ("master", "dn") else self.target
+
+    def inject(self) -> dict[str, Any]:
+        self.dc, self.role = _role(self.world, self.target)
+        if self.mode == "kill":
+            pid = self.world.bed.kill(self.dc, self.role)
+        else:
+            pid = self.world.bed.pause(self.dc, self.role)
+        return {"role": f"{self.dc}/{self.role}", "pid": pid, "signal": "SIGKILL" if self.mode == "kill" else "SIGSTOP"}
+
+    def heal(self) -> dict[str, Any]:
+        bed = self.world.bed
+        out: dict[str, Any] = {}
+        if self.mode == "pause":
+            bed.resume(self.dc, self.role)
+            time.sleep(5)  # a process that learns it was declared dead ends within seconds
+            if bed.running(self.dc, self.role):
+                return {"continued": True}
+            out["ended_while_paused"] = True
+        if self.role.startswith("rs"):
+            out["restarted_as"] = bed.start_rs(self.dc, int(self.role[2:]))
+        else:
+            out["restarted_pid"] = bed.start(self.dc, self.role)
+        return out
+
+    def recovered(self) -> bool:
+        bed, dc, role = self.world.bed, self.dc, self.role
+        if role.startswith("rs"):
+            return bed.region_server_up(dc, int(role[2:])) and _every_region_reads(self.world.clusters[dc],
+                                                                                    self.world.tables)
+        if not bed.running(dc, role):
+            return False
+        if role.startswith("master"):
+            return bed.active_master(dc) is not None and _master_answers(self.world.clusters[dc])
+        if role.startswith("gw"):
+            _thrift2_call(bed.gateway_address(dc, int(role[2:])))
+            return True
+        return bed.live_datanodes(dc) == len(self.world.clusters[dc]["datanodes"]) and _every_region_reads(
+            self.world.clusters[dc], self.world.tables)
+
+
+class ProcessPause(ProcessFault):
+    mode = "pause"
+
+
+def _master_answers(endpoint: dict) -> bool:
+    """A call only the active master answers (Thrift2 getTableNamesByPattern: the Admin's listTableNames)."""
+    from thriftpy2.rpc import make_client
+
+    from demo.workload import idl
+
+    for gateway in endpoint["thrift2_gateways"]:
+        try:
+            client = make_client(idl().THBaseService, gateway["host"], gateway["port"], timeout=10_000)
+        except Exception:
+            continue
+        try:
+            client.getTableNamesByPattern(".*", False)
+            return True
+        except Exception:
+            return False
+        finally:
+            client.close()
+    return False
+
+
+class NetFault(Fault):
+    """Latency or a partition on the toolkit's way to an endpoint: a gateway or a WebHDFS through its fault proxy
+    (chaos/netproxy.py), the source's ZooKeeper through chaos/zkproxy.py."""
+
+    def _proxy(self):
+        dc, what, *index = self.target.split(":")
+        if what == "zookeeper":
+            return self.world.zk_proxy
+        return self.world.bed.proxies[self.target]
+
+    def inject(self) -> dict[str, Any]:
+        proxy = self._proxy()
+        if "latency_ms" in self.settings:
+            proxy.set(latency_ms=self.settings["latency_ms"])
+        else:
+            proxy.set(partitioned=True)
+        return {"proxy": f"127.0.0.1:{proxy.port}", **({"latency_ms": self.settings["latency_ms"]}
+                                                          if "latency_ms" in self.settings else {"partitioned": True})}
+
+    def heal(self) -> dict[str, Any]:
+        proxy = self._proxy()
+        proxy.clear()
+        return {"resets": proxy.counts.resets} if hasattr(proxy, "counts") else {}
+
+    def recovered(self) -> bool:
+        dc, what, *index = self.target.split(":")
+        started = time.monotonic()
+        if what == "zookeeper":
+            from kazoo.client import KazooClient
+
+            client = KazooClient(hosts=f"127.0.0.1:{self.world.zk_proxy.port}", timeout=10)
+            try:
+                client.start(timeout=10)
+                client.get_children("/")
+            finally:
+                client.stop()
+                client.close()
+        elif what == "webhdfs":
+            url = f"http://127.0.0.1:{self._proxy().port}/webhdfs/v1/?op=GETFILESTATUS&user.name=nobody"
+            with urllib.request.urlopen(url, timeout=10) as r:
+                r.read()
+        else:
+            _thrift2_call({"host": "127.0.0.1", "port": self._proxy().port})
+        return "latency_ms" not in self.settings or time.monotonic() - started < 1.0
 
 
 class CeleryWorkerKill(Fault):
@@ -416,4 +533,12 @@ KIND_CLASSES: dict[str, type[Fault]] = {
     "spark_worker_kill": SparkWorkerKill,
     "zk_expire": ZkExpire,
     "postgres_restart": PostgresRestart,
+    "rs_pause": ProcessPause,
+    "master_kill": ProcessFault,
+    "master_pause": ProcessPause,
+    "gateway_pause": ProcessPause,
+    "datanode_kill": ProcessFault,
+    "datanode_pause": ProcessPause,
+    "net_partition": NetFault,
+    "net_latency": NetFault,
 }

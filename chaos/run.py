@@ -1,9 +1,11 @@
 """`make chaos` (`python -m chaos`): the demo migration on the production-shaped deployment, with its live writer,
 while a seeded nemesis injects faults at random moments of every phase; then an independent checker.
 
-1. minihbase dc1/dc2 (two Thrift and two Thrift2 gateways each), the demo's tables loaded on dc1, the deployment
-   (`deploy/`: Airflow with Celery workers, Redis, PostgreSQL, Spark standalone) with alerts sent to an SMTP
-   server on loopback, the live writer on dc1.
+1. Two real HBase clusters dc1/dc2 (realhbase, chaos/beds.py: three region servers, two gateway hosts, a backup
+   master and two DataNodes each; the toolkit's connections through TCP fault proxies in front of every gateway
+   and WebHDFS, and of the source's ZooKeeper) or, with `--stand-in`, minihbase's (faults through its control
+   API); the demo's tables loaded on dc1, the deployment (`deploy/`: Airflow with Celery workers, Redis,
+   PostgreSQL, Spark standalone) with alerts sent to an SMTP server on loopback, the live writer on dc1.
 2. Attempt 1: `hbase_table_migration` triggered through the REST API; the nemesis (`chaos/nemesis.py`) follows
    its phases and fires `chaos.schedule.make_schedule(seed, duration, kinds)`; a supervisor restarts services
    that die by themselves. The nemesis stops when the run ends, every fault is lifted and its recovery timed.
@@ -37,14 +39,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from chaos.schedule import KINDS, ScheduleError, make_schedule, parse_kinds
+from chaos.schedule import BACKEND_KINDS, KINDS, ScheduleError, make_schedule, parse_kinds
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 DAG_ID = "hbase_table_migration"
 PEER_ID = "chaos"
-DEFAULT_FAULTS = ("rs_kill", "gateway_kill", "gateway_latency", "gateway_reset", "worker_kill", "scheduler_kill",
-                  "triggerer_kill", "spark_worker_kill", "zk_expire", "postgres_restart")
 
 
 def log(msg: str) -> None:
@@ -64,7 +64,8 @@ def follow(world: Any, client: Any, run_id: str, timeout_s: float, on_caught_up)
             run = client.dag_run(DAG_ID, run_id)
             if not caught_up:
                 tis = {(t["task_id"], t["map_index"]): t["state"] for t in client.task_instances(DAG_ID, run_id)}
-                if tis.get(("wait_drained", -1)) == "success":
+                drains = [s for (task, _), s in tis.items() if task == "batch.wait_drained"]
+                if drains and all(s == "success" for s in drains):  # every batch caught up
                     caught_up = True
                     on_caught_up()
             if run["state"] in ("success", "failed"):
@@ -196,16 +197,16 @@ def left_behind(dep: Any, client: Any, run_id: str, dc1: dict, mailbox: Any) -> 
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from chaos.beds import MiniBed, RealBed
     from chaos.faults import World
     from chaos.mailbox import Mailbox
     from chaos.nemesis import Nemesis, Supervisor
     from chaos.zkproxy import ZkProxy
-    from demo.backends import TestBed
-    from demo.cluster import clusters_toml, gateway_settings
-    from demo.run import create_source_tables, toolkit_connection
+    from demo.run import create_source_tables
     from demo.workload import LiveWriter, Thrift2, chosen_tables, compare, load
 
-    kinds = parse_kinds(args.faults)
+    backend = "minihbase" if getattr(args, "stand_in", False) else "realhbase"
+    kinds = parse_kinds(args.faults, backend)
     schedule = make_schedule(args.seed, args.duration, kinds)
     log(f"seed {args.seed}, duration {args.duration}s, {len(schedule)} faults:")
     for f in schedule:
@@ -214,18 +215,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(args.workdir).resolve()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    mh = workdir / "minihbase"
     started = time.monotonic()
-    config = clusters_toml(workdir, gateway_settings(), unique_parents=bool(args.zookeeper))
-    log(f"starting minihbase dc1/dc2 in {mh}")
-    bed = TestBed("minihbase", mh, zookeeper=args.zookeeper, config=config)  # the nemesis needs its faults
+    bed = (MiniBed if backend == "minihbase" else RealBed)(workdir / backend, args.zookeeper, log)
+    log(f"starting {backend} dc1/dc2 in {workdir / backend}")
     bed.up()
     dep = writer = nemesis = supervisor = zk_proxy = None
     mailbox = Mailbox()
     writers: list[Any] = []
     attempts: list[dict[str, Any]] = []
     try:
-        endpoints = bed.described()["clusters"]
+        endpoints = bed.clusters()
+        log(f"{backend} up after {time.monotonic() - started:.0f}s"
+            + (f" (HBase {bed.version()})" if bed.version() else ""))
         dc1, dc2 = endpoints["dc1"], endpoints["dc2"]
         tables = chosen_tables(args.rows, names=getattr(args, "tables", None))
         log(f"creating {len(tables)} tables on dc1 and loading {sum(t.rows for t in tables)} rows")
@@ -251,12 +252,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rest.set_connection(SMTP_CONN_ID, mailbox.connection())
         # The toolkit reaches the source's ZooKeeper through the nemesis's proxy (zk_expire strikes there).
         zk_proxy = ZkProxy(dc1["zookeeper"]["quorum"].split(",")[0], int(dc1["zookeeper"]["port"])).start()
-        source_conn = json.loads(toolkit_connection(dc1, "thrift2"))
+        # On real HBase every gateway and WebHDFS is reached through a fault proxy too (chaos/netproxy.py).
+        source_conn = bed.toolkit_connection("dc1", dc1)
         source_conn["extra"]["zookeeper_port"] = zk_proxy.port
         rest.set_connection("hbase_source", source_conn)
-        rest.set_connection("hbase_target", json.loads(toolkit_connection(dc2, "thrift2")))
+        rest.set_connection("hbase_target", bed.toolkit_connection("dc2", dc2))
         world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log,
-                      zk_proxy=zk_proxy)
+                      zk_proxy=zk_proxy, bed=bed)
         conf = {"tables": [t.name for t in tables], "peer_id": PEER_ID, "expected_copy_s": 600,
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 "repair": True, **({"rows_per_s": args.rows_per_s} if args.rows_per_s else {})}
@@ -329,8 +331,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for t in per_table.values():
                 t["first_comparison_differences"] = first
         summary = verification(dep.ledger_url, attempts[-1]["run_id"], per_table)
-        return result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, differences, summary,
-                      writers, started)
+        out = result(args, kinds, schedule, nemesis, supervisor, attempts, per_table, differences, summary,
+                     writers, started)
+        out.update(backend=backend, hbase_version=bed.version(),
+                   proxies={name: vars(p.counts) for name, p in getattr(bed, "proxies", {}).items()})
+        return out
     finally:  # every step on its own: one that fails must not leave the others' processes running
         steps = [("writer", w.stop) for w in writers]
         steps += [("nemesis", lambda: nemesis and nemesis.stop(timeout=60)),
@@ -338,7 +343,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   ("deployment", lambda: dep and (log("stopping the deployment"), dep.stop())),
                   ("mailbox", mailbox.stop),
                   ("zookeeper proxy", lambda: zk_proxy and zk_proxy.stop()),
-                  ("minihbase", lambda: (log("stopping minihbase and ZooKeeper"), bed.down()))]
+                  (backend, lambda: (log(f"stopping {backend} and ZooKeeper"), bed.down()))]
         for name, step in steps:
             try:
                 step()
@@ -436,8 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=600.0,
                    help="seconds the nemesis spreads its faults over: one per 30 s, at least one per phase "
                         "(default 600)")
-    p.add_argument("--faults", default=",".join(DEFAULT_FAULTS),
-                   help=f"fault kinds, comma-separated, or 'all' (default all: {', '.join(DEFAULT_FAULTS)})")
+    p.add_argument("--faults", default="all",
+                   help="fault kinds, comma-separated, or 'all' (default: all the backend can do; real HBase: "
+                        f"{', '.join(BACKEND_KINDS['realhbase'])}; the stand-in: "
+                        f"{', '.join(BACKEND_KINDS['minihbase'])})")
+    p.add_argument("--stand-in", action="store_true",
+                   help="run on minihbase, the fast stand-in (its control API's faults), instead of real HBase")
     p.add_argument("--rows", type=int, default=20_000, help="rows loaded in all (default 20000)")
     p.add_argument("--tables", type=table_names, metavar="NAME,...",
                    help="only these of the demo's tables (users, orders, events; default all three)")
@@ -458,13 +467,12 @@ def main(argv: list[str] | None = None) -> int:
                         "strikes the second attempt")
     args = p.parse_args(argv)
     try:
-        parse_kinds(args.faults)
-        make_schedule(args.seed, args.duration, parse_kinds(args.faults))
+        make_schedule(args.seed, args.duration, parse_kinds(args.faults, "minihbase" if args.stand_in else "realhbase"))
     except ScheduleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # SIGTERM (a CI job's timeout, `kill`) ends the run as Ctrl-C does: through run()'s cleanup, which stops the
-    # deployment, minihbase and ZooKeeper (the default action would leave all of them running).
+    # deployment, the clusters and ZooKeeper (the default action would leave all of them running).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     summary = run(args)
     print(json.dumps(summary, sort_keys=True, default=str), flush=True)

@@ -27,10 +27,11 @@ MEAN_INTERVAL_S = 30.0  # one fault per this many seconds of `duration_s`, at le
 
 # The tasks of each phase (hbase_table_migration's task ids), in DAG order.
 PHASE_TASKS = {
-    "peer_add": ("open_run", "preflight", "create_target_tables", "add_peer", "proceed_unless_dry_run"),
-    "copy": ("copy",),
-    "catch_up": ("enable_peer", "wait_drained"),
-    "verify": ("verify", "report"),
+    "peer_add": ("open_run", "preflight", "create_target_tables", "plan_batches", "proceed_unless_dry_run",
+                 "batch.wait_turn", "batch.add_peer"),
+    "copy": ("batch.copy",),
+    "catch_up": ("batch.enable_peer", "batch.wait_drained"),
+    "verify": ("batch.verify", "report"),
 }
 # A task instance in one of these states has started (or been handed to an executor): its phase has begun.
 STARTED = frozenset({"queued", "running", "success", "failed", "up_for_retry", "up_for_reschedule", "deferred",
@@ -91,7 +92,42 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
     KindSpec("postgres_restart", "stop PostgreSQL (Airflow's metadata database and the ledger) as a crash does "
              "(pg_ctl stop -m immediate) and start it again after the hold", ("postgres",), (2.0, 10.0),
              "PostgreSQL accepts connections and the API server reports the metadata database healthy"),
+    # Real HBase only: real processes and real sockets (chaos/beds.py RealBed)
+    KindSpec("rs_pause", "SIGSTOP a region server for the hold (past ZooKeeper's 20 s session it is declared dead "
+             "and its regions move; continued, it aborts), then SIGCONT it; started again if it ended",
+             tuple(f"{dc}:rs:{i}" for dc in ("dc1", "dc2") for i in range(3)), (10.0, 40.0),
+             "the region server is back in ZooKeeper's rs/ and every region of the migrated tables on that cluster "
+             "answers a read through a Thrift2 gateway"),
+    KindSpec("master_kill", "SIGKILL the active master (its backup takes over); start it again after the hold, "
+             "as the new backup", ("dc1:master", "dc2:master"), (5.0, 20.0),
+             "the killed master runs again, ZooKeeper names an active master and a master call (list the tables) "
+             "answers"),
+    KindSpec("master_pause", "SIGSTOP the active master for the hold, then SIGCONT it (past its session the backup "
+             "has taken over and it aborts: started again)", ("dc1:master", "dc2:master"), (5.0, 30.0),
+             "the paused master runs, ZooKeeper names an active master and a master call answers"),
+    KindSpec("gateway_pause", "SIGSTOP one gateway host's JVM (its Thrift1 and Thrift2 servers hang, connections "
+             "open) for the hold, then SIGCONT it", _gateways(), (5.0, 20.0),
+             "a Thrift2 call through that gateway answers"),
+    KindSpec("datanode_kill", "SIGKILL a DataNode (every block has a replica on the other); start it again after "
+             "the hold", tuple(f"{dc}:dn:{i}" for dc in ("dc1", "dc2") for i in range(2)), (5.0, 20.0),
+             "the DataNode is live in its NameNode again and every region of the migrated tables answers a read"),
+    KindSpec("datanode_pause", "SIGSTOP a DataNode for the hold (writes through it stall until HDFS's client "
+             "times out and leaves it out of the pipeline), then SIGCONT it",
+             tuple(f"{dc}:dn:{i}" for dc in ("dc1", "dc2") for i in range(2)), (5.0, 30.0),
+             "the DataNode is live in its NameNode and every region of the migrated tables answers a read"),
+    KindSpec("net_partition", "cut the toolkit off from one endpoint for the hold: every open connection through "
+             "its proxy reset, every new one rejected (a gateway, a NameNode's WebHDFS, the source's ZooKeeper)",
+             (*_gateways(), "dc1:webhdfs", "dc2:webhdfs", "dc1:zookeeper"), (3.0, 15.0),
+             "a call through the proxy answers again (Thrift2, WebHDFS GETFILESTATUS, a ZooKeeper session)"),
+    KindSpec("net_latency", "add latency to every request the toolkit sends a NameNode's WebHDFS or the source's "
+             "ZooKeeper, for the hold", ("dc1:webhdfs", "dc2:webhdfs", "dc1:zookeeper"), (10.0, 40.0),
+             "once the latency is lifted, a call through the proxy answers within 1 s",
+             {"latency_ms": (200.0, 1500.0)}),
 )}
+# What the stand-in can do (its control API); real HBase can do every kind.
+STAND_IN_KINDS = ("rs_kill", "gateway_kill", "gateway_latency", "gateway_reset", "worker_kill", "scheduler_kill",
+                  "triggerer_kill", "spark_worker_kill", "zk_expire", "postgres_restart")
+BACKEND_KINDS = {"realhbase": tuple(KINDS), "minihbase": STAND_IN_KINDS}
 
 
 @dataclass(frozen=True)
@@ -114,16 +150,22 @@ class ScheduleError(ValueError):
     """A bad seed, duration or fault kind list (names the input and the fix)."""
 
 
-def parse_kinds(text: str | Sequence[str]) -> tuple[str, ...]:
-    """`rs_kill,gateway_kill` (or a list) checked against KINDS; `all` means every kind."""
+def parse_kinds(text: str | Sequence[str], backend: str | None = None) -> tuple[str, ...]:
+    """`rs_kill,gateway_kill` (or a list) checked against KINDS (and what `backend` can do: BACKEND_KINDS); `all`
+    means every kind (the backend's)."""
+    known = BACKEND_KINDS[backend] if backend else tuple(KINDS)
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
     if names == ["all"]:
-        return tuple(KINDS)
+        return known
     if not names:
-        raise ScheduleError(f"--faults is empty: name one or more of {', '.join(KINDS)} (or 'all')")
+        raise ScheduleError(f"--faults is empty: name one or more of {', '.join(known)} (or 'all')")
     unknown = [n for n in names if n not in KINDS]
     if unknown:
         raise ScheduleError(f"--faults: unknown fault kind(s) {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    other = [n for n in names if n not in known]
+    if other:
+        raise ScheduleError(f"--faults: {', '.join(other)} need real HBase (the stand-in can do "
+                            f"{', '.join(known)}): drop --stand-in or those kinds")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ScheduleError(f"--faults names {', '.join(dupes)} more than once: name each kind once")

@@ -101,6 +101,7 @@ class ZkProxy:
         self._conns: set[socket.socket] = set()
         self._running = False
         self._blocked = False  # a network partition: every connection through the proxy is cut, new ones too
+        self.latency_ms = 0.0  # every request waits this long before it is passed on (a slow link)
         # Called with each new session before the client hears it is established (its socket is then open, so
         # its process can be found); set while the nemesis wants to know who opens sessions.
         self.on_session: Callable[[Session], object] | None = None
@@ -170,6 +171,18 @@ class ZkProxy:
         with self._lock:
             self._blocked = False
 
+    def set(self, latency_ms: float | None = None, partitioned: bool | None = None) -> None:
+        """The nemesis's network faults, as chaos/netproxy.py's FaultProxy takes them."""
+        if latency_ms is not None:
+            self.latency_ms = float(latency_ms)
+        if partitioned is True:
+            self.block()
+        elif partitioned is False:
+            self.unblock()
+
+    def clear(self) -> None:
+        self.set(latency_ms=0, partitioned=False)
+
     def sessions_since(self, instant: float) -> list[Session]:
         with self._lock:
             return [s for s in self.sessions if s.established_at >= instant]
@@ -200,6 +213,8 @@ class ZkProxy:
                     break
                 if not first:
                     self._maybe_strike(state, frame[4:])
+                    if self.latency_ms:
+                        time.sleep(self.latency_ms / 1000.0)
                 first = False
                 upstream.sendall(frame)
         except (OSError, ValueError):

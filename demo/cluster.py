@@ -88,9 +88,10 @@ def run_on_deployment(dep: Any, conf: dict[str, Any], source_conn: dict, target_
                     where = entry["hostname"] or "-"
                     log(f"  {key[0]}{'' if key[1] < 0 else f'[{key[1]}]'}: {entry['state']} "
                         f"(try {entry['try']}, {where})")
-            if key == ("wait_drained", -1) and entry["state"] == "success" and not caught_up:
-                caught_up = True
-                on_caught_up()
+        drains = {k: v[-1]["state"] for k, v in observed.items() if k[0] == "batch.wait_drained"}
+        if drains and all(s == "success" for s in drains.values()) and not caught_up:  # every batch caught up
+            caught_up = True
+            on_caught_up()
 
     final = client.wait_run(DAG_ID, run_id, timeout=timeout_s, interval=2.0, on_poll=on_poll)
     if not caught_up:
@@ -126,17 +127,17 @@ def evidence(dep: Any, outcome: dict[str, Any]) -> dict[str, Any]:
     client, run_id, observed = dep.client, outcome["run_id"], outcome["observed"]
     mapped: dict[str, dict[str, Any]] = {}
     for (task_id, map_index), seen in sorted(observed.items()):
-        if task_id not in ("copy", "verify") or map_index < 0:
+        if task_id not in ("batch.copy", "batch.verify") or map_index < 0:
             continue
-        try:
-            table = (client.xcom(DAG_ID, run_id, task_id, map_index) or {}).get("table")
+        try:  # a batch's summary: its tables' (the demo on a deployment runs each table as a batch of its own)
+            table = ",".join((client.xcom(DAG_ID, run_id, task_id, map_index) or {}).get("tables") or {}) or None
         except Exception:  # no XCom (the task failed): name it by its map index
             table = None
         hosts = sorted({s["hostname"] for s in seen if s["hostname"]})
-        mapped.setdefault(task_id, {})[table or f"map_index={map_index}"] = {
+        mapped.setdefault(task_id.split(".")[-1], {})[table or f"map_index={map_index}"] = {
             "celery_workers": hosts, "tries": max(s["try"] for s in seen),
             "states": list(dict.fromkeys(s["state"] for s in seen if s["state"]))}
-    drained = observed.get(("wait_drained", -1), [])
+    drained = observed.get(("batch.wait_drained", 0), [])  # the first batch's
     return {
         "api_url": dep.airflow.api_url,
         "executor": "CeleryExecutor",

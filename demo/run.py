@@ -324,6 +324,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "repair": args.repair and args.data_path != "native"}
         if by_snapshot:
             conf.update(initial_copy="auto", snapshot_threshold_bytes=1)
+        if cluster_mode:  # each table a batch of its own, side by side: the Celery workers share the copies
+            conf.update(batches=[t.name for t in tables], batches_at_once=len(tables))
         run_id = None
         if cluster_mode:
             from demo.cluster import evidence, run_on_deployment

@@ -1,7 +1,7 @@
 """Sample data, a live writer and an independent comparison for the demo and the end-to-end tests.
 
 Deliberately independent of the toolkit: it talks to both clusters through a plain thriftpy2 client of HBase's
-Thrift2 IDL (minihbase's copy of it, `minihbase/hbase2.thrift`, not the toolkit's), so a bug in the toolkit's
+Thrift2 IDL (the test beds' copy of it, `bedkit/hbase2.thrift`, not the toolkit's), so a bug in the toolkit's
 copy or verification cannot hide itself here. Thrift2 is what lets it write cells at chosen timestamps, delete
 exactly one version, and read every version of every column back.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-IDL = Path(__file__).resolve().parents[1] / "minihbase" / "hbase2.thrift"
+IDL = Path(__file__).resolve().parents[1] / "bedkit" / "hbase2.thrift"
 ALL_VERSIONS = (1 << 31) - 1
 _T: Any = None
 

@@ -146,6 +146,10 @@ class AirflowServices:
         (self.home / "logs" / "db-migrate.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
         if proc.returncode != 0:
             raise RuntimeError(f"airflow db migrate failed ({proc.returncode}): {proc.stderr[-3000:]}")
+        # The migration DAG's pools (hbase_spark, hbase_cluster): a task in a pool that does not exist is never run
+        proc = self.airflow("pools", "import", str(Path(__file__).resolve().parent / "pools.json"))
+        if proc.returncode != 0:
+            raise RuntimeError(f"airflow pools import failed ({proc.returncode}): {proc.stderr[-3000:]}")
 
     # -------------------------------------------------------------------------------------------- processes
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen:

@@ -57,7 +57,7 @@ def _endpoints(workdir: Path, name: str) -> dict | None:
 
 
 def cmd_up(args) -> int:
-    from minihbase.zookeeper import ZooKeeperServer
+    from bedkit.zookeeper import ZooKeeperServer
 
     if args.secure:
         from minihbase.security.cli import cmd_up_secure

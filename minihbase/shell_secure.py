@@ -36,7 +36,7 @@ class SecureShell(Shell):
     def login(self) -> str:
         """The ticket cache's principal; ShellError with HBase's text when there is no valid TGT."""
         if self._principal is None:
-            from minihbase.security import gss
+            from bedkit.security import gss
 
             try:
                 self._principal = gss.credentials_principal(gss.ticket_cache_credentials())
@@ -67,7 +67,7 @@ class SecureShell(Shell):
     def _auth(self, url: str) -> dict[str, str]:
         from urllib.parse import urlsplit
 
-        from minihbase.security import gss
+        from bedkit.security import gss
 
         target = gss.expand_host(self.security["spnego_principal"], urlsplit(url).hostname or "127.0.0.1")
         return {"Authorization": gss.negotiate_header(gss.ticket_cache_credentials(), target)}
@@ -83,7 +83,7 @@ class SecureShell(Shell):
     @property
     def zk(self):
         if self._zk is None:
-            from minihbase.security import zk as secure_zk
+            from bedkit.security import zk as secure_zk
 
             self.login()
             hosts = self.endpoints["zookeeper"]["hosts"]

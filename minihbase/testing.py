@@ -11,7 +11,7 @@ Each cluster runs as its own `python -m minihbase serve` process (its own GIL), 
 its files under `<workdir>/<name>/`. Settings come from `clusters.toml`'s `[defaults]` (and the section of the
 same name, if any) plus keyword overrides (see `minihbase.config.ClusterConfig`).
 
-Secured clusters run on a `minihbase.security.stack.SecureStack` (KDC, keytabs, SASL ZooKeeper):
+Secured clusters run on a `bedkit.security.stack.SecureStack` (KDC, keytabs, SASL ZooKeeper):
 
     stack = SecureStack(tmp_path / "secure").start()
     dc1 = MiniCluster.start_secure(stack, tmp_path, "dc1", "DC1.TEST", thrift_qop="auth-conf")

@@ -29,11 +29,11 @@ Behaviour follows HBase 2.x's `thrift2.ThriftHBaseServiceHandler` and `ThriftUti
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import thriftpy2
 
+from bedkit.idl import THRIFT2
 from minihbase.cells import (
     DELETE,
     DELETE_COLUMN,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T2 = thriftpy2.load(str(Path(__file__).with_name("hbase2.thrift")), module_name="minihbase_hbase2_thrift")
+T2 = thriftpy2.load(str(THRIFT2), module_name="minihbase_hbase2_thrift")
 
 _new_tuple = tuple.__new__  # builds a Cell without namedtuple's slower Python-level constructor
 SKIP_WAL = T2.TDurability.SKIP_WAL

@@ -14,11 +14,11 @@ Any IDL method minihbase does not implement answers `IOError`; the connection su
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import thriftpy2
 
+from bedkit.idl import THRIFT1
 from minihbase.cells import (
     DELETE_COLUMN,
     DELETE_FAMILY,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Hbase = thriftpy2.load(str(Path(__file__).with_name("Hbase.thrift")), module_name="minihbase_Hbase_thrift")
+Hbase = thriftpy2.load(str(THRIFT1), module_name="minihbase_Hbase_thrift")
 
 BLOOM_TYPES = {"NONE", "ROW", "ROWCOL", "ROWPREFIX_FIXED_LENGTH", "ROWPREFIX_DELIMITED"}
 COMPRESSIONS = {"none", "gz", "lzo", "snappy", "lz4", "bzip2", "zstd"}

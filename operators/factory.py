@@ -17,7 +17,6 @@ from operators.alerts import dag_callbacks
 from operators.checks import CreateTargetTablesOperator, PreflightOperator
 from operators.replication import AddPeerOperator, EnablePeerOperator
 from operators.sensors import ReplicationDrainedSensor
-from operators.snapshot import HBaseSnapshotExportOperator
 from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
 MIGRATION_DOC = """
@@ -35,29 +34,35 @@ MIGRATION_DOC = """
    dashboard, also for a `dry_run`). Changes nothing (scratch tables are created and dropped).
 3. **create_target_tables**: absent target tables are created exactly like the source's (namespace, every
    family and table attribute, codecs mapped by `codec_map`, coprocessors, split keys).
-4. **add_peer**: the peer is added **DISABLED** (SERIAL and BANDWIDTH as asked), scoped by TABLE_CFS to the
-   tables. From this instant (T0) every edit is kept in the source's WALs.
-5. **copy** (one mapped task per table): the PySpark CopyTable writes every cell with its **source
-   timestamp**, resumable by key ranges (splits and merges between attempts re-copy nothing finished), with the
-   source's split/merge switch and normalizer held off (restored to what was found), an oldWALs watchdog beside
-   it (quota policy on a breach) and a load-aware throttle (slower past `max_load`, paused past
-   `critical_load`, given up after `max_pause_s`). **release_switches** (once every copy ended, whatever its
-   state) releases the holds a killed copy left. With `initial_copy` `snapshot` (or `auto`, for the tables whose
-   store files reach `snapshot_threshold_bytes`), a table goes to **snapshot_export** instead: a FLUSH snapshot,
-   its files exported over WebHDFS by a Spark job (resumable file by file), `clone_snapshot` on the target (the
-   table must be absent there), both snapshots deleted. **scan_tables** and **snapshot_tables** list the tables of
-   each, as preflight decided.
-6. **enable_peer**: the backlog since T0 ships; edits replayed after the copy win by their timestamps.
-7. **wait_drained** (deferrable): every live region server's queues for the peer (recovered ones included)
-   back at their caught-up size with a small age, for several consecutive samples; optionally a canary row.
-8. **verify** (mapped): both sides read once and merge-joined by row key, every version of every cell compared
-   (without an end time, future timestamps too); differing rows re-compared after a pause; fails on any difference.
-9. **report**: the run's figures in the ledger and the dashboard. The peer stays until a person cuts over
+4. **plan_batches**: the tables in batches (as `batches` lists them, else by size: `batch_max_tables`,
+   `batch_max_bytes`), each with its own peer: one batch (a run of a few tables) uses `peer_id` itself, more use
+   `<peer_id>_b1`, ... Kept in the ledger: a retried plan finds the first. **scan_tables** and **snapshot_tables**
+   list the tables of each initial copy, as preflight decided.
+5. **batch** (a mapped task group, one per batch; a batch that fails leaves the others going):
+   **wait_turn** (reschedule mode: no worker slot held) until fewer than `batches_at_once` batches copy;
+   **add_peer**, the batch's peer **DISABLED**, scoped by TABLE_CFS to its tables (SERIAL and BANDWIDTH as asked):
+   from this instant (the batch's T0) every edit of its tables is kept in the source's WALs;
+   **copy**: one Spark application copies the batch's scan tables (each table's partitions, resume, summary and
+   ledger records as alone), every cell with its **source timestamp**, the source's split/merge switch and
+   normalizer held off while the batch copies (restored to what was found when the last copy ends), the run's
+   oldWALs watchdog beside it (one reader for the run: quota policy on a breach) and a load-aware throttle;
+   **snapshot_export**: its tables past `snapshot_threshold_bytes` (`initial_copy` auto) or all (`snapshot`) by
+   FLUSH snapshot, files exported over WebHDFS by a Spark job, `clone_snapshot` on the target;
+   **copies_done** (whatever the copies' state): the batch's turn and switch hold given up;
+   **enable_peer**: the batch's backlog ships, edits replayed after the copy win by their timestamps;
+   **wait_drained** (deferrable): every live region server's queues for the batch's peer back at their caught-up
+   size with a small age, for several consecutive samples; optionally a canary row;
+   **verify**: one Spark application, each table's sides merge-joined by row key, every version of every cell
+   compared (without an end time, future timestamps too); differing rows re-compared after a pause.
+6. **release_switches** (once every batch ended): switch holds a killed copy left are released.
+7. **report**: the run's figures in the ledger and the dashboard. The peers stay until a person cuts over
    (`hbase_cutover`, with this run's id).
+8. **proceed_unless_dry_run** stops a dry run after the plan (nothing added, nothing copied).
 
-On failure, **state_left_behind** reads the peer's state, logs what to do, records it in the ledger, and with
-quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert (mail and/or chat webhook,
-when configured: docs/alerts.md) naming the run, the clusters, the state left behind and the action.
+On failure, **state_left_behind** (once every batch has ended) reads each batch's peer, logs what to do, records
+it in the ledger, and with quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert
+(mail and/or chat webhook, when configured: docs/alerts.md) naming the run, the clusters, the state left behind
+and the action.
 """
 
 
@@ -121,11 +126,29 @@ def _publish(context: Any, opened: dict[str, Any]) -> list[dict[str, Any]]:
     return opened["copies"]
 
 
-def _release_switches_task() -> Any:
+def pools(defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The DAG's Airflow pools: a plan's `[pools]` values, else the run spec's defaults. Fixed when the DAG is
+    parsed (a task's pool is the scheduler's to read before the task runs)."""
+    return {name: str((defaults or {}).get(name) or BY_NAME[name].default) for name in ("spark_pool", "cluster_pool")}
+
+
+def check_pools(params: Mapping[str, Any], fixed: Mapping[str, str]) -> None:
+    """The trigger form's pools must be the DAG's own (InvalidRunInput naming the field otherwise)."""
+    from hbase_migration.migration.runspec import InvalidRunInput
+
+    for name, pool in fixed.items():
+        given = params.get(name)
+        if given not in (None, "", pool):
+            raise InvalidRunInput(name, f"{given!r}: this DAG's tasks use the pool {pool!r}, fixed when the DAG is "
+                                        "parsed; set another in the plan's [pools] section")
+
+
+def _release_switches_task(pool: str = "default_pool") -> Any:
     """Once every copy of the run has ended, in any state: the switch holds its copies left behind released (a
     copy killed without a retry cannot release its own; the last hold of the source restores the state found)."""
 
-    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30))
+    @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30),
+          pool=pool)
     def release_switches(**context) -> dict[str, Any]:
         from operators.steps import release_switches as _release
 
@@ -148,8 +171,9 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         doc_md=doc_md or MIGRATION_DOC,
         default_args={"retries": 0}, **dag_callbacks(),
     ) as dag:
-        src = {"source_conn_id": spec("source_conn_id")}
-        both = {**src, "target_conn_id": spec("target_conn_id")}
+        both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
+        pool = pools(defaults)
+        loads = {"pool": pool["cluster_pool"]}
         peer = {"peer_id": spec("peer_id")}
         # Every step is idempotent, so a lost worker or a database restart costs a retry, not the run; bad
         # input and failed checks fail at once (AirflowFailException skips the retries).
@@ -161,6 +185,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             from operators.steps import open_run as _open
 
             with bad_input_fails_at_once():
+                check_pools(context["params"], pool)
                 return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id, plan))
 
         run = open_run()
@@ -173,7 +198,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
             end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
             initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"),
-            same_master_key=spec("same_master_key"), **safe_retry)
+            same_master_key=spec("same_master_key"), **loads, **safe_retry)
 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)
@@ -193,55 +218,24 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         create_tables = CreateTargetTablesOperator(
             task_id="create_target_tables", doc_md=_doc(CreateTargetTablesOperator), **both,
             tables=spec("tables"), dry_run=spec("dry_run"), codec_map=spec("codec_map"),
-            target_coprocessors=spec("target_coprocessors"), clone_tables=snapshots, **safe_retry)
-        add_peer = AddPeerOperator(
-            task_id="add_peer", doc_md=_doc(AddPeerOperator), **both, **peer, tables=spec("tables"),
-            dry_run=spec("dry_run"), serial=spec("serial"), bandwidth=spec("bandwidth"),
-            ledger_run_id="{{ run_id }}", **safe_retry)
+            target_coprocessors=spec("target_coprocessors"), clone_tables=snapshots, **loads, **safe_retry)
+
+        @task(task_id="plan_batches", **safe_retry)
+        def plan_batches(**context) -> list[dict[str, Any]]:
+            from operators.steps import bad_input_fails_at_once
+            from operators.steps import plan_batches as _plan
+
+            with bad_input_fails_at_once():
+                return _plan(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])
 
         @task.short_circuit(task_id="proceed_unless_dry_run")
         def proceed(**context) -> bool:
             return not context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec")["dry_run"]
 
-        go = proceed()
-        # Re-running a copy re-writes the same cells with the same timestamps; finished partitions are skipped.
-        copy = HBaseCopyTableOperator.partial(
-            task_id="copy", doc_md=_doc(HBaseCopyTableOperator), **both, **peer,
-            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
-            quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"), rows_per_s=spec("rows_per_s"),
-            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
-            hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
-            map_index_template="{{ task.table }}", retries=2, retry_delay=retry_delay(60),
-        ).expand_kwargs(scans)
-        # A retry resumes: files finished (recorded, or on the target with their length and checksum) are skipped.
-        snapshot = HBaseSnapshotExportOperator.partial(
-            task_id="snapshot_export", doc_md=_doc(HBaseSnapshotExportOperator), **both, **peer,
-            quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
-            task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
-            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
-            same_master_key=spec("same_master_key"),
-            ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}",
-            retries=2, retry_delay=retry_delay(60),
-        ).expand_kwargs(snapshots)
-        release = _release_switches_task()
-        # One of the two copy tasks may have no table (a mapped task over nothing is skipped).
-        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, **peer,
-                                    ledger_run_id="{{ run_id }}", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
-                                    **safe_retry)
-        drained = ReplicationDrainedSensor(
-            task_id="wait_drained", doc_md=_doc(ReplicationDrainedSensor), **both, **peer,
-            max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
-            caught_up_queue_size=spec("caught_up_queue_size"),
-            canary_table=_SPEC + "{{ s.tables[0] | tojson if s.canary else None }}",
-            deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}",
-            **safe_retry)  # a lost worker (chaos seed 12) costs a retry; the deadline fails at once
-        verify = HBaseVerifyTableOperator.partial(
-            task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both,
-            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
-            recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
-            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1,
-            retry_delay=retry_delay(60), **verify_method_args(),
-        ).expand_kwargs(run)
+        planned, go = plan_batches(), proceed()
+        batch = _batch_group(both, spec_retry=safe_retry, spark_conn_id=spark_conn_id, pools=pool).expand_kwargs(
+            planned)
+        release = _release_switches_task(pool["cluster_pool"])
 
         @task(task_id="report")
         def report(**context) -> dict[str, Any]:
@@ -249,25 +243,102 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
             return _report(context["run_id"])
 
-        # Retried like the steps: reading (and with `enable_peer` enabling) the peer is idempotent, and the source
-        # that failed the run may still be out of reach for a moment.
-        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
+        # Once every step has ended (a failed batch leaves the others going: what they left is part of the
+        # verdict), and only when one failed. Retried like the steps: reading (and with `enable_peer` enabling)
+        # the peers is idempotent, and the source that failed the run may still be out of reach for a moment.
+        @task(task_id="state_left_behind", trigger_rule=TriggerRule.ALL_DONE, **loads, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
+            from airflow.sdk.exceptions import AirflowSkipException
+
             from operators.steps import state_left_behind
 
             ti = context["ti"]
             states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id]).get(ti.run_id, {})
             failed = sorted(k for k, v in states.items() if str(getattr(v, "value", v)) == "failed")
+            if not failed:
+                raise AirflowSkipException("no step failed")
             return state_left_behind(ti.xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"], failed)
 
         done = report()
-        run >> preflight >> [scans, snapshots] >> create_tables >> add_peer >> go >> [copy, snapshot] >> enable
-        enable >> drained >> verify >> done
-        copy >> release
-        steps = [run, preflight, scans, snapshots, create_tables, add_peer, copy, snapshot, release, enable, drained,
-                 verify]
-        steps >> on_failure()
+        run >> preflight >> [scans, snapshots] >> create_tables >> planned >> go >> batch >> done
+        batch >> release
+        [run, preflight, scans, snapshots, create_tables, planned, batch, release] >> on_failure()
     return dag
+
+
+def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spark_conn_id: str,
+                 pools: Mapping[str, str]) -> Any:
+    """One batch of the run's tables (mapped over `plan_batches`): its turn, its own peer added DISABLED, its copies
+    (one Spark application for its scan tables, one per snapshot table), its slot and switch hold given up once the
+    copies ended in any state, its peer enabled as soon as its tables are on the target, its own catch-up, its
+    verification (one application). A batch that fails leaves the others going (each instance of the group
+    depends only on itself)."""
+    from airflow.sdk import task_group
+
+    from operators.batch import (
+        BatchTurnSensor,
+        HBaseCopyBatchOperator,
+        HBaseSnapshotExportBatchOperator,
+        HBaseVerifyBatchOperator,
+    )
+    from operators.steps import BATCH_GROUP
+
+    @task_group(group_id=BATCH_GROUP, tooltip="one batch of tables, its own peer")
+    def batch(batch: str, peer_id: str, tables: list[str], scan_tables: list[str], snapshot_tables: list[str],
+              ledger_tables: list[str] | None) -> None:
+        src = {"source_conn_id": both["source_conn_id"]}
+        spark, loads = {"pool": pools["spark_pool"]}, {"pool": pools["cluster_pool"]}
+        turn = BatchTurnSensor(task_id="wait_turn", doc_md=_doc(BatchTurnSensor), batch=batch,
+                               limit=spec("batches_at_once"), ledger_run_id="{{ run_id }}", **spec_retry)
+        add_peer = AddPeerOperator(
+            task_id="add_peer", doc_md=_doc(AddPeerOperator), **both, peer_id=peer_id, tables=tables,
+            serial=spec("serial"), bandwidth=spec("bandwidth"), ledger_run_id="{{ run_id }}", ledger_batch=batch,
+            **loads, **spec_retry)
+        # Re-running a copy re-writes the same cells with the same timestamps; finished partitions are skipped.
+        copy = HBaseCopyBatchOperator(
+            task_id="copy", doc_md=_doc(HBaseCopyBatchOperator), **both, peer_id=peer_id, tables=scan_tables,
+            batch=batch, start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"),
+            versions=spec("versions"), quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
+            rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
+            max_pause_s=spec("max_pause_s"), hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}",
+            spark_conn_id=spark_conn_id, retries=2, retry_delay=retry_delay(60), **spark)
+        # A retry resumes: files finished (recorded, or on the target with their length and checksum) are skipped.
+        snapshot = HBaseSnapshotExportBatchOperator(
+            task_id="snapshot_export", doc_md=_doc(HBaseSnapshotExportBatchOperator), **both, peer_id=peer_id,
+            tables=snapshot_tables, batch=batch, quota_policy=spec("quota_policy"), quota_mark=spec("quota_mark"),
+            task_bytes_per_s=spec("snapshot_task_bytes_per_s"), bytes_per_s=spec("snapshot_bytes_per_s"),
+            max_load=spec("max_load"), critical_load=spec("critical_load"), max_pause_s=spec("max_pause_s"),
+            same_master_key=spec("same_master_key"), ledger_run_id="{{ run_id }}", spark_conn_id=spark_conn_id,
+            retries=2, retry_delay=retry_delay(60), **spark)
+
+        @task(task_id="copies_done", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30),
+              **loads)
+        def copies_done(batch: str, **context) -> dict[str, Any]:
+            from operators.steps import batch_copies_done
+
+            return batch_copies_done(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
+                                     batch)
+
+        # One of the two copy tasks may have no table (it is skipped).
+        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, peer_id=peer_id,
+                                    ledger_run_id="{{ run_id }}",
+                                    trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS, **loads, **spec_retry)
+        drained = ReplicationDrainedSensor(
+            task_id="wait_drained", doc_md=_doc(ReplicationDrainedSensor), **both, peer_id=peer_id,
+            max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
+            caught_up_queue_size=spec("caught_up_queue_size"),
+            canary_table=_SPEC + "{{ s.tables[0] | tojson if s.canary else None }}",
+            deferrable=True, poke_interval=5, timeout=timedelta(hours=12), ledger_run_id="{{ run_id }}",
+            ledger_tables=ledger_tables, **spec_retry)  # a lost worker (chaos seed 12) costs a retry
+        verify = HBaseVerifyBatchOperator(
+            task_id="verify", doc_md=_doc(HBaseVerifyBatchOperator), **both, tables=tables, batch=batch,
+            start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
+            recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
+            spark_conn_id=spark_conn_id, retries=1, retry_delay=retry_delay(60), **verify_method_args(), **spark)
+        turn >> add_peer >> [copy, snapshot] >> enable >> drained >> verify
+        [copy, snapshot] >> copies_done(batch)
+
+    return batch
 
 
 BACKFILL_DOC = """
@@ -298,6 +369,7 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         tags=["hbase", "backfill"], doc_md=BACKFILL_DOC, default_args={"retries": 0}, **dag_callbacks(),
     ) as dag:
         both = {"source_conn_id": spec("source_conn_id"), "target_conn_id": spec("target_conn_id")}
+        pool = pools()
         window_args = {"start_time_ms": spec("start_time_ms"), "end_time_ms": spec("end_time_ms"),
                        "versions": spec("versions")}
 
@@ -316,9 +388,9 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
             rows_per_s=spec("rows_per_s"), max_load=spec("max_load"), critical_load=spec("critical_load"),
             max_pause_s=spec("max_pause_s"), hold_switches=spec("hold_switches"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=2,
-            retry_delay=retry_delay(60),
+            retry_delay=retry_delay(60), pool=pool["spark_pool"],
         ).expand_kwargs(window)
-        copy >> _release_switches_task()
+        copy >> _release_switches_task(pool["cluster_pool"])
 
         @task.short_circuit(task_id="verify_requested", ignore_downstream_trigger_rules=False)
         def verify_requested(**context) -> bool:
@@ -327,7 +399,8 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
         verify = HBaseVerifyTableOperator.partial(
             task_id="verify", doc_md=_doc(HBaseVerifyTableOperator), **both, **window_args,
             recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
-            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1, **verify_method_args(),
+            spark_conn_id=spark_conn_id, map_index_template="{{ task.table }}", retries=1, pool=pool["spark_pool"],
+            **verify_method_args(),
         ).expand_kwargs(window)
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED)

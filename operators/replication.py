@@ -66,14 +66,17 @@ class AddPeerOperator(_PeerOperator):
     :param enabled: create the peer ENABLED instead (only when no copy has to precede the shipping).
     :param serial: SERIAL => true (HBase 2.1+; the ZooKeeper backend refuses it).
     :param bandwidth: the peer's BANDWIDTH, bytes/s per source region server (0: unlimited).
+    :param ledger_batch: the run's batch this peer is (its own T0 is recorded too); None: the run's one peer.
     """ + _COMMON_PARAMS
 
     template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id", "tables", "enabled",
-                                      "serial", "bandwidth")
+                                      "serial", "bandwidth", "ledger_batch")
 
     def __init__(self, *, tables: Sequence[str], target_conn_id: str = "hbase_target",
-                 enabled: bool = False, serial: bool = False, bandwidth: int = 0, **kwargs) -> None:
+                 enabled: bool = False, serial: bool = False, bandwidth: int = 0, ledger_batch: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
+        self.ledger_batch = ledger_batch
         self.target_conn_id = target_conn_id
         self.tables = tables
         self.enabled = enabled
@@ -98,6 +101,8 @@ class AddPeerOperator(_PeerOperator):
 
             with open_ledger() as ledger:
                 data["t0_ms"] = ledger.record_t0(self.ledger_run_id, t0_ms) if result.changed else None
+                if result.changed and self.ledger_batch:
+                    ledger.batch_t0(self.ledger_run_id, self.ledger_batch, t0_ms)
         return data
 
 

@@ -33,18 +33,22 @@ class ReplicationDrainedSensor(BaseSensorOperator):
     :param canary_table: a migrated table to write the canary row to (its first family); None: no canary.
     :param canary_timeout_s: how long the canary row may take to reach the target.
     :param ledger_run_id: the run whose ledger receives every poll's queues as lag samples (None: none).
+    :param ledger_tables: the tables whose catch-up phase this wait is (a batch's, in a run of several batches);
+        None: the run's, recorded once for every table.
     :param deferrable: wait in the triggerer instead of a worker slot.
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "peer_id", "max_lag_ms", "stable_samples",
-                                      "caught_up_queue_size", "idle_window_s", "canary_table", "ledger_run_id")
+                                      "caught_up_queue_size", "idle_window_s", "canary_table", "ledger_run_id",
+                                      "ledger_tables")
     ui_color = "#fff4e5"
     ledger_phase = "catch_up"  # the ledger phase this wait is recorded as
 
     def __init__(self, *, peer_id: str, source_conn_id: str = "hbase_source", target_conn_id: str = "hbase_target",
                  max_lag_ms: int = 30_000, stable_samples: int = 3, caught_up_queue_size: int = 1,
                  idle_window_s: float = 30.0, canary_table: str | None = None, canary_timeout_s: float = 300.0,
-                 ledger_run_id: str | None = None, deferrable: bool = False, **kwargs) -> None:
+                 ledger_run_id: str | None = None, ledger_tables: Sequence[str] | None = None,
+                 deferrable: bool = False, **kwargs) -> None:
         kwargs.setdefault("poke_interval", 10)
         kwargs.setdefault("timeout", 6 * 3600)
         kwargs.setdefault("mode", "poke")  # the history of samples lives in the sensor between pokes
@@ -59,6 +63,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         self.canary_table = canary_table
         self.canary_timeout_s = canary_timeout_s
         self.ledger_run_id = ledger_run_id
+        self.ledger_tables = ledger_tables
         self.deferrable = deferrable
         self._history: list[dict[str, Any]] = []
 
@@ -76,8 +81,9 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         from operators.ledger import open_ledger
 
         with open_ledger() as ledger:
-            ledger.set_phase(self.ledger_run_id, ALL_TABLES, self.ledger_phase, status,
-                             None if detail is None else json.dumps(detail, default=str))
+            for table in self.ledger_tables or [ALL_TABLES]:
+                ledger.set_phase(self.ledger_run_id, table, self.ledger_phase, status,
+                                 None if detail is None else json.dumps(detail, default=str))
             if lag is not None:
                 ledger.lag_sample(self.ledger_run_id, self.peer_id, lag)
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Context
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
 from operators.hooks import HBaseClusterHook
@@ -73,10 +73,12 @@ class _HBaseJobOperator(SparkSubmitOperator):
     def __init__(self, *, table: str, source_conn_id: str = "hbase_source", target_conn_id: str = "hbase_target",
                  target_table: str | None = None, start_time_ms: int | None = None, end_time_ms: int | None = None,
                  versions: int | None = None, families: Sequence[str] | str | None = None,
-                 ledger_run_id: str | None = None,
-                 spark_conn_id: str = "spark_default", **kwargs) -> None:
-        kwargs.setdefault("name", f"{self.job_kind}-{table}")
+                 ledger_run_id: str | None = None, spark_conn_id: str = "spark_default", deferrable: bool = True,
+                 **kwargs) -> None:
+        # in a mapped task group `table` is the group's argument, known when the task runs (`_run` names the job)
+        kwargs.setdefault("name", f"{self.job_kind}-{table}" if isinstance(table, str) else self.job_kind)
         super().__init__(application=self.application_path, conn_id=spark_conn_id, **kwargs)
+        self.deferrable = deferrable
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
         self.table = table
@@ -89,6 +91,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
     job_kind = ""
     application_path = ""
+    _breach: str | None = None  # a quota breach the watchdog reported (the copy's)
     # spark.yarn.maxAppAttempts on YARN (None: YARN's yarn.resourcemanager.am.max-attempts, 2 by default). A second
     # attempt starts when the first one's driver exits non-zero or its container is lost (cluster mode: the driver
     # runs in the application master's container), and runs the job again from its start.
@@ -278,6 +281,8 @@ class _HBaseJobOperator(SparkSubmitOperator):
     def _run(self, context: Context) -> dict[str, Any]:
         from operators.ledger import ledger_url
 
+        if self.name == self.job_kind:
+            self.name = f"{self.job_kind}-{self.table}"
         with tempfile.TemporaryDirectory(prefix=f"hbase-{self.job_kind}-") as tmp:
             url, key = ledger_url(), self.summary_key(context)
             self.application_args = self._prepare({"summary_ledger_url_file": self._ship_ledger_url(tmp, url),
@@ -309,6 +314,52 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         raise NotImplementedError
+
+    # -- a cluster-mode application waited for in the triggerer (issue 42) ---------------------------------------
+
+    def poll_until_complete(self, external_id: Any, context: Context) -> None:
+        """YARN cluster mode, deferrable (the default): once spark-submit has handed the application to YARN, the
+        wait goes to the triggerer (`SparkYarnApplicationTrigger`: the ResourceManager's REST API, and for the
+        copy the run's oldWALs watchdog) and no worker slot is held while YARN runs it; `execute_complete` then
+        reads the job's summary as a wait in the worker would. Elsewhere, the provider's own wait."""
+        hook = self._hook
+        if self.deferrable and hook is not None and hook._is_yarn_cluster_mode:
+            from operators.triggers import SparkYarnApplicationTrigger
+
+            self.log.info("YARN application %s submitted: waiting for it in the triggerer", external_id)
+            self.defer(trigger=SparkYarnApplicationTrigger(
+                self._conn_id, str(external_id), poll_interval_s=max(float(self._status_poll_interval), 10.0),
+                spnego=self._spnego_args(), watchdog=self._watchdog_args()), method_name="execute_complete")
+        return super().poll_until_complete(external_id, context)
+
+    def _spnego_args(self) -> dict[str, Any] | None:
+        """How the triggerer authenticates to a Kerberized ResourceManager: the paths and names this try used (the
+        keytab's path, never its content)."""
+        pattern = getattr(self._yarn_rm_auth, "principal_pattern", None)
+        if not pattern:
+            return None
+        krb5 = next((s.krb5_conf for s in self._kerberized() if s.krb5_conf), None)
+        return {"principal": self.principal, "keytab": self.keytab, "krb5_conf": krb5, "principal_pattern": pattern}
+
+    def _watchdog_args(self) -> dict[str, Any] | None:
+        """What the triggerer's oldWALs watchdog needs (the copy's; None: no watchdog)."""
+        return None
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        from operators.ledger import ledger_url
+
+        status, app = event.get("status"), event.get("application_id")
+        self.log.info("YARN application %s ended: %s %s", app, status, event.get("diagnostics") or "")
+        error: Exception | None = None
+        if status == "quota_breach":
+            self._breach = event.get("message")
+        elif status != "SUCCEEDED":
+            error = AirflowException(f"YARN application {app} {status}: {event.get('diagnostics') or ''}".strip())
+        self._after_deferred_wait()
+        return self._finish(self._take_summary(ledger_url(), self.summary_key(context)), error)
+
+    def _after_deferred_wait(self) -> None:
+        """What `execute` would have done after the wait (the copy: its own switch hold released)."""
 
     def _ledger_phase(self, phase: str, status: str, detail: Any = None) -> None:
         if not self.ledger_run_id:
@@ -400,6 +451,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         self._ledger_phase("copy", "running")
         hold = self._hold_switches(context)
         watchdog = None
+        deferred = False
         try:
             if self.peer_id:
                 from airflow.sdk import conf
@@ -411,10 +463,13 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
                                     ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
                                     on_fail=self._on_quota_fail, logger=self.log).start()
             return self._run(context)
+        except TaskDeferred:  # the application runs on: its hold stays until execute_complete
+            deferred = True
+            raise
         finally:
             if watchdog is not None:
-                watchdog.stop()
-            if hold is not None and not self.ledger_run_id:  # a run's hold is released by release_switches
+                watchdog.stop()  # the triggerer's watchdog takes over a deferred wait
+            if hold is not None and self._releases_own_hold and not deferred:  # else release_switches does
                 try:
                     hold.__exit__(None, None, None)
                 except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
@@ -426,15 +481,12 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         if not self.hold_switches:
             self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
             return None
-        from hbase_migration.data.switches import SwitchError, SwitchHold, holder_name
+        from hbase_migration.data.switches import SwitchError, SwitchHold
         from operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
-        # In a migration run every table's copy shares the run's hold, released by its release_switches task once
-        # all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own.
         hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
-                          holder_name(copy_id, None if self.ledger_run_id else self.table), self.ledger_run_id,
-                          logger=self.log)
+                          self._switch_holder(copy_id), self.ledger_run_id, logger=self.log)
         try:
             return hold.__enter__()
         except SwitchError as e:
@@ -444,6 +496,42 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             if unreachable(e):  # the shell or the master did not answer: the task's retry takes the hold again
                 raise
             raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
+
+    def _watchdog_args(self) -> dict[str, Any] | None:
+        if not self.peer_id:
+            return None
+        from airflow.sdk import conf
+
+        return {"cluster": HBaseClusterHook(self.source_conn_id).get_cluster().to_dict(), "peer_id": self.peer_id,
+                "policy": self.quota_policy, "mark": float(self.quota_mark), "ledger_run_id": self.ledger_run_id,
+                "interval_s": float(self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                               fallback=30.0))}
+
+    def _after_deferred_wait(self) -> None:
+        if self._releases_own_hold and self.hold_switches:
+            self._release_own_hold(self._switch_holder(self.copy_id or self.ledger_run_id or ""))
+
+    def _release_own_hold(self, holder: str) -> None:
+        from hbase_migration.data.switches import release
+        from operators.ledger import open_ledger
+
+        try:
+            with open_ledger() as ledger:
+                release(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger, holder, logger=self.log)
+        except Exception as e:  # the copy's own outcome stands; the hold stays for release_switches
+            self.log.error("the source's switches were not restored: %s", e)
+
+    def _switch_holder(self, copy_id: str) -> str:
+        """In a migration run every table's copy shares the run's hold, released by its release_switches task once
+        all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own (a
+        batch's copy: the batch's, `operators.batch`)."""
+        from hbase_migration.data.switches import holder_name
+
+        return holder_name(copy_id, None if self.ledger_run_id else self.table)
+
+    @property
+    def _releases_own_hold(self) -> bool:
+        return not self.ledger_run_id
 
     def _on_quota_fail(self, message: str) -> None:
         self._breach = message

@@ -14,6 +14,7 @@ from hbase_migration.migration.runspec import BACKFILL, MIGRATION, InvalidRunInp
 from operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
+BATCH_GROUP = "batch"  # the migration DAG's task group of a batch (operators/factory.py)
 
 
 @contextlib.contextmanager
@@ -75,6 +76,61 @@ def plan_copies(spec_dict: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     for table, d in decisions.items():
         log.info("initial copy of %s: %s (%s)", table, d.method, d.reason)
     return lists(decisions, spec.tables)
+
+
+def plan_batches(spec_dict: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
+    """The run's batches (`hbase_migration.migration.batches`), planned once and kept in the ledger: what the
+    batch task group maps over, one dict of its arguments per batch (its peer, its tables, which of them go by
+    scan and by snapshot, and the tables its catch-up is recorded under: None for a run of one batch, whose
+    catch-up is the run's)."""
+    from hbase_migration.migration import batches
+    from operators.ledger import open_ledger
+
+    spec = RunSpec.from_dict(spec_dict)
+    snapshot = set(plan_copies(spec_dict, run_id)["snapshot_tables"])
+    with open_ledger() as ledger:
+        kept = ledger.run_batches(run_id)
+        if not kept:
+            sizes = batches.sizes_from_sizing(ledger.run_sizings(run_id))
+            try:
+                planned = batches.plan(spec.tables, spec.peer_id, sizes=sizes, listed=spec.batches,
+                                       max_tables=spec.batch_max_tables, max_bytes=spec.batch_max_bytes)
+            except ValueError as e:  # a batch's peer id past HBase's 64 characters
+                raise InvalidRunInput("peer_id", f"{e}: give a shorter peer id for a run of several batches") from e
+            kept = ledger.record_batches(run_id, [b.to_dict() for b in planned])
+    several = len(kept) > 1
+    log.info("run %s: %d batch(es), %d copying side by side at most", run_id, len(kept), spec.batches_at_once)
+    out = []
+    for b in kept:
+        log.info("batch %s: peer %s, %d table(s), %s: %s", b["batch"], b["peer_id"], len(b["tables"]),
+                 f"{b['bytes']} bytes of store files" if b["bytes"] else "not sized", ", ".join(b["tables"]))
+        out.append({"batch": b["batch"], "peer_id": b["peer_id"], "tables": b["tables"],
+                    "scan_tables": [t for t in b["tables"] if t not in snapshot],
+                    "snapshot_tables": [t for t in b["tables"] if t in snapshot],
+                    "ledger_tables": b["tables"] if several else None})
+    return out
+
+
+def batch_copies_done(spec_dict: Mapping[str, Any] | None, run_id: str, batch: str) -> dict[str, Any]:
+    """Once a batch's copies have ended, in any state: its slot is given to the next batch, and the switch hold
+    its copy left (a copy killed without a retry cannot release its own) is released."""
+    from hbase_migration.data.switches import holder_name, release, source_key
+    from operators.ledger import open_ledger
+
+    if not spec_dict:
+        return {"batch": batch, "released": []}
+    spec = RunSpec.from_dict(spec_dict)
+    released = []
+    with open_ledger() as ledger:
+        ledger.release_batch_slot(run_id, batch)
+        if spec.hold_switches:
+            source = HBaseClusterHook(spec.source_conn_id).get_cluster()
+            holder = holder_name(run_id, f"batch {batch}")
+            if any(h["holder"] == holder for h in ledger.switch_holds(source_key(source))):
+                released.append(release(source, ledger, holder, logger=log))
+                log.warning("released the switch hold %r batch %s's copy left", holder, batch)
+    log.info("batch %s: copies ended, its turn is given to the next batch", batch)
+    return {"batch": batch, "released": released}
 
 
 def snapshots_left(ledger: Any, run_id: str) -> list[dict[str, Any]]:
@@ -171,11 +227,26 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
                 "failed_tasks": failed_tasks}
     spec = RunSpec.from_dict(spec_dict)
     source = HBaseClusterHook(spec.source_conn_id).get_cluster()
-    state, action = settle_after_failure(source, spec.peer_id, spec.quota_policy, spec.dry_run)
-    level, advice = peer_left(state, spec.source_conn_id, spec.peer_id)
-    reason = f"run failed at {where}; peer {state}" + (f" (enabled by quota policy: {action})" if action else "")
-    log.log(level, "peer %s left %s: %s", spec.peer_id, state, advice)
-    verdict = {"peer_id": spec.peer_id, "state": state, "advice": advice, "failed_tasks": failed_tasks}
+    batches = _run_batches(run_id)
+    failed_batches = set(batch_indexes_failed(failed_tasks))
+    peers = [(b, b["peer_id"]) for b in batches] or [(None, spec.peer_id)]
+    left = []
+    for batch, peer_id in peers:  # each batch's peer: the quota policy applies to each one left disabled
+        state, action = settle_after_failure(source, peer_id, spec.quota_policy, spec.dry_run)
+        level, advice = peer_left(state, spec.source_conn_id, peer_id)
+        log.log(level, "peer %s%s left %s: %s", peer_id, f" (batch {batch['batch']})" if batch else "", state, advice)
+        left.append({"batch": batch["batch"] if batch else None, "peer_id": peer_id, "state": state,
+                     "action": action, "advice": advice, "tables": batch["tables"] if batch else list(spec.tables),
+                     "failed": batch is None or batch["index"] in failed_batches})
+    worst = next((s for s in ("DISABLED", "ENABLED") if any(p["state"] == s for p in left)), left[0]["state"])
+    peer_ids = ", ".join(p["peer_id"] for p in left if p["state"] == worst) or spec.peer_id
+    level, advice = peer_left(worst, spec.source_conn_id, peer_ids if len(left) == 1 else "<peer>")
+    verdict = {"peer_id": peer_ids, "state": worst, "advice": advice, "failed_tasks": failed_tasks}
+    if batches:
+        verdict["batches"] = left
+        failed_names = [p["batch"] for p in left if p["failed"]]
+        log.error("run %s: batch(es) %s failed; the other batches went on (their state above)", run_id,
+                  ", ".join(failed_names) or "none")
     try:
         with open_ledger() as ledger:
             snapshots = snapshots_left(ledger, run_id)
@@ -183,13 +254,34 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
                 verdict["snapshots"] = snapshots
                 for s in snapshots:
                     log.error("snapshot export of %s left behind (%s): %s", s["table"], s["state"], s["left"])
-            if state in ("ENABLED", "DISABLED"):
-                ledger.peer_note(run_id, spec.peer_id, state, reason)
+            for p in left:
+                if p["state"] in ("ENABLED", "DISABLED"):
+                    reason = f"run failed at {where}; peer {p['state']}" + (
+                        f" (enabled by quota policy: {p['action']})" if p["action"] else "")
+                    ledger.peer_note(run_id, p["peer_id"], p["state"], reason)
             record_verdict(ledger, run_id, verdict)
             ledger.end_run(run_id, "failed")
     except Exception as e:  # the ledger is bookkeeping: the peer's state is already logged above
         log.warning("ledger not updated for run %s: %s", run_id, e)
     return verdict
+
+
+def _run_batches(run_id: str) -> list[dict[str, Any]]:
+    """The run's batches as the ledger keeps them ([] before they were planned, or when it cannot be read)."""
+    from operators.ledger import open_ledger
+
+    try:
+        with open_ledger() as ledger:
+            return ledger.run_batches(run_id)
+    except Exception as e:  # the peers are still read and reported (the run's own peer id)
+        log.warning("the run's batches could not be read from the ledger: %s", e)
+        return []
+
+
+def batch_indexes_failed(failed_tasks: list[str]) -> list[int]:
+    from hbase_migration.migration.batches import failed_batches
+
+    return failed_batches(failed_tasks, BATCH_GROUP)
 
 
 def record_verdict(ledger: Any, run_id: str, verdict: Mapping[str, Any]) -> None:

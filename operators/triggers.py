@@ -82,3 +82,88 @@ class ReplicationDrainedTrigger(BaseTrigger):
                 yield TriggerEvent({"status": "timeout", **last})
                 return
             await asyncio.sleep(self.poll_interval_s)
+
+
+class SparkYarnApplicationTrigger(BaseTrigger):
+    """Waits in the triggerer for a Spark application YARN runs in cluster mode (no worker slot held meanwhile):
+    the ResourceManager's REST API every `poll_interval_s`, through the provider's own hook (the Spark
+    connection's `yarn_resourcemanager_webapp_address`; SPNEGO as the submitting try's principal, from its keytab's
+    path). With `watchdog` (the copy's), the run's oldWALs watchdog runs here meanwhile (`quota.Watchdog`, one reader
+    per run and cluster by its lease): on a breach with policy `fail` the application is killed. One event:
+    `SUCCEEDED`, `FAILED` (KILLED or a failed final status), `quota_breach`, or `lost` (the ResourceManager did not
+    answer ten times in a row)."""
+
+    MAX_FAILURES = 10
+
+    def __init__(self, spark_conn_id: str, application_id: str, poll_interval_s: float = 10.0,
+                 spnego: dict[str, Any] | None = None, watchdog: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.spark_conn_id = spark_conn_id
+        self.application_id = application_id
+        self.poll_interval_s = poll_interval_s
+        self.spnego = spnego
+        self.watchdog = watchdog
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (f"{self.__class__.__module__}.{self.__class__.__qualname__}",
+                {"spark_conn_id": self.spark_conn_id, "application_id": self.application_id,
+                 "poll_interval_s": self.poll_interval_s, "spnego": self.spnego, "watchdog": self.watchdog})
+
+    def _hook(self) -> Any:
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        auth = None
+        if self.spnego:
+            from hbase_migration.clusters import kerberos
+            from hbase_migration.clusters.security import Security
+            from hbase_migration.clusters.spnego import SpnegoAuth
+
+            s = self.spnego
+            login = kerberos.login(Security(principal=s["principal"], keytab=s["keytab"], krb5_conf=s.get("krb5_conf")),
+                                   "spark")
+            auth = SpnegoAuth(login, s["principal_pattern"])
+        return SparkSubmitHook(conn_id=self.spark_conn_id, yarn_track_via_rm_api=True, yarn_rm_auth=auth)
+
+    def _watchdog(self, breach: dict[str, str]) -> Any:
+        from hbase_migration.clusters.cluster import Cluster
+        from hbase_migration.migration.quota import Watchdog
+        from operators.ledger import ledger_url
+
+        w = self.watchdog
+        run_id = w.get("ledger_run_id")
+        return Watchdog(Cluster.from_dict(w["cluster"]), w["peer_id"], w["policy"], w["mark"], w["interval_s"],
+                        ledger_url() if run_id else None, run_id, on_fail=lambda m: breach.setdefault("message", m),
+                        logger=self.log).start()
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        app = self.application_id
+        hook = await asyncio.to_thread(self._hook)
+        breach: dict[str, str] = {}
+        dog = await asyncio.to_thread(self._watchdog, breach) if self.watchdog else None
+        failures = 0
+        try:
+            while True:
+                if breach:  # the provider's internals: its own kill, as its on_kill sends it
+                    await asyncio.to_thread(hook._kill_yarn_application, app)
+                    yield TriggerEvent({"status": "quota_breach", "message": breach["message"], "application_id": app})
+                    return
+                try:
+                    state, final, diagnostics = await asyncio.to_thread(hook._query_yarn_application_status, app)
+                except RuntimeError as e:  # the ResourceManager did not answer: tried again, then given up
+                    failures += 1
+                    self.log.warning("YARN application %s: the ResourceManager did not answer (%d/%d): %s", app,
+                                     failures, self.MAX_FAILURES, e)
+                    if failures >= self.MAX_FAILURES:
+                        yield TriggerEvent({"status": "lost", "application_id": app, "diagnostics": str(e)})
+                        return
+                else:
+                    failures = 0
+                    if state in ("FINISHED", "FAILED", "KILLED"):
+                        ok = state == "FINISHED" and final == "SUCCEEDED"
+                        yield TriggerEvent({"status": "SUCCEEDED" if ok else "FAILED", "application_id": app,
+                                            "state": state, "final_status": final, "diagnostics": diagnostics})
+                        return
+                await asyncio.sleep(self.poll_interval_s)
+        finally:
+            if dog is not None:
+                await asyncio.to_thread(dog.stop)

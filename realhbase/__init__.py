@@ -1,2 +1,2 @@
 """realhbase: two real Apache HBase clusters with real HDFS (Maven Central's jars) on one machine, the judge that
-minihbase and the toolkit are checked against. See realhbase/README.md; `python -m realhbase --help`."""
+the stand-in and the toolkit are checked against. See realhbase/README.md; `python -m realhbase --help`."""

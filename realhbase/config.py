@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from minihbase.zookeeper import free_port
+from bedkit.ports import ephemeral_range, listening_port, port_free  # noqa: F401 (realhbase.config's names too)
 
 HOST = "127.0.0.1"
-CLUSTERS = {"dc1": "/hbase-dc1", "dc2": "/hbase-dc2"}  # name -> zookeeper.znode.parent, as minihbase's
+CLUSTERS = {"dc1": "/hbase-dc1", "dc2": "/hbase-dc2"}  # name -> zookeeper.znode.parent
 REGION_SERVERS = 2
 ROOTDIR = "/hbase"
-# Set on /hbase when a cluster's HDFS is first formatted, as minihbase's clusters.toml does: (namespace, bytes).
+# Set on /hbase when a cluster's HDFS is first formatted, as the stand-in's clusters do: (namespace, bytes).
 ROOT_QUOTA = (100000, 4 << 30)
 # Explicit heaps: 2 cores and 8 JVMs; the master JVM also holds the NameNode and the DataNode.
 HEAP = {"master": "640m", "rs": "512m", "thrift": "256m", "shell": "512m", "tool": "256m"}
@@ -46,45 +44,10 @@ JDK17_FLAGS = [
 JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Djava.net.preferIPv4Stack=true",
              "-Xlog:disable", "-Xlog:all=warning:stderr"]
 
-PORT_NAMES = (["namenode", "namenode_http", "master", "master_info", "thrift", "thrift_info", "thrift2",
-               "thrift2_info"] + [f"rs{i}" for i in range(REGION_SERVERS)]
-              + [f"rs{i}_info" for i in range(REGION_SERVERS)])
-
-
-def port_free(port: int, host: str = HOST) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-            return True
-        except OSError:
-            return False
-
-
-def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
-    """The ports the kernel gives outgoing connections (Linux's default 32768-60999)."""
-    try:
-        low, high = (int(x) for x in Path(path).read_text().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def listening_port(taken, rng: random.Random = random.SystemRandom()) -> int:
-    """A free port below the kernel's ephemeral range, for a server that binds it later (a JVM, seconds on).
-    A port from bind(0) is in that range: between planning it and the JVM's bind, any outgoing connection on the
-    machine (a Thrift client, Spark, another bed's) may take it as its own local port, and the JVM then dies with
-    "Address already in use" (seen with two beds and a demo starting at once)."""
-    low = ephemeral_range()[0]
-    floor = 10000 if low > 12000 else 1024
-    for _ in range(200):
-        port = rng.randrange(floor, low)
-        if port not in taken and port_free(port):
-            return port
-    port = free_port(HOST)  # an odd ephemeral range: the kernel's choice then
-    while port in taken:
-        port = free_port(HOST)
-    return port
+# The default topology's ports (realhbase/roles.py names each role's; tests/unit checks they are the same).
+PORT_NAMES = (["namenode", "namenode_http", "master", "master_info"]
+              + [p for i in range(REGION_SERVERS) for p in (f"rs{i}", f"rs{i}_info")]
+              + ["gw0_thrift", "gw0_thrift_info", "gw0_thrift2", "gw0_thrift2_info"])
 
 
 def plan_ports(saved: dict[str, int], names: list[str] = PORT_NAMES, planned: set[int] | None = None) -> dict[str, int]:
@@ -114,7 +77,8 @@ def split_zk_hosts(hosts: str) -> tuple[str, int]:
 
 
 def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
-               server_host: str = HOST) -> list[tuple[str, str, str]]:
+               server_host: str = HOST, region_servers: int = REGION_SERVERS,
+               wal_roll_size: int | None = None) -> list[tuple[str, str, str]]:
     """`server_host`: the address the master and region servers listen on (RPC and info servers); 127.0.0.1
     unless the secured bed gives dc2's another (realhbase/secure.py)."""
     quorum, zk_port = split_zk_hosts(zk_hosts)
@@ -135,9 +99,9 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("hbase.master.infoserver.redirect", "false", "no extra redirect port"),
         ("hbase.regionserver.info.bindAddress", server_host,
          "loopback only; each region server's rpc and info port are given on its command line"),
-        ("hbase.master.wait.on.regionservers.mintostart", str(REGION_SERVERS),
+        ("hbase.master.wait.on.regionservers.mintostart", str(region_servers),
          "assign hbase:meta only once every region server has checked in"),
-        ("hbase.master.wait.on.regionservers.maxtostart", str(REGION_SERVERS),
+        ("hbase.master.wait.on.regionservers.maxtostart", str(region_servers),
          "and not wait the 4.5 s timeout once they all have"),
         ("hbase.replication", "true", "production's default: replication on, REPLICATION_SCOPE honoured"),
         ("replication.source.sleepforretries", "100",
@@ -158,7 +122,7 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
         ("hbase.regionserver.metrics.period", "2000",
          "region server gauges recomputed every 2 s (HBase: 5 s), with *.period=2 in the metrics2 files"),
         ("hbase.hregion.memstore.flush.size", str(4 << 20),
-         "memstores flush at 4 MiB (HBase: 128 MiB), as minihbase: flushes and HFiles happen in tests"),
+         "memstores flush at 4 MiB (HBase: 128 MiB), as the stand-in: flushes and HFiles happen in tests"),
         ("hbase.hstore.time.to.purge.deletes", "86400000",
          "delete markers survive major compactions for a day (HBase: purged at the next one), as the toolkit's "
          "preflight asks of a migration's source (docs/data-path.md): a marker purged on the source but not on "
@@ -167,20 +131,24 @@ def hbase_site(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
          "region replicas' edits replicate (HBase's own region_replica_replication peer, added when a table "
          "with REGION_REPLICATION > 1 is created; nothing changes for other tables)"),
         ("hbase.regionserver.optionalcacheflushinterval", "300000",
-         "an idle memstore flushes after 5 min (HBase: 1 h), as minihbase"),
+         "an idle memstore flushes after 5 min (HBase: 1 h), as the stand-in"),
         ("hbase.hregion.max.filesize", str(8 << 20),
-         "regions split past 8 MiB (HBase: 10 GiB), as minihbase: demo tables spread over both region servers"),
-        ("hbase.regionserver.logroll.period", "60000", "WALs roll every 60 s (HBase: 1 h), as minihbase"),
+         "regions split past 8 MiB (HBase: 10 GiB), as the stand-in: demo tables spread over both region servers"),
+        ("hbase.regionserver.logroll.period", "60000", "WALs roll every 60 s (HBase: 1 h), as the stand-in"),
         ("hbase.regionserver.maxlogs", "10",
          "TestReplicationBase: past 10 WALs the oldest regions are flushed (HBase: 32)"),
-        ("hbase.regionserver.handler.count", "30", "HBase's default, as minihbase"),
+        ("hbase.regionserver.handler.count", "30", "HBase's default, as the stand-in"),
         ("hbase.master.mob.cleaner.period", "10",
          "MOB files no store file refers to any more (after a MOB family's major compaction) are archived within "
          "seconds (HBase: once a day), as a snapshot export must find them (docs/snapshot-export.md)"),
         ("hbase.mob.min.age.archive", "60000",
          "...once a minute old (HBase: an hour): a MOB file just flushed is not yet referenced by its store file"),
         *master_key_site(cluster_dir.parent),
-    ]
+    ] + ([] if wal_roll_size is None else [
+        ("hbase.regionserver.hlog.blocksize", str(2 * wal_roll_size),
+         f"up --wal-roll-size {wal_roll_size}: a WAL rolls at blocksize x logroll.multiplier (HBase: 2 x the HDFS "
+         "block x 0.5)"),
+        ("hbase.regionserver.logroll.multiplier", "0.5", "HBase 2.x's default, said with the blocksize above")])
 
 
 MASTER_KEY_ALIAS = "hbase"
@@ -246,8 +214,12 @@ def block_size() -> int:
     return int(text)
 
 
-def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, str]]:
-    size = block_size()
+def hdfs_site(cluster_dir: Path, ports: dict[str, int], size: int | None = None,
+              datanodes: int = 0) -> list[tuple[str, str, str]]:
+    """`size`: dfs.blocksize (`up --block-size`; default `block_size()`); `datanodes`: DataNode JVMs of their own
+    (0: one DataNode in the master's JVM)."""
+    size = size or block_size()
+    replication = min(2, max(datanodes, 1))
     return [
         ("dfs.namenode.name.dir", f"file://{cluster_dir / 'hdfs' / 'name'}", ""),
         ("dfs.datanode.data.dir", f"file://{cluster_dir / 'hdfs' / 'data'}", ""),
@@ -258,14 +230,20 @@ def hdfs_site(cluster_dir: Path, ports: dict[str, int]) -> list[tuple[str, str, 
         ("dfs.datanode.http.address", f"{HOST}:0", ""),
         ("dfs.datanode.ipc.address", f"{HOST}:0", ""),
         ("dfs.datanode.hostname", HOST, "WebHDFS redirects name the DataNode by its loopback address"),
-        ("dfs.replication", "1", "one DataNode"),
+        ("dfs.replication", str(replication),
+         "one DataNode" if replication == 1 else "two replicas: a DataNode killed loses no block"),
         ("dfs.blocksize", str(size),
          "1 MiB blocks (HDFS: 128 MiB, the smallest allowed is 1 MiB): a new block reserves one block against a "
          "space quota, so small quotas work; WALs roll at about this size" if size == TEST_BLOCK_SIZE else
          "REALHBASE_DFS_BLOCKSIZE: a production-sized block (a benchmark's: a file's blocks cost round trips)"),
         ("dfs.namenode.safemode.extension", "0", "leave safe mode as soon as the blocks are reported (HDFS: 30 s)"),
         ("dfs.namenode.safemode.min.datanodes", "1", ""),
-    ]
+    ] + ([] if datanodes < 2 else [
+        ("dfs.client.block.write.replace-datanode-on-failure.policy", "NEVER",
+         "a pipeline that lost a DataNode goes on with the others (HDFS's advice for clusters of 3 nodes or fewer)"),
+        ("dfs.namenode.heartbeat.recheck-interval", "15000",
+         "a killed DataNode is declared dead after 2 x 15 s + 10 x 3 s (HDFS: 10.5 min)"),
+    ])
 
 
 def site_xml(props: list[tuple[str, str, str]]) -> str:
@@ -299,7 +277,7 @@ logger.blockstate.level = WARN
 logger.metrics.name = org.apache.hadoop.metrics2
 logger.metrics.level = WARN
 """
-# Metrics snapshots (and so /jmx values) every 2 s (HBase: 10 s), as minihbase's metrics_period_s.
+# Metrics snapshots (and so /jmx values) every 2 s (HBase: 10 s), as the stand-in's metrics period.
 METRICS2 = "*.period=2\n"
 
 
@@ -311,17 +289,20 @@ def merged(base: list[tuple[str, str, str]], overlay: list[tuple[str, str, str]]
 
 
 def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int],
-               overlay: dict[str, list[tuple[str, str, str]]] | None = None, server_host: str = HOST) -> Path:
+               overlay: dict[str, list[tuple[str, str, str]]] | None = None, server_host: str = HOST,
+               region_servers: int = REGION_SERVERS, block: int | None = None, datanodes: int = 0,
+               wal_roll_size: int | None = None) -> Path:
     """The cluster's conf/ directory; `overlay` adds keys to a site file ({"hbase-site.xml": [...]}: the secured
-    bed's, realhbase/secure.py)."""
+    bed's, realhbase/secure.py); the rest is the topology's (realhbase/roles.py `Topology`)."""
     conf = cluster_dir / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     for sub in ("tmp", "hadoop-tmp", "logs"):
         (cluster_dir / sub).mkdir(exist_ok=True)
     overlay = overlay or {}
-    for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports, server_host)),
+    for file, props in (("hbase-site.xml", hbase_site(name, cluster_dir, zk_hosts, ports, server_host,
+                                                      region_servers, wal_roll_size)),
                         ("core-site.xml", core_site(cluster_dir, ports)),
-                        ("hdfs-site.xml", hdfs_site(cluster_dir, ports))):
+                        ("hdfs-site.xml", hdfs_site(cluster_dir, ports, block, datanodes))):
         (conf / file).write_text(site_xml(merged(props, overlay.get(file, []))))
     (conf / "log4j2.properties").write_text(LOG4J2.replace("{level}", "INFO"))
     (conf / "log4j2-client.properties").write_text(LOG4J2.replace("{level}", "WARN"))
@@ -330,8 +311,9 @@ def write_conf(name: str, cluster_dir: Path, zk_hosts: str, ports: dict[str, int
     return conf
 
 
-def save_ports(cluster_dir: Path, ports: dict[str, int], zk_hosts: str) -> None:
-    (cluster_dir / "cluster.json").write_text(json.dumps({"ports": ports, "zookeeper": zk_hosts}, indent=1))
+def save_ports(cluster_dir: Path, ports: dict[str, int], zk_hosts: str, topology: dict | None = None) -> None:
+    (cluster_dir / "cluster.json").write_text(json.dumps({"ports": ports, "zookeeper": zk_hosts,
+                                                          **({"topology": topology} if topology else {})}, indent=1))
 
 
 def load_cluster(cluster_dir: Path) -> dict:

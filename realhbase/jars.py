@@ -5,7 +5,7 @@ Cache layout (`REALHBASE_CACHE`, default `~/.cache/realhbase`):
     m2/                               Maven's local repository (every jar; ~210 MB)
     <hbase version>/classpath.txt     `mvn dependency:build-classpath` output, keyed by the pom's content
     <hbase version>/classpath.key
-    <hbase version>/launcher/         RealHBaseLauncher.class, keyed by its source
+    <hbase version>/launcher-<hash>/  launcher.jar (RealHBaseLauncher), one directory per source
     <hbase version>/versions.json     the versions the pom resolved (hbase, hadoop, thrift, shell, jruby)
     yarn-<hadoop version>/classpath.txt   YARN's ResourceManager and NodeManager (realhbase/yarn/pom.xml), keyed
                                       by that pom's content (`up --yarn` only)
@@ -172,9 +172,9 @@ def resolve(progress: bool = True) -> Jars:
         (vdir / "shell-extra.txt").write_text(os.pathsep.join(shell_extra))
         key_file.write_text(key)
     shell_extra = [j for j in (vdir / "shell-extra.txt").read_text().split(os.pathsep) if j]
-    cds_key = hashlib.sha256(os.pathsep.join([java, *classpath, *shell_extra]).encode()).hexdigest()[:16]
-    return Jars(classpath, _launcher(classpath, vdir), json.loads(versions_file.read_text()), java, shell_extra,
-                vdir / "cds" / cds_key)
+    launcher = _launcher(classpath, vdir)
+    cds_key = hashlib.sha256(os.pathsep.join([java, *classpath, *shell_extra, str(launcher)]).encode()).hexdigest()[:16]
+    return Jars(classpath, launcher, json.loads(versions_file.read_text()), java, shell_extra, vdir / "cds" / cds_key)
 
 
 JVM_DIR = REPO / "jvm"
@@ -268,11 +268,12 @@ def _single_artifact(coordinates: str, progress: bool) -> str:
 
 
 def _launcher(classpath: list[str], vdir: Path) -> Path:
-    """RealHBaseLauncher compiled against these jars (again only when its source changes)."""
+    """RealHBaseLauncher compiled against these jars, in a directory of its source's own (checkouts with different
+    launchers share the cache: one must never replace the jar another's running JVMs load classes from)."""
     source = LAUNCHER_SOURCE.read_bytes()
-    out = vdir / "launcher"
-    stamp = out / "source.sha256"
     digest = hashlib.sha256(source).hexdigest()
+    out = vdir / f"launcher-{digest[:12]}"
+    stamp = out / "source.sha256"
     # hadoop-hdfs's jar as served here has no webapps/: the NameNode's and DataNode's HTTP servers only need
     # the directories to exist (WebHDFS, /jmx and /conf are servlets they add themselves).
     for app in ("hdfs", "datanode", "static"):

@@ -1,5 +1,5 @@
 """`python -m realhbase up --secure`: the two real clusters Kerberized as production secures them, on the MIT KDC
-minihbase's secure mode runs (`minihbase.security.stack.SecureStack`: realms DC1.TEST and DC2.TEST with a
+stand-in's secure mode runs too (`bedkit.security.stack.SecureStack`: realms DC1.TEST and DC2.TEST with a
 cross-realm trust both ways, every principal's keytab, a CA and server certificate, Debian's ZooKeeper with SASL).
 
 What each cluster runs with (the keys below are added to the plain bed's site files, realhbase/config.py):
@@ -20,12 +20,12 @@ What each cluster runs with (the keys below are added to the plain bed's site fi
   from the stack's certificate).
 
 Server principals name the host `localhost` (the canonical name of 127.0.0.1, what `_HOST` becomes in the
-toolkit and minihbase) rather than `_HOST`: HBase's info servers and the NameNode's web server expand `_HOST`
-with the address they bind (`HTTP/127.0.0.1@REALM`), not its canonical name (docs/minihbase-vs-hbase.md).
+toolkit and the stand-in) rather than `_HOST`: HBase's info servers and the NameNode's web server expand `_HOST`
+with the address they bind (`HTTP/127.0.0.1@REALM`), not its canonical name (the conformance suite's finding).
 
 Each cluster has its own krb5.conf (`<cluster>/conf/krb5.conf`, its own realm as the default realm, as each
 datacenter's hosts have), the JAAS file, and the keystore; the KDC, keytabs and TLS files live in the workdir
-(`kdc/`, `keytabs/`, `tls/`), ZooKeeper in `zookeeper/`, as minihbase's secure mode lays them out.
+(`kdc/`, `keytabs/`, `tls/`), ZooKeeper in `zookeeper/`, as the stand-in's secure mode lays them out.
 """
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from minihbase.kdc import krb5_conf_text
-from minihbase.security.names import cross_realm_rules
-from minihbase.security.stack import REALMS, SUPERUSERS, TOOLKIT, ZK_REALM, SecureStack
+from bedkit.kdc import krb5_conf_text
+from bedkit.security.names import cross_realm_rules
+from bedkit.security.stack import REALMS, SUPERUSERS, TOOLKIT, ZK_REALM, SecureStack
 
-# Each cluster's realm and Thrift mode, as minihbase's clusters-secure.toml has them.
+# Each cluster's realm and Thrift mode, as the stand-in's secured pair has them.
 CLUSTER_SECURITY = {
     "dc1": {"realm": "DC1.TEST", "thrift_qop": "auth-conf", "thrift_http": False, "thrift_ssl": False},
     "dc2": {"realm": "DC2.TEST", "thrift_qop": None, "thrift_http": True, "thrift_ssl": True},
@@ -89,7 +89,7 @@ ZK_HOST = "127.0.0.2"  # the secured bed's ZooKeeper listens here (see RealSecur
 
 
 class RealSecureStack(SecureStack):
-    """minihbase's SecureStack (the KDC, every keytab, the TLS files) with its SASL ZooKeeper on 127.0.0.2, as
+    """bedkit's SecureStack (the KDC, every keytab, the TLS files) with its SASL ZooKeeper on 127.0.0.2, as
     `zookeeper/127.0.0.2@DC1.TEST`.
 
     Why not on 127.0.0.1 as `zookeeper/localhost@DC1.TEST`: ZooKeeper's Java client asks for the host-based name
@@ -119,8 +119,8 @@ class RealSecureStack(SecureStack):
         return out
 
     def start(self, timeout: float = 30.0) -> "RealSecureStack":
-        from minihbase.security import tls
-        from minihbase.zookeeper import ZooKeeperSasl, ZooKeeperServer
+        from bedkit.security import tls
+        from bedkit.zookeeper import ZooKeeperSasl, ZooKeeperServer
 
         options_file = self.dir / "stack.json"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -285,8 +285,8 @@ def jvm_flags(name: str, cluster_dir: Path, client: bool = False) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------- endpoints
 def settings(name: str, workdir: Path) -> dict:
-    """`SecuritySettings` of the cluster as minihbase's `SecureStack.cluster_security` gives them (the same keys,
-    the realhbase paths)."""
+    """The cluster's security settings as `SecureStack.cluster_security` gives them, with the realhbase paths:
+    what endpoints.security_entry and endpoints.security_extras describe."""
     s = CLUSTER_SECURITY[name]
     ss = SecureStack(workdir)
     out = ss.cluster_security(realm(name), thrift_qop=s["thrift_qop"], thrift_http=s["thrift_http"],
@@ -301,23 +301,17 @@ def settings(name: str, workdir: Path) -> dict:
 
 
 def describe(name: str, workdir: Path) -> dict:
-    """The cluster's `security` entry of `endpoints --json` (minihbase's `ClusterSecurity.describe`)."""
-    from minihbase.security.server import ClusterSecurity
-    from minihbase.security.settings import SecuritySettings
+    """The cluster's `security` entry of `endpoints --json`."""
+    from realhbase import endpoints
 
-    holder = type("Holder", (), {})()
-    holder.settings = SecuritySettings.from_dict(name, settings(name, workdir))
-    return ClusterSecurity.describe(holder)
+    return endpoints.security_entry(settings(name, workdir))
 
 
 def connection_extras(name: str, workdir: Path) -> dict:
-    """The security extras of the cluster's Airflow connection (minihbase's `ClusterSecurity.connection_extras`)."""
-    from minihbase.security.server import ClusterSecurity
-    from minihbase.security.settings import SecuritySettings
+    """The security extras of the cluster's Airflow connection."""
+    from realhbase import endpoints
 
-    holder = type("Holder", (), {})()
-    holder.settings = SecuritySettings.from_dict(name, settings(name, workdir))
-    return ClusterSecurity.connection_extras(holder)
+    return endpoints.security_extras(settings(name, workdir))
 
 
 def summary(workdir: Path) -> dict | None:
@@ -330,7 +324,7 @@ def summary(workdir: Path) -> dict | None:
 
 # ---------------------------------------------------------------------------------------------- the bed's clients
 def _creds(principal: str, kt: str):
-    from minihbase.security import gss
+    from bedkit.security import gss
 
     return gss.keytab_credentials(principal, kt)
 
@@ -340,7 +334,7 @@ def negotiate(workdir: Path, name: str, url: str) -> dict[str, str]:
     host (HTTP/<its canonical name>@<realm>)."""
     from urllib.parse import urlsplit
 
-    from minihbase.security import gss
+    from bedkit.security import gss
 
     principal = hbase_principal(name)
     target = http_principal(name, gss.canonical_host(urlsplit(url).hostname))
@@ -371,7 +365,7 @@ class _GssapiSasl:
     def __init__(self, creds, target: str, principal: str, qop: str):
         import gssapi
 
-        from minihbase.security import gss
+        from bedkit.security import gss
 
         self.ctx = gss.initiate(creds, target)
         self.principal, self.qop, self.error = principal, qop, ""
@@ -439,7 +433,7 @@ def thrift_client(workdir: Path, name: str, host: str, port: int, kind: str, mod
     if s["thrift_http"]:
         from thriftpy2.http import THttpClient, THttpHeaderFactory
 
-        from minihbase.security import gss
+        from bedkit.security import gss
 
         class Negotiate(THttpHeaderFactory):
             def get_headers(self):

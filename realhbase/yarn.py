@@ -223,3 +223,165 @@ def spark_conf(workdir: Path, python: str, secure: bool = False) -> dict[str, st
 
 def plan_ports(saved: dict[str, int]) -> dict[str, int]:
     return config.plan_ports(saved, PORT_NAMES)
+
+
+def containers_dir(workdir: Path) -> Path:
+    """The NodeManager's local dirs: every process of a container runs in a directory below it."""
+    return yarn_dir(workdir) / "local"
+
+
+# ---------------------------------------------------------------------------------------------- the daemons
+class Yarn:
+    """YARN's two daemons beside dc2's HDFS under `workdir`: started, awaited, stopped, described. `jars` is called
+    when they are to start; `security` is the bed's (realhbase/security.py); `running` returns "<cluster>/<role>"
+    -> pid of the bed's live processes."""
+
+    def __init__(self, workdir: Path, jars, security, running, progress: bool = True, log=lambda message: None):
+        self.workdir, self._jars, self.security, self._running = workdir, jars, security, running
+        self.progress, self._log = progress, log
+
+    def running_daemons(self) -> dict[str, int]:
+        """"dc2/resourcemanager" / "dc2/nodemanager" -> pid of YARN's live daemons."""
+        return {r: p for r, p in self._running().items() if r.split("/")[-1] in ROLES}
+
+    def _command(self, role: str, java: str, classpath: list[str]) -> list[str]:
+        from realhbase.processes import markers
+
+        conf = conf_dir(self.workdir)
+        logs = self.workdir / CLUSTER / "logs"
+        return [java, f"-Xmx{HEAP[role]}", *config.JVM_FLAGS, *config.JDK17_FLAGS,
+                *markers(self.workdir, CLUSTER, role), f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
+                f"-Djava.io.tmpdir={yarn_dir(self.workdir) / 'tmp'}", f"-Dyarn.log.dir={logs}",
+                f"-Dhadoop.log.dir={logs}", *self.security.jvm_flags(CLUSTER, self.workdir / CLUSTER),
+                "-cp", os.pathsep.join([*classpath, str(conf)]), MAIN[role]]
+
+    def start(self, timeout: float) -> dict:
+        """A ResourceManager and a NodeManager on dc2; returns once the node is RUNNING in the ResourceManager.
+        Already running: returns at once. A failure stops both and raises with the log's tail."""
+        import json
+        import time
+
+        from realhbase.jars import RealHBaseError, resolve_yarn
+        from realhbase.processes import spawn, tail
+
+        if set(self.running_daemons()) >= {f"{CLUSTER}/{r}" for r in ROLES}:
+            return self.endpoints()
+        if f"{CLUSTER}/master" not in self._running():
+            raise RealHBaseError(f"realhbase: YARN runs beside {CLUSTER}'s HDFS, which does not run under "
+                                 f"{self.workdir}: `up` first")
+        self.stop()  # half a YARN (one daemon died): start both again
+        started = time.monotonic()
+        jars = self._jars()
+        classpath = resolve_yarn(jars.versions["hadoop"], progress=self.progress)
+        state_file = yarn_dir(self.workdir) / "yarn.json"
+        try:
+            saved = json.loads(state_file.read_text()).get("ports", {})
+        except (OSError, ValueError):
+            saved = {}
+        ports = plan_ports(saved)
+        secure = self.security.secure
+        conf = write_conf(self.workdir, ports, secure)
+        address = host(secure)
+        state_file.write_text(json.dumps({"ports": ports, "host": address, "secure": secure}, indent=1))
+        env = {**os.environ, "JAVA_HOME": java_home(jars.java), "HADOOP_CONF_DIR": str(conf), "SPARK_LOCAL_IP": HOST}
+        env.pop("PYTHONPATH", None)  # containers get what their application ships, not this process's path
+        logs = self.workdir / CLUSTER / "logs"
+        nodes = f"http://{address}:{ports['rm_web']}/ws/v1/cluster/nodes?states=RUNNING"
+        try:
+            for role in ROLES:
+                spawn(self._command(role, jars.java, classpath), logs / f"{role}.log", f"{CLUSTER}/{role}",
+                      yarn_dir(self.workdir), env)
+            deadline = time.monotonic() + timeout
+            while True:
+                running = self.running_daemons()
+                for role in ROLES:
+                    if f"{CLUSTER}/{role}" not in running:
+                        log = logs / f"{role}.log"
+                        raise RealHBaseError(f"realhbase: {CLUSTER}/{role} exited while starting; tail of "
+                                             f"{log}:\n{tail(log)}")
+                try:  # the REST API (behind SPNEGO on a secured bed, asked as dc2's hbase service principal)
+                    if ((self.security.http_json(CLUSTER, nodes, timeout=3).get("nodes") or {}).get("node") or []):
+                        break
+                except Exception:  # noqa: BLE001 - not answering yet (a refused connection, SPNEGO before its login)
+                    pass
+                if time.monotonic() >= deadline:
+                    log = logs / "nodemanager.log"
+                    raise RealHBaseError(f"realhbase: YARN's node not RUNNING in the ResourceManager within "
+                                         f"{timeout:.0f}s; tail of {log}:\n{tail(log)}")
+                time.sleep(0.5)
+        except BaseException:
+            self.stop()
+            raise
+        self._log(f"YARN ready in {time.monotonic() - started:.1f} s (ResourceManager {address}:{ports['rm']}, "
+                  f"web UI http://{address}:{ports['rm_web']}{', Kerberos' if secure else ''}, HADOOP_CONF_DIR {conf})")
+        return self.endpoints()
+
+    def stop(self) -> dict[int, str]:
+        """SIGTERM to the NodeManager, the ResourceManager and every container process; SIGKILL after 30 s.
+        Returns the survivors."""
+        from realhbase import processes
+
+        procs = {p: r for p, r in processes.find(self.workdir, containers_dir(self.workdir),
+                                                 f"{CLUSTER}/container").items()
+                 if r.split("/")[-1] in (*ROLES, "container")}
+        if not procs:
+            return {}
+        _, left = processes.terminate(procs, 30)
+        return {pid: procs[pid] for pid in left}
+
+    def endpoints(self) -> dict | None:
+        """The `yarn` entry of `endpoints --json` (None: YARN was never started under this workdir)."""
+        import json
+
+        try:
+            state = json.loads((yarn_dir(self.workdir) / "yarn.json").read_text())
+            ports = state["ports"]
+        except (OSError, ValueError, KeyError):
+            return None
+        running = self.running_daemons()
+        conf = str(conf_dir(self.workdir))
+        secure = bool(state.get("secure"))
+        address = state.get("host") or config.HOST  # dc2's server address on a secured bed
+        security, kerberos_extra = None, {}
+        if secure:
+            from bedkit.security.stack import TOOLKIT
+            from realhbase import secure as sec
+
+            # What spark-submit needs: the submitting principal and the PATH of its keytab (never its content),
+            # the YARN daemons' principals, dc2's krb5.conf for the JVMs and the REST API's SPNEGO principal
+            security = {
+                "principal": TOOLKIT, "keytab": sec.keytab(self.workdir, TOOLKIT),
+                "krb5_conf": str(conf_dir(self.workdir) / "krb5.conf"),
+                "resourcemanager_principal": f"yarn/_HOST@{sec.realm(CLUSTER)}",
+                "nodemanager_principal": sec.yarn_principal(CLUSTER),
+                "spnego_principal": f"HTTP/_HOST@{sec.realm(CLUSTER)}",
+            }
+            # the provider reads `principal` (--principal); `keytab` there is a keytab's base64 CONTENT, so the
+            # path goes under `keytab_path`, which the toolkit's Spark operators pass as --keytab
+            kerberos_extra = {"principal": TOOLKIT, "keytab_path": security["keytab"],
+                              "yarn_spnego_principal": security["spnego_principal"]}
+        return {
+            "cluster": CLUSTER,
+            "resourcemanager": {"address": f"{address}:{ports['rm']}",
+                                "scheduler": f"{address}:{ports['rm_scheduler']}",
+                                "web_ui": f"http://{address}:{ports['rm_web']}",
+                                "alive": f"{CLUSTER}/resourcemanager" in running},
+            "nodemanager": {"address": f"{address}:{ports['nm']}", "web_ui": f"http://{address}:{ports['nm_web']}",
+                            "memory_mb": NODE_MEMORY_MB, "vcores": NODE_VCORES,
+                            "alive": f"{CLUSTER}/nodemanager" in running},
+            "hadoop_conf_dir": conf,
+            "spark_conf_dir": str(spark_conf_dir(self.workdir)),
+            "containers_dir": str(containers_dir(self.workdir)),
+            "container_logs_dir": str(yarn_dir(self.workdir) / "logs"),
+            # what spark-defaults.conf holds for this YARN (export HADOOP_CONF_DIR for spark-submit too)
+            "spark_conf": spark_conf(self.workdir, sys.executable, secure),
+            "security": security,
+            # Airflow's Spark connections; the ResourceManager's web address lets the provider follow a
+            # cluster-mode application through the REST API (yarn_track_via_rm_api, its durable mode)
+            "connections": {
+                name: {"conn_type": "spark", "host": "yarn",
+                       "extra": {"deploy-mode": mode,
+                                 "yarn_resourcemanager_webapp_address": f"{address}:{ports['rm_web']}",
+                                 **kerberos_extra}}
+                for name, mode in (("spark_yarn", "cluster"), ("spark_yarn_client", "client"))},
+        }

@@ -435,3 +435,66 @@ SELECT job, written_ms, summary FROM job_summaries WHERE summary_key = :summary_
 
 -- name: job_summary_delete
 DELETE FROM job_summaries WHERE summary_key = :summary_key;
+
+-- The oldWALs watchdog's lease, per run and cluster (hbase_migration/migration/quota.py)
+
+-- name: watch_ensure
+INSERT INTO oldwals_watch (run_id, cluster_key, readings, namenode_calls, updated_ms)
+VALUES (:run_id, :cluster_key, 0, 0, :now_ms)
+ON CONFLICT (run_id, cluster_key) DO NOTHING;
+
+-- name: watch_take
+-- Take (or renew) the lease when it is free, ours, or expired; the caller reads the row count.
+UPDATE oldwals_watch SET owner = :owner, expires_ms = :expires_ms, updated_ms = :now_ms
+WHERE run_id = :run_id AND cluster_key = :cluster_key
+  AND (owner IS NULL OR owner = :owner OR expires_ms < :now_ms);
+
+-- name: watch_row
+SELECT run_id, cluster_key, owner, expires_ms, plan_json, reading_json, read_ms, readings, namenode_calls, updated_ms
+FROM oldwals_watch WHERE run_id = :run_id AND cluster_key = :cluster_key;
+
+-- name: watch_rows
+SELECT run_id, cluster_key, owner, expires_ms, plan_json, reading_json, read_ms, readings, namenode_calls, updated_ms
+FROM oldwals_watch WHERE run_id = :run_id ORDER BY cluster_key;
+
+-- name: watch_reading
+-- Only under the lease: a watchdog that lost it (it stalled past its expiry) records nothing.
+UPDATE oldwals_watch SET plan_json = :plan_json, reading_json = :reading_json, read_ms = :read_ms,
+                         readings = readings + 1, namenode_calls = namenode_calls + :calls, updated_ms = :now_ms
+WHERE run_id = :run_id AND cluster_key = :cluster_key AND owner = :owner;
+
+-- name: watch_release
+UPDATE oldwals_watch SET owner = NULL, expires_ms = NULL, updated_ms = :now_ms
+WHERE run_id = :run_id AND cluster_key = :cluster_key AND owner = :owner;
+
+-- A run's batches and their slots (hbase_migration/migration/batches.py)
+
+-- name: batch_insert
+INSERT INTO migration_batches (run_id, batch, batch_index, peer_id, tables_json, bytes, planned_ms)
+VALUES (:run_id, :batch, :batch_index, :peer_id, :tables_json, :bytes, :planned_ms)
+ON CONFLICT (run_id, batch) DO NOTHING;
+
+-- name: run_batches
+SELECT b.batch, b.batch_index, b.peer_id, b.tables_json, b.bytes, b.t0_ms, b.planned_ms, s.slot, s.taken_ms
+FROM migration_batches b
+LEFT JOIN batch_slots s ON s.run_id = b.run_id AND s.batch = b.batch
+WHERE b.run_id = :run_id
+ORDER BY b.batch_index;
+
+-- name: batch_t0
+UPDATE migration_batches
+SET t0_ms = CASE WHEN t0_ms IS NULL OR :t0_ms < t0_ms THEN :t0_ms ELSE t0_ms END
+WHERE run_id = :run_id AND batch = :batch;
+
+-- name: batch_slot_of
+SELECT slot FROM batch_slots WHERE run_id = :run_id AND batch = :batch;
+
+-- name: batch_slot_take
+INSERT INTO batch_slots (run_id, slot, batch, taken_ms) VALUES (:run_id, :slot, :batch, :taken_ms)
+ON CONFLICT DO NOTHING;
+
+-- name: batch_slot_release
+DELETE FROM batch_slots WHERE run_id = :run_id AND batch = :batch;
+
+-- name: batch_slots_taken
+SELECT slot, batch, taken_ms FROM batch_slots WHERE run_id = :run_id ORDER BY slot;

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-from minihbase.zookeeper import free_port
+from bedkit.zookeeper import free_port
 
 SMTP_USER, SMTP_PASSWORD = "alerts", "smtp-pw-5f1c9"  # must never appear in a message, a log or the ledger
 WEBHOOK_TOKEN = "T0AL/B0RT/s3cr3t-w3bh00k"  # a Slack-style token: the URL's path is the secret

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bedkit.zookeeper import ZooKeeperServer
 from deploy import spark_jvm
-from minihbase.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = [

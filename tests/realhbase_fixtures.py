@@ -92,6 +92,15 @@ def realhbase(_realhbase_holder):
 
 
 @pytest.fixture
+def realhbase_pair(realhbase):
+    """(dc1, dc2) of the `realhbase` bed as tests/realhbase_clusters.py's RealCluster: the stand-in's test verbs
+    (create_table, connection_json, connection(), roll_wals, kill_rs...) on real HBase."""
+    from tests.realhbase_clusters import RealCluster
+
+    return RealCluster(realhbase, "dc1"), RealCluster(realhbase, "dc2")
+
+
+@pytest.fixture
 def realhbase_yarn(_realhbase_holder):
     """The `realhbase` bed with YARN running on dc2 (opt-in): `.yarn_endpoints()` names its ResourceManager,
     HADOOP_CONF_DIR and a SPARK_CONF_DIR for spark-submit."""
@@ -114,7 +123,8 @@ def _uses_bed(item) -> bool:
     # By fixture, or by marker for a test that asks for the bed through request.getfixturevalue.
     names = getattr(item, "fixturenames", ())
     return not _uses_secure_bed(item) and (
-        "realhbase" in names or "realhbase_yarn" in names or item.get_closest_marker("realhbase") is not None)
+        "realhbase" in names or "realhbase_yarn" in names or "realhbase_pair" in names
+        or item.get_closest_marker("realhbase") is not None)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -28,7 +28,7 @@ import uuid
 import gssapi
 import pytest
 
-from minihbase.security.stack import SecureStack
+from bedkit.security.stack import SecureStack
 from minihbase.testing import MiniCluster
 
 

@@ -28,6 +28,7 @@ DEFAULT_QUOTA_MARK = 0.8  # fraction of an oldWALs quota that counts as pressure
 log = logging.getLogger(__name__)
 
 UNSET = -1  # HDFS reports an unset quota as -1
+NO_LIMIT = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET: the root's own namespace quota, unless one is set
 
 
 class WebHdfsError(RuntimeError):
@@ -152,19 +153,23 @@ def _object(body: Any, key: str, where: str) -> Mapping[str, Any]:
     return body[key]
 
 
+def _type_quotas(raw: Any, where: str) -> dict[str, TypeQuota]:
+    raw = {} if raw is None else raw
+    if not isinstance(raw, Mapping):
+        raise WebHdfsError(f"WebHDFS {where}: typeQuota must be an object, got {raw!r}")
+    types: dict[str, TypeQuota] = {}
+    for storage_type, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise WebHdfsError(f"WebHDFS {where}: typeQuota.{storage_type} must be an object, got {entry!r}")
+        types[storage_type] = TypeQuota(_int(entry, "consumed", where, 0), _int(entry, "quota", where, UNSET))
+    return types
+
+
 def parse_content_summary(body: Any) -> ContentSummary:
     """`{"ContentSummary": {...}}` -> ContentSummary; missing quotas read as unset (-1)."""
     cs = _object(body, "ContentSummary", "GETCONTENTSUMMARY")
     where = "GETCONTENTSUMMARY"
-    types: dict[str, TypeQuota] = {}
-    raw_types = cs.get("typeQuota")
-    raw_types = {} if raw_types is None else raw_types
-    if not isinstance(raw_types, Mapping):
-        raise WebHdfsError(f"WebHDFS {where}: typeQuota must be an object, got {raw_types!r}")
-    for storage_type, entry in raw_types.items():
-        if not isinstance(entry, Mapping):
-            raise WebHdfsError(f"WebHDFS {where}: typeQuota.{storage_type} must be an object, got {entry!r}")
-        types[storage_type] = TypeQuota(_int(entry, "consumed", where, 0), _int(entry, "quota", where, UNSET))
+    types = _type_quotas(cs.get("typeQuota"), where)
     return ContentSummary(
         directory_count=_int(cs, "directoryCount", where),
         file_count=_int(cs, "fileCount", where),
@@ -174,6 +179,36 @@ def parse_content_summary(body: Any) -> ContentSummary:
         space_quota=_int(cs, "spaceQuota", where, UNSET),
         type_quota=types,
     )
+
+
+@dataclass(frozen=True)
+class QuotaCounts:
+    """GETQUOTAUSAGE: the quotas set on a directory and what counts against them, as the NameNode keeps them on a
+    directory that has a quota (its DirectoryWithQuotaFeature): answered without walking the subtree. On a
+    directory without a quota the NameNode computes the same figures by a content summary, so the watchdog asks it
+    only of the directories found to bear one. `names` is directories + files, as in `ContentSummary`."""
+
+    names: int
+    space_consumed: int
+    quota: int
+    space_quota: int
+    type_quota: Mapping[str, TypeQuota] = field(default_factory=dict)
+
+
+def parse_quota_usage(body: Any) -> QuotaCounts:
+    """`{"QuotaUsage": {"fileAndDirectoryCount", "quota", "spaceConsumed", "spaceQuota", "typeQuota"}}`."""
+    where = "GETQUOTAUSAGE"
+    qu = _object(body, "QuotaUsage", where)
+    return QuotaCounts(_int(qu, "fileAndDirectoryCount", where), _int(qu, "spaceConsumed", where),
+                       _int(qu, "quota", where, UNSET), _int(qu, "spaceQuota", where, UNSET),
+                       _type_quotas(qu.get("typeQuota"), where))
+
+
+def op_unsupported(exc: BaseException, op: str) -> bool:
+    """Whether a WebHDFS error says the NameNode does not know `op` (an older Hadoop: `IllegalArgumentException:
+    Invalid value for webhdfs parameter "op": No enum constant ...GetOpParam.Op.<op>`)."""
+    return (isinstance(exc, WebHdfsRemoteError) and exc.exception == "IllegalArgumentException"
+            and op in str(exc) and '"op"' in str(exc))
 
 
 def _file_status(obj: Any, where: str) -> FileStatus:
@@ -377,6 +412,11 @@ class WebHdfs:
 
     def content_summary(self, path: str) -> ContentSummary:
         return parse_content_summary(self._get(path, "GETCONTENTSUMMARY"))
+
+    def quota_counts(self, path: str) -> QuotaCounts:
+        """GETQUOTAUSAGE (Hadoop 3.0+): cheap on a directory that has a quota, a content summary's walk on one
+        that has none."""
+        return parse_quota_usage(self._get(path, "GETQUOTAUSAGE"))
 
     def list_status(self, path: str) -> list[FileStatus]:
         return parse_file_statuses(self._get(path, "LISTSTATUS"))
@@ -583,8 +623,8 @@ class QuotaConstraint:
                 "used": self.used, "headroom": self.headroom, "fraction_used": self.fraction_used}
 
 
-def constraints_of(path: str, cs: ContentSummary) -> list[QuotaConstraint]:
-    """The quotas set on `path` (its content summary): space, namespace, per storage type."""
+def constraints_of(path: str, cs: ContentSummary | QuotaCounts) -> list[QuotaConstraint]:
+    """The quotas set on `path` (its content summary or quota usage): space, namespace, per storage type."""
     found = []
     if cs.space_quota >= 0:
         found.append(QuotaConstraint(path, "space", cs.space_quota, cs.space_consumed))
@@ -672,6 +712,31 @@ def usage_from_summaries(rootdir: str, summaries: Mapping[str, ContentSummary]) 
         raise ValueError(f"content summaries missing for {', '.join(missing)} (needed: {', '.join(chain)})")
     constraints = tuple(c for path in chain for c in constraints_of(path, summaries[path]))
     return QuotaUsage(root, oldwals_path, summaries[oldwals_path], constraints)
+
+
+def quota_bearing(rootdir: str, summaries: Mapping[str, ContentSummary]) -> tuple[str, ...]:
+    """The ancestors of `<rootdir>/oldWALs` (oldWALs itself left out: its own summary carries its quotas) that have
+    a quota (the root's default namespace quota, Long.MAX_VALUE, is none), nearest first, from the content
+    summaries of all of them (`quota_usage`'s walk, done once). Quotas are set by an administrator: a watchdog
+    finds them once and then reads only these."""
+    oldwals_path = posixpath.join(_absolute(rootdir), "oldWALs")
+    return tuple(p for p in ancestors(oldwals_path)[1:]
+                 if any(c.limit < NO_LIMIT for c in constraints_of(p, summaries[p])))
+
+
+def usage_of(rootdir: str, oldwals: ContentSummary,
+             bearing: Mapping[str, ContentSummary | QuotaCounts]) -> QuotaUsage:
+    """QuotaUsage from oldWALs' own content summary and the quota usage of the ancestors that bear a quota (pure):
+    the watchdog's reading, which leaves out the ancestors found to have none."""
+    root = _absolute(rootdir)
+    oldwals_path = posixpath.join(root, "oldWALs")
+    chain = [p for p in ancestors(oldwals_path)[1:] if p in bearing]
+    unknown = sorted(set(bearing) - set(chain))
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)} not an ancestor of {oldwals_path}")
+    constraints = tuple(constraints_of(oldwals_path, oldwals)) + tuple(
+        c for path in chain for c in constraints_of(path, bearing[path]))
+    return QuotaUsage(root, oldwals_path, oldwals, constraints)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -68,6 +68,20 @@ def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
+UNHANDLED = "Unhandled Java exception:"
+
+
+def failure_detail(stdout: str, stderr: str) -> str:
+    """What a failed shell said, in its own words: its `ERROR` lines on stdout; else, when it died of a statement's
+    exception (HBase 2.x's `shell -n` does: JRuby prints `Unhandled Java exception: <class>: <message>` on stderr,
+    then a stack whose tail names only HBase's internals), that line; else the tail of its output."""
+    errors = error_lines(stdout)
+    if errors:
+        return "\n".join(errors)
+    died = [line.rstrip() for line in stderr.splitlines() if line.startswith(UNHANDLED)]
+    return "\n".join(died) if died else _tail(stderr or stdout)
+
+
 def run_shell(statements: Sequence[str], command: Sequence[str] = DEFAULT_SHELL_COMMAND,
               timeout_s: float = 180.0, env: Mapping[str, str] | None = None) -> ShellOutput:
     """Run statements through `command` (stdin), raising ShellCommandError on any failure.
@@ -106,7 +120,7 @@ def run_shell(statements: Sequence[str], command: Sequence[str] = DEFAULT_SHELL_
                          time.monotonic() - started)
     errors = error_lines(stdout)
     if proc.returncode != 0 or errors:
-        detail = "\n".join(errors) if errors else _tail(stderr or stdout)
+        detail = failure_detail(stdout, stderr)
         raise ShellCommandError(
             f"`{shown}` failed (exit {proc.returncode}) running: {'; '.join(statements)}\n{detail}",
             proc.returncode, stdout)
@@ -201,8 +215,7 @@ class ShellSession:
                 if self._proc.poll() is not None:
                     self._changed.wait(0.5)  # let the pumps drain what it printed last
                     lines = self._out[start:]
-                    detail = "\n".join(error_lines("\n".join(lines))) or _tail("\n".join(
-                        self._err[err_start:] + lines))
+                    detail = failure_detail("\n".join(lines), "\n".join(self._err[err_start:] + lines))
                     raise ShellCommandError(
                         f"`{shown}` (session) exited {self._proc.returncode} running: {'; '.join(statements)}\n"
                         f"{detail}", self._proc.returncode, "\n".join(lines))

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -737,6 +737,98 @@ class Ledger:
                             peer_id=_text(peer_id, "peer_id")).mappings().first()
         return None if row is None else dict(row)
 
+    # -- a run's batches and their slots (hbase_migration/migration/batches.py) -------------------------------
+
+    def record_batches(self, run_id: str, batches: Sequence[Mapping[str, Any]],
+                       planned_ms: int | None = None) -> list[dict[str, Any]]:
+        """Keep the run's batch plan, unless one is already kept (a retried plan keeps the first: a batch's peer
+        never changes under a running migration); returns the plan kept."""
+        at = _instant(now_ms() if planned_ms is None else planned_ms, "planned_ms")
+        with self._engine.begin() as conn:
+            self._require_run(conn, run_id)
+            if not self._rows(conn, "run_batches", run_id=run_id):
+                for b in batches:
+                    self._run(conn, "batch_insert", run_id=run_id, batch=_text(b["batch"], "batch"),
+                              batch_index=_count(b["index"], "index"), peer_id=_text(b["peer_id"], "peer_id"),
+                              tables_json=_json(_tables(b["tables"]), "tables"), bytes=_count(b.get("bytes", 0),
+                                                                                            "bytes"),
+                              planned_ms=at)
+        return self.run_batches(run_id)
+
+    def run_batches(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's batches in order: index, name, peer, tables, bytes, T0, and the slot held (None: none)."""
+        with self._reader.begin() as conn:
+            rows = self._rows(conn, "run_batches", run_id=_text(run_id, "run_id"))
+        return [{"index": r["batch_index"], "batch": r["batch"], "peer_id": r["peer_id"],
+                 "tables": json.loads(r["tables_json"]), "bytes": r["bytes"], "t0_ms": r["t0_ms"],
+                 "planned_ms": r["planned_ms"], "slot": r["slot"], "slot_taken_ms": r["taken_ms"]} for r in rows]
+
+    def batch_t0(self, run_id: str, batch: str, t0_ms: int) -> None:
+        """The batch's T0 (its peer added; the earliest kept) and the run's (its first batch's)."""
+        with self._engine.begin() as conn:
+            self._run(conn, "batch_t0", run_id=_text(run_id, "run_id"), batch=_text(batch, "batch"),
+                      t0_ms=_instant(t0_ms, "t0_ms"))
+
+    def take_batch_slot(self, run_id: str, batch: str, limit: int, at_ms: int | None = None) -> int | None:
+        """One of the run's `limit` slots for `batch` (the one it holds already, if any); None when all are taken."""
+        _positive(limit, "limit")
+        at = _instant(now_ms() if at_ms is None else at_ms, "taken_ms")
+        with self._engine.begin() as conn:
+            held = self._run(conn, "batch_slot_of", run_id=_text(run_id, "run_id"),
+                             batch=_text(batch, "batch")).scalar()
+            if held is not None:
+                return int(held)
+            for slot in range(limit):
+                if self._run(conn, "batch_slot_take", run_id=run_id, slot=slot, batch=batch,
+                             taken_ms=at).rowcount == 1:
+                    return slot
+        return None
+
+    def release_batch_slot(self, run_id: str, batch: str) -> None:
+        with self._engine.begin() as conn:
+            self._run(conn, "batch_slot_release", run_id=_text(run_id, "run_id"), batch=_text(batch, "batch"))
+
+    def batch_slots(self, run_id: str) -> list[dict[str, Any]]:
+        with self._reader.begin() as conn:
+            return self._rows(conn, "batch_slots_taken", run_id=_text(run_id, "run_id"))
+
+    # -- the oldWALs watchdog's lease, per run and cluster (hbase_migration/migration/quota.py) ----------------
+
+    def watch_take(self, run_id: str, cluster_key: str, owner: str, lease_s: float,
+                   now: int | None = None) -> tuple[bool, dict[str, Any]]:
+        """Take or renew the lease on `run_id`'s watch of `cluster_key` (free, ours, or expired); returns whether
+        `owner` holds it and the row (plan, newest reading) in one transaction."""
+        at = _instant(now_ms() if now is None else now, "now_ms")
+        keys = {"run_id": _text(run_id, "run_id"), "cluster_key": _text(cluster_key, "cluster_key")}
+        with self._engine.begin() as conn:
+            self._run(conn, "watch_ensure", now_ms=at, **keys)
+            taken = self._run(conn, "watch_take", owner=_text(owner, "owner"), expires_ms=at + int(lease_s * 1000),
+                              now_ms=at, **keys).rowcount == 1
+            row = self._run(conn, "watch_row", **keys).mappings().first()
+        return taken, _watch_dict(row)
+
+    def watch_reading(self, run_id: str, cluster_key: str, owner: str, plan: Mapping[str, Any],
+                      reading: Mapping[str, Any], read_ms: int, calls: int) -> bool:
+        """Keep the holder's newest reading (and the plan it read by); False when `owner` no longer holds the lease
+        (nothing written)."""
+        with self._engine.begin() as conn:
+            return self._run(conn, "watch_reading", run_id=_text(run_id, "run_id"),
+                             cluster_key=_text(cluster_key, "cluster_key"), owner=_text(owner, "owner"),
+                             plan_json=_json(plan, "plan"), reading_json=_json(reading, "reading"),
+                             read_ms=_instant(read_ms, "read_ms"), calls=_count(calls, "calls"),
+                             now_ms=now_ms()).rowcount == 1
+
+    def watch_release(self, run_id: str, cluster_key: str, owner: str) -> None:
+        """Give the lease up (a watchdog that stops): another watchdog of the run takes it at its next turn."""
+        with self._engine.begin() as conn:
+            self._run(conn, "watch_release", run_id=_text(run_id, "run_id"),
+                      cluster_key=_text(cluster_key, "cluster_key"), owner=_text(owner, "owner"), now_ms=now_ms())
+
+    def watches(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's watch rows, one per watched cluster: readings and NameNode calls so far, the plan."""
+        with self._reader.begin() as conn:
+            return [_watch_dict(r) for r in self._run(conn, "watch_rows", run_id=_text(run_id, "run_id")).mappings()]
+
     # -- the source's split/merge and normalizer switches (hbase_migration/data/switches.py) ----------------
 
     def switch_lock(self, source_key: str, owner: str, lease_s: float, now: int | None = None) -> bool:
@@ -978,6 +1070,12 @@ class Ledger:
             notes = self._rows(conn, "run_peer_notes", run_id=run_id)
             sizings = {r["table_name"]: {"sized_ms": r["sized_ms"], "figures": json.loads(r["sizing_json"])}
                        for r in self._rows(conn, "run_sizings", run_id=run_id)}
+            batch_rows = self._rows(conn, "run_batches", run_id=run_id)
+            watches = [_watch_dict(r) for r in self._run(conn, "watch_rows", run_id=run_id).mappings()]
+        peer_state = {n["peer_id"]: n["state"] for n in notes}  # the notes are in time order: the latest wins
+        batches = [{"index": r["batch_index"], "batch": r["batch"], "peer_id": r["peer_id"],
+                    "tables": json.loads(r["tables_json"]), "bytes": r["bytes"], "t0_ms": r["t0_ms"],
+                    "slot": r["slot"], "peer_state": peer_state.get(r["peer_id"])} for r in batch_rows]
         return {
             "run": run,
             "phases": phases,
@@ -996,9 +1094,12 @@ class Ledger:
                     "queues": [{k: v for k, v in q.items() if k != "sampled_ms"} for q in snapshot],
                 } if snapshot else None,
             },
-            "quota": {"samples": quota_samples, "latest": quota_latest},
+            "quota": {"samples": quota_samples, "latest": quota_latest,
+                      "watch": [{k: w[k] for k in ("cluster_key", "readings", "namenode_calls", "read_ms")}
+                                for w in watches]},
             "peer": {"state": notes[-1]["state"] if notes else None, "notes": notes},
             "sizing": sizings,
+            "batches": batches,
         }
 
     def find_run(self, run_id: str) -> dict[str, Any] | None:
@@ -1045,6 +1146,14 @@ def _phase_order(tables: list[str], table: str, phase: str) -> tuple[int, str, i
     """Phases sort by the plan's table order (`ALL_TABLES` after it), then in migration order."""
     position = tables.index(table) if table in tables else len(tables)
     return position, table, PHASES.index(phase) if phase in PHASES else len(PHASES)
+
+
+def _watch_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("plan_json", "reading_json"):
+        text = out.pop(key)
+        out[key[:-5]] = json.loads(text) if text else None
+    return out
 
 
 def _run_dict(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -228,7 +228,19 @@ def _state_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] | 
     return _verdict_text(verdict, run, now_ms) + f" (read by state_left_behind at {utc(verdict.get('recorded_ms'))})"
 
 
+def _batches_text(verdict: Mapping[str, Any]) -> str | None:
+    """A run of several batches (issue 42): each batch's peer and state, the failed ones said."""
+    batches = verdict.get("batches")
+    if not isinstance(batches, list) or len(batches) < 2:
+        return None
+    return "; ".join(f"batch {b.get('batch')} peer {b.get('peer_id')} {b.get('state')}"
+                     + (" (failed)" if b.get("failed") else "") for b in batches)
+
+
 def _verdict_text(verdict: Mapping[str, Any], run: Mapping[str, Any], now_ms: int) -> str:
+    batches = _batches_text(verdict)
+    if batches:
+        return batches
     state = verdict.get("state")
     peer = verdict.get("peer_id")
     if peer and state == "DISABLED":
@@ -274,6 +286,14 @@ def _action_text(verdict: Mapping[str, Any] | None, summary: Mapping[str, Any] |
     peer, state = (verdict or {}).get("peer_id"), (verdict or {}).get("state")
     failed = ", ".join((verdict or {}).get("failed_tasks") or []) or "failed"
     clear = f"clear the {failed} task(s) of DAG run {dag_run_id} in {dag_id}"
+    batches = (verdict or {}).get("batches") or ()
+    disabled = [b["peer_id"] for b in batches if b.get("state") == "DISABLED"]
+    if len(batches) > 1 and disabled:
+        return (f"{clear} to resume the failed batches (finished copy partitions are skipped), or\n"
+                + "".join(f"stop the oldWALs growth of {p}: {CLI} peer enable --source {conn} --peer-id {p}\n"
+                          for p in disabled)
+                + "or roll back a batch: " + "; ".join(f"{CLI} peer remove --source {conn} --peer-id {p}"
+                                                       for p in disabled))
     if peer and state == "DISABLED":
         return (f"{clear} to resume (finished copy partitions are skipped), or\n"
                 f"stop the oldWALs growth (the backlog ships): {CLI} peer enable --source {conn} --peer-id {peer}\n"

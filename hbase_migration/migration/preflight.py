@@ -366,15 +366,27 @@ def _peer_id(facts: Facts) -> CheckResult:
                        "add_peer will leave it as it is")
 
 
+def own_batch_peer(peer: Peer, facts: Facts) -> bool:
+    """One of this run's own batch peers (`hbase_migration.migration.batches`): `<peer_id>` or `<peer_id>_b<k>`,
+    created by the toolkit, replicating only tables of this run. Its WALs are the run's own backlog (a retried or
+    resumed run finds the peers of its batches that started), not another's."""
+    from hbase_migration.migration.batches import is_batch_peer
+    from hbase_migration.replication.model import normalize_table
+
+    tables = {normalize_table(t) for t in facts.tables}
+    return (is_batch_peer(peer.id, facts.peer_id) and is_ours(peer, facts.owner)
+            and bool(peer.config.table_cfs) and set(peer.config.table_cfs) <= tables)
+
+
 def _pinning_peers(facts: Facts) -> CheckResult:
     if facts.peers_error:
         return CheckResult("pinning_peers", False, f"cannot list peers on the source: {facts.peers_error}",
                            transient=transient(facts.peers_error))
     internal = [p.id for p in facts.peers if is_internal(p)]  # HBase's region replica peer: not a backlog
-    others = [p for p in facts.peers if p.id != facts.peer_id and not is_internal(p)]
+    own = {p.id for p in facts.peers if p.id == facts.peer_id or own_batch_peer(p, facts)}
+    others = [p for p in facts.peers if p.id not in own and not is_internal(p)]
     disabled = [p.id for p in others if p.enabled is False]
-    recovered = {k: v for k, v in facts.recovered_queues.items()
-                 if k != facts.peer_id and not is_internal(k) and v}
+    recovered = {k: v for k, v in facts.recovered_queues.items() if k not in own and not is_internal(k) and v}
     if disabled:
         return CheckResult("pinning_peers", False,
                            f"disabled peer(s) {', '.join(disabled)} already pin WALs in oldWALs: a second "
@@ -382,7 +394,7 @@ def _pinning_peers(facts: Facts) -> CheckResult:
                            fix="; ".join(f"enable_peer '{p}'  (or remove_peer '{p}')" for p in disabled))
     # A caught-up 2.x queue holds the WAL being written, maybe one just rolled; more means backlog.
     lagging = {k: v for k, v in facts.queued_wals.items()
-               if k != facts.peer_id and not is_internal(k) and v > facts.lag_wal_threshold}
+               if k not in own and not is_internal(k) and v > facts.lag_wal_threshold}
     notes = []
     if lagging:
         worst = ", ".join(f"{k}={v}" for k, v in sorted(lagging.items()))
@@ -392,9 +404,12 @@ def _pinning_peers(facts: Facts) -> CheckResult:
     if notes:
         return CheckResult("pinning_peers", False, "other peers are lagging and pin WALs: " + "; ".join(notes),
                            severity=WARNING)
+    own_batches = sorted(own - {facts.peer_id})
     return CheckResult("pinning_peers", True,
                        f"no other peer pins WALs ({len(others)} other peer(s), all enabled and caught up"
-                       + (f"; HBase's own {', '.join(internal)} left alone" if internal else "") + ")")
+                       + (f"; HBase's own {', '.join(internal)} left alone" if internal else "")
+                       + (f"; this run's own batch peers {', '.join(own_batches)} are its backlog" if own_batches
+                          else "") + ")")
 
 
 def _projected(facts: Facts) -> bool:

@@ -22,6 +22,8 @@ from hbase_migration.data.throttle import (
     limits_text,
     parse_limits,
 )
+from hbase_migration.migration.batches import DEFAULT_MAX_TABLES as DEFAULT_BATCH_TABLES
+from hbase_migration.migration.batches import check_listed, parse_listed
 from hbase_migration.migration.initial_copy import DEFAULT_THRESHOLD as SNAPSHOT_THRESHOLD
 from hbase_migration.migration.initial_copy import MODES as INITIAL_COPY_MODES
 from hbase_migration.migration.quota import DEFAULT_QUOTA_MARK, POLICIES
@@ -226,6 +228,22 @@ def _principals(value: Any) -> tuple[str, ...]:
     return names
 
 
+_POOL = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+
+
+def _pool(value: Any) -> str:
+    """An Airflow pool's name."""
+    text = _string(value)
+    if not _POOL.match(text):
+        raise ValueError(f"{text!r} is not an Airflow pool name (letters, digits, '_', '-', '.')")
+    return text
+
+
+def _batches(value: Any) -> tuple[tuple[str, ...], ...]:
+    """The operator's batches: a list of 'table1,table2,...' (pure; checked against the tables in `checked`)."""
+    return parse_listed(value)
+
+
 def at_least(low: int, what: str) -> dict[str, Any]:
     """A lower bound, for the form (JSON schema) and for validation alike."""
     return {"bounds": {"minimum": low}, "check": lambda v: v >= low, "wanted": f"{what} >= {low}"}
@@ -325,6 +343,33 @@ FIELDS: tuple[Field, ...] = (
           "exactly what they were (the state found is kept in the ledger, the copies of one source are counted, "
           "so the last one restores it, also after a failure or a killed and retried copy)", _boolean,
           "copy.hold_switches", BOTH),
+    # -- Batches (issue 42): the run's tables in batches, each with its own peer (hbase_migration/migration/batches.py)
+    Field("batches", "array", [], "Batches, as listed (each 'table1,table2,...'; empty: by size)",
+          "each item one batch: its tables get their own peer, added DISABLED just before their copy and enabled as "
+          "soon as they are on the target; every table of the run in exactly one. Empty: batched by size "
+          "(batch_max_tables, batch_max_bytes). One batch's peer is peer_id itself; with more, <peer_id>_b1, ...",
+          _batches, "batches.list", bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("batch_max_tables", "integer", DEFAULT_BATCH_TABLES, "Batches by size: most tables in one",
+          "a batch holds at most this many tables (one Spark application copies them, one verifies them)", _integer,
+          "batches.max_tables", **at_least(1, "an integer")),
+    Field("batch_max_bytes", "integer", 0, "Batches by size: most store file bytes in one (0: no cap)",
+          "a batch holds at most this many bytes of store files (the sizing's figures), so that its WALs are pinned "
+          "for a bounded copy; a bigger table goes alone. 0: only batch_max_tables caps a batch", _integer,
+          "batches.max_bytes", **at_least(0, "an integer")),
+    Field("batches_at_once", "integer", 2, "Batches copying side by side",
+          "at most this many batches have their peer added and their copies running at once (each pins its own "
+          "WALs and loads the source); the next batch waits its turn, with no worker slot held", _integer,
+          "batches.at_once", **at_least(1, "an integer")),
+    # -- Airflow pools (issue 42): read when the DAG is parsed (a plan's [pools] values, else these defaults); the
+    # trigger form shows the DAG's own and refuses another (a task's pool is fixed when its DAG is parsed)
+    Field("spark_pool", "string", "hbase_spark", "Airflow pool of the Spark submissions",
+          "the copies, snapshot exports and verifications take a slot of this pool while they run (a deferred "
+          "wait on a cluster-mode application holds none): its slots bound the Spark applications at once. Create it "
+          "(`airflow pools set hbase_spark 4 ...`; make bootstrap and the deployment do)", _pool, "pools.spark"),
+    Field("cluster_pool", "string", "hbase_cluster", "Airflow pool of the steps that load a cluster",
+          "preflight (its sizing copies a sample), create_target_tables, the peers' additions and enablings, the "
+          "switch releases and state_left_behind (each an HBase shell JVM on the source or the target) take a slot "
+          "of this pool", _pool, "pools.cluster"),
     Field("initial_copy", "string", "scan", "Initial copy: scan, snapshot or auto",
           "scan: every cell through the Thrift gateways, with its timestamp; snapshot: a FLUSH snapshot of each table, "
           "exported over WebHDFS by Spark tasks (resumable file by file) and cloned on the target: the HFiles byte "
@@ -588,6 +633,12 @@ class RunSpec:
     critical_load: str | None = DEFAULT_CRITICAL_LOAD
     max_pause_s: float = DEFAULT_MAX_PAUSE_S
     hold_switches: bool = True
+    batches: tuple[tuple[str, ...], ...] = ()
+    batch_max_tables: int = DEFAULT_BATCH_TABLES
+    batch_max_bytes: int = 0
+    batches_at_once: int = 2
+    spark_pool: str = "hbase_spark"
+    cluster_pool: str = "hbase_cluster"
     initial_copy: str = "scan"
     snapshot_threshold_bytes: int = SNAPSHOT_THRESHOLD
     same_master_key: bool = False
@@ -668,6 +719,11 @@ class RunSpec:
                                                                       or self.end_time_ms is not None):
             raise InvalidRunInput("initial_copy", f"{self.initial_copy!r} copies every cell of a table (its snapshot): "
                                                   "a time window (start_time_ms, end_time_ms) needs initial_copy scan")
+        if dag_kind == MIGRATION and self.batches:
+            try:
+                check_listed(self.batches, self.tables)
+            except ValueError as e:
+                raise InvalidRunInput("batches", str(e)) from None
         if dag_kind in (MIGRATION, BACKFILL) and (self.max_load or self.critical_load):
             try:
                 LoadLimits(self.max_load or {}, self.critical_load or {}, self.max_pause_s)
@@ -687,6 +743,8 @@ class RunSpec:
         for name in ("tables", "clusters", "only_tables", "target_coprocessors", "freeze_exempt", "superusers"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
+        if values.get("batches") is not None:
+            values["batches"] = parse_listed(values["batches"])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -696,6 +754,7 @@ class RunSpec:
         d["target_coprocessors"] = list(self.target_coprocessors)
         d["freeze_exempt"] = list(self.freeze_exempt)
         d["superusers"] = None if self.superusers is None else list(self.superusers)
+        d["batches"] = [",".join(b) for b in self.batches]  # as the form takes them
         return d
 
     def codecs(self) -> dict[str, str]:

@@ -58,9 +58,9 @@ def _port_free(port: int) -> bool:
 
 
 def cmd_up_secure(args) -> int:
-    from minihbase.kdc import KdcError
-    from minihbase.security.gss import KerberosError
-    from minihbase.security.stack import SecureStack
+    from bedkit.kdc import KdcError
+    from bedkit.security.gss import KerberosError
+    from bedkit.security.stack import SecureStack
 
     workdir = args.workdir
     if args.zookeeper:

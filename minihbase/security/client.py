@@ -42,7 +42,7 @@ def service_auth(security: dict, host: str) -> Auth | None:
     None for an unsecured cluster. The target is the cluster's SPNEGO principal at the request's host."""
     if not security:
         return None
-    from minihbase.security import gss  # only for secured clusters: python-gssapi stays unloaded otherwise
+    from bedkit.security import gss  # only for secured clusters: python-gssapi stays unloaded otherwise
 
     principal = gss.expand_host(security.get("hbase_principal") or f"hbase/_HOST@{security['realm']}", host)
     keytab = security.get("hbase_keytab")

@@ -20,8 +20,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from minihbase.security import gss, names
-from minihbase.security import zk as secure_zk
+from bedkit.security import gss, names
+from bedkit.security import zk as secure_zk
 from minihbase.security.authz import Authorizer
 from minihbase.security.settings import SecuritySettings
 from minihbase.security.spnego import SpnegoAuthenticator

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from minihbase.security.names import BadRules, parse_rules
+from bedkit.security.names import BadRules, parse_rules
 
 QOP_NAMES = {"auth": "auth", "auth-int": "auth-int", "auth-conf": "auth-conf",
              "authentication": "auth", "integrity": "auth-int", "privacy": "auth-conf"}

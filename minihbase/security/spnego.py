@@ -19,9 +19,9 @@ import html
 import logging
 from typing import Callable
 
+from bedkit.security import gss
+from bedkit.security.names import NoMatchingRule
 from minihbase.httpserver import Request, Response
-from minihbase.security import gss
-from minihbase.security.names import NoMatchingRule
 
 log = logging.getLogger(__name__)
 AUTH_EXCEPTION = "org.apache.hadoop.security.authentication.client.AuthenticationException"

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.transport import TMemoryBuffer
 
-from minihbase.security import gss
+from bedkit.security import gss
 from minihbase.security.spnego import error_response, header
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import struct
 
 import gssapi.exceptions
 
-from minihbase.security import gss
+from bedkit.security import gss
 from minihbase.security.settings import QOP_BITS
 
 log = logging.getLogger(__name__)

@@ -183,7 +183,8 @@ def run_duration(run: Mapping[str, Any], now_ms: int | None) -> int | None:
 PHASE_TASKS = {"preflight": "preflight", "create_tables": "create_target_tables", "add_peer": "add_peer",
                "copy": "copy", "enable_peer": "enable_peer", "catch_up": "wait_drained", "verify": "verify",
                "report": "report"}
-MAPPED_PHASES = frozenset({"copy", "verify"})  # one task per table, in the run's table order
+MAPPED_PHASES = frozenset({"copy", "verify"})  # one task per table, in the run's table order (before batches)
+BATCH_PHASES = frozenset({"add_peer", "copy", "enable_peer", "catch_up", "verify"})  # a batch group's tasks
 
 
 def dag_run_id(run: Mapping[str, Any]) -> str:
@@ -195,11 +196,19 @@ def dag_run_href(ui_base: str, run: Mapping[str, Any]) -> str:
     return f"{ui_base}/dags/{quote(run['dag_id'], safe='')}/runs/{quote(dag_run_id(run), safe='')}"
 
 
-def task_href(ui_base: str, run: Mapping[str, Any], table: str, phase: str) -> str | None:
-    """The task instance (its logs) that recorded `phase` for `table`, or None when no task maps to it."""
+def task_href(ui_base: str, run: Mapping[str, Any], table: str, phase: str,
+              batches: Iterable[Mapping[str, Any]] = ()) -> str | None:
+    """The task instance (its logs) that recorded `phase` for `table`, or None when no task maps to it. A run in
+    batches (issue 42) ran a batch's steps in the mapped `batch` group, at the batch's index."""
     task = PHASE_TASKS.get(phase)
     if task is None:
         return None
+    batches = list(batches)
+    if batches and phase in BATCH_PHASES:
+        index = next((b["index"] for b in batches if table in b["tables"]), None)
+        if index is None:
+            return None
+        return f"{dag_run_href(ui_base, run)}/tasks/{quote('batch.' + task, safe='')}/mapped/{index}"
     href = f"{dag_run_href(ui_base, run)}/tasks/{quote(task, safe='')}"
     if phase in MAPPED_PHASES:
         if table not in run["tables"]:
@@ -210,6 +219,53 @@ def task_href(ui_base: str, run: Mapping[str, Any], table: str, phase: str) -> s
 
 # ---------------------------------------------------------------------------------------------------------
 # The run page
+
+BATCH_STEPS = ("copy", "catch_up", "verify")
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    name: str
+    peer_id: str
+    peer_state: str | None  # the latest the ledger noted for its peer
+    tables: int
+    bytes: int
+    t0_ms: int | None
+    copying: bool  # holds one of the run's slots: its peer added, its copies running
+    steps: list[tuple[str, str]]  # (step, status rolled up over its tables: failed > running > success)
+    failed_tables: list[str]
+
+    @property
+    def level(self) -> str:
+        if self.failed_tables:
+            return "bad"
+        return "ok" if all(status == "success" for _, status in self.steps) else "warn"
+
+
+def _rolled_up(statuses: list[str | None]) -> str:
+    for status in ("failed", "running"):
+        if status in statuses:
+            return status
+    if statuses and all(s == "success" for s in statuses):
+        return "success"
+    return "pending" if not any(statuses) else "partly"
+
+
+def batch_rows(batches: Iterable[Mapping[str, Any]], phases: Mapping[str, Mapping[str, Any]]) -> list[BatchRow]:
+    """One line per batch: its peer and that peer's state, its tables, its T0, whether it copies now, and its
+    steps rolled up over its tables (a run of one batch records its catch-up once for the run)."""
+    out = []
+    for b in batches:
+        steps, failed = [], set()
+        for step in BATCH_STEPS:
+            statuses = [((phases.get(t) or phases.get(ALL_TABLES) if step == "catch_up" else phases.get(t)) or {})
+                        .get(step, {}).get("status") for t in b["tables"]]
+            failed |= {t for t, st in zip(b["tables"], statuses) if st == "failed"}
+            steps.append((step, _rolled_up(statuses)))
+        out.append(BatchRow(b["batch"], b["peer_id"], b.get("peer_state"), len(b["tables"]), b.get("bytes") or 0,
+                            b.get("t0_ms"), b.get("slot") is not None, steps, sorted(failed)))
+    return out
+
 
 @dataclass(frozen=True)
 class PhaseCell:

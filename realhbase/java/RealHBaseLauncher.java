@@ -18,10 +18,15 @@ import org.apache.hadoop.util.ToolRunner;
  * Runs several daemons of one realhbase cluster in one JVM, to save the start time and memory of JVMs that the
  * test bed does not need apart (a region server always gets its own JVM: replication metrics are per JVM).
  *
- *   master   a NameNode, a DataNode and the HMaster (configuration from the class path's *-site.xml). SIGTERM
- *            shuts the HBase cluster down (the region servers flush and exit), then HDFS. On the first start
- *            (the NameNode formatted now) `-Drealhbase.quota=PATH:NAMESPACE:SPACE_BYTES` sets that quota.
- *   thrift   the Thrift1 and Thrift2 gateways: `thrift ARGS... -- ARGS...` (each side as `hbase thrift[2]` takes).
+ *   master    a NameNode, a DataNode and the HMaster (configuration from the class path's *-site.xml). SIGTERM
+ *             shuts the HBase cluster down (the region servers flush and exit), then HDFS. On the first start
+ *             (the NameNode formatted now) `-Drealhbase.quota=PATH:NAMESPACE:SPACE_BYTES` sets that quota.
+ *   namenode  the NameNode alone (a topology with HDFS apart from the masters); the quota as above, once a
+ *             DataNode has registered.
+ *   datanode DIR   one DataNode storing its blocks in DIR.
+ *   hmaster [-Dkey=value...]   the HMaster alone (an active or a backup master: the first to register in ZooKeeper is active);
+ *             SIGTERM to the active one shuts the HBase cluster down as above.
+ *   thrift    the Thrift1 and Thrift2 gateways: `thrift ARGS... -- ARGS...` (each side as `hbase thrift[2]` takes).
  *
  * Either mode exits the JVM (status 1) as soon as one of its daemons ends on its own, so that the process's
  * death is what the caller watches.
@@ -32,12 +37,36 @@ public final class RealHBaseLauncher {
 
   public static void main(String[] args) throws Exception {
     if (args.length == 0) {
-      System.err.println("usage: RealHBaseLauncher master | thrift T1ARGS... -- T2ARGS...");
+      System.err.println("usage: RealHBaseLauncher master | namenode | datanode DIR | hmaster | thrift T1ARGS... -- T2ARGS...");
       System.exit(2);
     }
     switch (args[0]) {
       case "master":
-        master();
+        NameNode nameNode = nameNode();
+        dataNode(null);
+        awaitHdfs(nameNode);
+        hmaster(args);
+        break;
+      case "namenode":
+        NameNode alone = nameNode();
+        awaitHdfs(alone);
+        alone.join();
+        System.err.println("realhbase: NameNode ended");
+        System.exit(1);
+        break;
+      case "datanode":
+        DataNode dataNode = dataNode(args.length > 1 ? args[1] : null);
+        boolean wasUp = false;
+        while (!wasUp || dataNode.isDatanodeUp()) {  // its threads are not joinable from here: poll
+          wasUp |= dataNode.isDatanodeUp();
+          Thread.sleep(1000);
+        }
+        System.err.println("realhbase: DataNode ended");
+        System.exit(1);
+        break;
+      case "hmaster":
+        awaitFileSystem();
+        hmaster(args);
         break;
       case "thrift":
         thrift(args);
@@ -48,17 +77,34 @@ public final class RealHBaseLauncher {
     }
   }
 
-  private static void master() throws Exception {
-    // NameNode, DataNode and HMaster register metrics sources in one JVM, as MiniDFSCluster's do.
+  private static boolean fresh;
+
+  /** The NameNode (formatted on the first start). */
+  private static NameNode nameNode() throws Exception {
+    // NameNode, DataNode and HMaster register metrics sources in one JVM, as MiniDFSCluster's do; and a NameNode
+    // formatted in this JVM has registered its retry cache's once already.
     DefaultMetricsSystem.setMiniClusterMode(true);
     Configuration hdfsConf = new HdfsConfiguration();
     File nameDir = new File(hdfsConf.get("dfs.namenode.name.dir").replaceFirst("^file:(//)?", ""));
-    boolean fresh = !new File(nameDir, "current/VERSION").exists();
+    fresh = !new File(nameDir, "current/VERSION").exists();
     if (fresh) {
       NameNode.format(hdfsConf);
     }
-    NameNode nameNode = NameNode.createNameNode(new String[0], hdfsConf);
-    DataNode dataNode = DataNode.createDataNode(new String[0], new HdfsConfiguration());
+    return NameNode.createNameNode(new String[0], hdfsConf);
+  }
+
+  /** A DataNode (its blocks in `dataDir` when given, else dfs.datanode.data.dir). */
+  private static DataNode dataNode(String dataDir) throws Exception {
+    Configuration conf = new HdfsConfiguration();
+    if (dataDir != null) {
+      conf.set("dfs.datanode.data.dir", "file://" + dataDir);
+    }
+    return DataNode.createDataNode(new String[0], conf);
+  }
+
+  /** Waits until a DataNode has registered and safe mode is off; on the first start sets the quota. */
+  private static void awaitHdfs(NameNode nameNode) throws Exception {
+    Configuration hdfsConf = new HdfsConfiguration();
     while (nameNode.getNamesystem().getNumLiveDataNodes() < 1 || nameNode.isInSafeMode()) {
       Thread.sleep(100);
     }
@@ -70,14 +116,42 @@ public final class RealHBaseLauncher {
       fs.setQuota(new Path(q[0]), Long.parseLong(q[1]), Long.parseLong(q[2]));
     }
     System.out.println("realhbase: HDFS is up");
+  }
 
+  /**
+   * Waits until HDFS answers and has left safe mode: an HMaster started before its NameNode listens aborts at once
+   * ("Failed to become active master": connection refused) instead of retrying.
+   */
+  private static void awaitFileSystem() throws Exception {
+    Configuration conf = new HdfsConfiguration();
+    while (true) {
+      try (FileSystem fs = FileSystem.newInstance(conf)) {
+        if (!((DistributedFileSystem) fs).isInSafeMode()) {
+          return;
+        }
+      } catch (java.io.IOException e) {
+        // not listening yet
+      }
+      Thread.sleep(500);
+    }
+  }
+
+  /** The HMaster; `-Dkey=value` arguments (its ports) override the site files. */
+  private static void hmaster(String[] args) throws Exception {
     Configuration conf = HBaseConfiguration.create();
+    for (String arg : args) {
+      if (arg.startsWith("-D") && arg.contains("=")) {
+        conf.set(arg.substring(2, arg.indexOf('=')), arg.substring(arg.indexOf('=') + 1));
+      }
+    }
     HMaster master = HMaster.constructMaster(HMaster.class, conf);
     // Above FileSystem's own hook (priority 10): HBase stops before its file system is closed.
     ShutdownHookManager.get().addShutdownHook(() -> {
       try {
-        if (!master.isStopped()) {
+        if (!master.isStopped() && master.isActiveMaster()) {
           master.shutdown();  // the cluster: region servers close their regions and exit
+        } else if (!master.isStopped()) {
+          master.stop("realhbase: SIGTERM to a backup master");  // this master alone
         }
         master.join();
       } catch (Exception e) {

@@ -18,8 +18,8 @@ NOW = "NOW"  # a timestamp the server assigned: checked to be within the call, t
 def thrift_modules():
     import thriftpy2
 
-    hbase1 = thriftpy2.load(str(REPO / "minihbase" / "Hbase.thrift"), module_name="conformance_Hbase_thrift")
-    hbase2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="conformance_hbase2_thrift")
+    hbase1 = thriftpy2.load(str(REPO / "bedkit" / "Hbase.thrift"), module_name="conformance_Hbase_thrift")
+    hbase2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="conformance_hbase2_thrift")
     return hbase1, hbase2
 
 

@@ -55,7 +55,10 @@ def test_backfill_copies_exactly_its_window(minihbase_pair, window_table, tmp_pa
     assert cells(dc2, window_table) == expected
 
 
+@pytest.mark.full
 def test_reversed_window_is_refused_and_writes_nothing(minihbase_pair, tmp_path):
+    """make test-full: a whole `airflow dags test` (one to two minutes) for a refusal that
+    tests/unit/migration/test_runspec.py asserts word for word in make test."""
     dc1, dc2 = minihbase_pair
     table = "bf_rev_" + uuid.uuid4().hex[:6]
     for c in (dc1, dc2):

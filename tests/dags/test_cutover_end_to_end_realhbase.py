@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from minihbase.zookeeper import free_port
+from bedkit.zookeeper import free_port
 from tests.airflow_home import Hitl, api_server, make_home
 from tests.dags.airflow_run import REPO, connections_env
 from tests.polling import wait_for

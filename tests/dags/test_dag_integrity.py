@@ -69,9 +69,9 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
         # a Celery worker SIGKILLed while it ran wait_drained failed the run); its deadline fails at once, below.
         assert set(no_retry) <= {"report", "state_left_behind", "proceed_unless_dry_run", "verify_requested"}, (
             dag_id, no_retry)
-    for dag_id, task_id in (("hbase_table_migration", "wait_drained"), ("hbase_rollback", "forward_peer")):
+    for dag_id, task_id in (("hbase_table_migration", "batch.wait_drained"), ("hbase_rollback", "forward_peer")):
         assert bag.dags[dag_id].get_task(task_id).retries == 2, (dag_id, task_id)
-    sensor = bag.dags["hbase_table_migration"].get_task("wait_drained")
+    sensor = bag.dags["hbase_table_migration"].get_task("batch.wait_drained")
     with pytest.raises(AirflowFailException, match="did not drain before the timeout: lag 9000 ms"):
         type(sensor)(task_id="w", source_conn_id="s", target_conn_id="t", peer_id="p").execute_complete(
             {}, {"status": "timeout", "decision": {"reasons": ["lag 9000 ms"]}})
@@ -103,3 +103,31 @@ def test_one_setting_shortens_every_steps_retry_delay_and_a_bad_one_is_an_import
     bag = DagBag(dag_folder=str(DAGS_FOLDER / "hbase_table_migration.py"))
     [error] = bag.import_errors.values()
     assert "[hbase_migration] retry_delay_s = 'soon': give seconds between 0 and 86400" in error
+
+
+def test_each_batch_is_a_mapped_group_whose_peer_is_added_on_its_turn_and_enabled_after_its_own_copies():
+    """Issue 42: the run's tables in batches (a mapped task group over plan_batches), each with its own peer: added
+    after the batch's turn came (a slot of batches_at_once), enabled once its own copies are done, its catch-up and
+    verification its own; the slot and the switch hold are given up whatever the copies' state; what the run left
+    is read once every batch has ended."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk import TriggerRule
+    from airflow.sdk.definitions.taskgroup import MappedTaskGroup
+
+    dag = DagBag(dag_folder=str(DAGS_FOLDER / "hbase_table_migration.py")).dags["hbase_table_migration"]
+    group = dag.task_group_dict["batch"]
+    assert isinstance(group, MappedTaskGroup)
+    order = ["wait_turn", "add_peer", "copy", "enable_peer", "wait_drained", "verify"]
+    for upstream, downstream in zip(order, order[1:]):
+        if (upstream, downstream) != ("copy", "enable_peer"):
+            assert f"batch.{downstream}" in dag.get_task(f"batch.{upstream}").downstream_task_ids, upstream
+    assert dag.get_task("batch.enable_peer").upstream_task_ids == {"batch.copy", "batch.snapshot_export",
+                                                                   "plan_batches"}  # its argument: the peer
+    assert dag.get_task("batch.copies_done").upstream_task_ids == {"batch.copy", "batch.snapshot_export",
+                                                                   "plan_batches"}  # its argument: the batch
+    assert dag.get_task("batch.copies_done").trigger_rule == TriggerRule.ALL_DONE
+    assert dag.get_task("batch.wait_turn").mode == "reschedule"  # a waiting batch holds no worker slot
+    assert dag.get_task("batch.wait_turn").upstream_task_ids == {"proceed_unless_dry_run", "plan_batches"}
+    assert dag.get_task("plan_batches").upstream_task_ids == {"create_target_tables"}
+    assert dag.get_task("state_left_behind").trigger_rule == TriggerRule.ALL_DONE
+    assert dag.get_task("report").upstream_task_ids == {"batch.verify", "batch.copies_done"}

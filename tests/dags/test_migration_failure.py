@@ -1,6 +1,6 @@
 """A migration that fails halfway leaves the documented state: here the oldWALs watchdog stops the copy (quota
 policy `fail`), so the peer added at T0 is left DISABLED, and the log, the ledger and one alert (a mail and a
-chat webhook POST, though both mapped copies fail) say so and what to do."""
+chat webhook POST, though both tables' copies fail) say so and what to do."""
 import json
 import threading
 import uuid
@@ -46,7 +46,7 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
 
     dc1, dc2 = minihbase_pair
     table = "fail_" + uuid.uuid4().hex[:6]
-    other = table + "_b"  # a second mapped copy, stopped too: still one alert for the run
+    other = table + "_b"  # a second table of the batch's copy, stopped too: still one alert for the run
     conn = dc1.connection()
     for name in (table, other):
         dc1.create_table(name, {"d": {"replication_scope": 1}}, split_keys=[b"m"])
@@ -74,17 +74,18 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
         dc1.set_quota("/hbase", ns=-1)
     log = (tmp_path / "dag.log").read_text()
     assert rc != 0
-    for name in (table, other):  # preflight passed; each copy's watchdog acted
-        assert f"copy of {name} stopped: oldWALs quota breach" in log
-    assert f"peer {peer_id} left DISABLED" in log and "pins every WAL since T0" in log
+    # preflight passed; the batch's copy (both tables, one application) was stopped by the run's watchdog
+    assert f"copy of batch b1 ({table}, {other}) stopped: oldWALs quota breach" in log
+    assert f"peer {peer_id} (batch b1) left DISABLED" in log and "pins every WAL since T0" in log
 
-    # One alert for the run (two mapped copies failed, then the run), by mail and by webhook, with the same text.
+    # One alert for the run (the batch's copy failed, then the run), by mail and by webhook, with the same text.
     assert len(smtp.mails) == 1 and len(http.posts) == 1, (smtp.mails, http.posts, log[-3000:])
     [mail], [post] = smtp.mails, http.posts
     run_id = post.body["hbase_migration"]["dag_run_id"]
     assert mail.rcpt_tos == RECIPIENTS
-    # Airflow names the failed mapped task instances copy_0, copy_1 (state_left_behind lists them).
-    assert mail.subject == f"[hbase-migration] FAILED: hbase_table_migration run {run_id} at copy_0 (hbase_source)"
+    # Airflow names the failed instance of the batch group's copy batch.copy_0 (state_left_behind lists it).
+    assert mail.subject == (f"[hbase-migration] FAILED: hbase_table_migration run {run_id} at batch.copy_0 "
+                            "(hbase_source)")
     assert post.body["text"].startswith(mail.subject + "\n\n")
     text = post.body["text"]
     for fragment in (f"DAG run {run_id}; migration run {run_id} in the ledger",
@@ -95,7 +96,7 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
                      f"copy of {other} failed: quota breach: ", f"peer: {peer_id}",
                      f"State: peer {peer_id} DISABLED: it pins every WAL since T0 ",
                      f"python -m hbase_migration peer enable --source hbase_source --peer-id {peer_id}",
-                     f"clear the copy_0, copy_1 task(s) of DAG run {run_id} in hbase_table_migration to resume"):
+                     f"clear the batch.copy_0 task(s) of DAG run {run_id} in hbase_table_migration to resume"):
         assert fragment in text, (fragment, text)
     assert post.body["hbase_migration"]["state_left_behind"]["state"] == "DISABLED"
     for secret in SECRETS:

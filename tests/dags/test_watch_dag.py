@@ -108,7 +108,7 @@ def test_enabled_peer_with_lag_data_records_one_row_per_queue(minihbase_pair, tm
 def test_a_watch_that_fails_ends_its_ledger_run_as_failed(minihbase_pair, tmp_path):
     """Whatever makes the watch fail (here: the cluster's ZooKeeper does not answer), its ledger run ends as
     failed, never left "running"."""
-    from minihbase.zookeeper import free_port
+    from bedkit.zookeeper import free_port
 
     dc1, dc2 = minihbase_pair
     dead = {"conn_type": "hbase", "host": "127.0.0.1", "port": free_port(),

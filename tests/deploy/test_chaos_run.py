@@ -34,7 +34,7 @@ def test_a_seeded_chaos_run_ends_with_zero_differences(zookeeper, tmp_path):
                                tables=["users", "orders"],
                                rows_per_s=None, timeout_s=1200.0, workdir=str(tmp_path / "chaos"),
                                zookeeper=zookeeper.hosts, spark_workers=2, celery_workers=2, no_alerts=False,
-                               fail_first_attempt=True, retry_delay_s=5.0))
+                               fail_first_attempt=True, retry_delay_s=5.0, stand_in=True))
     print(json.dumps({k: result[k] for k in ("faults", "attempts", "recovery_by_kind", "differences",
                                              "wall_time_s")}, sort_keys=True, default=str))
     # No secret of the deployment (PostgreSQL's password in the metadata database's and the ledger's URLs, Redis's,

@@ -99,10 +99,11 @@ def test_migration_triggered_through_the_rest_api_runs_on_celery_workers_and_spa
     assert drained["trigger"] == "operators.triggers.ReplicationDrainedTrigger", drained
     assert drained["triggerer_job"]["job_type"] == "TriggererJob", drained
     run_logs = deployment.airflow.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={result['run_id']}"
-    trigger_logs = list((run_logs / "task_id=wait_drained").glob("*.trigger.*.log"))
+    trigger_logs = list((run_logs / "task_id=batch.wait_drained").glob("**/*.trigger.*.log"))
     assert trigger_logs and "ReplicationDrainedTrigger" in trigger_logs[0].read_text(), trigger_logs
 
-    # The mapped copies ran on both Celery workers (two configured, one task slot each).
+    # The batches' copies (each table a batch of its own, side by side) ran on both Celery workers (two configured,
+    # one task slot each).
     copies = dep_info["mapped_tasks"]["copy"]
     assert sorted(copies) == tables, copies
     assert len(dep_info["copy_workers_used"]) == 2, copies
@@ -115,9 +116,13 @@ def test_migration_triggered_through_the_rest_api_runs_on_celery_workers_and_spa
     assert len(worker_ids) == 2, master["workers"]
     finished = {a["id"]: a for a in master["completedapps"]}
     apps = {a["name"]: a for a in dep_info["spark"]["applications"]}
+    from hbase_migration.ledger.store import Ledger
+
+    with Ledger.open(deployment.ledger_url) as ledger:  # each table a batch of its own (demo/run.py)
+        batch_of = {t: b["batch"] for b in ledger.run_batches(result["run_id"]) for t in b["tables"]}
     for table in tables:
         for kind in ("copy", "verify"):
-            app = apps[f"{kind} {table} -> {table}"]
+            app = apps[f"{kind} batch {batch_of[table]} ({table})"]
             assert finished[app["id"]]["state"] == "FINISHED", finished.get(app["id"])
             assert app["executors"], app
             for ex in app["executors"]:
@@ -169,7 +174,7 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
 
         def copy_midway():
             tis = {(t["task_id"], t["map_index"]): t for t in client.task_instances(DAG_ID, run_id)}
-            ti = tis.get(("copy", 0))
+            ti = tis.get(("batch.copy", 0))
             if not ti or ti["state"] != "running" or not ti["hostname"]:
                 return None
             done = _done_partitions(deployment.ledger_url, table)
@@ -192,7 +197,7 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
         def on_poll(_run):
             if "stats" not in caught_up:
                 states = {(t["task_id"], t["map_index"]): t["state"] for t in client.task_instances(DAG_ID, run_id)}
-                if states.get(("wait_drained", -1)) == "success":
+                if states.get(("batch.wait_drained", 0)) == "success":
                     caught_up["stats"] = writer.stop()
 
         final = client.wait_run(DAG_ID, run_id, timeout=1200, interval=2.0, on_poll=on_poll)
@@ -201,12 +206,12 @@ def test_a_copy_whose_celery_worker_is_killed_resumes_from_the_ledger(deployment
     assert final["state"] == "success", final
 
     # Airflow saw the first try fail (no heartbeat from the dead worker) and retried it.
-    tries = {t["try_number"]: t for t in client.task_tries(DAG_ID, run_id, "copy", 0)}
+    tries = {t["try_number"]: t for t in client.task_tries(DAG_ID, run_id, "batch.copy", 0)}
     assert tries[1]["state"] in ("failed", "up_for_retry") and tries[1]["hostname"] == ti["hostname"], tries[1]
     last = tries[max(tries)]
     assert last["state"] == "success" and max(tries) >= 2, tries
     # The retry skipped exactly the partitions finished before the kill ...
-    summary = client.xcom(DAG_ID, run_id, "copy", 0)
+    summary = client.xcom(DAG_ID, run_id, "batch.copy", 0)["tables"][table]  # its one batch's, this table
     assert summary["skipped_partitions"] == len(done_before), (summary["skipped_partitions"], done_before)
     recopied = {p["partition_id"] for p in summary.get("partition_results", [])}
     assert not recopied & set(done_before), recopied & set(done_before)

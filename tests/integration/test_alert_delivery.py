@@ -97,7 +97,7 @@ def test_a_failed_delivery_is_retried_once_the_receiver_is_back(receivers, ledge
 
 
 def test_an_unreachable_receiver_is_named_without_its_secret(monkeypatch, ledger, caplog):
-    from minihbase.zookeeper import free_port
+    from bedkit.zookeeper import free_port
     from operators.alerts import configured_channels, publish
 
     with http_receiver() as http:

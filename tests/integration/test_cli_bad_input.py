@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from minihbase.zookeeper import free_port
+from bedkit.zookeeper import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from bedkit.zookeeper import free_port
 from hbase_migration.__main__ import main
-from minihbase.zookeeper import free_port
 
 pytestmark = pytest.mark.integration
 

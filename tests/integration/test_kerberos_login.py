@@ -1,4 +1,4 @@
-"""The toolkit's Kerberos login against a real MIT KDC (minihbase.kdc) with a 10 s ticket lifetime: renewed from
+"""The toolkit's Kerberos login against a real MIT KDC (bedkit.kdc) with a 10 s ticket lifetime: renewed from
 the keytab before it expires, service tickets across the realms' trust, the shell's ticket cache kept fresh, and a
 wrong keytab, a re-keyed principal and a missing trust each named with its fix."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from bedkit.kdc import Kdc
 from hbase_migration.clusters import kerberos
 from hbase_migration.clusters.kerberos import KerberosError, KeytabLogin, ShellTicketCache
-from minihbase.kdc import Kdc
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/krb5kdc"), reason="needs Debian's krb5-kdc")

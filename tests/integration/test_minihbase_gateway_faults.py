@@ -20,7 +20,7 @@ from minihbase.testing import MiniHBaseError
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="test_gwf_hbase2_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="test_gwf_hbase2_thrift")
 
 
 def connect(gateway: dict):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from minihbase.kdc import Kdc, KdcError
+from bedkit.kdc import Kdc, KdcError
 
 
 def _krb(kdc: Kdc, ccache, *argv: str) -> subprocess.CompletedProcess:

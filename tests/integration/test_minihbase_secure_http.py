@@ -14,7 +14,7 @@ import pytest
 import requests
 from requests_gssapi import DISABLED, REQUIRED, HTTPSPNEGOAuth
 
-from minihbase.security.stack import INTRUDER, TOOLKIT
+from bedkit.security.stack import INTRUDER, TOOLKIT
 
 pytestmark = pytest.mark.integration
 

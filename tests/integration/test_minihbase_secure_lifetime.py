@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from minihbase.security.stack import TOOLKIT
+from bedkit.security.stack import TOOLKIT
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration

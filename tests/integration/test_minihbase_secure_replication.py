@@ -17,15 +17,15 @@ import requests
 import thriftpy2
 from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 
+from bedkit.security import zk as secure_zk
+from bedkit.security.stack import TOOLKIT
 from minihbase.replication.storage import PeerStorage
-from minihbase.security import zk as secure_zk
-from minihbase.security.stack import TOOLKIT
 from tests.polling import wait_for
 from tests.secure_thrift_clients import HttpSpnegoTransport, SaslClientTransport, thrift_client
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="secure_repl_hbase2_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="secure_repl_hbase2_thrift")
 SINK_KEY = "hbase.regionserver.kerberos.principal"
 BEAN = "Hadoop:service=HBase,name=RegionServer,sub=Replication"
 

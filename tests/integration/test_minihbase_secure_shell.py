@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from minihbase.security.stack import INTRUDER, TOOLKIT
+from bedkit.security.stack import INTRUDER, TOOLKIT
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration

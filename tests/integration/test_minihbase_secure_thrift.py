@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import thriftpy2
 
-from minihbase.security.stack import INTRUDER, TOOLKIT
+from bedkit.security.stack import INTRUDER, TOOLKIT
 from tests.secure_thrift_clients import BAD, ERROR, SaslClientTransport, SaslFailed, thrift_client
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-T1 = thriftpy2.load(str(REPO / "minihbase" / "Hbase.thrift"), module_name="secure_t1_hbase_thrift")
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="secure_t2_hbase2_thrift")
+T1 = thriftpy2.load(str(REPO / "bedkit" / "Hbase.thrift"), module_name="secure_t1_hbase_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="secure_t2_hbase2_thrift")
 
 
 def _open(cluster, creds, kind="thrift2", qop=None, principal=None, **kwargs) -> SaslClientTransport:

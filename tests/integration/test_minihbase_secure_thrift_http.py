@@ -12,13 +12,13 @@ import pytest
 import requests
 import thriftpy2
 
-from minihbase.security.stack import TOOLKIT
+from bedkit.security.stack import TOOLKIT
 from tests.secure_thrift_clients import HttpRefused, HttpSpnegoTransport, thrift_client
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-T1 = thriftpy2.load(str(REPO / "minihbase" / "Hbase.thrift"), module_name="secure_http_t1_hbase_thrift")
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="secure_http_t2_hbase2_thrift")
+T1 = thriftpy2.load(str(REPO / "bedkit" / "Hbase.thrift"), module_name="secure_http_t1_hbase_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="secure_http_t2_hbase2_thrift")
 
 
 def _url(cluster, kind="thrift2", host="localhost") -> str:

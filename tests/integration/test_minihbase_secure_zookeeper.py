@@ -8,9 +8,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, Id, Permissions
 
-from minihbase.security import zk as secure_zk
-from minihbase.security.gss import KerberosError
-from minihbase.security.stack import INTRUDER, TOOLKIT
+from bedkit.security import zk as secure_zk
+from bedkit.security.gss import KerberosError
+from bedkit.security.stack import INTRUDER, TOOLKIT
 
 pytestmark = pytest.mark.integration
 ALL = Permissions.ALL

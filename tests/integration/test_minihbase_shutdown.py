@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bedkit.zookeeper import ZooKeeperServer
 from minihbase.testing import MiniCluster
-from minihbase.zookeeper import ZooKeeperServer
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 TOOK = re.compile(r"^Took \d+\.\d{4} seconds$")
 OBSERVER = "com.example.hbase.AuditObserver"
-T2 = thriftpy2.load(str(Path(__file__).resolve().parents[2] / "minihbase" / "hbase2.thrift"),
+T2 = thriftpy2.load(str(Path(__file__).resolve().parents[2] / "bedkit" / "hbase2.thrift"),
                     module_name="test_tables_hbase2_thrift")
 
 

@@ -32,7 +32,7 @@ from tests.polling import wait_for
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="test_t2_hbase2_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="test_t2_hbase2_thrift")
 # The same service with one method more, to call a method the server's IDL does not have.
 EXTRA = thriftpy2.load_fp(io.StringIO("service THBaseService { i32 noSuchMethod(1: i32 x) }"),
                           module_name="test_t2_extra_thrift")

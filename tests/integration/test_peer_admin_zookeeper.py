@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
+from bedkit.zookeeper import free_port
 from hbase_migration.clusters import channels, zk
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.replication import peer_admin
 from hbase_migration.replication.errors import PeerAdminError, PeerConflict, PeerNotFound, PeerStateMismatch
 from hbase_migration.replication.model import OWNER_KEY, InvalidPeerConfig, PeerConfig
 from hbase_migration.replication.zookeeper_backend import ZooKeeperPeerAdmin
-from minihbase.zookeeper import free_port
 
 pytestmark = pytest.mark.integration
 

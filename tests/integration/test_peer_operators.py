@@ -1,8 +1,10 @@
-"""The peer operators against minihbase, through both peer-admin backends: the HBase 2.x shell (`hbase shell -n`
-lookalike) and the HBase 1.x ZooKeeper path. What ZooKeeper holds afterwards is read with plain kazoo and
-compared with HBase's exact bytes."""
+"""The peer operators through both peer-admin backends: the HBase 2.x shell on real HBase (the session's bed: the
+real `hbase shell -n`, the master's own peer procedures), and the HBase 1.x ZooKeeper path on the stand-in (no
+HBase 1.x runs here: docs/testing.md). What ZooKeeper holds afterwards is read with plain kazoo and compared with
+HBase's exact bytes."""
 import dataclasses
 import json
+import os
 
 import pytest
 from kazoo.client import KazooClient
@@ -23,9 +25,9 @@ def strip_metadata(data: bytes) -> bytes:
     return data
 
 
-@pytest.fixture(params=["zookeeper", "shell"])
-def backend(request, minihbase_pair, monkeypatch, zookeeper):
-    dc1, dc2 = minihbase_pair
+@pytest.fixture(params=["zookeeper", pytest.param("shell", marks=pytest.mark.realhbase)])
+def backend(request, monkeypatch, zookeeper):
+    dc1, dc2 = request.getfixturevalue("minihbase_pair" if request.param == "zookeeper" else "realhbase_pair")
     conn = json.loads(dc1.connection_json)
     conn["extra"]["peer_admin"] = request.param
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", json.dumps(conn))
@@ -92,9 +94,13 @@ def test_removing_a_foreign_peer_needs_force(backend):
 
     name, dc1, zk = backend
     peer_id = f"foreign_{name}"
-    source = dataclasses.replace(cluster_from_connection_text("s", dc1.connection_json), peer_admin="zookeeper")
+    # added by someone else through the same backend (the master of a real HBase 2.x knows only its own peers), to
+    # a cluster that answers: HBase 2.6's master reads the peer cluster's id through its ZooKeeper before it adds a
+    # peer (ReplicationPeerManager.checkSameClusterKey), so an unreachable key is refused there
+    target = cluster_from_connection_text("t", os.environ["AIRFLOW_CONN_HBASE_TARGET"])
+    source = dataclasses.replace(cluster_from_connection_text("s", dc1.connection_json), peer_admin=name)
     with peer_admin(source, owner="someone_else") as admin:
-        admin.add_peer(peer_id, PeerConfig(cluster_key="zk9:2181:/other", table_cfs={"x": []}), enabled=False)
+        admin.add_peer(peer_id, PeerConfig(cluster_key=str(target.cluster_key), table_cfs={"x": []}), enabled=False)
     with pytest.raises(PeerConflict, match="force"):
         RemovePeerOperator(task_id="r", peer_id=peer_id).execute({})
     assert zk.exists(f"{dc1.znode_parent}/replication/peers/{peer_id}") is not None

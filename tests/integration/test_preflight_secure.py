@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from bedkit.security.stack import INTRUDER
 from hbase_migration.clusters import kerberos, zk
 from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.migration.tables import existing_tables
 from hbase_migration.replication import zk_peers
-from minihbase.security.stack import INTRUDER
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

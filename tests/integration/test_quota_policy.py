@@ -120,8 +120,9 @@ def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_fa
 
 def test_watchdog_records_the_disabled_peers_queues_growing_and_a_last_reading_at_stop(quota_cluster, ledger):
     """The lag chart's disabled phase: beside the copy, the watchdog samples the run's DISABLED peer, whose
-    queues only grow (every rolled WAL stays queued); stop() takes one last reading, so a copy shorter than the
-    interval still leaves a first and a last point."""
+    queues only grow (every rolled WAL stays queued); stop() takes one last lag reading, so a copy shorter than the
+    interval still leaves a first and a last point. The oldWALs reading is not repeated at stop: the NameNode is
+    asked at most once per interval per run and cluster, however many copies stop."""
     source = cluster_from_text("source", quota_cluster.connection_json)
     quota_cluster.create_table("t", {"d": {"replication_scope": 1}})
     peer_id = disabled_peer(source)
@@ -137,7 +138,7 @@ def test_watchdog_records_the_disabled_peers_queues_growing_and_a_last_reading_a
         conn.close()
     finally:
         dog.stop(timeout_s=30)
-    assert (dog.samples, dog.lag_samples) == (2, 2)  # the first reading and the last, nothing in between
+    assert (dog.samples, dog.lag_samples) == (1, 2)  # lag: the first reading and the last; oldWALs: the first
     with Ledger.open(ledger) as led:
         series = led.chart_series("run-1")
     samples = sorted({p["sampled_ms"] for p in series["lag"]})
@@ -145,4 +146,31 @@ def test_watchdog_records_the_disabled_peers_queues_growing_and_a_last_reading_a
     queued = [sum(p["size_of_log_queue"] for p in series["lag"] if p["sampled_ms"] == at) for at in samples]
     servers = len(quota_cluster.region_servers)
     assert queued[1] >= queued[0] + 3 * servers, queued  # three rolls on every server, none shipped
-    assert len(series["quota"]) >= 2
+    assert len(series["quota"]) == 1
+
+
+def test_the_watchdogs_of_a_run_share_one_reader_and_all_act_on_its_breach(quota_cluster, ledger):
+    """Three tasks' watchdogs on one run and cluster: one holds the lease and reads, the others act on its
+    readings from the ledger; on a breach each applies its policy to its own job (every `fail` called once)."""
+    source = cluster_from_text("source", quota_cluster.connection_json)
+    used = space_consumed(quota_cluster)
+    quota_cluster.set_quota("/hbase", space_bytes=used * 100)
+    failed = {i: threading.Event() for i in range(3)}
+    dogs = [Watchdog(source, None, "fail", 0.8, interval_s=0.3, ledger_url=ledger, run_id="run-1",
+                     on_fail=lambda m, i=i: failed[i].set()) for i in range(3)]
+    for dog in dogs:
+        dog.start()
+    try:
+        wait_for(lambda: all(d.seen >= 3 for d in dogs), timeout=60, what="every watchdog acting on readings")
+        quota_cluster.set_quota("/hbase", space_bytes=int(used / 0.9) + 1)  # 90% used: past the mark
+        assert all(e.wait(60) for e in failed.values()), "a watchdog did not act on the shared breach"
+    finally:
+        for dog in dogs:
+            dog.stop()
+    assert all(d.action.action == "fail" for d in dogs)
+    with Ledger.open(ledger) as led:
+        [watch] = led.watches("run-1")
+    assert sum(d.samples for d in dogs) == watch["readings"]  # every reading taken once, by the holder of the day
+    assert watch["plan"]["bearing"] == ["/hbase"] and watch["plan"]["quota_usage_op"] is True, watch["plan"]
+    assert sum(d.calls for d in dogs) == watch["namenode_calls"]
+    assert max(d.samples for d in dogs) >= 3, [d.samples for d in dogs]  # one held the lease for the readings

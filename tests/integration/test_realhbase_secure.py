@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 
-# What `python -m minihbase up --secure` + `endpoints --json` gives (minihbase/security/stack.py `describe`,
+# What `python -m minihbase up --secure` + `endpoints --json` gives (bedkit/security/stack.py `describe`,
 # server.py `describe` and `connection_extras`): realhbase's secure bed gives the same keys.
 MINIHBASE_SECURITY = {"cross_realm_trust", "kdc", "keytabs", "krb5_conf", "principals", "realms",
                       "ticket_lifetime_s", "tls", "toolkit", "zookeeper"}
@@ -75,7 +75,8 @@ def _admin_thrift2(bed, name):
     from realhbase import secure
     from realhbase.testbed import HOST, _thrift_modules
 
-    return secure.thrift_client(bed.workdir, name, HOST, bed._ports(name)["thrift2"], "thrift2", _thrift_modules())
+    port = bed.endpoints()[name]["thrift2"]["port"]  # the first gateway's (cluster.json names it gw0_thrift2)
+    return secure.thrift_client(bed.workdir, name, HOST, port, "thrift2", _thrift_modules())
 
 
 def _create_table(bed, name, table, scope=0):

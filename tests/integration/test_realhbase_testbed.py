@@ -1,4 +1,5 @@
-"""The real HBase test bed itself (realhbase): both clusters up with minihbase's endpoints schema; the real shell,
+"""The real HBase test bed itself (realhbase): both clusters up in realhbase's endpoints schema (which holds every
+key minihbase's gives, so the demo and tests take either); the real shell,
 Thrift1 and Thrift2, the info servers' /jmx and /conf, WebHDFS, a replication peer dc1 -> dc2 that ships a put,
 a region server JVM killed and started again, HDFS quotas, WAL rolls, and the CLI's bad input.
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from realhbase import endpoints as schema
 from tests.polling import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,10 +52,10 @@ def _thrift(kind: str, endpoint: dict):
     from thriftpy2.rpc import make_client
 
     if kind == "thrift":
-        module = thriftpy2.load(str(REPO / "minihbase" / "Hbase.thrift"), module_name="test_rh_Hbase_thrift")
+        module = thriftpy2.load(str(REPO / "bedkit" / "Hbase.thrift"), module_name="test_rh_Hbase_thrift")
         service, address = module.Hbase, endpoint["thrift"]
     else:
-        module = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="test_rh_hbase2_thrift")
+        module = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="test_rh_hbase2_thrift")
         service, address = module.THBaseService, endpoint["thrift2"]
     return module, make_client(service, address["host"], address["port"], timeout=30000)
 
@@ -67,6 +69,7 @@ def test_both_clusters_up_with_minihbases_endpoints_schema(realhbase):
     assert set(endpoints) == {"dc1", "dc2"}
     for name, ep in endpoints.items():
         assert MINIHBASE_KEYS <= set(ep), MINIHBASE_KEYS - set(ep)
+        assert set(ep) == set(schema.CLUSTER_KEYS), set(ep) ^ set(schema.CLUSTER_KEYS)
         assert ep["backend"] == "realhbase" and ep["hbase_version"] == "2.6.4-hadoop3"
         assert ep["name"] == name and ep["rootdir"] == "/hbase"
         assert ep["zookeeper"]["znode_parent"] == f"/hbase-{name}"
@@ -83,7 +86,7 @@ def test_both_clusters_up_with_minihbases_endpoints_schema(realhbase):
     assert endpoints["dc1"]["cluster_id"] != endpoints["dc2"]["cluster_id"]
     proc = _cli("endpoints", "--json", "--workdir", str(realhbase.workdir))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"clusters": endpoints}
+    assert json.loads(proc.stdout) == {"schema_version": schema.SCHEMA_VERSION, "clusters": endpoints}
     status = _cli("status", "--workdir", str(realhbase.workdir))
     assert status.returncode == 0 and "dc1: up" in status.stdout and "dc2: up" in status.stdout, status.stdout
 
@@ -242,7 +245,7 @@ def test_cli_bad_input_is_one_line_exit_2(realhbase, args):
 
 
 def test_up_on_a_zookeeper_that_does_not_answer_fails_cleanly(tmp_path):
-    from minihbase.zookeeper import free_port
+    from bedkit.zookeeper import free_port
 
     workdir = tmp_path / "bed"
     proc = _cli("up", "--zookeeper", f"127.0.0.1:{free_port()}", "--workdir", str(workdir), timeout=600)

@@ -21,7 +21,7 @@ from tests.secure_thrift_clients import SaslClientTransport, thrift_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
-T2 = thriftpy2.load(str(REPO / "minihbase" / "hbase2.thrift"), module_name="renewal_hbase2_thrift")
+T2 = thriftpy2.load(str(REPO / "bedkit" / "hbase2.thrift"), module_name="renewal_hbase2_thrift")
 LIFETIME_S = 20
 SPLITS = [b"r0150", b"r0300", b"r0450"]
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from minihbase.kdc import Kdc
+from bedkit.kdc import Kdc
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/krb5kdc"), reason="needs Debian's krb5-kdc")
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from bedkit.zookeeper import free_port
 from hbase_migration.clusters import channels, zk
-from minihbase.zookeeper import free_port
 from tests.polling import wait_for
 
 pytestmark = pytest.mark.integration

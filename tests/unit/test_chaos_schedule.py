@@ -102,18 +102,18 @@ def test_all_means_every_kind():
     assert parse_kinds(" rs_kill , zk_expire ") == ("rs_kill", "zk_expire")
 
 
-@pytest.mark.parametrize("states, phase", [
+@pytest.mark.parametrize("states, phase", [  # a batch's steps are the `batch` task group's, one index per batch
     ({}, "peer_add"),
     ({"open_run": ["running"]}, "peer_add"),
-    ({"open_run": ["success"], "preflight": ["success"], "add_peer": ["up_for_retry"]}, "peer_add"),
-    ({"add_peer": ["success"], "copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
-    ({"add_peer": ["success"], "copy": ["queued", None]}, "copy"),
-    ({"copy": ["success", "running"], "enable_peer": [None]}, "copy"),
-    ({"copy": ["success", "success"], "enable_peer": ["queued"]}, "catch_up"),
-    ({"enable_peer": ["success"], "wait_drained": ["deferred"]}, "catch_up"),
-    ({"wait_drained": ["success"], "verify": ["running", None]}, "verify"),
-    ({"verify": ["success"], "report": ["success"]}, "verify"),
-    ({"copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
+    ({"open_run": ["success"], "preflight": ["success"], "batch.add_peer": ["up_for_retry"]}, "peer_add"),
+    ({"batch.add_peer": ["success"], "batch.copy": [None, "scheduled"]}, "peer_add"),  # scheduled is not started
+    ({"batch.add_peer": ["success"], "batch.copy": ["queued", None]}, "copy"),
+    ({"batch.copy": ["success", "running"], "batch.enable_peer": [None]}, "copy"),
+    ({"batch.copy": ["success", "success"], "batch.enable_peer": ["queued"]}, "catch_up"),
+    ({"batch.enable_peer": ["success"], "batch.wait_drained": ["deferred"]}, "catch_up"),
+    ({"batch.wait_drained": ["success"], "batch.verify": ["running", None]}, "verify"),
+    ({"batch.verify": ["success"], "report": ["success"]}, "verify"),
+    ({"batch.copy": ["failed"], "state_left_behind": ["running"]}, "copy"),
 ])
 def test_the_phase_is_the_last_one_whose_tasks_have_started(states, phase):
     assert phase_of(states) == phase
@@ -171,3 +171,30 @@ def test_the_summary_says_success_only_for_a_finished_migration_with_zero_differ
     summary = summary_of(attempts, differences, unexpected)
     assert summary["status"] == status and summary["ok"] is (status == "success")
     assert summary["retriggered"] is (len(attempts) > 1)
+
+
+def test_all_means_what_the_backend_can_do_and_real_hbase_kinds_are_refused_on_the_stand_in():
+    from chaos.schedule import BACKEND_KINDS, STAND_IN_KINDS
+
+    assert parse_kinds("all", "realhbase") == tuple(KINDS) == BACKEND_KINDS["realhbase"]
+    assert parse_kinds("all", "minihbase") == STAND_IN_KINDS and set(STAND_IN_KINDS) < set(KINDS)
+    assert parse_kinds("master_kill,rs_kill", "realhbase") == ("master_kill", "rs_kill")
+    with pytest.raises(ScheduleError, match="master_kill, datanode_pause need real HBase .*drop --stand-in"):
+        parse_kinds("rs_kill,master_kill,datanode_pause", "minihbase")
+
+
+def test_the_seeds_table_names_the_backend_and_the_faults_fired_by_kind(tmp_path):
+    import json
+
+    from chaos import seeds
+
+    summary = {"backend": "realhbase", "hbase_version": "2.6.4-hadoop3", "faults_fired": 3, "differences": 0,
+               "faults": [{"kind": "rs_kill", "fired": True}, {"kind": "zk_expire", "fired": True},
+                          {"kind": "rs_kill", "fired": True}, {"kind": "master_kill", "fired": False}],
+               "attempts": [{"state": "success"}], "wall_time_s": 812.5, "status": "success"}
+    (tmp_path / "2.json").write_text("log line\n" + json.dumps(summary) + "\n")
+    (tmp_path / "10.json").write_text("")
+    assert seeds.rows(tmp_path) == [
+        ("2", "realhbase 2.6.4-hadoop3", "3/4", "rs_kill 2, zk_expire 1", 1, 0, 812.5, "success"),
+        ("10", "-", "-", "-", "-", "-", "-", "no summary (see its .log)")]
+    assert seeds.main([str(tmp_path)]) == 1  # a seed without a summary fails the table

@@ -7,7 +7,8 @@ import time
 import pytest
 from kazoo.security import ACL, Id, Permissions
 
-from minihbase.security import authz, names, zk
+from bedkit.security import names, zk
+from minihbase.security import authz
 from minihbase.security.settings import SecurityConfigError, SecuritySettings
 from minihbase.shell_data import local_date_time, to_string_binary, two_columns
 

@@ -13,8 +13,8 @@ from urllib.parse import quote
 import pytest
 import requests
 
+from bedkit.zookeeper import free_port
 from hbase_migration.ledger.store import Ledger
-from minihbase.zookeeper import free_port
 from tests.airflow_home import api_server, make_home
 
 from .test_plugin_dashboard import FAILED_RUN, OK_RUN, fill

@@ -23,6 +23,18 @@ def test_error_lines():
     ]
 
 
+def test_failure_detail_prefers_the_shells_own_words():
+    stack = "\n".join(f"   frame{i} at org/apache/hadoop/hbase/X.java:{i}" for i in range(40))
+    died = ("WARN [main] util.NativeCodeLoader: Unable to load native-hadoop library\n"
+            "Unhandled Java exception: org.apache.hadoop.hbase.ReplicationPeerNotFoundException: does_not_exist\n"
+            "org.apache.hadoop.hbase.ReplicationPeerNotFoundException: does_not_exist\n" + stack + "\n")
+    assert shell.failure_detail("hbase:001:0> remove_peer \"x\"\nTook 2.0 seconds\n", died) == (
+        "Unhandled Java exception: org.apache.hadoop.hbase.ReplicationPeerNotFoundException: does_not_exist")
+    assert shell.failure_detail("ERROR: Peer 1 already exists\n", died) == "ERROR: Peer 1 already exists"
+    assert shell.failure_detail("", "a\nb\n") == "a\nb"  # nothing recognised: the output's tail
+    assert shell.failure_detail("", stack).splitlines() == stack.splitlines()[-15:]
+
+
 def test_runner_reports_a_command_that_cannot_start():
     shown = "`/nonexistent/hbase shell -n`"
     with pytest.raises(ShellCommandError, match=f"cannot start the HBase shell {shown}:"):

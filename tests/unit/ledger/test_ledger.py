@@ -27,10 +27,10 @@ from tests.ledger_writers import run_concurrent_copies
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES = [
-    "alert_deliveries", "alert_messages", "copy_partitions", "copy_plans", "copy_sizings", "initial_copies",
-    "job_summaries", "lag_samples", "migration_phases", "migration_runs", "peer_notes", "quota_samples",
-    "schema_version", "snapshot_exports", "snapshot_files", "switch_guards", "switch_holds", "throttle_decisions",
-    "verification_results",
+    "alert_deliveries", "alert_messages", "batch_slots", "copy_partitions", "copy_plans", "copy_sizings",
+    "initial_copies", "job_summaries", "lag_samples", "migration_batches", "migration_phases", "migration_runs",
+    "oldwals_watch", "peer_notes", "quota_samples", "schema_version", "snapshot_exports", "snapshot_files",
+    "switch_guards", "switch_holds", "throttle_decisions", "verification_results",
 ]
 
 
@@ -100,11 +100,16 @@ def test_shipped_sql_parses():
     assert {"set_phase", "partition_done", "done_partitions", "record_t0", "recent_runs"} <= set(queries)
     [(version, name, statements), (version2, name2, statements2), (version3, name3, statements3),
      (version4, name4, statements4), (version5, name5, statements5),
-     (version6, name6, statements6), (version7, name7, statements7)] = schema_migrations(SQL_DIR / "schema")
+     (version6, name6, statements6), (version7, name7, statements7),
+     (version8, name8, statements8), (version9, name9, statements9)] = schema_migrations(SQL_DIR / "schema")
     assert (version, name, version2, name2, version3, name3, version4, name4, version5, name5, version6, name6,
-            version7, name7) == (
+            version7, name7, version8, name8, version9, name9) == (
         1, "initial", 2, "copy_plans", 3, "throttle_and_cutover", 4, "alerts", 5, "switches_ranges_sizing",
-        6, "snapshot_exports", 7, "job_summaries")
+        6, "snapshot_exports", 7, "job_summaries", 8, "oldwals_watch", 9, "batches")
+    assert [s.split("(")[0] for s in statements8] == ["CREATE TABLE IF NOT EXISTS oldwals_watch "]
+    assert [s.split("(")[0] for s in statements9] == [
+        "CREATE TABLE IF NOT EXISTS migration_batches ", "CREATE TABLE IF NOT EXISTS batch_slots ",
+        "CREATE UNIQUE INDEX IF NOT EXISTS batch_slots_batch ON batch_slots "]
     assert [s.split("(")[0] for s in statements7] == ["CREATE TABLE IF NOT EXISTS job_summaries "]
     assert [s.split("(")[0] for s in statements6] == [
         "CREATE TABLE IF NOT EXISTS initial_copies ", "CREATE TABLE IF NOT EXISTS snapshot_exports ",
@@ -163,12 +168,12 @@ def test_schema_applies_twice_as_a_no_op(db_path):
     tables = raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     versions = raw(db_path, "SELECT version, name, applied_ms FROM schema_version")
     with Ledger.open(f"sqlite:///{db_path}") as second:
-        assert second.apply_schema() == 7
+        assert second.apply_schema() == 9
         assert second.recent_runs()[0]["run_id"] == "run-1"
     assert [t for (t,) in tables] == TABLES
     assert raw(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == tables
     assert raw(db_path, "SELECT version, name, applied_ms FROM schema_version") == versions
-    assert len(versions) == 7
+    assert len(versions) == 9
 
 
 def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_path, tmp_path):
@@ -199,8 +204,8 @@ def test_new_schema_version_applies_on_top_and_a_broken_one_leaves_nothing(db_pa
 def test_a_newer_schema_is_refused(db_path):
     Ledger.open(f"sqlite:///{db_path}").close()
     with sqlite3.connect(db_path) as conn:
-        conn.execute("INSERT INTO schema_version VALUES (8, 'future', 0)")
-    with pytest.raises(LedgerError, match=r"schema version 8 is newer than this toolkit knows \(7\)"):
+        conn.execute("INSERT INTO schema_version VALUES (10, 'future', 0)")
+    with pytest.raises(LedgerError, match=r"schema version 10 is newer than this toolkit knows \(9\)"):
         Ledger.open(f"sqlite:///{db_path}")
 
 
@@ -656,11 +661,12 @@ def test_run_summary_shape_is_exact(ledger):
              "projected_exhaustion_ms": 26_000},
             {"path": "/hbase/oldWALs", "sampled_ms": 6_000, "space_consumed": 1_600, "space_quota": None,
              "ns_consumed": 4, "ns_quota": None, "growth_bytes_per_s": None, "projected_exhaustion_ms": None},
-        ]},
+        ], "watch": []},
         "peer": {"state": "ENABLED", "notes": [
             {"peer_id": "mig1", "noted_ms": 7_000, "state": "ENABLED", "reason": "caught up"}]},
         "sizing": {"*": {"sized_ms": 1_450, "figures": {"projected_copy_s": 90.5}},
                    "ns:orders": {"sized_ms": 1_400, "figures": {"regions": 3, "store_file_bytes": 1_024}}},
+        "batches": [],
     }
 
 
@@ -673,9 +679,9 @@ def test_run_summary_of_a_fresh_run(ledger):
         "verification": {},
         "lag": {"samples": 0, "max_age_of_last_shipped_op_ms": None, "max_size_of_log_queue": None,
                 "latest": None},
-        "quota": {"samples": 0, "latest": []},
+        "quota": {"samples": 0, "latest": [], "watch": []},
         "peer": {"state": None, "notes": []},
-        "sizing": {},
+        "sizing": {}, "batches": [],
     }
     with pytest.raises(LedgerError, match="run_id 'run-9' is not in the ledger"):
         ledger.run_summary("run-9")
@@ -764,7 +770,7 @@ def test_a_schema_3_ledger_is_migrated_and_its_finished_partitions_still_resume(
     with Ledger.open(f"sqlite:///{db_path}") as migrated:
         ranges = migrated.finished_ranges("copy-1", "t")
     versions = raw(db_path, "SELECT version, name FROM schema_version ORDER BY version")
-    assert versions[-1] == (7, "job_summaries")
+    assert versions[-1] == (9, "batches")
     assert ranges == [{"partition_id": pid, "start_row": b"", "stop_row": b"m", "fingerprint": None, "rows": 5,
                        "finished_ms": 2}]
     finished = [FinishedRange(r["partition_id"], r["start_row"], r["stop_row"], r["fingerprint"]) for r in ranges]
@@ -784,3 +790,44 @@ def test_a_jobs_summary_is_kept_under_its_key_and_taken_once(ledger):
         ledger.put_job_summary("k", "copy", "not json")
     with pytest.raises(LedgerError, match="summary_key must be a non-empty string"):
         ledger.put_job_summary("", "copy", "{}")
+
+
+def test_the_oldwals_watch_lease_is_one_holders_at_a_time(ledger):
+    """One watchdog per run and cluster reads (hbase_migration/migration/quota.py): the lease is taken when free,
+    renewed by its holder, refused to another until it expires or is given up; only the holder records."""
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "a", 30, now=1000) == (True, {
+        "run_id": "run-1", "cluster_key": "zk:2181:/hbase", "owner": "a", "expires_ms": 31000, "plan": None,
+        "reading": None, "read_ms": None, "readings": 0, "namenode_calls": 0, "updated_ms": 1000})
+    held, row = ledger.watch_take("run-1", "zk:2181:/hbase", "b", 30, now=2000)
+    assert not held and row["owner"] == "a"
+    assert ledger.watch_reading("run-1", "zk:2181:/hbase", "a", {"bearing": ["/hbase"]}, {"taken_at": 2.5}, 2500, 3)
+    assert not ledger.watch_reading("run-1", "zk:2181:/hbase", "b", {}, {}, 2600, 1)  # not b's: nothing written
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "a", 30, now=3000)[0]  # renewed
+    held, row = ledger.watch_take("run-1", "zk:2181:/hbase", "b", 30, now=33001)  # expired: b takes over
+    assert held and (row["plan"], row["reading"], row["readings"], row["namenode_calls"]) == (
+        {"bearing": ["/hbase"]}, {"taken_at": 2.5}, 1, 3)
+    ledger.watch_release("run-1", "zk:2181:/hbase", "b")
+    assert ledger.watch_take("run-1", "zk:2181:/hbase", "c", 30, now=33002)[0]  # given up: free at once
+    assert ledger.watch_take("run-1", "other:2181:/hbase", "d", 30, now=33003)[0]  # another cluster: its own
+    assert [w["cluster_key"] for w in ledger.watches("run-1")] == ["other:2181:/hbase", "zk:2181:/hbase"]
+
+
+def test_a_runs_batches_are_planned_once_and_take_numbered_slots(ledger):
+    start(ledger)
+    plan = [{"index": 0, "batch": "b1", "peer_id": "mig1_b1", "tables": ["ns:orders"], "bytes": 10},
+            {"index": 1, "batch": "b2", "peer_id": "mig1_b2", "tables": ["ns:items"], "bytes": 0}]
+    kept = ledger.record_batches("run-1", plan, planned_ms=5)
+    assert [(b["batch"], b["peer_id"], b["tables"], b["slot"]) for b in kept] == [
+        ("b1", "mig1_b1", ["ns:orders"], None), ("b2", "mig1_b2", ["ns:items"], None)]
+    assert ledger.record_batches("run-1", [{**plan[0], "peer_id": "other"}]) == kept  # the first plan stands
+    assert ledger.take_batch_slot("run-1", "b1", 1, at_ms=6) == 0
+    assert ledger.take_batch_slot("run-1", "b1", 1) == 0  # already its own: the same slot
+    assert ledger.take_batch_slot("run-1", "b2", 1) is None  # one at once: b2 waits
+    ledger.release_batch_slot("run-1", "b1")
+    assert ledger.take_batch_slot("run-1", "b2", 1) == 0
+    ledger.batch_t0("run-1", "b2", 900)
+    ledger.batch_t0("run-1", "b2", 950)  # the earliest stands
+    assert [(b["batch"], b["slot"], b["t0_ms"]) for b in ledger.run_batches("run-1")] == [
+        ("b1", None, None), ("b2", 0, 900)]
+    with pytest.raises(LedgerError, match="limit must be"):
+        ledger.take_batch_slot("run-1", "b1", 0)

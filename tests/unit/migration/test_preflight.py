@@ -376,3 +376,21 @@ def test_delete_markers_purged_too_soon_on_the_source_are_a_warning_naming_where
     keeping = FamilySchema("f0", {"REPLICATION_SCOPE": "1", "KEEP_DELETED_CELLS": "TRUE"})
     kept = facts(source=ClusterFacts("s", "k", "id-1", {"t1": TableSchema("t1", True, (keeping,))}))
     assert result(evaluate(kept, False), "delete_marker_retention").ok
+
+
+def test_the_runs_own_batch_peers_are_its_backlog_not_a_foreign_pinning_peer():
+    """A run of several batches, retried: its batches' peers `<peer_id>_b<k>` (ours, on its tables) are DISABLED
+    and queued, and are not refused; a DISABLED peer of that name on another table, or not ours, still is."""
+    two = facts(tables=("t1", "t2"), source=ClusterFacts("s", "127.0.0.1:2181:/hbase-dc1", "id-1",
+                                                          {"t1": schema("t1"), "t2": schema("t2")}),
+                target=ClusterFacts("t", TARGET_KEY, "id-2", {"t1": schema("t1"), "t2": schema("t2")}),
+                wanted_peer=wanted(("t1", "t2")))
+    mine = [Peer(f"mig1_b{k}", wanted((t,)).with_owner(DEFAULT_OWNER), False) for k, t in ((1, "t1"), (2, "t2"))]
+    report = evaluate(replace(two, peers=tuple(mine), queued_wals={"mig1_b1": 9, "mig1_b2": 4}), False)
+    check = result(report, "pinning_peers")
+    assert check.ok and "this run's own batch peers mig1_b1, mig1_b2 are its backlog" in check.reason, check
+    for foreign in (Peer("mig1_b3", wanted(("elsewhere",)).with_owner(DEFAULT_OWNER), False),  # not its tables
+                    Peer("mig1_b3", wanted(("t1",)), False),  # not the toolkit's
+                    Peer("mig2_b1", wanted(("t1",)).with_owner(DEFAULT_OWNER), False)):  # another run's base id
+        check = result(evaluate(replace(two, peers=(*mine, foreign)), False), "pinning_peers")
+        assert not check.ok and check.reason.startswith(f"disabled peer(s) {foreign.id} already pin WALs"), check

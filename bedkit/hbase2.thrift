@@ -1,7 +1,8 @@
-// HBase's Thrift2 service (`THBaseService`, served by `hbase thrift2`), written for minihbase from the wire
+// HBase's Thrift2 service (`THBaseService`, served by `hbase thrift2`), written from the wire
 // types of /work/shared/reference/hbase-behaviour.md section 4b. Field ids, types and argument ids are the
-// protocol: they match hbase-thrift's thrift2/hbase.thrift so that any Thrift2 client talks to minihbase.
-// The comments say what minihbase's server (minihbase/thrift2_server.py) does with each field.
+// protocol: they match hbase-thrift's thrift2/hbase.thrift, so a client built from it talks to real HBase's gateways
+// and to the stand-in's alike. The comments say what the stand-in's server (minihbase/thrift2_server.py) does with
+// each field.
 
 namespace py hbase
 

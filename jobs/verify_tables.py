@@ -1,0 +1,28 @@
+"""Spark job: verify a batch's tables in one application (hbase_migration/data/batch.py), each table as
+jobs/verify_table.py would verify it alone.
+
+    spark-submit jobs/verify_tables.py --tables T1 T2 ... [--batch NAME] [--tables-at-once N]
+        <verify_table.py's options but --table/--target-table>
+
+The last stdout line is the batch's JSON summary (each table's under `tables`). Exit 0: every table done and
+clean; 1: a table failed or differs, or a cluster does not answer; 2: bad arguments, or a table refused (one line
+naming each; nothing was written).
+"""
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script (spark-submit jobs/verify_tables.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hbase_migration.data.batch import batch_main  # noqa: E402
+from jobs.spark_job import _spark  # noqa: E402
+
+
+def main(argv=None) -> int:
+    from hbase_migration.migration.region_metrics import table_region_bytes
+
+    return batch_main("verify", sys.argv[1:] if argv is None else argv, _spark, region_sizes=table_region_bytes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
