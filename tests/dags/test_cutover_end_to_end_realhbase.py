@@ -260,7 +260,10 @@ def every_write_so_far_on(bed, log, name: str, why: str) -> None:
 
 
 @pytest.mark.timeout(3600)  # make test's two workers share two cores: several times its quiet-machine time
-def test_cut_over_roll_back_and_cut_over_again_on_real_hbase_with_rest_approvals(tmp_path, bed):
+@pytest.mark.parametrize("again", [False, pytest.param(True, marks=pytest.mark.full, id="again")])
+def test_cut_over_roll_back_and_cut_over_again_on_real_hbase_with_rest_approvals(tmp_path, bed, again):
+    """make test: the cut-over and the rollback. make test-full (`again`): then a second cut-over of the same
+    migration run, no new migration (a third DAG run of 10 minutes under make test's load)."""
     from demo.switching_writer import SwitchingWriter, freeze_figures
     from demo.workload import Thrift2
     from hbase_migration.ledger.store import Ledger
@@ -317,9 +320,16 @@ def test_cut_over_roll_back_and_cut_over_again_on_real_hbase_with_rest_approvals
         assert missing(clusters["dc1"], writer.log) == []
         every_write_so_far_on(bed, writer.log, "dc2", "every write so far on the target too (the forward peer again)")
 
+        if not again:
+            time.sleep(3)
+            final = writer.stop()
+            writer = None
+            assert missing(clusters["dc1"], final) == []  # every acknowledged write of the test, on the last side
+            every_write_so_far_on(bed, final, "dc2", "every write on the target too (the forward peer)")
+            return
         # 4. Cut over again: the same migration run, no new migration.
-        _again, again, started = cut_over(bed, writer, tmp_path, "second cut-over")
-        assert again["run"]["params"]["migration_run_id"] == bed.migration_run
+        _again, second, started = cut_over(bed, writer, tmp_path, "second cut-over")
+        assert second["run"]["params"]["migration_run_id"] == bed.migration_run
         figures = freeze_figures(writer.log, "dc1", "dc2", since=started)
         print("writer at the second cut-over:", figures)
         assert figures["writes_accepted_by_both"] == 0, figures
