@@ -164,10 +164,10 @@ class AirflowServices:
             return json.load(r)
 
     def start(self, timeout: float = 300.0) -> "AirflowServices":
+        # All at once: none of them needs the API server to start (a task needs it, and none runs before the
+        # workers are ready), and each spends its first half-minute importing Airflow.
         self._start("api-server", ["api-server", "--host", "127.0.0.1", "--port", str(self.api_port),
                                    "--workers", "1"])
-        wait_until(lambda: self.health().get("metadatabase", {}).get("status") == "healthy", timeout,
-                   "the Airflow API server", proc=self.procs["api-server"], log_path=self.log_path("api-server"))
         self._start("scheduler", ["scheduler"])
         self._start("dag-processor", ["dag-processor"])
         # No log servers (they bind every interface, on fixed ports for the triggerer): the task and trigger
@@ -175,6 +175,9 @@ class AirflowServices:
         self._start("triggerer", ["triggerer", "--skip-serve-logs"])
         for i in range(1, self.celery_workers + 1):
             self.start_worker(i, wait=False)
+
+        wait_until(lambda: self.health().get("metadatabase", {}).get("status") == "healthy", timeout,
+                   "the Airflow API server", proc=self.procs["api-server"], log_path=self.log_path("api-server"))
 
         def healthy() -> bool:
             h = self.health()
