@@ -24,14 +24,22 @@ Airflow's scheduling between the tasks not counted: a lower bound).
 `--readonly-cost`: READONLY's cost per table and per region: `alter` in a warm shell session for tables of 1, 10
 and 50 regions, and the three tables at once (the window's statement).
 
+`--rollback`: after each cut-over (dc1 -> dc2, always), its rollback as `hbase_rollback` runs it: the forward
+peer re-created DISABLED after a WAL roll (`cutover.add_reverse_peer` with the roles swapped), the window with the
+roles swapped (`run_window(..., roles=ROLLBACK_ROLES)`: the target fenced, the reverse peer drained, the bounded
+check from the cut-over's verification after the switch, the writer switched back, the target unfrozen, the
+forward peer enabled), a full verification after the switch, the reverse peer removed; the next cut-over reuses
+the re-created forward peer (no new migration). Its freezes are measured like the cut-over's.
+
 `--freeze-method acl`: the same window with the ACL fence instead of READONLY, on a bed started with HBase's
 AccessController and a writer of its own as a user without superuser rights (bench/bench_acl_freeze.py).
 
-Printed, never asserted. The last line is one JSON object: `write_freeze_s` (the median over the runs),
-`acknowledged_writes_lost`, `writes_accepted_by_both`, and the details.
+Printed, never asserted. The last line is one JSON object naming `hbase_version`: `write_freeze_s` (the median
+over the runs; with `--rollback` also `rollback_write_freeze_s`), `acknowledged_writes_lost`,
+`writes_accepted_by_both` (both directions), and the details.
 
     .venv/bin/python bench/bench_cutover.py [--testbed DIR] [--runs 5] [--regions 50] [--rate 40] [--baseline]
-                                            [--readonly-cost] [--prefix cb] [--freeze-method acl]
+                                            [--readonly-cost] [--prefix cb] [--freeze-method acl] [--rollback]
 """
 from __future__ import annotations
 
@@ -180,10 +188,49 @@ def one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, re
     out["bounded_check"] = {k2: result["bounded_check"][k2] for k2 in ("counts", "source_cells", "target_cells",
                                                                         "seconds")}
     out["switched_at"] = result["switched_at"]
+    out["post_verify_started_ms"] = int(time.time() * 1000)
     post = full_compare(source, target, tables, live=True)
     out["post_verify"] = {k2: post[k2] for k2 in ("ok", "counts", "source_cells", "target_cells", "seconds")}
     retire = retire_forward_peer(source, plan)
     out["retire"] = retire.get("outcome")
+    return out
+
+
+def one_rollback(eps, clusters, tables, writer, cut, k, options):
+    """The rollback of cut-over `cut` (its `from` -> `to`): the cut-over's window with the roles swapped."""
+    from hbase_migration.migration.cutover import (
+        SwitchPlan,
+        add_reverse_peer,
+        remove_reverse_peer,
+        rollback_window_plan,
+    )
+    from hbase_migration.migration.cutover_plan import ROLLBACK_ROLES
+    from hbase_migration.migration.cutover_window import run_window
+
+    source_name, target_name = cut["from"], cut["to"]  # the migration's: the clients go back to the source
+    source, target = clusters[source_name], clusters[target_name]
+    plan = SwitchPlan("rollback", f"bench{k}", f"bench{k}", eps[source_name]["cluster_key"],
+                      eps[target_name]["cluster_key"], cut["forward_peer"], cut["reverse_peer"], tuple(tables),
+                      tuple(tables))
+    mirrored = rollback_window_plan(plan)
+    out = {"from": target_name, "to": source_name}
+    t = time.time()
+    kept_since = int(time.time() * 1000)
+    add_reverse_peer(source, target, mirrored, enabled=False)  # the forward peer again, DISABLED
+    out["forward_peer_s"] = round(time.time() - t, 2)
+
+    def switch(phase):
+        writer.switch_to(source_name if phase == "switch" else target_name)
+
+    result = run_window(target, source, mirrored, options,
+                        verify_started_ms={t2: cut["post_verify_started_ms"] for t2 in tables},
+                        kept_since_ms=kept_since, switch=switch, roles=ROLLBACK_ROLES)
+    out["window"] = {k2: result.get(k2) for k2 in ("steps", "freeze_s", "freeze_shares")}
+    out["bounded_check"] = {k2: result["bounded_check"][k2] for k2 in ("counts", "source_cells", "target_cells",
+                                                                        "seconds")}
+    post = full_compare(source, target, tables, live=True)
+    out["post_verify"] = {k2: post[k2] for k2 in ("ok", "counts", "source_cells", "target_cells", "seconds")}
+    out["remove_reverse_peer"] = remove_reverse_peer(target, plan).get("outcome")
     return out
 
 
@@ -197,6 +244,9 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--readonly-cost", action="store_true")
     parser.add_argument("--keep", action="store_true", help="leave the tables and peers (default: dropped)")
+    parser.add_argument("--rollback", action="store_true",
+                        help="roll each cut-over back (the window with the roles swapped); every cut-over is then "
+                             "dc1 -> dc2 with the same two peers")
     parser.add_argument("--freeze-method", choices=("readonly", "acl"), default="readonly",
                         help="acl: the window with the ACL fence, on a bed of its own with HBase's AccessController "
                              "(bench/bench_acl_freeze.py; --runs and --regions only)")
@@ -256,19 +306,30 @@ def main(argv=None) -> int:
             side.reverse()
             peer_index = 1
             peers.append(f"{args.prefix}p{len(peers)}")
-        runs = []
+        if args.rollback and args.baseline:
+            parser.error("--rollback with --baseline: run them separately")
+        runs, rollbacks = [], []
         for k in range(args.runs):
             source_name, target_name = side
             fwd, rev = peers[peer_index], peers[peer_index + 1]
-            mark = time.time()
-            out = one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, rev, k, options)
-            time.sleep(3)
-            out.update(freeze_figures(writer.log, source_name, target_name, since=mark))
+            def measured(what, old, new, run):
+                mark = time.time()
+                out = run()
+                time.sleep(3)
+                out.update(freeze_figures(writer.log, old, new, since=mark))
+                shares = ", ".join(f"{s} {v:.0%}" for s, v in out["window"]["freeze_shares"].items())
+                say(f"{what} {k + 1} {old} -> {new}: writer's freeze {out['write_freeze_s']} s, toolkit's "
+                    f"{out['window']['freeze_s']} s ({shares}); accepted by both {out['writes_accepted_by_both']}; "
+                    "steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s" for st in out["window"]["steps"]))
+                return out
+
+            out = measured("cut-over", source_name, target_name, lambda: one_cutover(
+                eps, clusters, tables, writer, source_name, target_name, fwd, rev, k, options))
             runs.append(out)
-            shares = ", ".join(f"{s} {v:.0%}" for s, v in out["window"]["freeze_shares"].items())
-            say(f"cut-over {k + 1} {source_name} -> {target_name}: writer's freeze {out['write_freeze_s']} s, "
-                f"toolkit's {out['window']['freeze_s']} s ({shares}); accepted by both "
-                f"{out['writes_accepted_by_both']}; bounded check {out['bounded_check']}")
+            if args.rollback:
+                rollbacks.append(measured("rollback", target_name, source_name, lambda: one_rollback(
+                    eps, clusters, tables, writer, out, k, options)))
+                continue  # the same side and peers again: the rollback re-created the forward peer
             side.reverse()
             peer_index += 1
         time.sleep(5)
@@ -294,8 +355,17 @@ def main(argv=None) -> int:
             "lost_per_cluster": lost,
             "write_freeze_s": statistics.median(freezes) if freezes else None,
             "acknowledged_writes_lost": max(lost.values()),
-            "writes_accepted_by_both": sum(r["writes_accepted_by_both"] for r in runs),
+            "writes_accepted_by_both": sum(r["writes_accepted_by_both"] for r in runs + rollbacks),
         })
+        if args.rollback:
+            back_freezes = [r["write_freeze_s"] for r in rollbacks if r["write_freeze_s"] is not None]
+            summary.update({
+                "rollbacks": rollbacks,
+                "rollback_write_freezes_s": back_freezes,
+                "rollback_toolkit_freezes_s": [r["window"]["freeze_s"] for r in rollbacks],
+                "rollback_write_freeze_s": statistics.median(back_freezes) if back_freezes else None,
+                "rollback_writes_accepted_by_both": sum(r["writes_accepted_by_both"] for r in rollbacks),
+            })
         if not args.keep:
             with peer_admin(clusters[side[0]]) as admin:
                 for p in peers:

@@ -217,8 +217,9 @@ def migrate(bed, name: str, tables: list[str], args: argparse.Namespace, conf_ex
     create_and_load(bed, dc1, tables, args.rows, args.versions)
     log(f"{name}: loaded in {time.monotonic() - started:.0f}s")
     env = dag_env(dc1, dc2, workdir)
-    conf = {"tables": tables, "peer_id": peer, "sizing": False, "expected_copy_s": 3600, "recompare_sleep_s": 2,
-            "stable_samples": 2, "batches_at_once": args.batches_at_once, **conf_extra}
+    conf = {"tables": tables, "peer_id": peer, "sizing": False, "bulk_loads": "none",  # the bed does not replicate them
+            "expected_copy_s": 3600, "recompare_sleep_s": 2, "stable_samples": 2,
+            "batches_at_once": args.batches_at_once, **conf_extra}
     writer = Writer(dc1, tables, args.rows, args.write_rate)
     sampler = OldWalsSampler(dc1)
     peers: list[str] = []

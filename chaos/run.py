@@ -260,6 +260,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         world = World(dep=dep, clusters=endpoints, tables=[t.name for t in tables], dag_id=DAG_ID, log=log,
                       zk_proxy=zk_proxy, bed=bed)
         conf = {"tables": [t.name for t in tables], "peer_id": PEER_ID, "expected_copy_s": 600,
+                "bulk_loads": "none",  # the bed does not replicate bulk loads, and none are made
                 "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 "repair": True, **({"rows_per_s": args.rows_per_s} if args.rows_per_s else {})}
 

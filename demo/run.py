@@ -317,7 +317,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log(f"live writer started ({args.write_rate:.0f} ops/s: puts, new versions, old-timestamp puts, row, "
             "column and single-version deletes)")
         conf = {"tables": [t.name for t in tables], "peer_id": peer_id, "expected_copy_s": 600,
-                "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
+                # the beds do not replicate bulk loads (hbase.replication.bulkload.enabled) and none are made
+                "bulk_loads": "none", "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000, "canary": True,
                 # HBase's version retention can leave an extra old version on the target (docs/data-path.md
                 # "Versions"): verify names it, and repairs it (exact-version deletes) only because the demo asks.
                 # (the native path copies the delete markers and verifies raw: it has no repair)

@@ -6,12 +6,14 @@
     python -m hbase_migration peer list --source CONN
     python -m hbase_migration peer add --source CONN --target CONN --tables T1,T2 --peer-id ID [--state disabled]
                                        [--serial] [--bandwidth BYTES_PER_S]
-    python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force]
+    python -m hbase_migration peer enable|disable|remove --source CONN --peer-id ID [--force] [--target CONN]
     python -m hbase_migration lag --source CONN --peer-id ID [--watch]
     python -m hbase_migration quota --source CONN [--quota-mark F]
     python -m hbase_migration create-tables --source CONN --target CONN --tables T1,T2 [--codec-map SNAPPY=ZSTD]
                                            [--target-coprocessors CLASS,...]
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
+    python -m hbase_migration metadata --source CONN --target CONN --tables T1,T2 [--principal-map S=T,...]
+                                       [--apply]   (the tables' grants on both sides; exit 1 while any differs)
     python -m hbase_migration sync-replication check --source CONN --target CONN [--shells]
     python -m hbase_migration sync-replication plan --peer-id ID [--kind planned|failover]
     python -m hbase_migration sync-replication run --source CONN --target CONN --peer-id ID
@@ -185,7 +187,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
                            target_coprocessors=_run_option("target_coprocessors", args.target_coprocessors),
                            allow_target_data=args.allow_target_data, serial=args.serial,
                            bandwidth=_run_option("bandwidth", args.bandwidth), sizing=sizing,
-                           initial_copy=args.initial_copy, snapshot_threshold_bytes=args.snapshot_threshold_bytes)
+                           initial_copy=args.initial_copy, snapshot_threshold_bytes=args.snapshot_threshold_bytes,
+                           bulk_loads=args.bulk_loads)
     _emit(args, report.to_dict(), report.text() + f"\npreflight {'passed' if report.ok else 'FAILED'}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -229,6 +232,16 @@ def cmd_peer(args: argparse.Namespace) -> int:
         config = migration_peer_config(target, _tables(args.tables), serial=args.serial,
                                        bandwidth=_run_option("bandwidth", args.bandwidth), source=source)
         checks = _peer_add_checks(args, source, target)
+    if args.action == "enable" and args.target and not args.force:
+        from hbase_migration.migration.enable_gate import check, peer_tables
+
+        target = resolve_cluster(args.target)
+        with peer_admin(source) as admin:
+            gate = check(target, args.peer_id, peer_tables(admin, args.peer_id))
+        if not gate.ok:  # the state is unchanged: DISABLED as found
+            print(f"error: {gate.refusal()}; nothing was changed (create or clone the tables on {target.name} "
+                  "first, or --force)", file=sys.stderr)
+            return EXIT_FAILED
     with peer_admin(source) as admin:
         # A wrong znode parent holds no peers: `list` would show none and `remove` find nothing to remove.
         zk.read_cluster_id(admin.zk, source.znode_parent)
@@ -257,6 +270,9 @@ def cmd_peer(args: argparse.Namespace) -> int:
     data = result.to_dict()
     if checks is not None:
         data["checks"] = checks
+    if args.action == "enable" and not args.target and not args.force and result.changed:
+        print(f"note: --target not given: whether the tables of peer {args.peer_id} exist on its target was not "
+              "checked (an enabled peer whose table the target lacks stalls its queues)", file=sys.stderr)
     _emit(args, data, "\n".join(lines))
     return EXIT_OK
 
@@ -338,6 +354,41 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
     _emit(args, done, "\n".join(f"{d['table']}: {d['outcome']}" + (f"  {d['statement']}" if d["statement"] else "")
                                 for d in done))
     return EXIT_OK
+
+
+def cmd_metadata(args: argparse.Namespace) -> int:
+    """The grants of the tables on both sides, each difference listed; `--apply` gives the target the source's.
+    Exit 0: no difference (left); 1: some; 2: bad input."""
+    from hbase_migration.migration import metadata
+    from hbase_migration.migration.tables import existing_tables
+
+    try:
+        mapping = metadata.parse_principal_map(args.principal_map)
+    except ValueError as e:
+        raise UsageError(f"argument --principal-map: {e}", "e.g. --principal-map app/host@DC1.EXAMPLE=app") from None
+    source, target = resolve_cluster(args.source), resolve_cluster(args.target)
+    _distinct(source, target)
+    tables = _tables(args.tables)
+    _on_source(source, tables)
+    on_target = existing_tables(target, tables)
+    absent = [t for t in tables if t not in on_target]
+    found = metadata.compare(source, target, tables, mapping, absent)
+    data: dict[str, Any] = found.to_dict()
+    lines = [d.line() for d in found.differences]
+    if args.apply and found.fixes:
+        changed, failed = metadata.apply(target, found.fixes)
+        after = metadata.compare(source, target, tables, mapping, absent)
+        data.update(applied=changed, apply_failed=failed, differences_after=[d.to_dict() for d in after.differences])
+        lines += [f"applied {changed} grant(s) on {target.name} in one session"
+                  + (f"; {len(failed)} failed: {'; '.join(failed)}" if failed else "")]
+        lines += [f"left: {d.line()}" for d in after.differences]
+        left = after.differences
+    else:
+        left = found.differences
+    lines.append(f"{len(left)} difference(s)" + (f"; absent on the target: {', '.join(absent)} (create them first)"
+                                                 if absent else ""))
+    _emit(args, data, "\n".join(lines))
+    return EXIT_FAILED if left else EXIT_OK
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
@@ -558,6 +609,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--snapshot-threshold-bytes", type=_param("snapshot_threshold_bytes", "e.g. 1073741824"),
                     default=BY_NAME["snapshot_threshold_bytes"].default,
                     help=BY_NAME["snapshot_threshold_bytes"].description)
+    sp.add_argument("--bulk-loads", type=_param("bulk_loads", "e.g. --bulk-loads none"),
+                    default=BY_NAME["bulk_loads"].default, help=BY_NAME["bulk_loads"].description)
     peer_options(sp)
     from hbase_migration.migration.sizing_probe import add_cli_arguments
 
@@ -567,7 +620,8 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("peer", help="replication peer admin on the source")
     sp.add_argument("action", choices=("list", "add", "enable", "disable", "remove"))
     sp.add_argument("--source", required=True, type=CONN_ID)
-    sp.add_argument("--target", type=CONN_ID, help="target connection id (add)")
+    sp.add_argument("--target", type=CONN_ID, help="target connection id (add; enable: its tables are listed "
+                                                      "first and a peer whose table it lacks is not enabled)")
     sp.add_argument("--tables", type=TABLES, help="comma-separated tables (add)")
     sp.add_argument("--peer-id", type=PEER_ID)
     sp.add_argument("--state", choices=("disabled", "enabled"), default="disabled", help="state of a new peer")
@@ -612,6 +666,18 @@ def parser() -> argparse.ArgumentParser:
     table_options(sp)
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
+
+    sp = sub.add_parser("metadata", help="the tables' grants (global, namespace, table, family) on both sides, each "
+                                         "difference listed; --apply gives the target the source's (quotas: not "
+                                         "yet compared)")
+    common(sp, target=True)
+    sp.add_argument("--tables", required=True, type=TABLES, help="comma-separated tables")
+    sp.add_argument("--principal-map", default="",
+                    help="SOURCE=TARGET principals, comma-separated (default: the same short name, realm dropped)")
+    sp.add_argument("--apply", action="store_true",
+                    help="grant on the target what the source holds (one shell session); a target-only grant "
+                         "is listed, never revoked")
+    sp.set_defaults(func=cmd_metadata)
 
     sp = sub.add_parser("freeze", help="make tables READONLY (writes refused, reads go on) or writable again")
     common(sp)

@@ -20,7 +20,8 @@ class PreflightOperator(BaseOperator):
     codecs it loads (a scratch twin created and dropped); REPLICATION_SCOPE exactly 1 on every migrated family
     (any value other than 0/1 refused); the peer id free or already ours with the same config (SERIAL,
     BANDWIDTH included; SERIAL needs the shell backend); no other peer pinning WALs; oldWALs quota headroom for
-    the copy; warnings when bulk loads would not replicate (source /conf) or deleted cells are kept.
+    the copy; bulk loads replicated by the source (its region servers' /conf: hbase.replication.bulkload.enabled and a
+    cluster id) unless the operator attests none are made (`bulk_loads` `none`); warnings when deleted cells are kept.
     Changes nothing but the scratch twin. The report is returned (XCom) and logged with a fix per failure.
 
     :param tables: the tables to migrate (every family of each).
@@ -50,6 +51,8 @@ class PreflightOperator(BaseOperator):
         decision). :param snapshot_threshold_bytes: auto's threshold on a table's store files.
     :param same_master_key: the operator attests that the target holds the source's master key: tables with
         encrypted families may go by snapshot (else refused by `snapshot`, sent to the scan by `auto`).
+    :param bulk_loads: `replicated` (the source's /conf must show it) or `none` (the operator's attestation that
+        nothing is bulk loaded into the tables until the cut-over).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "tables", "peer_id", "create_missing",
@@ -57,7 +60,7 @@ class PreflightOperator(BaseOperator):
                                       "allow_target_data", "serial", "bandwidth", "sizing", "copy_tasks",
                                       "sample_timeout_s", "rows_per_s", "quota_policy", "start_time_ms",
                                       "end_time_ms", "versions", "ledger_run_id", "initial_copy",
-                                      "snapshot_threshold_bytes", "same_master_key")
+                                      "snapshot_threshold_bytes", "same_master_key", "bulk_loads")
     ui_color = "#e6f4ea"
 
     def __init__(self, *, tables: Sequence[str], peer_id: str, source_conn_id: str = "hbase_source",
@@ -68,8 +71,10 @@ class PreflightOperator(BaseOperator):
                  copy_tasks: int = 4, sample_timeout_s: float = 300.0, rows_per_s: float = 0.0,
                  quota_policy: str = "fail", start_time_ms: int | None = None, end_time_ms: int | None = None,
                  versions: int | None = None, ledger_run_id: str | None = None, initial_copy: str = "scan",
-                 snapshot_threshold_bytes: int | None = None, same_master_key: bool = False, **kwargs) -> None:
+                 snapshot_threshold_bytes: int | None = None, same_master_key: bool = False,
+                 bulk_loads: str = "replicated", **kwargs) -> None:
         super().__init__(**kwargs)
+        self.bulk_loads = bulk_loads
         self.same_master_key = same_master_key
         self.initial_copy = initial_copy
         self.snapshot_threshold_bytes = snapshot_threshold_bytes
@@ -115,6 +120,7 @@ class PreflightOperator(BaseOperator):
                 initial_copy=self.initial_copy or "scan",
                 snapshot_threshold_bytes=int(self.snapshot_threshold_bytes) if self.snapshot_threshold_bytes else None,
                 recorded=recorded, resumed_exports=resumed, same_master_key=self.same_master_key is True,
+                bulk_loads=self.bulk_loads or "replicated",
             )
         for line in report.text().splitlines():
             self.log.info("%s", line)

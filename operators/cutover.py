@@ -147,8 +147,9 @@ class CutoverCheckOperator(_SwitchCheckOperator):
 class RollbackCheckOperator(_SwitchCheckOperator):
     """Checks a rollback before anything changes, and fails (without retry) with every reason to fix: the
     connections point at the cut-over's clusters; the reverse peer exists on the target, is ours, ENABLED, ships
-    to the source with the cut-over's tables. Without a reverse peer a rollback would lose every write made on
-    the target since the cut-over: refused.
+    to the source with the cut-over's tables (without it a rollback would lose every write made on the target
+    since the cut-over: refused); the forward peer is gone from the source or is already the one the rollback
+    re-creates (one narrowed to other tables by a cut-over of `only_tables` is refused).
 
     :param plan: the rollback's plan (`SwitchPlan.to_dict()`, XCom `plan` of `open_rollback`).
     :param source_conn_id: the migration's source cluster (the clients go back there).
@@ -274,22 +275,62 @@ class AddReversePeerOperator(BaseOperator):
         return result
 
 
+class RecreateForwardPeerOperator(AddReversePeerOperator):
+    """The rollback's first change, once approved: the forward peer (source -> target) re-created DISABLED, scoped
+    to the tables rolled back, after a WAL roll on the source: from then on every write a client makes on the source
+    is kept in the source's WALs, and the window ENABLES the peer after the switch back (the target stays current,
+    a later cut-over needs no new migration). The reverse peer's edits carry the target's cluster id and never loop
+    back. It is `AddReversePeerOperator` with the roles swapped (`cutover.rollback_window_plan`). A re-run finds
+    the peer and does nothing. Ledger phase `forward_peer`.
+
+    :param plan: the rollback's plan (`SwitchPlan.to_dict()`).
+    :param source_conn_id: the migration's source cluster (the forward peer lives there).
+    :param target_conn_id: the migration's target cluster (it ships there).
+    :param ledger_run_id: the rollback run whose ledger records the peer (None: none).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**{**kwargs, "enabled": False})  # always DISABLED: the window enables it after the switch
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from hbase_migration.migration.cutover import SwitchPlan, add_reverse_peer, rollback_window_plan
+
+        plan = rollback_window_plan(SwitchPlan.from_dict(self.plan))
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        record_phase(self.ledger_run_id, "forward_peer", "running")
+        result = add_reverse_peer(source, target, plan, enabled=False)
+        for command in result["commands"]:
+            self.log.info("ran on the source: %s", command)
+        self.log.info("forward peer %s on %s: %s (%s); WALs rolled on %s", plan.reverse_peer_id, source.name,
+                      result["outcome"], result["message"], ", ".join(result["rolled_wals_on"]) or "no server")
+        if result["changed"]:
+            note_peer(self.ledger_run_id, plan.reverse_peer_id, "DISABLED",
+                      f"forward peer {source.name} -> {target.name} re-created for {', '.join(plan.tables)}: "
+                      f"{result['outcome']}")
+        record_phase(self.ledger_run_id, "forward_peer", "success", result)
+        return result
+
+
 # The window's steps as ledger phases (the others are in the `window` phase's detail).
 WINDOW_PHASES = {"lag_gate": "lag_gate", "live_pass": "live_pass", "fence": "freeze", "drain": "final_drain",
                  "bounded_check": "bounded_check", "switch": "switch", "enable_reverse_peer": "enable_peer",
-                 "unfreeze_source": "unfreeze"}
+                 "enable_forward_peer": "enable_peer", "unfreeze_source": "unfreeze", "unfreeze_target": "unfreeze",
+                 "lift_joined_fence": "lift_fence"}
 
 
-def window_bounds(summary: Mapping[str, Any], tables: Sequence[str]) -> tuple[dict[str, int | None], int | None]:
+def window_bounds(summary: Mapping[str, Any], tables: Sequence[str], kept_phase: str = "reverse_peer"
+                  ) -> tuple[dict[str, int | None], int | None]:
     """From a cut-over run's ledger summary: when each table's full verification (ledger phase `verify`, success)
-    started, and when the reverse peer was created (phase `reverse_peer`)."""
+    started, and when the kept peer was created (phase `kept_phase`: the cut-over's `reverse_peer`, the rollback's
+    `forward_peer`)."""
     phases = summary.get("phases") or {}
     started = {}
     for table in tables:
         verify = (phases.get(table) or {}).get("verify") or {}
         started[table] = verify.get("started_ms") if verify.get("status") == "success" else None
-    reverse = (phases.get("*") or {}).get("reverse_peer") or {}
-    return started, reverse.get("started_ms") if reverse.get("status") == "success" else None
+    kept = (phases.get("*") or {}).get(kept_phase) or {}
+    return started, kept.get("started_ms") if kept.get("status") == "success" else None
 
 
 class CutoverWindowOperator(BaseOperator):
@@ -315,6 +356,12 @@ class CutoverWindowOperator(BaseOperator):
         (`cutover_plan.AbortConditions`).
     :param caught_up_queue_size: the lag gate's WALs of a caught-up queue, one per WAL group (the run spec's).
     :param ledger_run_id: the cut-over run (its ledger holds the verification's start and the reverse peer's).
+    :param kind: `cutover`, or `rollback`: the same window with the roles swapped (`cutover_window`): the target
+        fenced (the cut-over's freeze method), the reverse peer drained, `switch_command` moving the clients back,
+        then (an ACL cut-over) the source's WRITE given back, with READONLY the target writable again unless
+        `unfreeze_source` is off, the re-created forward peer ENABLED and its lag gate. The bounded checks start
+        from the cut-over run's last clean verification (`cutover.rollback_verified_ms`); early source writes are
+        those made after the forward peer's re-creation (this run's phase `forward_peer`).
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
@@ -329,8 +376,11 @@ class CutoverWindowOperator(BaseOperator):
                  unfreeze_source: bool = True, max_lag_ms: int = 30_000,
                  lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
                  recompare_sleep_s: float = 2.0, caught_up_queue_size: int = 1, ledger_run_id: str | None = None,
-                 **kwargs) -> None:
+                 kind: str = "cutover", **kwargs) -> None:
         super().__init__(**kwargs)
+        if kind not in ("cutover", "rollback"):
+            raise ValueError(f"kind must be 'cutover' or 'rollback', got {kind!r}")
+        self.kind = kind
         self.plan = plan
         self.caught_up_queue_size = caught_up_queue_size
         self.switch_command = switch_command
@@ -348,8 +398,10 @@ class CutoverWindowOperator(BaseOperator):
         self.ledger_run_id = ledger_run_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.migration.cutover import SwitchPlan
+        from hbase_migration.migration.cutover import SwitchPlan, rollback_verified_ms, rollback_window_plan
         from hbase_migration.migration.cutover_plan import (
+            CUTOVER_ROLES,
+            ROLLBACK_ROLES,
             AbortConditions,
             CutoverAborted,
             WindowOptions,
@@ -358,9 +410,16 @@ class CutoverWindowOperator(BaseOperator):
         from hbase_migration.migration.cutover_window import PostSwitchError, command_switch, run_window
         from operators.ledger import open_ledger
 
+        rollback = self.kind == "rollback"
         plan = SwitchPlan.from_dict(self.plan)
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        # The side the clients move to gets its WRITE back first thing after the switch when it is fenced by ACL:
+        # a rollback's source (its cut-over's fence), a cut-over's target (an earlier rollback's fence).
+        unfence_joined = plan.unfence_statements
+        if rollback:  # the same window, the roles swapped: the target fenced, the clients back to the source
+            plan = rollback_window_plan(plan)
+            source, target = target, source
         options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(
             int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
             float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True,
@@ -368,24 +427,28 @@ class CutoverWindowOperator(BaseOperator):
             superusers=None if self.superusers is None else tuple(self.superusers))
         run_id = self.ledger_run_id or context["run_id"]
         with open_ledger() as ledger:
-            verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables)
+            verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables,
+                                                       "forward_peer" if rollback else "reverse_peer")
+            if rollback:
+                verify_started = rollback_verified_ms(ledger.run_summary(plan.from_run_id), plan.tables)
         switch = command_switch(self.switch_command, switch_environment(run_id, "switch", plan.tables,
                                                                         str(source.cluster_key),
-                                                                        str(target.cluster_key)))
+                                                                        str(target.cluster_key), self.kind))
 
         def on_step(name: str, status: str, detail: Any) -> None:
             self.log.info("window step %s: %s%s", name, status, "" if detail is None else
                           f" {json.dumps(detail, sort_keys=True, default=str)[:2000]}")
             if name in WINDOW_PHASES:
                 record_phase(self.ledger_run_id, WINDOW_PHASES[name], status, detail)
-            if name == "enable_reverse_peer" and status == "success":
-                note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED", "the switch: the target's writes ship "
-                          "to the source")
+            if name in ("enable_reverse_peer", "enable_forward_peer") and status == "success":
+                note_peer(self.ledger_run_id, plan.reverse_peer_id, "ENABLED", f"the switch: the {target.name}'s "
+                          f"writes ship to the {source.name}")
 
         record_phase(self.ledger_run_id, "window", "running")
         try:
             result = run_window(source, target, plan, options, verify_started_ms=verify_started,
-                                kept_since_ms=kept_since, switch=switch, on_step=on_step)
+                                kept_since_ms=kept_since, switch=switch, on_step=on_step,
+                                roles=ROLLBACK_ROLES if rollback else CUTOVER_ROLES, unfence_joined=unfence_joined)
         except CutoverAborted as e:
             record_phase(self.ledger_run_id, "window", "failed", {"aborted": e.condition, "message": str(e),
                                                                   "state": e.state})
@@ -399,7 +462,7 @@ class CutoverWindowOperator(BaseOperator):
         return {"freeze_s": result.get("freeze_s"), "freeze_shares": result.get("freeze_shares"),
                 "steps": result.get("steps"), "bounded_check": {k: (result.get("bounded_check") or {}).get(k)
                                                                 for k in ("counts", "source_cells", "seconds")},
-                "freeze_method": self.freeze_method}
+                "freeze_method": self.freeze_method, "kind": self.kind}
 
 
 class LiftFenceOperator(BaseOperator):
@@ -497,8 +560,10 @@ class RetireForwardPeerOperator(_PeerChangeAfterApproval):
 
 
 class RemoveReversePeerOperator(_PeerChangeAfterApproval):
-    """The rollback's last step: removes the reverse peer from the target (only the one the cut-over made; absent
-    is fine). The clients are back on the source and the target stays READONLY.
+    """The rollback's last step, after the verification: removes the reverse peer from the target (only the one the
+    cut-over made; absent is fine). The clients are back on the source; the re-created forward peer keeps the
+    target current. Removed rather than kept: a later cut-over creates a fresh one DISABLED after a WAL roll, and
+    a kept ENABLED one would ship stray writes on the target into the source unchecked.
 
     :param plan: the rollback's plan (`SwitchPlan.to_dict()`).
     :param target_conn_id: the migration's target cluster (the reverse peer lives there).

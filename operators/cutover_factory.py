@@ -20,8 +20,7 @@ from operators.cutover import (
     AddReversePeerOperator,
     CutoverCheckOperator,
     CutoverWindowOperator,
-    FinalDrainSensor,
-    LiftFenceOperator,
+    RecreateForwardPeerOperator,
     RemoveReversePeerOperator,
     RetireForwardPeerOperator,
     RollbackCheckOperator,
@@ -41,8 +40,12 @@ from operators.spark import HBaseVerifyTableOperator
 
 log = logging.getLogger(__name__)
 
-APPROVAL_TASK = {CUTOVER: "approve_cutover", ROLLBACK: "approve_clients_back"}
+APPROVAL_TASK = {CUTOVER: "approve_cutover", ROLLBACK: "approve_rollback"}
 PLAN = "{{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan') }}"
+_ACL_NOTE = ("{% if s.freeze_method == 'acl' %}ACL fence: hbase.superuser as you attest it (/conf masks it): "
+             "**{{ s.superusers | join(', ') if s.superusers is not none else 'not given (the fence is refused where "
+             "/conf hides it)' }}**; left writing: **{{ s.freeze_exempt | join(', ') or 'nobody' }}**.\n\n"
+             "{% endif %}")
 
 CUTOVER_DOC = """
 ### Cut over the tables of a finished migration to the target, with a write freeze of seconds
@@ -75,18 +78,31 @@ early target writes); after the switch nothing is undone and the state of both s
 """
 
 ROLLBACK_DOC = """
-### Roll a cut-over back to the source
+### Roll a cut-over back to the source, with a write freeze of seconds
 
-1. **open_run**: the cut-over run (`cutover_run_id`) from the ledger: its tables, clusters and peers.
+The cut-over's window with the roles swapped (docs/cutover.md, "The rollback"):
+
+1. **open_run**: the cut-over run (`cutover_run_id`) from the ledger: its tables, clusters, peers and freeze
+   method (an ACL cut-over's record of the permissions it took away).
 2. **check**: the reverse peer exists on the target, ours and ENABLED (without it a rollback would lose the
-   writes made on the target since the cut-over: refused). Changes nothing.
-3. **freeze_target**: READONLY on the target.
-4. **unfreeze_source**: the source must accept the reverse peer's edits (a READONLY table refuses them).
-5. **final_drain** (deferrable): the reverse peer's queues caught up with writes stopped.
-6. **final_verify** (mapped): zero differences.
-7. **approve_clients_back**: a person confirms the clients write to the source again. Reject: the target is
-   unfrozen, the clients stay there, the reverse peer stays.
-8. **remove_reverse_peer**. The target stays READONLY.
+   writes made on the target since the cut-over: refused); the forward peer is gone from the source (or already
+   the one this rollback re-creates). Changes nothing.
+3. **approve_rollback**: a person approves the plan: the tables, the freeze method, the switch command back, the
+   abort conditions. Reject: nothing was changed. From here on no person is needed.
+4. **unfreeze_source**: a source left READONLY by its cut-over is made writable (it must accept the reverse peer's
+   edits before they can drain); an ACL-fenced source keeps its fence until the switch.
+5. **forward_peer**: source -> target, **DISABLED**, after a WAL roll on the source: every source write from now
+   on is kept for the target.
+6. **window** (one task): the lag gate on the reverse peer, a live pass of the bounded check, then the write
+   freeze: the target fenced (READONLY, or WRITE revoked by ACL), a WAL roll and the reverse peer's drain, the
+   bounded check of what changed since the cut-over's last verification, `switch_command` back. After it: an
+   ACL-fenced source gets its WRITE back, a READONLY target is made writable (`unfreeze_source`; ACL: it stays
+   fenced), the forward peer ENABLED and its lag gate: the target is current. An abort before the switch lifts
+   the target's fence and leaves the clients on the target.
+7. **final_verify** (mapped): every version, outside the freeze, both sides live.
+8. **remove_reverse_peer**: the reverse peer removed (a later cut-over creates a fresh one after a WAL roll).
+
+A later `hbase_cutover` of the same `migration_run_id` finds the forward peer again: no new migration.
 """
 
 
@@ -140,74 +156,81 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                     "DISABLED, every table is verified, then writes are frozen by **{{ s.freeze_method }}** "
                     "({{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan').freeze_reason }}) "
                     "just long enough to drain the forward peer and check what changed since the verification, "
-                    "and the clients are switched by `{{ s.switch_command }}`.\n\n"
-                    "{% if s.freeze_method == 'acl' %}ACL fence: hbase.superuser as you attest it (/conf masks it): "
-                    "**{{ s.superusers | join(', ') if s.superusers is not none else 'not given (the fence is "
-                    "refused where /conf hides it)' }}**; left writing: **{{ s.freeze_exempt | join(', ') or "
-                    "'nobody' }}**.\n\n{% endif %}"
+                    "and the clients are switched by `{{ s.switch_command }}`.\n\n" + _ACL_NOTE +
+                    "{% set bulk = ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan').bulk_loads %}"
+                    "Bulk loads: {% if bulk == 'none' %}**none, as the migration run's operator attested**: the "
+                    "source does not replicate bulk-loaded HFiles, so any made into these tables since the "
+                    "migration's T0 would be missing on the target"
+                    "{% elif bulk == 'replicated' %}replicated (the source's /conf showed it at preflight)"
+                    "{% else %}**not recorded** (the migration run predates the check): make sure none was made "
+                    "unless the source replicates them{% endif %}.\n\n"
                     "It stops by itself, the clients staying on the source, when: the forward peer's lag stays "
                     "above {{ s.max_lag_ms }} ms for {{ s.lag_wait_s }} s; a verification finds a difference; the "
                     "frozen steps take more than {{ s.max_freeze_s }} s; the switch command fails.\n\n"
                     "**Reject**: nothing is changed.")
-            approval = ApprovalOperator(
-                task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
-                doc_md=f"{subject} Airflow's human-in-the-loop approval of the plan, before anything changes: answer "
-                       "in the UI (this task's Required actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/"
-                       f"dagRuns/{{run_id}}/taskInstances/{APPROVAL_TASK[kind]}/-1/hitlDetails with "
-                       "{\"chosen_options\": [\"Approve\"]}).")
-            @task(task_id="approved")
-            def approved(**context) -> dict[str, Any]:
-                from operators.cutover import record_approval
-
-                answer = context["ti"].xcom_pull(task_ids=APPROVAL_TASK[kind])
-                record_approval(context["run_id"], answer, log)
-                return answer
-
-            plan_approved = approved()
-            pre_verify = verify_task("pre_verify", "verify")
-            reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
-                                             plan=PLAN, enabled=False, **run, **safe_retry)
-            window = CutoverWindowOperator(
-                task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run,
-                switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
-                freeze_exempt=spec("freeze_exempt"), superusers=spec("superusers"),
-                unfreeze_source=spec("unfreeze_source"),
-                max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
-                skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),
-                caught_up_queue_size=spec("caught_up_queue_size"))
-            post_verify = verify_task("post_verify", "post_verify")
-            after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
-                                              source_conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
         else:
             check = RollbackCheckOperator(task_id="check", doc_md=_doc(RollbackCheckOperator), **both, plan=PLAN,
                                           **run)
-            freeze = SetReadOnlyOperator(task_id="freeze_target", doc_md=_doc(SetReadOnlyOperator),
-                                         conn_id=spec("target_conn_id"), tables=spec("tables"), readonly=True, **run,
-                                         **safe_retry)
-            unfreeze = LiftFenceOperator(task_id="unfreeze_source", doc_md=_doc(LiftFenceOperator),
-                                         conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
-            drain = FinalDrainSensor(
-                task_id="final_drain", doc_md=_doc(FinalDrainSensor), source_conn_id=spec("target_conn_id"),
-                target_conn_id=spec("source_conn_id"), peer_id=spec("reverse_peer_id"),
-                max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
-                caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
-                deferrable=True, poke_interval=5, timeout=timedelta(hours=6), **run, **safe_retry)
-            verify = verify_task("final_verify", "verify")
-            subject = "Clients switched back to the source?"
-            body = (_SPEC + "Tables **{{ s.tables | join(', ') }}**: the target ({{ s.target_conn_id }}) is READONLY, "
-                    "the reverse peer {{ s.reverse_peer_id }} has drained, the final verification is clean and the "
-                    "source ({{ s.source_conn_id }}) is writable.\n\n**Approve** once every client writes to the "
-                    "source again: the reverse peer is then removed (the target stays READONLY).\n\n**Reject** to "
-                    "call the rollback off: the target is made writable again; clients stay on the target.")
-            approval = ApprovalOperator(
-                task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
-                doc_md=f"{subject} Airflow's human-in-the-loop approval: answer in the UI (this task's Required "
-                       "actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/"
-                       f"{APPROVAL_TASK[kind]}/-1/hitlDetails with {{\"chosen_options\": [\"Approve\"]}}).")
+            subject = "Roll back now?"
+            body = (_SPEC + "Tables **{{ s.tables | join(', ') }}** back from {{ s.target_conn_id }} to "
+                    "{{ s.source_conn_id }} (reverse peer {{ s.reverse_peer_id }}; forward peer {{ s.peer_id }} "
+                    "re-created).\n\n**Approve** and the rollback runs to its end without anyone: the forward peer "
+                    "is re-created DISABLED (the source's writes from then on kept for the target), then writes to "
+                    "the target are frozen by **{{ s.freeze_method }}** (the cut-over's method) just long enough to "
+                    "drain the reverse peer and check what changed since the cut-over's verification, and the "
+                    "clients are switched back by `{{ s.switch_command }}`; then the forward peer is enabled (the "
+                    "target stays current{% if s.freeze_method == 'acl' %} and fenced by ACL{% elif "
+                    "s.unfreeze_source %} and writable{% else %} and READONLY: its backlog waits{% endif %}) "
+                    "and every table is verified.\n\n" + _ACL_NOTE +
+                    "It stops by itself, the clients staying on the target, when: the reverse peer's lag stays "
+                    "above {{ s.max_lag_ms }} ms for {{ s.lag_wait_s }} s; the bounded check finds a difference; the "
+                    "frozen steps take more than {{ s.max_freeze_s }} s; the switch command fails.\n\n"
+                    "**Reject**: nothing is changed.")
+        approval = ApprovalOperator(
+            task_id=APPROVAL_TASK[kind], subject=subject, body=body, response_timeout=approval_timeout,
+            doc_md=f"{subject} Airflow's human-in-the-loop approval of the plan, before anything changes: answer "
+                   "in the UI (this task's Required actions) or through the REST API (PATCH /api/v2/dags/{dag_id}/"
+                   f"dagRuns/{{run_id}}/taskInstances/{APPROVAL_TASK[kind]}/-1/hitlDetails with "
+                   "{\"chosen_options\": [\"Approve\"]}).")
+
+        @task(task_id="approved")
+        def approved(**context) -> dict[str, Any]:
+            from operators.cutover import record_approval
+
+            answer = context["ti"].xcom_pull(task_ids=APPROVAL_TASK[kind])
+            record_approval(context["run_id"], answer, log)
+            return answer
+
+        plan_approved = approved()
+        window = CutoverWindowOperator(
+            task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run, kind=kind,
+            switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
+            freeze_exempt=spec("freeze_exempt"), superusers=spec("superusers"),
+            unfreeze_source=spec("unfreeze_source"),
+            max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
+            skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),
+            caught_up_queue_size=spec("caught_up_queue_size"))
+        if cutover:
+            pre_verify = verify_task("pre_verify", "verify")
+            reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,
+                                             plan=PLAN, enabled=False, **run, **safe_retry)
+            post_verify = verify_task("post_verify", "post_verify")
+            after = RetireForwardPeerOperator(task_id="retire_forward_peer", doc_md=_doc(RetireForwardPeerOperator),
+                                              source_conn_id=spec("source_conn_id"), plan=PLAN, **run, **safe_retry)
+            steps = [pre_verify, reverse, window, post_verify, after]
+        else:
+            # A source its cut-over left READONLY must take the reverse peer's edits before they can drain; an
+            # ACL-fenced one keeps its fence until the switch back (the window gives WRITE back then).
+            unfreeze = SetReadOnlyOperator(
+                task_id="unfreeze_source", doc_md=_doc(SetReadOnlyOperator), conn_id=spec("source_conn_id"),
+                tables=spec("tables"), readonly=False, ledger_phase="unfreeze_source", **run, **safe_retry,
+                apply="{{ ti.xcom_pull(task_ids='" + _OPEN_TASK + "', key='plan').freeze_method == 'readonly' }}")
+            forward = RecreateForwardPeerOperator(task_id="forward_peer", doc_md=_doc(RecreateForwardPeerOperator),
+                                                  **both, plan=PLAN, **run, **safe_retry)
+            final_verify = verify_task("final_verify", "verify")
             after = RemoveReversePeerOperator(task_id="remove_reverse_peer", doc_md=_doc(RemoveReversePeerOperator),
-                                              target_conn_id=spec("target_conn_id"), plan=PLAN,
-                                              approval="{{ ti.xcom_pull(task_ids='" + APPROVAL_TASK[kind] + "') }}",
-                                              **run, **safe_retry)
+                                              target_conn_id=spec("target_conn_id"), plan=PLAN, **run, **safe_retry)
+            steps = [unfreeze, forward, window, final_verify, after]
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)
         def report(**context) -> dict[str, Any]:
@@ -227,7 +250,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             ti = context["ti"]
             s = ti.xcom_pull(task_ids=_OPEN_TASK, key="spec")
             return abort(context["run_id"], kind, ti.xcom_pull(task_ids=_OPEN_TASK, key="plan"), s["source_conn_id"],
-                         s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}", changed=not cutover)
+                         s["target_conn_id"], f"rejected at {APPROVAL_TASK[kind]}", changed=False)
 
         @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
@@ -241,15 +264,10 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                                      approved="Approve" in (answer.get("chosen_options") or []))
 
         done = report()
-        if cutover:
-            chain = [opened, check, approval, plan_approved, pre_verify, reverse, window, post_verify, after, done]
-            first_after_approval = plan_approved
-        else:
-            chain = [opened, check, freeze, unfreeze, drain, verify, approval, after, done]
-            first_after_approval = after
+        chain = [opened, check, approval, plan_approved, *steps, done]
         for upstream, downstream in zip(chain, chain[1:]):
             upstream >> downstream
-        first_after_approval >> rejected()
+        plan_approved >> rejected()
         chain[:-1] >> on_failure()
     return dag
 

@@ -44,7 +44,7 @@ def choose_freeze(spec: RunSpec, source: Any) -> tuple[str, str]:
 
 
 def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
-    from hbase_migration.migration.cutover import plan_cutover, plan_rollback
+    from hbase_migration.migration.cutover import plan_cutover, plan_rollback, target_fence_left
     from operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, kind)
@@ -53,8 +53,15 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
         if kind == CUTOVER:
             summary = _summary(ledger, spec.migration_run_id, f"cut-over of run {spec.migration_run_id!r}")
             method, why = choose_freeze(spec, source)
-            plan = dataclasses.replace(plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method),
-                                       freeze_reason=why)
+            plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method)
+            # A rollback before this cut-over (the newest run of the forward peer) may have left the target fenced
+            # by ACL: the window gives its WRITE back after the switch.
+            prior = ledger.latest_run_of_peer(str(source.cluster_key), plan.peer_id)
+            lift = target_fence_left(ledger.run_summary(prior["run_id"]) if prior else None)
+            plan = dataclasses.replace(plan, freeze_reason=why, unfence_statements=lift)
+            if lift:
+                log.info("the target is fenced by ACL since rollback %s: its WRITE is given back after the switch "
+                         "(%d statement(s))", prior["run_id"], len(lift))
         else:
             summary = _summary(ledger, spec.cutover_run_id, f"rollback of run {spec.cutover_run_id!r}")
             plan = plan_rollback(summary)
@@ -62,13 +69,15 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
                                   "freeze_method": plan.freeze_method,
                                   "reverse_peer_id": plan.reverse_peer_id, "versions": plan.versions,
                                   "start_time_ms": plan.start_time_ms, "end_time_ms": plan.end_time_ms})
-        # The peer the run is about: the forward one for a cut-over, the reverse one (on the target) for a rollback.
-        peer = plan.peer_id if kind == CUTOVER else plan.reverse_peer_id
+        # The peer the run is about, on the source: the forward one (a cut-over drains it, a rollback re-creates
+        # it): the newest run of it says whether a rollback left the target fenced.
+        peer = plan.peer_id
         ledger.start_run(run_id, dag_id, kind, source.cluster_key, target.cluster_key, peer, list(plan.tables),
                          {**spec.to_dict(), "switch_plan": plan.to_dict()})
-    log.info("%s %s of run %s: tables %s, %s -> %s, forward peer %s, reverse peer %s%s", kind, run_id,
+    log.info("%s %s of run %s: tables %s, %s -> %s, forward peer %s, reverse peer %s; freeze %s: %s", kind, run_id,
              plan.from_run_id, ", ".join(plan.tables), source.cluster_key, target.cluster_key, plan.peer_id,
-             plan.reverse_peer_id, f"; freeze {plan.freeze_method}: {plan.freeze_reason}" if kind == CUTOVER else "")
+             plan.reverse_peer_id, plan.freeze_method,
+             plan.freeze_reason if kind == CUTOVER else "the cut-over's, now on the target")
     return {"spec": spec.to_dict(), "copies": spec.copies(), "plan": plan.to_dict()}
 
 
@@ -100,8 +109,12 @@ def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, A
                  "; the source stays fenced by ACL until a rollback gives WRITE back"
                  if plan.get("freeze_method") == "acl" else "", run_id)
     else:
-        log.info("rollback %s done: clients write %s on the source again; the target stays READONLY and the "
-                 "reverse peer %s is removed", run_id, tables, plan["reverse_peer_id"])
+        target = ("fenced by ACL" if plan.get("freeze_method") == "acl" else
+                  "writable (unfrozen after the switch back)" if spec.get("unfreeze_source") else "READONLY")
+        log.info("rollback %s done: clients write %s on the source again; the forward peer %s keeps the target "
+                 "current (it stays %s); the reverse peer %s is removed. Cut over again with hbase_cutover "
+                 "(migration_run_id=%s): no new migration", run_id, tables, plan["peer_id"], target,
+                 plan["reverse_peer_id"], plan["migration_run_id"])
     return summary
 
 
@@ -114,39 +127,43 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
     Otherwise the source's fence is lifted (READONLY off; with an ACL freeze the window lifts its own fence) and
     the reverse peer (if this cut-over made it) removed, unless it holds writes clients made on the target early
     (`keep_reverse_peer`: left DISABLED, said so); the forward peer is untouched, the migration goes on as before.
-    Rollback: the target is unfrozen; the reverse peer stays (the cut-over's state)."""
-    from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer
+    Rollback (the same with the roles swapped): nothing to undo when nothing was changed; otherwise the target is
+    made writable again (READONLY; the window lifts its own ACL fence) and the forward peer the rollback
+    re-created is removed unless it holds writes clients made on the source early (kept DISABLED, said so); the
+    reverse peer stays: the cut-over's state, clients on the target."""
+    from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer, rollback_window_plan
+    from hbase_migration.migration.cutover_plan import CUTOVER_ROLES, ROLLBACK_ROLES
     from hbase_migration.migration.freeze import set_readonly
     from operators.cutover import note_peer, record_phase
     from operators.hooks import HBaseClusterHook
 
     plan = SwitchPlan.from_dict(plan_dict)
     done: dict[str, Any] = {"reason": reason}
-    if kind == CUTOVER and not changed:
-        log.warning("cut-over %s called off (%s) before anything changed: clients stay on the source", run_id, reason)
-    elif kind == CUTOVER:
-        source = HBaseClusterHook(source_conn_id).get_cluster()
-        target = HBaseClusterHook(target_conn_id).get_cluster()
+    roles = CUTOVER_ROLES if kind == CUTOVER else ROLLBACK_ROLES
+    if not changed:
+        log.warning("%s %s called off (%s) before anything changed: clients stay on the %s", roles.kind, run_id,
+                    reason, roles.fenced)
+    else:  # the window's sides: the cut-over's as they are, the rollback's swapped
+        window_plan = plan if kind == CUTOVER else rollback_window_plan(plan)
+        fenced_conn, joined_conn = ((source_conn_id, target_conn_id) if kind == CUTOVER
+                                    else (target_conn_id, source_conn_id))
+        joined = HBaseClusterHook(joined_conn).get_cluster()
         if plan.freeze_method == "readonly":
-            done["source"] = set_readonly(source, plan.tables, False)
+            done[roles.fenced] = set_readonly(HBaseClusterHook(fenced_conn).get_cluster(), plan.tables, False)
+        kept = window_plan.reverse_peer_id
         if keep_reverse_peer:
             removed = {"outcome": "kept", "changed": False,
-                       "message": f"reverse peer {plan.reverse_peer_id} left DISABLED on the target: it holds writes "
-                                  "clients made on the target before the switch; enable it to ship them to the "
-                                  "source, or remove it once they are dealt with"}
+                       "message": f"{roles.kept} {kept} left DISABLED on the {roles.joined}: it holds writes clients "
+                                  f"made on the {roles.joined} before the switch; enable it to ship them to the "
+                                  f"{roles.fenced}, or remove it once they are dealt with"}
         else:
-            removed = remove_reverse_peer(target, plan)
-        done["reverse_peer"] = removed
+            removed = remove_reverse_peer(joined, window_plan)
+        done[roles.kept.replace(" ", "_")] = removed
         if removed.get("changed"):
-            note_peer(run_id, plan.reverse_peer_id, "REMOVED", f"cut-over undone: {reason}")
-        log.warning("cut-over %s undone (%s): source tables %s writable again, reverse peer %s %s; the forward peer "
-                    "%s is as it was: clients stay on the source", run_id, reason, ", ".join(plan.tables),
-                    plan.reverse_peer_id, removed["outcome"], plan.peer_id)
-    else:
-        target = HBaseClusterHook(target_conn_id).get_cluster()
-        done["target"] = set_readonly(target, plan.tables, False)
-        log.warning("rollback %s undone (%s): target tables %s writable again; the reverse peer %s stays: clients "
-                    "stay on the target", run_id, reason, ", ".join(plan.tables), plan.reverse_peer_id)
+            note_peer(run_id, kept, "REMOVED", f"{roles.kind} undone: {reason}")
+        log.warning("%s %s undone (%s): %s tables %s writable again, %s %s %s; the %s %s is as it was: clients stay "
+                    "on the %s", roles.kind, run_id, reason, roles.fenced, ", ".join(plan.tables), roles.kept, kept,
+                    removed["outcome"], roles.drained, window_plan.peer_id, roles.fenced)
     record_phase(run_id, "approval", "failed", done)
     from operators.ledger import open_ledger
 
@@ -170,7 +187,8 @@ def cutover_progress(summary: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError:
             detail = {}
     state = (detail or {}).get("state") or {}
-    return {"changed": bool(phases.get("reverse_peer") or window),
+    return {"changed": bool(phases.get("reverse_peer") or phases.get("forward_peer") or phases.get("unfreeze_source")
+                            or window),
             "switched": (phases.get("switch") or {}).get("status") == "success",
             "early_target_writes": int(state.get("early_target_writes") or 0)}
 
@@ -178,9 +196,10 @@ def cutover_progress(summary: Mapping[str, Any]) -> dict[str, Any]:
 def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | None, source_conn_id: str,
                       target_conn_id: str, failed_tasks: list[str], approved: bool) -> dict[str, Any]:
     """After a failure. A cut-over whose clients were not switched yet (the ledger's `switch` phase) is undone
-    (`abort`: the fence lifted, the reverse peer removed unless it holds early target writes); a rollback not
-    approved yet likewise (the target writable again). After the switch (or the rollback's approval) nothing is
-    undone: the state of both sides and both peers is read and said, with what to do."""
+    (`abort`: the fence lifted, the reverse peer removed unless it holds early target writes); a rollback likewise
+    with the roles swapped (the target writable again, the re-created forward peer removed unless it holds early
+    source writes). After the switch nothing is undone: the state of both sides and both peers is read and said,
+    with what to do. (`approved`: whether the plan was approved; kept for the log.)"""
     from hbase_migration.migration.cutover import SwitchPlan
     from hbase_migration.migration.freeze import readonly_states
     from hbase_migration.replication import peer_admin
@@ -195,12 +214,9 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     plan = SwitchPlan.from_dict(plan_dict)
     again = (f"trigger hbase_cutover again (migration_run_id={plan.from_run_id})" if kind == CUTOVER
              else f"trigger hbase_rollback again (cutover_run_id={plan.from_run_id})")
-    if kind == CUTOVER:
-        with open_ledger() as ledger:
-            progress = cutover_progress(ledger.run_summary(run_id))
-        moved = progress["switched"]
-    else:
-        progress, moved = {}, approved
+    with open_ledger() as ledger:
+        progress = cutover_progress(ledger.run_summary(run_id))
+    moved = progress["switched"]
     if not moved:
         verdict = {**abort(run_id, kind, plan_dict, source_conn_id, target_conn_id, f"failed at {where}",
                            changed=progress.get("changed", True),
@@ -227,7 +243,8 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     log.error("%s %s failed at %s after the clients moved: nothing is undone. State: %s. Clear the failed task to "
               "finish the %s%s", kind, run_id, where, state, kind,
               "; a difference after the switch: roll back with hbase_rollback (cutover_run_id=" + run_id + ")"
-              if kind == CUTOVER else "")
+              if kind == CUTOVER else "; a difference after the switch back: the reverse peer is kept (it is "
+              "removed only after a clean verification); cut over again once it is understood")
     state["advice"] = (f"the clients have moved: nothing was undone; clear the failed task(s) ({where}) of this run "
                        f"to finish the {kind}" + (f", or roll back (hbase_rollback, cutover_run_id={run_id}): the "
                                                   "reverse peer keeps the source current" if kind == CUTOVER else ""))

@@ -27,8 +27,9 @@ MIGRATION_DOC = """
    source's families, VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS and no rows unless allowed or this
    migration's own; coprocessors installed and codecs loadable for the tables to create); `REPLICATION_SCOPE`
    exactly 1 on every migrated family (other values refused); peer id free or ours (SERIAL, BANDWIDTH
-   included); no other peer pinning WALs; oldWALs quota headroom; warnings for bulk loads that would not
-   replicate and deleted cells that are not copied. With `sizing` (default) it sizes the run first: regions,
+   included); no other peer pinning WALs; oldWALs quota headroom; bulk loads replicated by the source (its
+   region servers' /conf) unless `bulk_loads` is `none` (your attestation); warnings for deleted cells that are
+   not copied. With `sizing` (default) it sizes the run first: regions,
    bytes and rows per table, a timed sample copy into a scratch table, the projected copy time and the oldWALs
    it pins against the quota and HDFS free space (refused when it does not fit; the figures are on the
    dashboard, also for a `dry_run`). Changes nothing (scratch tables are created and dropped).
@@ -49,7 +50,9 @@ MIGRATION_DOC = """
    **snapshot_export**: its tables past `snapshot_threshold_bytes` (`initial_copy` auto) or all (`snapshot`) by
    FLUSH snapshot, files exported over WebHDFS by a Spark job, `clone_snapshot` on the target;
    **copies_done** (whatever the copies' state): the batch's turn and switch hold given up;
-   **enable_peer**: the batch's backlog ships, edits replayed after the copy win by their timestamps;
+   **enable_peer**: once each table of the batch's peer exists on the target (one `list` there; else the task
+   fails naming them, the peer left DISABLED), the batch's backlog ships, edits replayed after the copy win by
+   their timestamps;
    **wait_drained** (deferrable): every live region server's queues for the batch's peer back at their caught-up
    size with a small age, for several consecutive samples; optionally a canary row;
    **verify**: one Spark application, each table's sides merge-joined by row key, every version of every cell
@@ -60,9 +63,10 @@ MIGRATION_DOC = """
 8. **proceed_unless_dry_run** stops a dry run after the plan (nothing added, nothing copied).
 
 On failure, **state_left_behind** (once every batch has ended) reads each batch's peer, logs what to do, records
-it in the ledger, and with quota policy `enable_peer` enables a peer left disabled. A failed run sends one alert
-(mail and/or chat webhook, when configured: docs/alerts.md) naming the run, the clusters, the state left behind
-and the action.
+it in the ledger, and with quota policy `enable_peer` enables a peer left disabled once each of its tables exists
+on the target (no peer is ever enabled before: **enable_peer** and the copy's quota policy check the same, in one
+`list` of the target). A failed run sends one alert (mail and/or chat webhook, when configured: docs/alerts.md)
+naming the run, the clusters, the state left behind and the action.
 """
 
 
@@ -198,7 +202,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
             rows_per_s=spec("rows_per_s"), quota_policy=spec("quota_policy"), start_time_ms=spec("start_time_ms"),
             end_time_ms=spec("end_time_ms"), versions=spec("versions"), ledger_run_id="{{ run_id }}",
             initial_copy=spec("initial_copy"), snapshot_threshold_bytes=spec("snapshot_threshold_bytes"),
-            same_master_key=spec("same_master_key"), **loads, **safe_retry)
+            same_master_key=spec("same_master_key"), bulk_loads=spec("bulk_loads"), **loads, **safe_retry)
 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)
@@ -286,7 +290,6 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
     @task_group(group_id=BATCH_GROUP, tooltip="one batch of tables, its own peer")
     def batch(batch: str, peer_id: str, tables: list[str], scan_tables: list[str], snapshot_tables: list[str],
               ledger_tables: list[str] | None) -> None:
-        src = {"source_conn_id": both["source_conn_id"]}
         spark, loads = {"pool": pools["spark_pool"]}, {"pool": pools["cluster_pool"]}
         turn = BatchTurnSensor(task_id="wait_turn", doc_md=_doc(BatchTurnSensor), batch=batch,
                                limit=spec("batches_at_once"), ledger_run_id="{{ run_id }}", **spec_retry)
@@ -320,7 +323,7 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
                                      batch)
 
         # One of the two copy tasks may have no table (it is skipped).
-        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **src, peer_id=peer_id,
+        enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **both, peer_id=peer_id,
                                     ledger_run_id="{{ run_id }}",
                                     trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS, **loads, **spec_retry)
         drained = ReplicationDrainedSensor(

@@ -107,13 +107,36 @@ class AddPeerOperator(_PeerOperator):
 
 
 class EnablePeerOperator(_PeerOperator):
-    __doc__ = """Enable the peer: the WAL backlog kept since T0 starts shipping to the target.""" + _COMMON_PARAMS
+    __doc__ = """Enable the peer: the WAL backlog kept since T0 starts shipping to the target.
+
+    Only once each table of the peer (its TABLE_CFS) exists on the target, read in one `list` there: an enabled
+    peer with a table the target lacks stalls every table on its queues (TableNotFoundException, retried without
+    end) and keeps pinning WALs. Refused, the task fails at once naming the tables and leaves the peer DISABLED.
+
+    :param target_conn_id: the cluster the peer ships to, whose tables are listed first.
+    """ + _COMMON_PARAMS
+
+    template_fields: Sequence[str] = (*_PeerOperator.template_fields, "target_conn_id")
+
+    def __init__(self, *, target_conn_id: str = "hbase_target", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.target_conn_id = target_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.replication import peer_admin
+        from airflow.sdk.exceptions import AirflowFailException
 
-        with peer_admin(HBaseClusterHook(self.source_conn_id).get_cluster()) as admin:
-            return self._log_result(admin.enable_peer(self.peer_id, dry_run=self.is_dry_run))
+        from hbase_migration.migration.enable_gate import enable_if_tables_exist
+
+        source = HBaseClusterHook(self.source_conn_id).get_cluster()
+        target = HBaseClusterHook(self.target_conn_id).get_cluster()
+        gate, result = enable_if_tables_exist(source, target, self.peer_id, dry_run=self.is_dry_run)
+        if result is None:
+            if gate.error:  # the listing failed: a retry may read it
+                raise RuntimeError(f"{gate.refusal()}; the peer is left DISABLED")
+            raise AirflowFailException(f"{gate.refusal()}; the peer is left DISABLED: create (or clone) them on "
+                                       f"the target, then clear this task")
+        self.log.info("peer %s's tables %s all exist on %s", self.peer_id, ", ".join(gate.tables), gate.target)
+        return self._log_result(result)
 
 
 class DisablePeerOperator(_PeerOperator):

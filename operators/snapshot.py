@@ -144,7 +144,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
                                                                          fallback=30.0)
                     watchdog = Watchdog(source, self.peer_id, self.quota_policy, self.quota_mark, interval,
                                         ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                        on_fail=self._on_quota_fail, logger=self.log).start()
+                                        on_fail=self._on_quota_fail, logger=self.log, target=target).start()
                 try:
                     export.take()
                     summary = self._run(context)

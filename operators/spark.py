@@ -461,7 +461,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
                 watchdog = Watchdog(HBaseClusterHook(self.source_conn_id).get_cluster(), self.peer_id,
                                     self.quota_policy, self.quota_mark, interval,
                                     ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                    on_fail=self._on_quota_fail, logger=self.log).start()
+                                    on_fail=self._on_quota_fail, logger=self.log,
+                                    target=HBaseClusterHook(self.target_conn_id).get_cluster()).start()
             return self._run(context)
         except TaskDeferred:  # the application runs on: its hold stays until execute_complete
             deferred = True
@@ -503,6 +504,8 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
         from airflow.sdk import conf
 
         return {"cluster": HBaseClusterHook(self.source_conn_id).get_cluster().to_dict(), "peer_id": self.peer_id,
+                # enable_peer enables the peer only once its tables exist there (migration.enable_gate)
+                "target": HBaseClusterHook(self.target_conn_id).get_cluster().to_dict(),
                 "policy": self.quota_policy, "mark": float(self.quota_mark), "ledger_run_id": self.ledger_run_id,
                 "interval_s": float(self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
                                                                                fallback=30.0))}

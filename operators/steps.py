@@ -230,13 +230,19 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
     batches = _run_batches(run_id)
     failed_batches = set(batch_indexes_failed(failed_tasks))
     peers = [(b, b["peer_id"]) for b in batches] or [(None, spec.peer_id)]
+    target = HBaseClusterHook(spec.target_conn_id).get_cluster()
     left = []
     for batch, peer_id in peers:  # each batch's peer: the quota policy applies to each one left disabled
-        state, action = settle_after_failure(source, peer_id, spec.quota_policy, spec.dry_run)
+        tables = batch["tables"] if batch else list(spec.tables)
+        # enable_peer only once each table of the peer exists on the target (migration.enable_gate)
+        state, action = settle_after_failure(source, peer_id, spec.quota_policy, spec.dry_run, target=target,
+                                             tables=tables)
         level, advice = peer_left(state, spec.source_conn_id, peer_id)
+        if state == "DISABLED" and action:  # the gate's refusal: a table of the peer is absent on the target
+            advice = f"{action}; create (or clone) them on the target before enabling it. {advice}"
         log.log(level, "peer %s%s left %s: %s", peer_id, f" (batch {batch['batch']})" if batch else "", state, advice)
         left.append({"batch": batch["batch"] if batch else None, "peer_id": peer_id, "state": state,
-                     "action": action, "advice": advice, "tables": batch["tables"] if batch else list(spec.tables),
+                     "action": action, "advice": advice, "tables": tables,
                      "failed": batch is None or batch["index"] in failed_batches})
     worst = next((s for s in ("DISABLED", "ENABLED") if any(p["state"] == s for p in left)), left[0]["state"])
     peer_ids = ", ".join(p["peer_id"] for p in left if p["state"] == worst) or spec.peer_id
@@ -257,7 +263,8 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
             for p in left:
                 if p["state"] in ("ENABLED", "DISABLED"):
                     reason = f"run failed at {where}; peer {p['state']}" + (
-                        f" (enabled by quota policy: {p['action']})" if p["action"] else "")
+                        "" if not p["action"] else f" (enabled by quota policy: {p['action']})"
+                        if p["state"] == "ENABLED" else f" (quota policy enable_peer: {p['action']})")
                     ledger.peer_note(run_id, p["peer_id"], p["state"], reason)
             record_verdict(ledger, run_id, verdict)
             ledger.end_run(run_id, "failed")

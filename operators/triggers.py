@@ -133,7 +133,7 @@ class SparkYarnApplicationTrigger(BaseTrigger):
         run_id = w.get("ledger_run_id")
         return Watchdog(Cluster.from_dict(w["cluster"]), w["peer_id"], w["policy"], w["mark"], w["interval_s"],
                         ledger_url() if run_id else None, run_id, on_fail=lambda m: breach.setdefault("message", m),
-                        logger=self.log).start()
+                        logger=self.log, target=Cluster.from_dict(w["target"]) if w.get("target") else None).start()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         app = self.application_id

@@ -139,6 +139,15 @@ def bulkload_findings(confs: Sequence[ServerConf]) -> tuple[bool | None, str]:
     return True, f"{BULKLOAD_ENABLED}=true, {REPLICATION_CLUSTER_ID}={','.join(ids)} on all {len(confs)} server(s)"
 
 
+DROP_ON_DELETED_TABLE = "hbase.replication.drop.on.deleted.table"
+
+
+def true_on(confs: Sequence[ServerConf], key: str) -> list[str]:
+    """The servers whose `key` is true."""
+    return [c.servername for c in confs
+            if c.properties is not None and c.properties.get(key, "false").strip().lower() == "true"]
+
+
 def master_info_address(zk_client: Any, znode_parent: str) -> tuple[str, int] | None:
     """(host, info port) of the active master from its `master` znode (PBUF `Master {1 ServerName {1 host_name,
     2 port, 3 start_code}, 2 rpc_version, 3 info_port}`); None when the znode does not name a usable info port

@@ -49,7 +49,10 @@ PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catc
           # cut-over and rollback runs (hbase_cutover, hbase_rollback)
           "check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze",
           # the cut-over's window (hbase_migration/migration/cutover_window.py) and the verification after the switch
-          "window", "lag_gate", "live_pass", "bounded_check", "switch", "post_verify")
+          "window", "lag_gate", "live_pass", "bounded_check", "switch", "post_verify",
+          # the rollback's own (its forward peer re-created; a READONLY source unfrozen before its window), and
+          # the side the clients moved to given WRITE back after a switch (an ACL fence left by the run before)
+          "forward_peer", "unfreeze_source", "lift_fence")
 THROTTLE_STATES = ("full", "slow", "paused", "aborted")
 PHASE_STATUSES = ("pending", "running", "success", "failed", "skipped")
 RUN_END_STATUSES = ("success", "failed")

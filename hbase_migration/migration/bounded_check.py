@@ -55,6 +55,7 @@ from hbase_migration.data.rowdiff import (
     compare_sides,
 )
 from hbase_migration.data.scope import cell_order, to_string_binary
+from hbase_migration.migration.cutover_plan import CUTOVER_ROLES, Roles
 
 if TYPE_CHECKING:
     from hbase_migration.clusters.cluster import Cluster
@@ -104,14 +105,14 @@ class CheckVerdict:
 
 
 def classify(differences: Iterable[Difference], kept_since_ms: int | None, sample_limit: int = 10, *,
-             live: bool = False) -> CheckVerdict:
+             live: bool = False, roles: Roles = CUTOVER_ROLES) -> CheckVerdict:
     """Each differing version of each row as lost, conflict, not_kept, early_write or superseded (module doc).
 
     `kept_since_ms`: the instant from which the reverse peer keeps the target's writes (None: it does not exist,
     every target-only version is not kept). A target-only version counts as kept when its timestamp is at or
     after it; the caller puts a skew margin into it (a version stamped just before may have been written after).
     `live`: the writes were not fenced (the live pass), so a lost version says replication is behind, not that a
-    write is gone."""
+    write is gone. `roles`: whose names the reasons use (a rollback's source side is the migration's target)."""
     counts = {k: 0 for k in (LOST, CONFLICT, NOT_KEPT, EARLY_WRITE, SUPERSEDED)}
     samples: list[str] = []
     early_rows: list[tuple[str, str]] = []
@@ -140,18 +141,20 @@ def classify(differences: Iterable[Difference], kept_since_ms: int | None, sampl
             early_rows.append((table, to_string_binary(row)))
     reasons = []
     if counts[LOST] and live:
-        reasons.append(f"{counts[LOST]} source version(s) written since the last verification were still not on the "
-                       "target when the live pass gave up re-reading them (writes not fenced): the forward peer is "
-                       "behind or stuck although its lag metrics looked drained")
+        reasons.append(f"{counts[LOST]} {roles.fenced} version(s) written since the last verification were still not "
+                       f"on the {roles.joined} when the live pass gave up re-reading them (writes not fenced): the "
+                       f"{roles.drained} is behind or stuck although its lag metrics looked drained")
     elif counts[LOST]:
-        reasons.append(f"{counts[LOST]} source version(s) written since the last verification are not on the target "
-                       "although the forward peer drained with writes fenced: an acknowledged write did not arrive")
+        reasons.append(f"{counts[LOST]} {roles.fenced} version(s) written since the last verification are not on the "
+                       f"{roles.joined} although the {roles.drained} drained with writes fenced: an acknowledged write "
+                       "did not arrive")
     if counts[CONFLICT]:
         reasons.append(f"{counts[CONFLICT]} version(s) have the same column and timestamp but another value on each "
                        "side: both clusters took a write")
     if counts[NOT_KEPT]:
-        reasons.append(f"{counts[NOT_KEPT]} version(s) exist only on the target and were written before the reverse "
-                       "peer existed: a client wrote to the target too early, and nothing ships those back")
+        reasons.append(f"{counts[NOT_KEPT]} version(s) exist only on the {roles.joined} and were written before the "
+                       f"{roles.kept} existed: a client wrote to the {roles.joined} too early, and nothing ships those "
+                       "back")
     return CheckVerdict(not reasons, counts, rows, tuple(samples), tuple(reasons), tuple(early_rows))
 
 
@@ -254,7 +257,8 @@ def settle(differences: Sequence[Difference], reread: Callable[[Sequence[Differe
 def bounded_check(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
                   kept_since_ms: int | None, live: bool = False, recompare_sleep_s: float = 2.0,
                   settle_s: float = 0.0, parallel: int = 8, timeout_s: float | None = None,
-                  sleep: Any = time.sleep, clock: Any = time.monotonic) -> dict[str, Any]:
+                  sleep: Any = time.sleep, clock: Any = time.monotonic, roles: Roles = CUTOVER_ROLES
+                  ) -> dict[str, Any]:
     """Compare every version written since `since` on both sides and classify what differs (`classify`).
 
     `live` (writes still going to the source, before the freeze): the differing rows are read again after
@@ -269,7 +273,7 @@ def bounded_check(source: "Cluster", target: "Cluster", tables: Sequence[str], s
         differences, rereads = settle(differences, lambda d: recheck(source, target, d, since, timeout_s=timeout_s),
                                       kept_since_ms, pause_s=recompare_sleep_s, budget_s=settle_s, sleep=sleep,
                                       clock=clock)
-    verdict = classify(differences, kept_since_ms, live=live)
+    verdict = classify(differences, kept_since_ms, live=live, roles=roles)
     result = {**verdict.to_dict(), "since_ms": since, "kept_since_ms": kept_since_ms, "live": live,
               "tables": list(tables), **stats, "recompared": first if live else 0, "rereads": rereads,
               "seconds": round(clock() - started, 3)}

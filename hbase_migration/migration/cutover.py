@@ -15,12 +15,16 @@ A cut-over moves the clients of a migrated table set from the source to the targ
 7. the forward peer is retired (removed, or narrowed to the tables not cut over) and the source unfrozen (or
    left READONLY on request).
 
-A rollback is the same with the roles swapped: freeze the target, unfreeze the source (a READONLY source
-refuses the reverse peer's edits, so it must accept them before the drain), drain the reverse peer, verify,
-approval, remove the reverse peer.
+A rollback is the same window with the roles swapped (`rollback_window_plan`): approved before anything changes;
+the forward peer re-created DISABLED on the source after a WAL roll (every source write from then on is kept for
+the target); then the window fences the target, drains the reverse peer, runs the bounded check and
+`switch_command` back; after the switch the source's fence lifted, the forward peer ENABLED (the target stays
+fenced, but current), the full verification, the reverse peer removed. A later cut-over of the same migration run
+finds its forward peer again: no new migration.
 
-Pure parts (unit-tested exactly): `plan_cutover`/`plan_rollback` over a run's ledger summary, `evaluate_cutover`
-/`evaluate_rollback` over gathered cluster facts, `retire_action`. The I/O gathers facts and acts through the
+Pure parts (unit-tested exactly): `plan_cutover`/`plan_rollback` over a run's ledger summary,
+`rollback_window_plan`, `rollback_verified_ms`, `evaluate_cutover`/`evaluate_rollback` over gathered cluster facts,
+`retire_action`. The I/O gathers facts and acts through the
 peer admin, the freeze module and the drain poll; every action is idempotent.
 """
 from __future__ import annotations
@@ -71,8 +75,13 @@ class SwitchPlan:
     start_time_ms: int | None = None
     end_time_ms: int | None = None
     freeze_method: str = "readonly"  # how the cut-over fences the source (cutover_plan.FREEZE_METHODS)
-    unfence_statements: tuple[str, ...] = ()  # rollback of an ACL cut-over: what gives the source its WRITE back
+    # what gives the side the clients move to its WRITE back after the switch: a rollback of an ACL cut-over, the
+    # source's; a cut-over after a rollback fenced by ACL, the target's (`target_fence_left`)
+    unfence_statements: tuple[str, ...] = ()
     freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
+    # The migration run's bulk_loads: "replicated" (its preflight saw the source replicate them), "none" (its
+    # operator attested none are made until the cut-over: shown at approval), "unrecorded" (a run from before)
+    bulk_loads: str = "unrecorded"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -145,7 +154,7 @@ def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None =
     params = run.get("params") or {}
     return SwitchPlan("cutover", run["run_id"], run["run_id"], run["source_key"], run["target_key"], peer_id,
                       reverse, tables, run_tables, params.get("versions"), params.get("start_time_ms"),
-                      params.get("end_time_ms"), freeze_method)
+                      params.get("end_time_ms"), freeze_method, bulk_loads=params.get("bulk_loads") or "unrecorded")
 
 
 def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
@@ -164,6 +173,23 @@ def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     found = detail.get("unfence_statements") or (detail.get("state") or {}).get("unfence_statements") or ()
     return tuple(str(s) for s in found)
+
+
+def target_fence_left(summary: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The statements that give the target its WRITE back, from `summary`, the newest run of the migration's
+    forward peer: a rollback that switched the clients back with the ACL fence on the target (it stays fenced, and
+    current, until a cut-over lifts it), or a cut-over that did not switch and had inherited them (an attempt
+    after such a rollback). Empty otherwise. A cut-over planned after it lifts that fence after its switch."""
+    if not summary:
+        return ()
+    run = summary.get("run") or {}
+    plan = (run.get("params") or {}).get("switch_plan") or {}
+    switched = (((summary.get("phases") or {}).get("*") or {}).get("switch") or {}).get("status") == "success"
+    if run.get("dag_id") == CUTOVER_DAG and not switched:
+        return tuple(plan.get("unfence_statements") or ())
+    if run.get("dag_id") != ROLLBACK_DAG or plan.get("freeze_method") != "acl" or not switched:
+        return ()
+    return recorded_unfence(summary)
 
 
 def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
@@ -186,6 +212,30 @@ def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
     return SwitchPlan("rollback", run["run_id"], plan["migration_run_id"], plan["source_key"], plan["target_key"],
                       plan["peer_id"], plan["reverse_peer_id"], tuple(plan["tables"]), tuple(plan["run_tables"]),
                       plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"), method, unfence)
+
+
+def rollback_window_plan(plan: SwitchPlan) -> SwitchPlan:
+    """The rollback's plan as the cut-over's window reads it, the roles swapped: the window's source is the
+    migration's target (fenced, and its reverse peer drained: the window's `peer_id`), the window's target the
+    migration's source (the forward peer re-created there DISABLED plays the reverse peer's part: it keeps every
+    write made on the source from its creation, and is ENABLED after the switch back)."""
+    from dataclasses import replace
+
+    return replace(plan, source_key=plan.target_key, target_key=plan.source_key, peer_id=plan.reverse_peer_id,
+                   reverse_peer_id=plan.peer_id)
+
+
+def rollback_verified_ms(cutover_summary: Mapping[str, Any], tables: Sequence[str]) -> dict[str, int | None]:
+    """Per table, when the cut-over run's last clean full verification started: `post_verify` (after the switch)
+    if it succeeded, else `verify` (before it; a rollback often follows a post_verify that found a difference).
+    The rollback's bounded checks start there: the reverse peer has kept the source current since."""
+    phases = cutover_summary.get("phases") or {}
+    started: dict[str, int | None] = {}
+    for table in tables:
+        found = [p.get("started_ms") for name in ("post_verify", "verify")
+                 for p in [(phases.get(table) or {}).get(name) or {}] if p.get("status") == "success"]
+        started[table] = next((ms for ms in found if ms is not None), None)
+    return started
 
 
 # --------------------------------------------------------------------------------------------------
@@ -338,7 +388,23 @@ def evaluate_rollback(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT
     if rev.enabled is not True:
         reasons.append(f"reverse peer {plan.reverse_peer_id} is {rev.state}: enable it (python -m hbase_migration "
                        "peer enable --source <target conn> --peer-id ...) so its backlog ships, then roll back")
+    reasons += _forward_again_reasons(plan, facts.forward_peer, owner)
     return reasons
+
+
+def _forward_again_reasons(plan: SwitchPlan, fwd: "Peer | None", owner: str) -> list[str]:
+    """The forward peer the rollback re-creates: absent (the cut-over retired it), or already the one it makes (a
+    re-run). A forward peer still there with other tables (a cut-over of `only_tables` narrowed it: the others'
+    migration goes on through it) is refused: it cannot be made DISABLED for these tables alone."""
+    if fwd is None:
+        return []
+    wanted = expected_reverse_config(plan.target_key, plan.tables)
+    if is_ours(fwd, owner) and same_reverse_peer(fwd.config, wanted):
+        return []
+    return [f"forward peer {plan.peer_id} is still on the source ({'ours' if is_ours(fwd, owner) else 'not ours'}, "
+            f"{fwd.state}, TABLE_CFS {', '.join(fwd.config.table_cfs) or 'all'}, to {fwd.config.cluster_key}): the "
+            "rollback re-creates it DISABLED for the tables rolled back and cannot while it replicates other "
+            "tables (a cut-over of only_tables narrowed it); finish or cut over those tables first, or remove it"]
 
 
 def retire_action(forward_tables: Sequence[str], cut_tables: Sequence[str]) -> tuple[str, dict[str, list[str]]]:

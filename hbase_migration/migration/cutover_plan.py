@@ -135,14 +135,37 @@ class WindowOptions:
         return cls(**values)
 
 
-class CutoverAborted(RuntimeError):
-    """The cut-over stopped by one of its abort conditions; `state` says what was left (fence lifted or not, both
-    peers' states), `condition` which condition."""
+@dataclass(frozen=True)
+class Roles:
+    """Who is who in a window. The cut-over's: the source fenced, the forward peer drained in the freeze, the
+    reverse peer (DISABLED until the switch) keeping the target's writes. A rollback runs the same window with the
+    roles swapped (`cutover.rollback_window_plan`): the target fenced, the reverse peer drained, the re-created
+    forward peer keeping the source's writes. The names say which in logs, errors and step names."""
 
-    def __init__(self, condition: str, message: str, state: Mapping[str, Any] | None = None):
+    kind: str = "cut-over"
+    fenced: str = "source"  # the side the clients leave: fenced in the window
+    joined: str = "target"  # the side the clients move to
+    drained: str = "forward peer"  # on the fenced side, drained inside the freeze
+    kept: str = "reverse peer"  # on the joined side: DISABLED until the switch, then ENABLED
+    unfreeze_step: str = "unfreeze_source"
+    enable_step: str = "enable_reverse_peer"
+    lag_step: str = "reverse_lag_gate"
+
+
+CUTOVER_ROLES = Roles()
+ROLLBACK_ROLES = Roles("rollback", "target", "source", "reverse peer", "forward peer", "unfreeze_target",
+                       "enable_forward_peer", "forward_lag_gate")
+
+
+class CutoverAborted(RuntimeError):
+    """The cut-over (or rollback) stopped by one of its abort conditions; `state` says what was left (fence lifted
+    or not, both peers' states), `condition` which condition."""
+
+    def __init__(self, condition: str, message: str, state: Mapping[str, Any] | None = None,
+                 kind: str = "cut-over"):
         self.condition = condition
         self.state = dict(state or {})
-        super().__init__(f"cut-over aborted ({condition}): {message}")
+        super().__init__(f"{kind} aborted ({condition}): {message}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,10 +238,14 @@ def timeline(steps: Sequence[Step]) -> dict[str, Any]:
     return out
 
 
-def switch_environment(run_id: str, phase: str, tables: Sequence[str], source_key: str, target_key: str
-                       ) -> dict[str, str]:
-    """The environment `switch_command` runs with: what it switches, and whether to (`switch`) or back (`abort`)."""
+def switch_environment(run_id: str, phase: str, tables: Sequence[str], source_key: str, target_key: str,
+                       kind: str = "cutover") -> dict[str, str]:
+    """The environment `switch_command` runs with: what it switches, whether to (`switch`) or back (`abort`), and
+    for which kind of run (`cutover`; `rollback`: the clients move from SOURCE back to TARGET, the keys given
+    as the clients move: a rollback passes the migration's target as SOURCE)."""
     if phase not in ("switch", "abort"):
         raise ValueError(f"phase must be 'switch' or 'abort', got {phase!r}")
+    if kind not in ("cutover", "rollback"):
+        raise ValueError(f"kind must be 'cutover' or 'rollback', got {kind!r}")
     return {"HBASE_CUTOVER_RUN_ID": run_id, "HBASE_CUTOVER_PHASE": phase, "HBASE_CUTOVER_TABLES": ",".join(tables),
-            "HBASE_CUTOVER_SOURCE": source_key, "HBASE_CUTOVER_TARGET": target_key}
+            "HBASE_CUTOVER_SOURCE": source_key, "HBASE_CUTOVER_TARGET": target_key, "HBASE_CUTOVER_KIND": kind}

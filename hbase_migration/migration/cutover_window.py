@@ -23,6 +23,12 @@ the switch undoes nothing: the clients are on the target; the error says the sta
 
 Every step is reported through `on_step(name, status, detail)` as it happens (the operator records each as a
 ledger phase) and timed (`cutover_plan.timeline`).
+
+The rollback is this same window with the roles swapped (`roles=ROLLBACK_ROLES`, the plan from
+`cutover.rollback_window_plan`, the clusters passed the other way round): the migration's target is fenced and its
+reverse peer drained, the forward peer re-created DISABLED on the source is the peer ENABLED after the switch, and
+`unfence_joined` (the statements that give the source its WRITE back after an ACL cut-over) run on the source
+first thing after the switch (a cut-over after a rollback fenced by ACL passes the target's the same way).
 """
 from __future__ import annotations
 
@@ -34,8 +40,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from hbase_migration.migration.cutover_plan import (
+    CUTOVER_ROLES,
     READONLY,
     CutoverAborted,
+    Roles,
     Step,
     WindowOptions,
     lag_gate,
@@ -81,8 +89,10 @@ def _now_ms(clock: Callable[[], float]) -> int:
 class _Window:
     def __init__(self, source: "Cluster", target: "Cluster", plan: "SwitchPlan", options: WindowOptions,
                  switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None,
-                 clock: Callable[[], float], sleep: Callable[[float], None]):
+                 clock: Callable[[], float], sleep: Callable[[float], None], roles: Roles = CUTOVER_ROLES,
+                 unfence_joined: tuple[str, ...] = ()):
         self.source, self.target, self.plan, self.options = source, target, plan, options
+        self.roles, self.unfence_joined = roles, tuple(unfence_joined)
         self.switch, self.clock, self.sleep = switch, clock, sleep
         self.on_step = on_step or (lambda _name, _status, _detail: None)
         self.steps: list[Step] = []
@@ -279,13 +289,14 @@ class _Window:
         conditions = self.options.conditions
         reasons = self.poll_lag(self.source, self.plan.peer_id, conditions.lag_wait_s, detail)
         if reasons:
-            raise CutoverAborted("lag", f"the forward peer {self.plan.peer_id} stayed behind for "
+            raise CutoverAborted("lag", f"the {self.roles.drained} {self.plan.peer_id} stayed behind for "
                                         f"{conditions.lag_wait_s:g}s: " + "; ".join(reasons[:5]),
                                  {"fence": "not applied", "changed": False})
 
     def wait_reverse(self, detail: dict[str, Any]) -> None:
-        """After the switch: the reverse peer's queues close to drained before post_verify compares both sides live.
-        Not an abort (the clients are on the target): a lagging peer is logged, and post_verify judges."""
+        """After the switch: the kept peer's queues (the cut-over's reverse peer, the rollback's forward peer) close
+        to drained before the verification compares both sides live. Not an abort (the clients have moved): a
+        lagging peer is logged, and the verification judges."""
         try:
             reasons = self.poll_lag(self.target, self.plan.reverse_peer_id, self.options.conditions.lag_wait_s,
                                     detail)
@@ -293,7 +304,7 @@ class _Window:
             reasons = [f"{type(e).__name__}: {e}"]
         detail["caught_up"] = not reasons
         if reasons:
-            log.warning("the reverse peer %s is still behind after %gs: %s", self.plan.reverse_peer_id,
+            log.warning("the %s %s is still behind after %gs: %s", self.roles.kept, self.plan.reverse_peer_id,
                         self.options.conditions.lag_wait_s, "; ".join(reasons[:5]))
 
     def check(self, since: int, kept_since_ms: int | None, live: bool) -> dict[str, Any]:
@@ -302,7 +313,7 @@ class _Window:
         return bounded_check(self.source, self.target, self.plan.tables, since, kept_since_ms=kept_since_ms,
                              live=live, recompare_sleep_s=self.options.conditions.recompare_sleep_s,
                              settle_s=self.options.conditions.lag_wait_s if live else 0.0,
-                             parallel=self.options.parallel_checks)
+                             parallel=self.options.parallel_checks, roles=self.roles)
 
     def apply_fence(self, detail: dict[str, Any]) -> None:
         fence_started_s = self.clock()
@@ -371,8 +382,8 @@ class _Window:
             drain.update(verdict.to_dict())
             drain["seconds"] = round(self.clock() - started, 3)
         if not verdict.drained:
-            raise CutoverAborted("freeze_deadline", f"the forward peer {self.plan.peer_id} did not drain within "
-                                 f"{self.options.conditions.max_freeze_s:g}s of the fence: "
+            raise CutoverAborted("freeze_deadline", f"the {self.roles.drained} {self.plan.peer_id} did not drain "
+                                 f"within {self.options.conditions.max_freeze_s:g}s of the fence: "
                                  + "; ".join(verdict.reasons[:5]))
 
     def enable_reverse(self, detail: dict[str, Any]) -> None:
@@ -383,7 +394,8 @@ class _Window:
         with zk.connect(self.target, timeout=self.target.timeout_s) as client:
             peer = zk_peers.read_peer(client, self.target.znode_parent, self.plan.reverse_peer_id)
             if peer is None:
-                raise PostSwitchError(f"reverse peer {self.plan.reverse_peer_id} is gone from the target")
+                raise PostSwitchError(f"{self.roles.kept} {self.plan.reverse_peer_id} is gone from the "
+                                      f"{self.roles.joined}")
             if peer.enabled is not True:
                 self.tgt_shell.run([enable_peer(self.plan.reverse_peer_id)])
             deadline = time.monotonic() + 60
@@ -392,7 +404,7 @@ class _Window:
                 if peer is not None and peer.enabled is True:
                     break
                 if time.monotonic() >= deadline:
-                    raise PostSwitchError(f"reverse peer {self.plan.reverse_peer_id} not ENABLED in ZooKeeper 60s "
+                    raise PostSwitchError(f"{self.roles.kept} {self.plan.reverse_peer_id} not ENABLED in ZooKeeper 60s "
                                           "after enable_peer")
                 self.sleep(0.1)
         detail["state"] = "ENABLED"
@@ -417,6 +429,15 @@ class _Window:
 
     # ---------------------------------------------------------------------------------------------- the run
     def run(self, verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None) -> dict[str, Any]:
+        try:
+            return self._run(verify_started_ms, kept_since_ms)
+        except CutoverAborted as e:  # raised as a cut-over's by the shared steps: named as this window's kind
+            prefix = "cut-over aborted"
+            if self.roles.kind != "cut-over" and str(e).startswith(prefix):
+                e.args = (f"{self.roles.kind} aborted{str(e)[len(prefix):]}",)
+            raise
+
+    def _run(self, verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None) -> dict[str, Any]:
         from hbase_migration.migration.bounded_check import since_ms
 
         conditions = self.options.conditions
@@ -484,33 +505,59 @@ class _Window:
                 raise CutoverAborted("error", f"{type(e).__name__}: {e}", state) from e
             self.result["switched_at"] = self.clock()
             self.result.update(timeline(self.steps))
+            roles = self.roles
             try:
-                # Unfrozen first: a READONLY region refuses the reverse peer's edits ("region is read only"),
-                # and the sink's retries can leave the source behind long after the unfreeze.
+                if self.unfence_joined:  # the joined side fenced by ACL (a rollback of an ACL cut-over: the source;
+                    # a cut-over after a rollback fenced by ACL: the target): its principals get WRITE back
+                    with self.step("lift_joined_fence") as d:
+                        d["statements"] = len(self.unfence_joined)
+                        self.lift_joined_fence()
+                # Unfrozen first: a READONLY region refuses the kept peer's edits ("region is read only"),
+                # and the sink's retries can leave the other side behind long after the unfreeze.
                 if self.options.freeze_method == READONLY and self.options.unfreeze_after_switch:
-                    with self.step("unfreeze_source") as d:
+                    with self.step(roles.unfreeze_step) as d:
                         d["readonly"] = self.readonly_read_back(self.src_shell.run(self.unfence,
                                                                                    timeout_s=600).stdout)
-                with self.step("enable_reverse_peer") as d:
+                with self.step(roles.enable_step) as d:
                     self.enable_reverse(d)
                 if self.canary_granted:
                     with self.step("revoke_canary") as d:
                         d["canary"] = self.revoke_canary(strict=True)
-                with self.step("reverse_lag_gate") as d:
+                with self.step(roles.lag_step) as d:
                     self.wait_reverse(d)
             except Exception as e:
+                details = self.result.get("details", {})
+                joined_write = "given back" if "lift_joined_fence" in details else "maybe still fenced by ACL"
                 raise PostSwitchError(
-                    f"after the switch (the clients write to the target; nothing is undone): {type(e).__name__}: {e}. "
-                    f"State: the source tables {', '.join(self.plan.tables)} are "
-                    f"{'READONLY' if self.options.freeze_method == READONLY else 'fenced by ACL'}; reverse peer "
-                    f"{self.plan.reverse_peer_id} on the target "
-                    f"{'ENABLED' if 'enable_reverse_peer' in self.result.get('details', {}) else 'maybe DISABLED'}; "
-                    f"forward peer {self.plan.peer_id} ENABLED (drained). Enable the reverse peer (python -m "
-                    "hbase_migration peer enable --source <target conn> --peer-id "
-                    f"{self.plan.reverse_peer_id}) and, with READONLY, unfreeze the source (python -m hbase_migration "
-                    f"freeze --source <source conn> --tables {','.join(self.plan.tables)} --unfreeze)") from e
+                    f"after the switch (the clients write to the {roles.joined}; nothing is undone): "
+                    f"{type(e).__name__}: {e}. State: the {roles.fenced} tables {', '.join(self.plan.tables)} are "
+                    f"{'READONLY' if self.options.freeze_method == READONLY else 'fenced by ACL'}"
+                    + (f"; the {roles.joined}'s WRITE {joined_write}" if self.unfence_joined else "")
+                    + f"; {roles.kept} {self.plan.reverse_peer_id} on the {roles.joined} "
+                    f"{'ENABLED' if roles.enable_step in details else 'maybe DISABLED'}; "
+                    f"{roles.drained} {self.plan.peer_id} ENABLED (drained). Enable the {roles.kept} (python -m "
+                    f"hbase_migration peer enable --source <{roles.joined} conn> --peer-id "
+                    f"{self.plan.reverse_peer_id}) and, with READONLY, unfreeze the {roles.fenced} (python -m "
+                    f"hbase_migration freeze --source <{roles.fenced} conn> --tables {','.join(self.plan.tables)} "
+                    "--unfreeze)") from e
         self.result.update(timeline(self.steps))
         return self.result
+
+    def lift_joined_fence(self) -> None:
+        """The joined side's ACL fence (a rollback: the source's, kept since the cut-over) lifted through its
+        session: the cut-over's recorded grants, without merge (exactly the actions found), so a re-run changes
+        nothing more."""
+        from hbase_migration.clusters import channels
+        from hbase_migration.migration import freeze
+
+        statements = freeze.jruby_admin_statements() + list(self.unfence_joined)
+        if self.tgt_shell is not None and self.tgt_shell.alive and not isinstance(self.tgt_shell, OneShotShell):
+            try:
+                self.tgt_shell.run(statements, timeout_s=600)
+                return
+            except Exception as e:  # the session died: one shell call of its own below
+                log.warning("lifting the %s's fence in the session failed (%s): a new shell", self.roles.joined, e)
+        channels.shell(self.target, statements, timeout_s=max(self.target.shell_timeout_s, 600.0))
 
     def revoke_canary(self, strict: bool = False) -> str:
         """The canary's grants taken back (ACL); what was done, or (not `strict`) why it could not be."""
@@ -544,7 +591,7 @@ class _Window:
         try:
             state["fence"] = self.lift_fence()
         except Exception as e:
-            state["fence"] = (f"NOT LIFTED ({type(e).__name__}: {e}): the source tables "
+            state["fence"] = (f"NOT LIFTED ({type(e).__name__}: {e}): the {self.roles.fenced} tables "
                               f"{', '.join(self.plan.tables)} are still "
                               f"{'READONLY' if self.options.freeze_method == READONLY else 'fenced by ACL'}; lift it "
                               "by hand (python -m hbase_migration freeze --unfreeze for READONLY)")
@@ -558,27 +605,36 @@ class _Window:
             state["canary"] = self.revoke_canary()
         early = (self.result.get("bounded_check") or self.result.get("live_pass") or {}).get("counts", {})
         state["early_target_writes"] = int(early.get("early_write", 0))
-        state["reverse_peer"] = f"{self.plan.reverse_peer_id} left DISABLED on the target"
-        state["forward_peer"] = f"{self.plan.peer_id} ENABLED on the source, as before"
+        roles = self.roles
+        state["kept_peer" if roles.kind != "cut-over" else "reverse_peer"] = (
+            f"{roles.kept} {self.plan.reverse_peer_id} left DISABLED on the {roles.joined}")
+        state["drained_peer" if roles.kind != "cut-over" else "forward_peer"] = (
+            f"{roles.drained} {self.plan.peer_id} ENABLED on the {roles.fenced}, as before")
         self.result["aborted"] = {"condition": error.condition, "message": str(error), **state}
         self.result.update(timeline(self.steps))
-        log.error("cut-over window aborted (%s): %s; state: %s", error.condition, error, state)
+        log.error("%s window aborted (%s): %s; state: %s; the clients stay on the %s", roles.kind, error.condition,
+                  error, state, roles.fenced)
         return {**state, "timeline": timeline(self.steps)}
 
 
 def run_window(source: "Cluster", target: "Cluster", plan: "SwitchPlan", options: WindowOptions, *,
                verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None,
                switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None = None,
-               clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
-               ) -> dict[str, Any]:
+               clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+               roles: Roles = CUTOVER_ROLES, unfence_joined: tuple[str, ...] = ()) -> dict[str, Any]:
     """The window (module doc). `verify_started_ms`: per table, when its last full verification started (the
     bounded checks start there); `kept_since_ms`: when the reverse peer was created (target writes from then on
     are kept). `switch(phase)`: moves the clients ("switch") or back ("abort"); raising means it failed.
 
+    `roles`: the cut-over's (default) or the rollback's (`ROLLBACK_ROLES`: `source` is then the migration's target,
+    `plan` from `cutover.rollback_window_plan`); `unfence_joined`: statements run (JRuby Admin) on `target` first
+    thing after the switch (a rollback of an ACL cut-over: the source's WRITE given back).
+
     Returns the result (timeline with each step's seconds and the freeze's shares, the checks, the fence).
     Raises `CutoverAborted` (with `.state`) when an abort condition stopped it, `PostSwitchError` when a step
     after the switch failed."""
-    return _Window(source, target, plan, options, switch, on_step, clock, sleep).run(verify_started_ms, kept_since_ms)
+    return _Window(source, target, plan, options, switch, on_step, clock, sleep, roles,
+                   unfence_joined).run(verify_started_ms, kept_since_ms)
 
 
 def command_switch(command: str, env: Mapping[str, str], timeout_s: float = 120.0) -> Callable[[str], None]:

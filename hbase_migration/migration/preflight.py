@@ -17,7 +17,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from hbase_migration.clusters import hdfs
 from hbase_migration.clusters.cluster import Cluster
-from hbase_migration.clusters.hbase_conf import BULKLOAD_ENABLED, REPLICATION_CLUSTER_ID, ServerConf, bulkload_findings
+from hbase_migration.clusters.hbase_conf import (
+    BULKLOAD_ENABLED,
+    DROP_ON_DELETED_TABLE,
+    REPLICATION_CLUSTER_ID,
+    ServerConf,
+    bulkload_findings,
+    true_on,
+)
 from hbase_migration.migration.checks import (
     ERROR,
     SKIPPED,
@@ -90,6 +97,9 @@ class Facts:
     sizing_error: str | Unlearned | None = None
     snapshot_tables: tuple[str, ...] = ()  # tables whose initial copy is a snapshot: the clone creates them
     marker_retention_s: float = 86400.0  # how long the source's delete markers must survive its major compactions
+    bulk_loads: str = "replicated"  # the run spec's: "none" is the operator's attestation that none are made
+    target_confs: tuple[ServerConf, ...] | None = None  # the target's region servers' /conf (None: not read)
+    target_conf_error: str | Unlearned | None = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -259,23 +269,62 @@ def _codecs(facts: Facts) -> CheckResult:
                        "coprocessor or a split policy")
 
 
+BULK_LOAD_FIX = (f"set {BULKLOAD_ENABLED}=true and a unique {REPLICATION_CLUSTER_ID} on the source's region servers "
+                 "(and hbase.replication.conf.dir on the target's), rolling restart; or, if nothing is bulk loaded "
+                 "into these tables until the cut-over, say so: bulk_loads none (form, plan [peer] bulk_loads, CLI "
+                 "--bulk-loads none)")
+
+
 def _bulk_load(facts: Facts) -> CheckResult:
+    """A bulk-loaded HFile is not in the WALs: without bulk load replication it never reaches the target, and no
+    bounded check can see its cells (their timestamps may be old). Refused unless the source's /conf shows it
+    replicates or the run spec attests `bulk_loads: none`."""
     if facts.source_confs is None:
-        return CheckResult("bulk_load_replication", False, f"source /conf not read: {facts.source_conf_error}; "
-                           f"bulk loads after T0 may not reach the target", severity=WARNING)
-    ok, reason = bulkload_findings(facts.source_confs)
+        ok, reason = None, f"the source's /conf not read: {facts.source_conf_error}"
+    else:
+        ok, reason = bulkload_findings(facts.source_confs)
     if ok:
         return CheckResult("bulk_load_replication", True, f"bulk-loaded HFiles replicate: {reason}")
+    if facts.bulk_loads == "none":
+        return CheckResult("bulk_load_replication", True, "bulk_loads none: the operator attests nothing is bulk "
+                           f"loaded into these tables until the cut-over (bulk loads would not replicate: {reason})")
     if ok is None:
-        return CheckResult("bulk_load_replication", False, f"unknown whether bulk-loaded HFiles replicate: {reason}",
-                           severity=WARNING)
+        return CheckResult("bulk_load_replication", False, f"unknown whether bulk-loaded HFiles replicate ({reason}): "
+                           "a bulk load into a migrated table after T0 would be missing on the target",
+                           fix=BULK_LOAD_FIX, transient=facts.source_confs is None
+                           and transient(facts.source_conf_error))
     return CheckResult("bulk_load_replication", False,
                        f"bulk-loaded HFiles would not replicate ({reason}): a bulk load into a migrated table after "
-                       "T0 is not in the WALs and would be missing on the target",
-                       severity=WARNING,
-                       fix=f"set {BULKLOAD_ENABLED}=true and a unique {REPLICATION_CLUSTER_ID} on the source's "
-                           "region servers (and hbase.replication.conf.dir on the target's), rolling restart; or "
-                           "bulk load nothing into these tables until the cut-over")
+                       "T0 is not in the WALs and would be missing on the target", fix=BULK_LOAD_FIX)
+
+
+def _drop_on_deleted(facts: Facts) -> CheckResult:
+    """`hbase.replication.drop.on.deleted.table` is read by the SENDING cluster's region servers (HBase's
+    HBaseInterClusterReplicationEndpoint): the source's for the forward peer, the target's for the cut-over's
+    reverse peer. True, a batch the sink refuses with TableNotFoundException is dropped, not retried, for the tables
+    the sender lacks too; false (HBase's default), it waits for the table. The toolkit enables no peer before its
+    tables exist on the target (enable_gate), but a table dropped and re-created meanwhile loses its edits."""
+    sides = (("source", facts.source_confs, facts.source_conf_error),
+             ("target", facts.target_confs, facts.target_conf_error))
+    dropping = [f"{side}: {', '.join(servers)}" for side, confs, _ in sides if confs
+                and (servers := true_on(confs, DROP_ON_DELETED_TABLE))]
+    if dropping:
+        return CheckResult(
+            "drop_on_deleted_table", False,
+            f"{DROP_ON_DELETED_TABLE}=true on {'; '.join(dropping)}: these region servers drop, instead of retrying, "
+            "the replicated edits of a table the receiving cluster lacks when their own cluster lacks it too (a "
+            "migrated table dropped and re-created during the migration, or after the cut-over, loses the edits "
+            "in flight silently); the toolkit enables no peer before its tables exist on the target",
+            severity=WARNING, fix=f"set {DROP_ON_DELETED_TABLE}=false (HBase's default) on those region servers "
+                                  "for the migration and the cut-over, and drop no migrated table meanwhile")
+    unread = [f"{side}'s /conf not read ({error or 'no live region server'})" for side, confs, error in sides
+              if not confs]
+    if unread:
+        return CheckResult("drop_on_deleted_table", False, f"{DROP_ON_DELETED_TABLE} not known: {'; '.join(unread)}",
+                           severity=WARNING)
+    return CheckResult("drop_on_deleted_table", True,
+                       f"{DROP_ON_DELETED_TABLE} false on every region server of both clusters: an edit a sink cannot "
+                       "apply waits for its table, never dropped")
 
 
 def _deleted_cells(facts: Facts) -> CheckResult:
@@ -465,7 +514,8 @@ def evaluate(facts: Facts, same_key: bool) -> PreflightReport:
                     _codecs(facts)]
     if not facts.source.error:
         results += [_replication_scope(facts), _peer_id(facts), _peer_options(facts), _pinning_peers(facts),
-                    _headroom(facts), _copy_projection(facts), _bulk_load(facts), _deleted_cells(facts),
+                    _headroom(facts), _copy_projection(facts), _bulk_load(facts), _drop_on_deleted(facts),
+                    _deleted_cells(facts),
                     _delete_marker_retention(facts)]
     return PreflightReport(tuple(results), facts.sizing)
 
@@ -685,20 +735,24 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   target_coprocessors: Sequence[str] = (), allow_target_data: bool = False, serial: bool = False,
                   bandwidth: int = 0, sizing: Any = None, initial_copy: str = "scan",
                   snapshot_threshold_bytes: int | None = None, recorded: Mapping[str, str] | None = None,
-                  resumed_exports: Sequence[str] = (), same_master_key: bool = False) -> PreflightReport:
+                  resumed_exports: Sequence[str] = (), same_master_key: bool = False,
+                  bulk_loads: str = "replicated") -> PreflightReport:
     """Every check, against both clusters; changes nothing (but the scratch tables of the create check and of
     the sizing, dropped at once). `sizing` (a `sizing_probe.SizingRequest`) sizes the run and projects the copy;
     None: not sized, `expected_copy_s` is trusted. `initial_copy` (`scan`, `snapshot`, `auto` with
     `snapshot_threshold_bytes`) decides how each table is copied (`recorded`: what this run decided before, kept;
     `resumed_exports`: tables this run's snapshot export already published or cloned; `same_master_key`: the
     operator attests the target holds the source's master key, so encrypted families may go by snapshot) and adds
-    the snapshot path's checks (`snapshot_checks`)."""
+    the snapshot path's checks (`snapshot_checks`). `bulk_loads` `none` (the operator's attestation that nothing is
+    bulk loaded into the tables until the cut-over) lets a source that does not replicate bulk loads pass."""
     from hbase_migration.clusters import zk
     from hbase_migration.replication import peer_admin
 
     tables = tuple(dict.fromkeys(t.strip() for t in tables if t and t.strip()))
     if not tables:
         raise ValueError("tables: at least one table is required")
+    if bulk_loads not in ("replicated", "none"):
+        raise ValueError(f"bulk_loads: must be 'replicated' or 'none', got {bulk_loads!r}")
     same_key = source.cluster_key.normalized() == target.cluster_key.normalized()
     from hbase_migration.migration import preflight_security  # Kerberos, QOP, clock skew: first, they explain the rest
 
@@ -714,7 +768,7 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
 
     with contextlib.ExitStack() as stack:
         src_facts, src_zk = gather_facts(source, tables, stack)
-        tgt_facts, _ = gather_facts(target, tables, stack)
+        tgt_facts, tgt_zk = gather_facts(target, tables, stack)
         peers, peers_error, queued, recovered = (), None, {}, {}
         if src_zk is not None and not src_facts.error:
             try:
@@ -734,6 +788,14 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                 source_confs = read_region_server_confs(source, src_zk)
             except Exception as e:
                 source_conf_error = Unlearned.of(e)
+        target_confs, target_conf_error = None, None
+        if tgt_zk is not None and not tgt_facts.error:
+            from hbase_migration.clusters.hbase_conf import read_region_server_confs
+
+            try:
+                target_confs = read_region_server_confs(target, tgt_zk)
+            except Exception as e:
+                target_conf_error = Unlearned.of(e)
     rows, rows_error, checks = _target_facts(source, target, src_facts, tgt_facts, peer_id, create_missing,
                                              codec_map or {}, target_coprocessors)
     report, sizing_error = None, None
@@ -768,7 +830,8 @@ def run_preflight(source: Cluster, target: Cluster, tables: Sequence[str], peer_
                   source_confs=source_confs, source_conf_error=source_conf_error, peer_backend=source.peer_admin,
                   sizing=report, sizing_error=sizing_error, snapshot_tables=snapshot_tables,
                   # markers must outlive the copy and catch-up, and a day at least (until the cut-over)
-                  marker_retention_s=max(86400.0, expected_copy_s * safety_factor))
+                  marker_retention_s=max(86400.0, expected_copy_s * safety_factor), bulk_loads=bulk_loads,
+                  target_confs=target_confs, target_conf_error=target_conf_error)
     evaluated = evaluate(facts, same_key)
     report = PreflightReport(tuple(security) + evaluated.results + tuple(snapshot_results), evaluated.sizing,
                              decisions)

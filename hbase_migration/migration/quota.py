@@ -133,22 +133,38 @@ class PolicyAction:
         return {"action": self.action, "message": self.message}
 
 
+def _need_target(policy: str, peer_id: str | None, target: Cluster | None) -> None:
+    if policy == "enable_peer" and peer_id and target is None:
+        raise ValueError("quota policy enable_peer needs the target cluster: a peer is enabled only once each of its "
+                         "tables exists there (migration.enable_gate)")
+
+
 def apply_policy(cluster: Cluster, peer_id: str | None, decision: hdfs.WatchdogDecision, policy: str,
-                 ledger: Any = None, run_id: str | None = None) -> PolicyAction:
+                 ledger: Any = None, run_id: str | None = None, *, target: Cluster | None = None,
+                 tables: Sequence[str] = ()) -> PolicyAction:
     """Act on one reading's decision: nothing below the mark; on a breach, `enable_peer` enables the peer (and
-    notes it in the ledger), `fail` returns the message the caller fails with."""
+    notes it in the ledger) once each of its tables exists on `target` (else, like `fail`, the caller stops: a peer
+    enabled before its tables exist stalls every table on its queues and pins WALs all the same); `fail` returns
+    the message the caller fails with. `tables`: the run's, when the peer's TABLE_CFS cannot say."""
     check_policy(policy)
     if decision.level != "breach":
         return PolicyAction("none", decision.level)
     reasons = "; ".join(decision.reasons)
     if policy == "enable_peer" and peer_id:
-        from hbase_migration.replication import peer_admin
+        from hbase_migration.migration.enable_gate import enable_if_tables_exist
 
-        with peer_admin(cluster) as admin:
-            result = admin.enable_peer(peer_id)
+        _need_target(policy, peer_id, target)
+        gate, result = enable_if_tables_exist(cluster, target, peer_id, tables)
+        if result is None:
+            return PolicyAction("fail", f"oldWALs quota breach on {cluster.name} ({reasons}): quota policy "
+                                        f"enable_peer refused: {gate.refusal()}. Peer {peer_id} is left DISABLED and "
+                                        "keeps pinning every WAL since T0: create (or clone) the missing tables on "
+                                        "the target, or raise the oldWALs quota, then clear the failed task "
+                                        "(finished partitions are kept)")
         message = (f"oldWALs quota breach on {cluster.name} ({reasons}): peer {peer_id} enabled early "
-                   f"({result.outcome}) so the cleaner can free shipped WALs; the copy goes on (edits replayed "
-                   "from the backlog carry their own timestamps)")
+                   f"({result.outcome}; its tables {', '.join(gate.tables)} exist on {gate.target}) so the cleaner "
+                   "can free shipped WALs; the copy goes on (edits replayed from the backlog carry their own "
+                   "timestamps)")
         if ledger is not None and run_id:
             ledger.peer_note(run_id, peer_id, "ENABLED", f"quota policy enable_peer: {reasons}")
         return PolicyAction("peer_enabled", message)
@@ -157,18 +173,25 @@ def apply_policy(cluster: Cluster, peer_id: str | None, decision: hdfs.WatchdogD
                                 "raise the quota, then clear the failed task (finished partitions are kept)")
 
 
-def settle_after_failure(cluster: Cluster, peer_id: str, policy: str, dry_run: bool = False) -> tuple[str, str | None]:
+def settle_after_failure(cluster: Cluster, peer_id: str, policy: str, dry_run: bool = False, *,
+                         target: Cluster | None = None, tables: Sequence[str] = ()) -> tuple[str, str | None]:
     """After a run failed: the peer's real state, and with `enable_peer` a disabled peer enabled (a failed run
-    would otherwise leave it pinning WALs until a person acts). Returns (state, what was done or None)."""
+    would otherwise leave it pinning WALs until a person acts) once each of its tables exists on `target`.
+    Returns (state, what was done: the enable's outcome, or why it was not enabled; None when nothing was to do)."""
+    from hbase_migration.migration.enable_gate import enable_if_tables_exist
     from hbase_migration.replication import peer_admin
 
     with peer_admin(cluster) as admin:
         peer = admin.get_peer(peer_id)
-        if peer is None:
-            return "ABSENT", None
-        if peer.enabled is False and check_policy(policy) == "enable_peer" and not dry_run:
-            return "ENABLED", admin.enable_peer(peer_id).outcome
-        return peer.state, None
+    if peer is None:
+        return "ABSENT", None
+    if peer.enabled is False and check_policy(policy) == "enable_peer" and not dry_run:
+        _need_target(policy, peer_id, target)
+        gate, result = enable_if_tables_exist(cluster, target, peer_id, tables)
+        if result is None:
+            return "DISABLED", gate.refusal()
+        return "ENABLED", result.outcome
+    return peer.state, None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -340,8 +363,12 @@ class Watchdog:
 
     def __init__(self, cluster: Cluster, peer_id: str | None, policy: str, quota_mark: float,
                  interval_s: float = 30.0, ledger_url: str | None = None, run_id: str | None = None,
-                 on_fail: Callable[[str], None] | None = None, logger: logging.Logger | None = None):
+                 on_fail: Callable[[str], None] | None = None, logger: logging.Logger | None = None, *,
+                 target: Cluster | None = None, tables: Sequence[str] = ()):
+        _need_target(policy, peer_id, target)
         self.cluster = cluster
+        self.target = target  # enable_peer enables the peer only once its tables exist there
+        self.tables = tuple(tables)
         self.peer_id = peer_id
         self.policy = check_policy(policy)
         self.quota_mark = quota_mark
@@ -479,7 +506,8 @@ class Watchdog:
         if decision.level != "breach" or self.action is not None:
             return
         try:
-            action = apply_policy(self.cluster, self.peer_id, decision, self.policy, ledger, self.run_id)
+            action = apply_policy(self.cluster, self.peer_id, decision, self.policy, ledger, self.run_id,
+                                  target=self.target, tables=self.tables)
         except Exception as e:  # enabling the peer failed: tried again on the next reading
             self.log.error("quota policy %s on %s failed (tried again at the next reading): %s", self.policy, line, e)
             return

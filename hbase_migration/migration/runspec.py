@@ -31,6 +31,7 @@ from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, 
 from hbase_migration.replication.wal_groups import MAX_CAUGHT_UP_QUEUE_SIZE
 
 MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
+BULK_LOADS = ("replicated", "none")  # the source replicates bulk loads (its /conf shows it) | none are made
 
 
 class InvalidRunInput(ValueError):
@@ -420,6 +421,13 @@ FIELDS: tuple[Field, ...] = (
     Field("bandwidth", "integer", 0, "Peer bandwidth (bytes/s per region server)",
           "the peer's BANDWIDTH: each source region server ships at most this many bytes/s to it; 0: unlimited "
           "(replication.source.per.peer.node.bandwidth)", _integer, "peer.bandwidth", **at_least(0, "an integer")),
+    Field("bulk_loads", "string", "replicated", "Bulk loads into these tables until the cut-over",
+          "replicated: the source's region servers replicate bulk-loaded HFiles (hbase.replication.bulkload.enabled"
+          "=true and a hbase.replication.cluster.id, read from their /conf by preflight, which refuses the run "
+          "otherwise: a bulk load is not in the WALs, so without them it never reaches the target). none: your "
+          "attestation that nothing is bulk loaded into these tables until the cut-over (shown at the cut-over's "
+          "approval)", _string, "peer.bulk_loads", bounds={"enum": list(BULK_LOADS)},
+          check=lambda v: v in BULK_LOADS, wanted="'replicated' or 'none'"),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
           "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
@@ -446,7 +454,8 @@ FIELDS: tuple[Field, ...] = (
           "catch_up.canary"),
     Field("quota_policy", "string", "fail", "On oldWALs quota pressure",
           "fail: stop the copy and leave the peer DISABLED; enable_peer: enable the peer early so the cleaner "
-          "can free shipped WALs", _string, "quota.policy", bounds={"enum": list(POLICIES)},
+          "can free shipped WALs, once each of its tables exists on the target (a snapshot table not cloned yet: "
+          "the copy stops as with fail, naming it)", _string, "quota.policy", bounds={"enum": list(POLICIES)},
           check=lambda v: v in POLICIES, wanted="'fail' or 'enable_peer'"),
     Field("quota_mark", "number", DEFAULT_QUOTA_MARK, "oldWALs quota mark (fraction)",
           "fraction of an oldWALs HDFS quota that counts as pressure: preflight refuses to start above it, the "
@@ -521,15 +530,18 @@ FIELDS: tuple[Field, ...] = (
           "apply the target's edits (a READONLY table refuses replicated edits too: they would wait in the target's "
           "WALs). Off: the source stays READONLY, the reverse backlog grows until you unfreeze it (python -m "
           "hbase_migration freeze --unfreeze) or roll back. ACL freeze: the fence stays either way (the replication "
-          "sink writes as the HBase superuser); the rollback gives WRITE back", _boolean, dags=frozenset({CUTOVER})),
+          "sink writes as the HBase superuser); the rollback gives WRITE back. A rollback: the same for the target "
+          "after the switch back (READONLY: made writable so the re-created forward peer can apply the source's "
+          "edits; ACL: it stays fenced)", _boolean, dags=SWITCHES),
     Field("switch_command", "string", None, "Switch command (moves the clients to the target)",
           "run inside the write freeze once the source is fenced, drained and checked: it must make the clients write "
           "to the target and exit 0 once they do (non-zero aborts the cut-over: the fence is lifted, the clients stay "
           "on the source). Split like a command line, run without a shell where the task runs, with the environment "
           "HBASE_CUTOVER_PHASE=switch (abort: it runs again to send the clients back after an abort), "
           "HBASE_CUTOVER_RUN_ID, HBASE_CUTOVER_TABLES, HBASE_CUTOVER_SOURCE, HBASE_CUTOVER_TARGET. No person is in "
-          "the window: the plan, this command included, is approved before writes stop", _command,
-          dags=frozenset({CUTOVER}), nullable=True),
+          "the window: the plan, this command included, is approved before writes stop. A rollback runs its own "
+          "(moving the clients back to the source) with HBASE_CUTOVER_KIND=rollback and HBASE_CUTOVER_SOURCE/TARGET "
+          "the other way round (the clients move from SOURCE to TARGET)", _command, dags=SWITCHES, nullable=True),
     Field("freeze_method", "string", "auto", "How writes to the source are stopped",
           "auto: acl where every region server of the source runs HBase's AccessController and hbase.superuser is "
           "known (read from /conf, or attested in superusers), readonly otherwise; the plan says which and why. "
@@ -543,22 +555,24 @@ FIELDS: tuple[Field, ...] = (
     Field("freeze_exempt", "array", [], "ACL freeze: principals left writing",
           "users or @groups whose WRITE on the tables is not taken away (a tool that must keep writing); a principal "
           "holding WRITE on the namespace or globally must be listed here or the cut-over is refused",
-          _principals, dags=frozenset({CUTOVER}), bounds={"items": {"type": "string", "minLength": 1}}),
+          _principals, dags=SWITCHES, bounds={"items": {"type": "string", "minLength": 1}}),
     # The cut-over's ACL fence (issue 39): who passes every permission check, as the operator attests it
     Field("superusers", "array", None, "ACL freeze: every hbase.superuser entry (your attestation)",
           "the users and @groups of the source's hbase.superuser (HBase 2.6's info servers mask it on /conf, so the "
           "toolkit cannot read it): an ACL fence cannot stop a superuser, so each must also be in freeze_exempt. "
           "Empty list: none besides the user HBase runs as. Not given while /conf hides it: the ACL freeze is "
-          "refused. Shown at approval", _principals, dags=frozenset({CUTOVER}), nullable=True,
+          "refused. Shown at approval. A rollback fenced by ACL: the target's", _principals, dags=SWITCHES,
+          nullable=True,
           bounds={"items": {"type": "string", "minLength": 1}}),
     Field("max_freeze_s", "number", 120, "Abort: the freeze's steps longer than (s)",
           "the fence, the forward peer's drain, the bounded check and the switch must be done within this after the "
-          "fence started; else the fence is lifted and the clients stay on the source", _number,
-          dags=frozenset({CUTOVER}), bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
+          "fence started; else the fence is lifted and the clients stay on the source (a rollback: the same with "
+          "the roles swapped)", _number, dags=SWITCHES, bounds={"exclusiveMinimum": 0}, check=lambda v: v > 0,
           wanted="a number of seconds > 0"),
     Field("lag_wait_s", "number", 300, "Abort: lag above max_lag_ms for longer than (s)",
           "before the freeze the forward peer's lag must come under max_lag_ms; waited for this long, else the "
-          "cut-over is aborted with nothing changed", _number, dags=frozenset({CUTOVER}), **at_least(0, "a number")),
+          "cut-over is aborted with nothing changed (a rollback: the reverse peer's lag)", _number, dags=SWITCHES,
+          **at_least(0, "a number")),
     Field("skew_margin_ms", "integer", 5000, "Bounded check: clock skew margin (ms)",
           "how far the region servers' clocks (which stamp the cells) may be behind the toolkit's: the bounded check "
           "reaches back this much before the last verification's start; a verification by hashes covers the cells "
@@ -645,6 +659,7 @@ class RunSpec:
     allow_target_data: bool = False
     serial: bool = False
     bandwidth: int = 0
+    bulk_loads: str = "replicated"
     max_lag_ms: int = 30_000
     stable_samples: int = 3
     caught_up_queue_size: int = 1
@@ -706,8 +721,9 @@ class RunSpec:
                                                  "reversed or empty)")
         if self.source_conn_id == self.target_conn_id:
             raise InvalidRunInput("target_conn_id", f"must differ from source_conn_id ({self.source_conn_id!r})")
-        if dag_kind == CUTOVER and not self.switch_command:
-            raise InvalidRunInput("switch_command", "is required: the command that moves the clients to the target "
+        if dag_kind in SWITCHES and not self.switch_command:
+            where = "to the target" if dag_kind == CUTOVER else "back to the source"
+            raise InvalidRunInput("switch_command", f"is required: the command that moves the clients {where} "
                                                     "inside the write freeze (exit 0 once they write there)")
         if dag_kind == MIGRATION and self.initial_copy != "scan" and (self.start_time_ms is not None
                                                                       or self.end_time_ms is not None):

@@ -22,9 +22,9 @@ def load(dag_id: str):
     ("hbase_cutover", CUTOVER, ["open_run", "check", "approve_cutover", "approved", "pre_verify", "reverse_peer",
                                 "window", "post_verify", "retire_forward_peer", "report"],
      "approve_cutover", "approved"),
-    ("hbase_rollback", ROLLBACK, ["open_run", "check", "freeze_target", "unfreeze_source", "final_drain",
-                                  "final_verify", "approve_clients_back", "remove_reverse_peer", "report"],
-     "approve_clients_back", "remove_reverse_peer"),
+    ("hbase_rollback", ROLLBACK, ["open_run", "check", "approve_rollback", "approved", "unfreeze_source",
+                                  "forward_peer", "window", "final_verify", "remove_reverse_peer", "report"],
+     "approve_rollback", "approved"),
 ])
 def test_structure(dag_id, kind, order, approval, after):
     from airflow.providers.standard.operators.hitl import ApprovalOperator
@@ -45,17 +45,17 @@ def test_structure(dag_id, kind, order, approval, after):
         for name in getattr(task, "template_fields", ()):
             value = getattr(task, name, None)
             assert "params." not in str(value), f"{task.task_id}.{name} reads the raw form: {value}"
-    if kind == ROLLBACK:
-        drain = dag.get_task("final_drain")
-        assert drain.deferrable is True and drain.ledger_phase == "final_drain"
-        assert drain.idle_window_s.endswith("{{ s.idle_window_s }}")
-        assert dag.get_task("final_verify").partial_kwargs["repair"] is False
-        return
-    # The cut-over: no person after the plan's approval; the window in one task, never retried.
-    assert dag.get_task("reverse_peer").enabled is False
+    # No person after the plan's approval; the window in one task, never retried, the same for both kinds.
     window = dag.get_task("window")
-    assert window.retries == 0 and "s.switch_command | tojson" in window.switch_command
+    assert window.retries == 0 and "s.switch_command | tojson" in window.switch_command and window.kind == kind
+    assert "switch_command" in dag.get_task(approval).body
+    if kind == ROLLBACK:
+        assert dag.get_task("forward_peer").enabled is False
+        assert "freeze_method == 'readonly'" in dag.get_task("unfreeze_source").apply
+        verify = dag.get_task("final_verify")
+        assert verify.partial_kwargs["repair"] is False and verify.partial_kwargs["ledger_phase"] == "verify"
+        return
+    assert dag.get_task("reverse_peer").enabled is False
     for task_id, phase in (("pre_verify", "verify"), ("post_verify", "post_verify")):
         verify = dag.get_task(task_id)
         assert verify.partial_kwargs["repair"] is False and verify.partial_kwargs["ledger_phase"] == phase
-    assert "switch_command" in dag.get_task("approve_cutover").body

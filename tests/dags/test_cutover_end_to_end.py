@@ -11,8 +11,9 @@ client of HBase's IDL) at each step:
    after that; its switch command writes the switch file the clients watch; afterwards the forward peer is gone,
    the source writable again, every acknowledged write on the target, none accepted by both sides, and the
    target's writes reach the source through the reverse peer; both sides equal;
-3. `hbase_rollback`: at its question the target is READONLY; the clients go back, approved by REST; the reverse
-   peer is gone; both sides equal.
+3. `hbase_rollback`, approved by REST before anything changes: its window fences the target, drains the reverse
+   peer and runs the switch command back; the forward peer is re-created (ENABLED after the switch), the reverse
+   peer is gone; both sides equal, and the source's writes reach the target.
 """
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         log = tmp_path / "migration.log"
         migration = dags_test("hbase_table_migration", {
             "tables": [t.name for t in tables], "peer_id": "cut", "expected_copy_s": 600, "recompare_sleep_s": 3,
-            "repair": True}, env, log)
+            "repair": True, "bulk_loads": "none"}, env, log)
         wait_for_catch_up(ledger_url, "manual__", 900, migration)
         stats = writer.stop()
         assert migration.wait(timeout=900) == 0, tail(log)
@@ -136,7 +137,8 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         switch_file = tmp_path / "active-cluster"
         switch_file.write_text("dc1")
         switch_command = (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(switch_file)!r}).write_text("
-                          "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
+                          "'dc2' if (os.environ['HBASE_CUTOVER_PHASE'] == 'switch') == "
+                          "(os.environ['HBASE_CUTOVER_KIND'] == 'cutover') else 'dc1')\"")
         conf = {"migration_run_id": migration_run["run_id"], "switch_command": switch_command, "idle_window_s": 10,
                 "recompare_sleep_s": 1}
         log = tmp_path / "cutover-rejected.log"
@@ -166,6 +168,7 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         cutover = dags_test("hbase_cutover", conf, env, log)
         cut_run, question = api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
         assert question["subject"] == "Cut over now?"
+        assert "Bulk loads: **none, as the migration run's operator attested**" in question["body"]  # its conf's
         answered = api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
         assert answered["chosen_options"] == ["Approve"] and answered["responded_by"]["name"] == "admin"
         assert cutover.wait(timeout=1800) == 0, tail(log)
@@ -197,24 +200,24 @@ def test_migrate_cut_over_and_roll_back_with_rest_approvals(tmp_path, minihbase_
         # 4. The rollback.
         log = tmp_path / "rollback.log"
         rollback = dags_test("hbase_rollback", {"cutover_run_id": cut_run, "idle_window_s": 10,
-                                                "recompare_sleep_s": 1}, env, log)
-        rb_run, question = api.wait_for_question("hbase_rollback", "approve_clients_back", 900, rollback, log)
-        assert question["subject"] == "Clients switched back to the source?"
-        assert readonly(dc2, tables) == {t.name: True for t in tables}
-        assert readonly(dc1, tables) == {t.name: False for t in tables}
-        assert all_equal(ep1, ep2, tables)
-        switch_file.write_text("dc1")
-        api.answer("hbase_rollback", rb_run, "approve_clients_back", "Approve")
-        assert rollback.wait(timeout=600) == 0, tail(log)
-        assert peer(dc2, "cut_rev") is None
+                                                "recompare_sleep_s": 1, "switch_command": switch_command}, env, log)
+        rb_run, question = api.wait_for_question("hbase_rollback", "approve_rollback", 900, rollback, log)
+        assert question["subject"] == "Roll back now?"
+        assert peer(dc1, "cut") is None  # nothing changed before the approval
+        api.answer("hbase_rollback", rb_run, "approve_rollback", "Approve")
+        assert rollback.wait(timeout=1200) == 0, tail(log)
+        assert switch_file.read_text() == "dc1"
+        assert peer(dc2, "cut_rev") is None and peer(dc1, "cut").enabled is True
+        assert readonly(dc2, tables) == {t.name: False for t in tables}
         assert all_equal(ep1, ep2, tables)
         back = [b"after-rollback-%04d" % i for i in range(10)]
-        put_rows(dc1, "users", back)  # the source is writable again
-        assert present(dc1, "users", back)
+        put_rows(dc1, "users", back)  # the source is writable again, and its writes reach the target
+        wait_for(lambda: present(dc2, "users", back), 180, "the source's writes on the target", interval=1)
         with Ledger.open(ledger_url) as ledger:
             rb_summary = ledger.run_summary(rb_run)
         assert rb_summary["run"]["status"] == "success"
-        for phase in ("check", "freeze", "unfreeze", "final_drain", "approval", "remove_peer"):
+        for phase in ("check", "approval", "forward_peer", "window", "freeze", "final_drain", "bounded_check",
+                      "switch", "unfreeze", "enable_peer", "remove_peer"):
             assert rb_summary["phases"]["*"][phase]["status"] == "success", (phase, rb_summary["phases"])
     finally:
         if writer is not None:

@@ -13,8 +13,14 @@ database, as an operator's script would answer the Required Actions), with clien
    the clients move), the reverse peer ENABLED, the source writable again, the verification after the switch, the
    forward peer retired. Every acknowledged write is on the target, none was accepted by the source after the
    target's first, and the target's writes reach the source;
-3. `hbase_rollback`: the target frozen, the reverse peer drained, verified; the clients told to go back, the
-   approval given by REST; the reverse peer removed; every acknowledged write on the source.
+3. `hbase_rollback`, the same window with the roles swapped: approved through REST before anything changes, then
+   no person: the forward peer re-created DISABLED, the target fenced (READONLY), the reverse peer drained, the
+   bounded check, the switch command sends the clients back; the target writable again, the forward peer ENABLED
+   (the target current), the verification after the switch, the reverse peer removed. Every acknowledged write on
+   the source, none accepted by the target after the source's first, the source's writes reach the target;
+4. a second `hbase_cutover` of the same migration run (no new migration: it finds the forward peer the rollback
+   re-created), the writer still writing: every acknowledged write of the whole test on the target (the side that
+   took writes last), none accepted by both sides at any switch.
 
 Each run's phases are read back from the ledger. Timings are printed, never asserted.
 """
@@ -75,7 +81,8 @@ def finished_migration(ledger_url: str, eps: dict, clusters: dict, tables: list[
     run_id = f"manual__migration_{peer_id}"
     with Ledger.open(ledger_url) as ledger:
         ledger.start_run(run_id, "hbase_table_migration", "manual", eps["dc1"]["cluster_key"],
-                         eps["dc2"]["cluster_key"], peer_id, tables, {"versions": None})
+                         eps["dc2"]["cluster_key"], peer_id, tables, {"versions": None,
+                                                                                     "bulk_loads": "none"})
         for t in tables:
             ledger.verification(run_id, t, window_start_ms=0, window_end_ms=None, source_rows=0, target_rows=0,
                                 matching=0, content_different=0, only_in_source=0, only_in_target=0)
@@ -131,12 +138,19 @@ class Bed:
 
     @property
     def switch_command(self) -> str:
+        """Tells the clients where to write: the cut-over's switch (and a rollback's abort) to dc2, the rollback's
+        switch (and a cut-over's abort) to dc1."""
         return (f"{sys.executable} -c \"import os, pathlib; pathlib.Path({str(self.switch_file)!r}).write_text("
-                "'dc2' if os.environ['HBASE_CUTOVER_PHASE'] == 'switch' else 'dc1')\"")
+                "'dc2' if (os.environ['HBASE_CUTOVER_PHASE'] == 'switch') == (os.environ['HBASE_CUTOVER_KIND'] == "
+                "'cutover') else 'dc1')\"")
 
     def conf(self) -> dict:
         return {"migration_run_id": self.migration_run, "switch_command": self.switch_command,
                 "recompare_sleep_s": 1, "idle_window_s": 10, "skew_margin_ms": 2000}
+
+    def rollback_conf(self, cutover_run: str) -> dict:
+        return {"cutover_run_id": cutover_run, "switch_command": self.switch_command, "recompare_sleep_s": 1,
+                "idle_window_s": 10, "skew_margin_ms": 2000}
 
 
 @pytest.fixture
@@ -185,6 +199,7 @@ def test_a_cut_over_whose_plan_is_rejected_changes_nothing(tmp_path, bed):
     rejected = dags_test("hbase_cutover", bed.conf(), bed.env, log)
     rejected_run, question = bed.api.wait_for_question("hbase_cutover", "approve_cutover", 900, rejected, log)
     assert question["subject"] == "Cut over now?" and bed.switch_command in question["body"]
+    assert "Bulk loads: **none, as the migration run's operator attested**" in question["body"]  # issue 39
     bed.api.answer("hbase_cutover", rejected_run, "approve_cutover", "Reject")
     assert rejected.wait(timeout=600) == 0, tail(log)
     assert peer(bed.clusters["dc2"], f"{bed.peer_id}_rev") is None and peer(bed.clusters["dc1"], bed.peer_id).enabled
@@ -196,8 +211,59 @@ def test_a_cut_over_whose_plan_is_rejected_changes_nothing(tmp_path, bed):
     assert called_off["peer"]["notes"] == []
 
 
-@pytest.mark.timeout(2400)  # make test's two workers share two cores: several times its quiet-machine time
-def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, bed):
+def cut_over(bed, writer, tmp_path, name: str) -> tuple[str, dict, float]:
+    """One approved hbase_cutover of the bed's migration run, the writer switching: (run id, ledger summary, when
+    it started)."""
+    from hbase_migration.ledger.store import Ledger
+
+    log = tmp_path / f"{name}.log"
+    started = time.time()
+    cutover = dags_test("hbase_cutover", bed.conf(), bed.env, log)
+    cut_run, question = bed.api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
+    assert question["subject"] == "Cut over now?" and bed.switch_command in question["body"]
+    answered = bed.api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
+    assert answered["chosen_options"] == ["Approve"]
+    assert cutover.wait(timeout=2400) == 0, tail(log)
+    print(f"{name} DAG run: {time.time() - started:.0f} s")
+    assert bed.switch_file.read_text() == "dc2"
+    wait_for(lambda: any(a.cluster == "dc2" and a.accepted > started for a in writer.log.acks), 60,
+             "the clients on the target")
+    with Ledger.open(bed.ledger_url) as ledger:
+        cut = ledger.run_summary(cut_run)
+    assert cut["run"]["status"] == "success", cut["run"]
+    phases = cut["phases"]["*"]
+    for phase in ("check", "approval", "reverse_peer", "window", "lag_gate", "live_pass", "freeze",
+                  "final_drain", "bounded_check", "switch", "enable_peer", "unfreeze", "remove_peer"):
+        assert phases[phase]["status"] == "success", (phase, phases.get(phase))
+    for t in bed.tables:
+        assert cut["phases"][t]["verify"]["status"] == "success"
+        assert cut["phases"][t]["post_verify"]["status"] == "success"
+    window = json.loads(phases["window"]["detail"])
+    print(f"{name} window:", json.dumps({k: window[k] for k in ("steps", "freeze_s", "freeze_shares")}))
+    assert [n["state"] for n in cut["peer"]["notes"]] == ["DISABLED", "ENABLED", "REMOVED"]
+    assert peer(bed.clusters["dc1"], bed.peer_id) is None
+    assert peer(bed.clusters["dc2"], f"{bed.peer_id}_rev").enabled is True
+    assert readonly(bed.clusters["dc1"], bed.tables) == {t: False for t in bed.tables}
+    return cut_run, cut, started
+
+
+def every_write_so_far_on(bed, log, name: str, why: str) -> None:
+    """The writes acknowledged until now (the writer's `log`) are on `name`: waited for, the writer going on and
+    replication always trailing its newest writes."""
+    until = time.time()
+    try:
+        wait_for(lambda: missing(bed.clusters[name], log, until) == [], 240, why, interval=3)
+    except AssertionError as e:
+        other = "dc2" if name == "dc1" else "dc1"
+        raise AssertionError(f"{e}: {len(missing(bed.clusters[name], log, until))} missing\n"
+                             + replication_warnings(bed.workdir, other)) from None
+
+
+@pytest.mark.timeout(3600)  # make test's two workers share two cores: several times its quiet-machine time
+@pytest.mark.parametrize("again", [False, pytest.param(True, marks=pytest.mark.full, id="again")])
+def test_cut_over_roll_back_and_cut_over_again_on_real_hbase_with_rest_approvals(tmp_path, bed, again):
+    """make test: the cut-over and the rollback. make test-full (`again`): then a second cut-over of the same
+    migration run, no new migration (a third DAG run of 10 minutes under make test's load)."""
     from demo.switching_writer import SwitchingWriter, freeze_figures
     from demo.workload import Thrift2
     from hbase_migration.ledger.store import Ledger
@@ -206,73 +272,72 @@ def test_cut_over_and_roll_back_on_real_hbase_with_rest_approvals(tmp_path, bed)
         bed.eps, bed.clusters, bed.tables, bed.peer_id, bed.ledger_url, bed.env, bed.api, bed.switch_file)
     writer = SwitchingWriter(lambda n: Thrift2(eps[n]), ("dc1", "dc2"), tables, threads=4, ops_per_second=20,
                              switch_file=switch_file).start()
-    conf = bed.conf()
     try:
         # 2. The cut-over: approved, then no person.
-        log = tmp_path / "cutover.log"
-        started = time.time()
-        cutover = dags_test("hbase_cutover", conf, env, log)
-        cut_run, _ = api.wait_for_question("hbase_cutover", "approve_cutover", 900, cutover, log)
-        answered = api.answer("hbase_cutover", cut_run, "approve_cutover", "Approve")
-        assert answered["chosen_options"] == ["Approve"]
-        assert cutover.wait(timeout=2400) == 0, tail(log)
-        print(f"cut-over DAG run: {time.time() - started:.0f} s")
-        assert switch_file.read_text() == "dc2"
-        wait_for(lambda: any(a.cluster == "dc2" for a in writer.log.acks), 60, "the clients on the target")
-        with Ledger.open(ledger_url) as ledger:
-            cut = ledger.run_summary(cut_run)
-        assert cut["run"]["status"] == "success", cut["run"]
-        phases = cut["phases"]["*"]
-        for phase in ("check", "approval", "reverse_peer", "window", "lag_gate", "live_pass", "freeze",
-                      "final_drain", "bounded_check", "switch", "enable_peer", "unfreeze", "remove_peer"):
-            assert phases[phase]["status"] == "success", (phase, phases.get(phase))
-        for t in tables:
-            assert cut["phases"][t]["verify"]["status"] == "success"
-            assert cut["phases"][t]["post_verify"]["status"] == "success"
-        window = json.loads(phases["window"]["detail"])
-        print("window:", json.dumps({k: window[k] for k in ("steps", "freeze_s", "freeze_shares")}))
-        assert [n["state"] for n in cut["peer"]["notes"]] == ["DISABLED", "ENABLED", "REMOVED"]
-        assert peer(clusters["dc1"], peer_id) is None
-        assert peer(clusters["dc2"], f"{peer_id}_rev").enabled is True
-        assert readonly(clusters["dc1"], tables) == {t: False for t in tables}
+        cut_run, _cut, started = cut_over(bed, writer, tmp_path, "cut-over")
         figures = freeze_figures(writer.log, "dc1", "dc2", since=started)
         print("writer at the cut-over:", figures)
         assert figures["writes_accepted_by_both"] == 0, figures
         assert missing(clusters["dc2"], writer.log) == []
-        # The writes acknowledged until now (the writer goes on, and replication always trails its newest writes).
-        until = time.time()
-        try:
-            wait_for(lambda: missing(clusters["dc1"], writer.log, until) == [], 240,
-                     "every write so far on the source too (the reverse peer)", interval=3)
-        except AssertionError as e:
-            raise AssertionError(f"{e}: {len(missing(clusters['dc1'], writer.log, until))} missing\n"
-                                 + replication_warnings(bed.workdir, "dc2")) from None
+        every_write_so_far_on(bed, writer.log, "dc1", "every write so far on the source too (the reverse peer)")
 
-        # 3. The rollback.
+        # 3. The rollback: approved before anything changes, then no person; the switch command sends the
+        # clients back.
         log = tmp_path / "rollback.log"
-        rollback = dags_test("hbase_rollback", {"cutover_run_id": cut_run, "idle_window_s": 10,
-                                                "recompare_sleep_s": 1}, env, log)
-        rb_run, question = api.wait_for_question("hbase_rollback", "approve_clients_back", 1800, rollback, log)
-        assert question["subject"] == "Clients switched back to the source?"
-        assert readonly(clusters["dc2"], tables) == {t: True for t in tables}
-        assert any(r[0] == "dc2" and "region is read only" in r[2] for r in writer.log.refusals)
-        switch_file.write_text("dc1")  # the clients go back, then the person says so
         back = time.time()
+        rollback = dags_test("hbase_rollback", bed.rollback_conf(cut_run), env, log)
+        rb_run, question = api.wait_for_question("hbase_rollback", "approve_rollback", 900, rollback, log)
+        assert question["subject"] == "Roll back now?" and bed.switch_command in question["body"]
+        assert peer(clusters["dc1"], peer_id) is None  # nothing changed before the approval
+        assert readonly(clusters["dc2"], tables) == {t: False for t in tables}
+        api.answer("hbase_rollback", rb_run, "approve_rollback", "Approve")
+        assert rollback.wait(timeout=2400) == 0, tail(log)
+        print(f"rollback DAG run: {time.time() - back:.0f} s")
+        assert switch_file.read_text() == "dc1"
         wait_for(lambda: any(a.cluster == "dc1" and a.accepted > back for a in writer.log.acks), 60,
                  "the clients on the source again")
-        api.answer("hbase_rollback", rb_run, "approve_clients_back", "Approve")
-        assert rollback.wait(timeout=1200) == 0, tail(log)
-        assert peer(clusters["dc2"], f"{peer_id}_rev") is None
+        with Ledger.open(ledger_url) as ledger:
+            rb = ledger.run_summary(rb_run)
+        assert rb["run"]["status"] == "success", rb["run"]
+        phases = rb["phases"]["*"]
+        for phase in ("check", "approval", "forward_peer", "window", "lag_gate", "live_pass", "freeze", "final_drain",
+                      "bounded_check", "switch", "unfreeze", "enable_peer", "remove_peer"):
+            assert phases[phase]["status"] == "success", (phase, phases.get(phase))
+        assert phases["unfreeze_source"]["status"] == "success"  # READONLY cut-over: already writable, left so
+        for t in tables:
+            assert rb["phases"][t]["verify"]["status"] == "success"
+        window = json.loads(phases["window"]["detail"])
+        print("rollback window:", json.dumps({k: window[k] for k in ("steps", "freeze_s", "freeze_shares")}))
+        # The forward peer re-created DISABLED, ENABLED after the switch; the reverse peer removed.
+        assert [(n["peer_id"], n["state"]) for n in rb["peer"]["notes"]] == [
+            (peer_id, "DISABLED"), (peer_id, "ENABLED"), (f"{peer_id}_rev", "REMOVED")]
+        assert peer(clusters["dc1"], peer_id).enabled is True and peer(clusters["dc2"], f"{peer_id}_rev") is None
+        assert readonly(clusters["dc2"], tables) == {t: False for t in tables}
+        figures = freeze_figures(writer.log, "dc2", "dc1", since=back)
+        print("writer at the rollback:", figures)
+        assert figures["writes_accepted_by_both"] == 0, figures
+        assert any(r[0] == "dc2" and "region is read only" in r[2] for r in writer.log.refusals if r[1] > back)
+        assert missing(clusters["dc1"], writer.log) == []
+        every_write_so_far_on(bed, writer.log, "dc2", "every write so far on the target too (the forward peer again)")
+
+        if not again:
+            time.sleep(3)
+            final = writer.stop()
+            writer = None
+            assert missing(clusters["dc1"], final) == []  # every acknowledged write of the test, on the last side
+            every_write_so_far_on(bed, final, "dc2", "every write on the target too (the forward peer)")
+            return
+        # 4. Cut over again: the same migration run, no new migration.
+        _again, second, started = cut_over(bed, writer, tmp_path, "second cut-over")
+        assert second["run"]["params"]["migration_run_id"] == bed.migration_run
+        figures = freeze_figures(writer.log, "dc1", "dc2", since=started)
+        print("writer at the second cut-over:", figures)
+        assert figures["writes_accepted_by_both"] == 0, figures
         time.sleep(3)
         final = writer.stop()
         writer = None
-        assert missing(clusters["dc1"], final) == []
-        assert freeze_figures(final, "dc2", "dc1", since=back - 5)["writes_accepted_by_both"] == 0
-        with Ledger.open(ledger_url) as ledger:
-            rb = ledger.run_summary(rb_run)
-        assert rb["run"]["status"] == "success"
-        for phase in ("check", "freeze", "unfreeze", "final_drain", "approval", "remove_peer"):
-            assert rb["phases"]["*"][phase]["status"] == "success", (phase, rb["phases"])
+        assert missing(clusters["dc2"], final) == []  # every acknowledged write of the test, on the last side
+        every_write_so_far_on(bed, final, "dc1", "every write on the source too (the reverse peer)")
     finally:
         if writer is not None:
             writer.stop()

@@ -69,7 +69,7 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
         # a Celery worker SIGKILLed while it ran wait_drained failed the run); its deadline fails at once, below.
         assert set(no_retry) <= {"report", "state_left_behind", "proceed_unless_dry_run", "verify_requested"}, (
             dag_id, no_retry)
-    for dag_id, task_id in (("hbase_table_migration", "batch.wait_drained"), ("hbase_rollback", "final_drain")):
+    for dag_id, task_id in (("hbase_table_migration", "batch.wait_drained"), ("hbase_rollback", "forward_peer")):
         assert bag.dags[dag_id].get_task(task_id).retries == 2, (dag_id, task_id)
     sensor = bag.dags["hbase_table_migration"].get_task("batch.wait_drained")
     with pytest.raises(AirflowFailException, match="did not drain before the timeout: lag 9000 ms"):

@@ -171,7 +171,7 @@ def test_the_dashboard_during_and_after_a_live_migration(minihbase_pair, airflow
     loader.close()
     peer_id = "ui_" + uuid.uuid4().hex[:6]
     conf = {"tables": tables, "peer_id": peer_id, "create_missing_tables": True, "rows_per_s": 400,
-            "stable_samples": 2, "recompare_sleep_s": 1, "expected_copy_s": 60}
+            "bulk_loads": "none", "stable_samples": 2, "recompare_sleep_s": 1, "expected_copy_s": 60}
     dag_log = home / "dags-test.log"
     driver = None
     started = time.monotonic()

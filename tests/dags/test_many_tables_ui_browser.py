@@ -50,7 +50,8 @@ def test_a_300_table_runs_grid_and_graph_load_in_the_airflow_ui(minihbase_pair, 
         "AIRFLOW__HBASE_MIGRATION__RETRY_DELAY_S": "2",
     })
     peer_id = prefix
-    conf = {"tables": tables, "peer_id": peer_id, "sizing": False, "expected_copy_s": 600, "stable_samples": 2,
+    conf = {"tables": tables, "peer_id": peer_id, "sizing": False, "bulk_loads": "none", "expected_copy_s": 600,
+            "stable_samples": 2,
             "recompare_sleep_s": 1, "batch_max_tables": BATCH}
     with open(home / "dags-test.log", "w") as out:
         dag = subprocess.Popen([str(BIN / "airflow"), "dags", "test", "hbase_table_migration", "-c", json.dumps(conf)],

@@ -111,7 +111,7 @@ def test_a_table_failing_in_one_batch_leaves_the_other_to_catch_up_and_verify(re
     ledger_url = f"sqlite:///{ledger_path}"
     env = _env(dc1, dc2, ledger_path)
     conf = {"tables": [good, bad], "peer_id": peer, "batches": [good, bad], "batches_at_once": 1, "sizing": False,
-            "expected_copy_s": 600, "recompare_sleep_s": 2, "stable_samples": 2}
+            "bulk_loads": "none", "expected_copy_s": 600, "recompare_sleep_s": 2, "stable_samples": 2}
     disabled = threading.Event()
 
     def break_bad_once_planned(dag: subprocess.Popen) -> None:

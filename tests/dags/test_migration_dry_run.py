@@ -27,7 +27,8 @@ def test_a_dry_run_shows_the_sizing_and_changes_nothing(minihbase_pair, tmp_path
     switches = dc1.switches()
     peer_id = "dry_" + uuid.uuid4().hex[:6]
     ledger = tmp_path / "ledger.db"
-    conf = {"tables": [table], "peer_id": peer_id, "dry_run": True, "copy_tasks": 3}
+    conf = {"tables": [table], "peer_id": peer_id, "dry_run": True, "copy_tasks": 3,
+            "bulk_loads": "none"}
     rc = dags_test("hbase_table_migration", conf, airflow_env(dc1, dc2, ledger), tmp_path / "dag.log")
     log = (tmp_path / "dag.log").read_text()
     assert rc == 0, log[-5000:]

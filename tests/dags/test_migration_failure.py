@@ -63,7 +63,8 @@ def test_quota_breach_during_copy_leaves_the_peer_disabled_and_says_so(minihbase
     filler = threading.Thread(target=fill_after_add_peer, args=(dc1, zookeeper.hosts, peer_id, quota, 0.85, stop),
                               daemon=True)
     filler.start()
-    conf = {"tables": [table, other], "peer_id": peer_id, "quota_policy": "fail", "quota_mark": 0.8}
+    conf = {"tables": [table, other], "peer_id": peer_id, "quota_policy": "fail", "quota_mark": 0.8,
+            "bulk_loads": "none"}
     try:
         with smtp_server() as smtp, http_receiver() as http:
             env = {**airflow_env(dc1, dc2, ledger), **alert_env(smtp, http)}

@@ -80,7 +80,7 @@ def run_snapshot_migration(bed, workdir: Path, rows: int = 3000, write_rate: flo
     deleted = delete_kept_cells(dc1, table)
     ledger_path = workdir / "ledger.db"
     env = airflow_env(dc1, dc2, ledger_path)
-    conf = {"tables": [table.name], "peer_id": peer, "initial_copy": "snapshot", "sizing": False,
+    conf = {"tables": [table.name], "peer_id": peer, "initial_copy": "snapshot", "sizing": False, "bulk_loads": "none",
             "expected_copy_s": 600, "recompare_sleep_s": 5, "stable_samples": 3, "max_lag_ms": 30_000,
             # HBase's version retention can leave an extra old version on the target when edits race (docs/
             # data-path.md "Versions"): verify names it and repairs exactly that version, as the demo asks.

@@ -217,3 +217,36 @@ def region_servers(cluster):
 
     with zk.connect(cluster, timeout=30) as client:
         return zk.live_region_servers(client, cluster.znode_parent)
+
+
+def test_metadata_lists_the_grants_the_target_lacks_and_applies_them(bed, monkeypatch, capsys):
+    """Issue 39 (Build 3, grants): a writer's grants on a table and one of its families exist on dc1 only; `python
+    -m hbase_migration metadata` lists each (exit 1), `--apply` grants them on dc2 in one session, and then it finds
+    no difference (exit 0). Principals map by short name (the bed's superusers are listed globally on both)."""
+    from hbase_migration.__main__ import main
+    from hbase_migration.clusters import channels
+
+    _bed, eps, clusters = bed
+    table = f"meta{uuid.uuid4().hex[:5]}"
+    for name in ("dc1", "dc2"):
+        monkeypatch.setenv(f"AIRFLOW_CONN_META_{name.upper()}", json.dumps(eps[name]["connection"]))
+    channels.shell(clusters["dc1"], [f"create '{table}', 'f', 'g'", f"grant 'app', 'RW', '{table}'",
+                                     f"grant 'app', 'R', '{table}', 'f'"], timeout_s=600)
+    channels.shell(clusters["dc2"], [f"create '{table}', 'f', 'g'"], timeout_s=600)
+    argv = ["metadata", "--source", "meta_dc1", "--target", "meta_dc2", "--tables", table, "--json"]
+    try:
+        assert main(argv) == 1
+        found = json.loads(capsys.readouterr().out)
+        assert found["differences"] == [
+            {"kind": "grant", "subject": f"app on {table}", "source": "RW", "target": None},
+            {"kind": "grant", "subject": f"app on {table} family f", "source": "R", "target": None}]
+
+        assert main([*argv, "--apply"]) == 0
+        applied = json.loads(capsys.readouterr().out)
+        assert applied["applied"] == 2 and applied["apply_failed"] == [] and applied["differences_after"] == []
+        assert main(argv) == 0 and json.loads(capsys.readouterr().out)["differences"] == []
+        on_target = permissions(clusters["dc2"], [table])
+        assert f"app default,{table},,: [Permission: actions=READ,WRITE]" in on_target, on_target
+    finally:
+        for name in ("dc1", "dc2"):
+            channels.shell(clusters[name], [f"disable '{table}'", f"drop '{table}'"], timeout_s=600)

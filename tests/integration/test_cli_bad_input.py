@@ -158,6 +158,31 @@ def test_conflicting_peer_is_refused_and_left_untouched(minihbase_pair, conns, z
         cli(["peer", "remove", "--source", "src", "--peer-id", "conflict"], conns)
 
 
+def test_peer_enable_with_target_refuses_while_a_table_is_absent_there(minihbase_pair, conns, zookeeper):
+    """Issue 39: `peer enable --target` lists the target's tables first; a peer whose table it lacks stays DISABLED
+    (exit 1, the table named); once the table exists it is enabled."""
+    dc1, dc2 = minihbase_pair
+    dc1.create_table("gate_a", {"d": {"replication_scope": 1}})
+    rc, out = cli(["peer", "add", "--source", "src", "--target", "dst", "--tables", "gate_a", "--peer-id", "gate",
+                   "--force"], conns)  # --force: peer add's own checks would refuse the absent target table
+    assert rc == 0, out
+    zk = KazooClient(hosts=zookeeper.hosts)
+    zk.start(timeout=15)
+    state = f"{dc1.znode_parent}/replication/peers/gate/peer-state"
+    try:
+        before = zk.get(state)
+        rc, out = cli(["peer", "enable", "--source", "src", "--target", "dst", "--peer-id", "gate"], conns)
+        assert rc == 1 and "peer gate not enabled: its table(s) gate_a are absent on dst" in out, out
+        assert zk.get(state) == before  # same bytes, same mzxid: still DISABLED
+        dc2.create_table("gate_a", {"d": {"replication_scope": 1}})
+        rc, out = cli(["peer", "enable", "--source", "src", "--target", "dst", "--peer-id", "gate"], conns)
+        assert rc == 0 and "peer gate: enabled" in out, out
+    finally:
+        zk.stop()
+        zk.close()
+        cli(["peer", "remove", "--source", "src", "--peer-id", "gate"], conns)
+
+
 # ------------------------------------------------------------------------------------------------ peer add's checks
 
 def peer_ids(zookeeper, cluster):

@@ -150,13 +150,13 @@ def test_bad_input_is_refused_and_changes_nothing(env):
 
     # A rollback of a cut-over whose reverse peer does not exist (never made: the cut-over stopped at its check).
     opened = cutover_steps.open_cutover({"migration_run_id": run_id, **go}, "cut6", "hbase_cutover")
-    rollback = cutover_steps.open_rollback({"cutover_run_id": "cut6"}, "rb1", "hbase_rollback")
+    rollback = cutover_steps.open_rollback({"cutover_run_id": "cut6", **go}, "rb1", "hbase_rollback")
     assert rollback["plan"]["reverse_peer_id"] == f"{peer_id}_rev" == opened["plan"]["reverse_peer_id"]
     with pytest.raises(AirflowFailException, match=f"rollback refused, nothing was changed: no reverse peer "
                                                    f"{peer_id}_rev on the target"):
         RollbackCheckOperator(task_id="check", plan=rollback["plan"], ledger_run_id="rb1").execute({})
     with pytest.raises(SwitchRefused, match="is not a cut-over run"):
-        cutover_steps.open_rollback({"cutover_run_id": run_id}, "rb2", "hbase_rollback")
+        cutover_steps.open_rollback({"cutover_run_id": run_id, **go}, "rb2", "hbase_rollback")
 
 
 def test_a_failed_cutover_records_what_it_left_for_its_alert(env):

@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from airflow.sdk.exceptions import AirflowFailException
 from kazoo.client import KazooClient
 
 from hbase_migration.replication.errors import PeerConflict
@@ -34,7 +35,7 @@ def backend(request, monkeypatch, zookeeper):
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_TARGET", dc2.connection_json)
     zk = KazooClient(hosts=zookeeper.hosts)
     zk.start(timeout=15)
-    yield request.param, dc1, zk
+    yield request.param, dc1, dc2, zk
     zk.stop()
     zk.close()
 
@@ -45,9 +46,10 @@ def peer_state(zk, dc1, peer_id):
 
 
 def test_peer_lifecycle(backend):
-    name, dc1, zk = backend
+    name, dc1, dc2, zk = backend
     peer_id = f"ops_{name}"
-    add = AddPeerOperator(task_id="add", peer_id=peer_id, tables=["t1", "t2"])
+    tables = [f"ops_{name}_1", f"ops_{name}_2"]  # absent on the target until created below
+    add = AddPeerOperator(task_id="add", peer_id=peer_id, tables=tables)
     result = add.execute({})
     assert result["outcome"] == "created"
     state, stat = peer_state(zk, dc1, peer_id)
@@ -57,6 +59,16 @@ def test_peer_lifecycle(backend):
     assert again["outcome"] == "unchanged"
     assert peer_state(zk, dc1, peer_id)[1].mzxid == stat.mzxid
 
+    # Issue 39: never enabled while a table of the peer is absent on the target (one `list` there says which)
+    with pytest.raises(AirflowFailException) as refused:
+        EnablePeerOperator(task_id="e", peer_id=peer_id).execute({})
+    assert str(refused.value).startswith(f"peer {peer_id} not enabled: its table(s) {tables[0]}, {tables[1]} are "
+                                         "absent on hbase_target") and "the peer is left DISABLED" in str(refused.value)
+    assert peer_state(zk, dc1, peer_id)[0] == DISABLED
+    dc2.create_table(tables[0], {"d": {"replication_scope": 1}})
+    with pytest.raises(AirflowFailException, match=f"its table\\(s\\) {tables[1]} are absent"):
+        EnablePeerOperator(task_id="e", peer_id=peer_id).execute({})
+    dc2.create_table(tables[1], {"d": {"replication_scope": 1}})
     assert EnablePeerOperator(task_id="e", peer_id=peer_id).execute({})["outcome"] == "enabled"
     assert peer_state(zk, dc1, peer_id)[0] == ENABLED
     assert DisablePeerOperator(task_id="d", peer_id=peer_id).execute({})["outcome"] == "disabled"
@@ -66,7 +78,7 @@ def test_peer_lifecycle(backend):
 
 
 def test_conflicting_re_add_is_refused_and_changes_nothing(backend):
-    name, dc1, zk = backend
+    name, dc1, dc2, zk = backend
     peer_id = f"conflict_{name}"
     AddPeerOperator(task_id="add", peer_id=peer_id, tables=["t1"]).execute({})
     peer_path = f"{dc1.znode_parent}/replication/peers/{peer_id}"
@@ -81,7 +93,7 @@ def test_conflicting_re_add_is_refused_and_changes_nothing(backend):
 
 
 def test_dry_run_prints_commands_and_changes_nothing(backend):
-    name, dc1, zk = backend
+    name, dc1, dc2, zk = backend
     result = AddPeerOperator(task_id="add", peer_id=f"dry_{name}", tables=["t1"], dry_run=True).execute({})
     assert result["outcome"] == "would_create" and result["commands"]
     assert zk.exists(f"{dc1.znode_parent}/replication/peers/dry_{name}") is None
@@ -92,7 +104,7 @@ def test_removing_a_foreign_peer_needs_force(backend):
     from hbase_migration.replication import peer_admin
     from hbase_migration.replication.model import PeerConfig
 
-    name, dc1, zk = backend
+    name, dc1, dc2, zk = backend
     peer_id = f"foreign_{name}"
     # added by someone else through the same backend (the master of a real HBase 2.x knows only its own peers), to
     # a cluster that answers: HBase 2.6's master reads the peer cluster's id through its ZooKeeper before it adds a

@@ -34,7 +34,8 @@ def preflight(source: str, target: str, krb5_conf) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5_CONFIG": str(krb5_conf),
            "AIRFLOW_CONN_SRC": source, "AIRFLOW_CONN_DST": target}
     proc = subprocess.run([sys.executable, "-m", "hbase_migration", "preflight", "--source", "src", "--target", "dst",
-                           "--tables", TABLE, "--peer-id", "pfsec", "--sample-gap-s", "0"], env=env,
+                           "--tables", TABLE, "--peer-id", "pfsec", "--sample-gap-s", "0",
+                           "--bulk-loads", "none"], env=env,
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 

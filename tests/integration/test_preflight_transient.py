@@ -32,7 +32,8 @@ def proxied_source(minihbase_pair, zookeeper, monkeypatch):
 
 
 def preflight(table: str, peer_id: str) -> PreflightOperator:
-    return PreflightOperator(task_id="preflight", tables=[table], peer_id=peer_id, expected_copy_s=1, retries=2)
+    return PreflightOperator(task_id="preflight", tables=[table], peer_id=peer_id, expected_copy_s=1, retries=2,
+                              bulk_loads="none")
 
 
 def _arm(proxy: ZkProxy, zookeeper):

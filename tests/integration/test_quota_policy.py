@@ -72,31 +72,59 @@ def test_watchdog_records_every_reading_and_fails_past_the_mark(quota_cluster, l
     assert any(row["space_quota"] == int(used / 0.9) + 1 for row in quota["latest"])
 
 
-def test_enable_peer_policy_enables_a_disabled_peer_and_notes_it(quota_cluster, ledger):
+def test_enable_peer_policy_enables_a_disabled_peer_once_its_tables_exist_on_the_target(quota_cluster, ledger,
+                                                                                        minihbase_factory):
+    """Issue 39: the policy enables the peer early only once each of its tables exists on the target (else the
+    sink's TableNotFoundException would stall the queues and pin the WALs all the same): refused, the copy stops
+    with the missing tables and the quota figure named, the peer left DISABLED."""
     source = cluster_from_text("source", quota_cluster.connection_json)
+    target_mini = minihbase_factory("quota_tg")
+    target = cluster_from_text("target", target_mini.connection_json)
     peer_id = disabled_peer(source)
     quota_cluster.set_quota("/hbase", space_bytes=int(space_consumed(quota_cluster) / 0.9) + 1)
-    dog = Watchdog(source, peer_id, "enable_peer", 0.8, interval_s=0.2, ledger_url=ledger, run_id="run-1",
-                   on_fail=lambda m: pytest.fail(f"enable_peer must not fail the copy: {m}"))
-    dog.start()
-    try:
-        wait_for(lambda: dog.action is not None, timeout=30, what="the policy's action")
-    finally:
-        dog.stop()
-    assert dog.action.action == "peer_enabled"
+
+    def breach(on_fail) -> Watchdog:
+        dog = Watchdog(source, peer_id, "enable_peer", 0.8, interval_s=0.2, ledger_url=ledger, run_id="run-1",
+                       on_fail=on_fail, target=target).start()
+        try:
+            wait_for(lambda: dog.action is not None, timeout=30, what="the policy's action")
+        finally:
+            dog.stop()
+        return dog
+
+    messages: list[str] = []
+    refused = breach(messages.append)
+    assert refused.action.action == "fail" and messages == [refused.action.message]
+    assert messages[0].startswith("oldWALs quota breach on source (") and "space quota on /hbase" in messages[0]
+    assert (f"quota policy enable_peer refused: peer {peer_id} not enabled: its table(s) t are absent on target"
+            in messages[0] and f"Peer {peer_id} is left DISABLED" in messages[0]), messages[0]
+    with peer_admin(source) as admin:
+        assert admin.get_peer(peer_id).state == "DISABLED"
+
+    target_mini.create_table("t", {"d": {"replication_scope": 1}})
+    enabled = breach(lambda m: pytest.fail(f"enable_peer must not fail the copy: {m}"))
+    assert enabled.action.action == "peer_enabled" and "its tables t exist on target" in enabled.action.message
     with peer_admin(source) as admin:
         assert admin.get_peer(peer_id).state == "ENABLED"
     with Ledger.open(ledger) as led:
         assert led.run_summary("run-1")["peer"]["state"] == "ENABLED"
+    with pytest.raises(ValueError, match="quota policy enable_peer needs the target cluster"):
+        Watchdog(source, peer_id, "enable_peer", 0.8)
 
 
-def test_settle_after_failure_enables_only_with_that_policy(quota_cluster):
+def test_settle_after_failure_enables_only_with_that_policy_and_the_tables_on_the_target(quota_cluster,
+                                                                                         minihbase_factory):
     source = cluster_from_text("source", quota_cluster.connection_json)
+    target_mini = minihbase_factory("quota_ts")
+    target = cluster_from_text("target", target_mini.connection_json)
     peer_id = disabled_peer(source)
     assert settle_after_failure(source, peer_id, "fail") == ("DISABLED", None)
-    assert settle_after_failure(source, peer_id, "enable_peer", dry_run=True) == ("DISABLED", None)
-    assert settle_after_failure(source, peer_id, "enable_peer") == ("ENABLED", "enabled")
-    assert settle_after_failure(source, "absent_peer", "enable_peer") == ("ABSENT", None)
+    assert settle_after_failure(source, peer_id, "enable_peer", dry_run=True, target=target) == ("DISABLED", None)
+    state, why = settle_after_failure(source, peer_id, "enable_peer", target=target)
+    assert state == "DISABLED" and why.startswith(f"peer {peer_id} not enabled: its table(s) t are absent on target")
+    target_mini.create_table("t", {"d": {"replication_scope": 1}})
+    assert settle_after_failure(source, peer_id, "enable_peer", target=target) == ("ENABLED", "enabled")
+    assert settle_after_failure(source, "absent_peer", "enable_peer", target=target) == ("ABSENT", None)
 
 
 def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_factory, monkeypatch):
@@ -109,7 +137,7 @@ def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_fa
     for c in (quota_cluster, target):
         c.create_table("qt", {"d": {"replication_scope": 1}})
     quota_cluster.set_quota("/hbase", space_bytes=int(space_consumed(quota_cluster) / 0.6))  # ~60% used
-    args = dict(tables=["qt"], peer_id="qp", expected_copy_s=1, create_missing=False)
+    args = dict(tables=["qt"], peer_id="qp", expected_copy_s=1, create_missing=False, bulk_loads="none")
     with pytest.raises(AirflowFailException) as e:
         PreflightOperator(task_id="p", quota_mark=0.5, **args).execute({})
     assert str(e.value).startswith("preflight failed: oldwals_headroom: ") and "at or above the quota mark 50%" \

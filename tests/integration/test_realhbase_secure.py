@@ -310,7 +310,8 @@ def _preflight(endpoints, env_extra: dict | None = None, **source_extra) -> tupl
            "AIRFLOW_CONN_SRC": json.dumps(source),
            "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"]), **(env_extra or {})}
     proc = subprocess.run([sys.executable, "-m", "hbase_migration", "preflight", "--source", "src", "--target", "dst",
-                           "--tables", "pf_secure", "--peer-id", "pfsec", "--sample-gap-s", "0"], env=env,
+                           "--tables", "pf_secure", "--peer-id", "pfsec", "--sample-gap-s", "0",
+                           "--bulk-loads", "none"], env=env,
                           capture_output=True, text=True, cwd=str(REPO), timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -49,7 +49,7 @@ def scratch_tables(cluster):
 
 def preflight(dc1, dc2, table, **request):
     return run_preflight(cluster_of(dc1, "source"), cluster_of(dc2, "target"), [table], "sz1", sample_gap_s=0.5,
-                         sizing=SizingRequest(**{"growth_window_s": 1.0, **request}))
+                         bulk_loads="none", sizing=SizingRequest(**{"growth_window_s": 1.0, **request}))
 
 
 def test_region_and_namenode_beans_are_named_as_hbase_names_them(minihbase_pair, table):
@@ -216,7 +216,8 @@ def test_the_cli_prints_the_sizing(minihbase_pair, table):
            "AIRFLOW_CONN_DST": dc2.connection_json,
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     base = [sys.executable, "-m", "hbase_migration", "preflight", "--source", "src", "--target", "dst", "--tables",
-            table, "--peer-id", "sz2", "--sample-gap-s", "0.5", "--copy-tasks", "3"]
+            table, "--peer-id", "sz2", "--sample-gap-s", "0.5", "--copy-tasks", "3",
+            "--bulk-loads", "none"]
     proc = subprocess.run(base, env=env, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"  {table}: 8 regions" in proc.stdout and "copy: " in proc.stdout and "with 3 partitions at once" \

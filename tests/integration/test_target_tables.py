@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.migration.checks import ERROR
 from hbase_migration.migration.preflight import run_preflight
 from hbase_migration.migration.tables import TableRefused, create_missing_tables
 from hbase_migration.replication import peer_admin
@@ -142,14 +143,17 @@ def test_preflight_table_checks_against_real_clusters(pair):
     assert "pf_new (LZO (cf.COMPRESSION)): the target refuses its create: ERROR: org.apache.hadoop.hbase." \
            "DoNotRetryIOException: Compression algorithm 'lzo' previously failed test." \
            in checks["target_create_check"].reason
-    assert "hbase.replication.bulkload.enabled=false" in checks["bulk_load_replication"].reason
+    bulk = checks["bulk_load_replication"]  # minihbase's /conf: hbase-default.xml's false: refused (issue 39)
+    assert not bulk.ok and bulk.severity == ERROR and "hbase.replication.bulkload.enabled=false" in bulk.reason
+    assert "bulk_loads none" in bulk.fix
     assert checks["keep_deleted_cells"].reason.endswith("pf_diff:cf (KEEP_DELETED_CELLS => TRUE)")
     assert not [t for t in shell(dc2, "list") if t.startswith("hbase_migration_check_")]  # scratch dropped
     assert "pf_new" not in shell(dc2, "list")  # preflight created nothing that stays
 
     shell(dc2, "alter 'pf_diff', {NAME => 'cf', VERSIONS => 3}")
-    report, checks = preflight(codec_map={"LZO": "GZ"}, allow_target_data=True)
+    report, checks = preflight(codec_map={"LZO": "GZ"}, allow_target_data=True, bulk_loads="none")
     assert report.ok, report.text()
+    assert checks["bulk_load_replication"].reason.startswith("bulk_loads none: the operator attests")
     assert "pf_new: GZ (cf.COMPRESSION)" in checks["target_create_check"].reason
 
     # A resumed run of this migration: its own peer exists, so the rows on the target are its own.

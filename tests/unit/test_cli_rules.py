@@ -48,6 +48,12 @@ def run(argv, capsys):
       "--expected-copy-s", "0"], "argument --expected-copy-s"),
     (["preflight", "--source", "s", "--target", "t", "--tables", "t1", "--peer-id", "p",
       "--safety-factor", "0.5"], "argument --safety-factor: must be a factor >= 1"),
+    (["preflight", "--source", "s", "--target", "t", "--tables", "t1", "--peer-id", "p",
+      "--bulk-loads", "never"], "argument --bulk-loads: must be 'replicated' or 'none', got 'never' — e.g. "
+                                "--bulk-loads none"),
+    (["metadata", "--source", "s", "--target", "t", "--tables", "t1", "--principal-map", "svc"],
+     "argument --principal-map: 'svc' is not SOURCE=TARGET"),
+    (["metadata", "--source", "s", "--tables", "t1"], "the following arguments are required: --target"),
     (["quota"], "the following arguments are required: --source"),
     (["lag", "--source", "s", "--peer-id", "p", "--nosuch"], "unrecognized arguments: --nosuch"),
     (["--log-level", "LOUD", "cluster", "--source", "s"], "argument --log-level"),
@@ -142,7 +148,7 @@ def test_parse_connection_keeps_its_forms():
 
 def test_checks_over_a_table_absent_on_the_source_say_skip_and_why():
     fam = TableSchema("t1", True, (FamilySchema("d", {"REPLICATION_SCOPE": "1"}),))
-    base = dict(target=ClusterFacts("t", "zk:2181:/b", "id-2", {}), peer_id="p", wanted_peer=None)
+    base = dict(target=ClusterFacts("t", "zk:2181:/b", "id-2", {}), peer_id="p", wanted_peer=None, bulk_loads="none")
     report = evaluate(Facts(source=ClusterFacts("s", "zk:2181:/a", "id-1", {"nosuch": None}), tables=("nosuch",),
                             **base), same_key=False)
     by_name = {r.name: r for r in report.results}

@@ -31,6 +31,20 @@ def test_a_source_version_missing_on_the_target_is_lost():
                                          "target")
 
 
+def test_a_rollbacks_reasons_name_its_sides_and_peers():
+    """The rollback runs the check with the roles swapped: its 'source' side is the migration's target."""
+    from hbase_migration.migration.cutover_plan import ROLLBACK_ROLES
+
+    differences = [("t1", b"r1", ((b"f:a", R - 10, MISSING_ON_TARGET),)),
+                   ("t1", b"r2", ((b"f:a", R - 1, ONLY_ON_TARGET),))]
+    assert classify(differences, R, live=True, roles=ROLLBACK_ROLES).reasons == (
+        "1 target version(s) written since the last verification were still not on the source when the live pass "
+        "gave up re-reading them (writes not fenced): the reverse peer is behind or stuck although its lag metrics "
+        "looked drained",
+        "1 version(s) exist only on the source and were written before the forward peer existed: a client wrote to "
+        "the source too early, and nothing ships those back")
+
+
 def test_an_early_target_write_kept_by_the_reverse_peer_is_allowed():
     verdict = classify([("t1", b"r9", ((b"f:a", R + 5, ONLY_ON_TARGET),))], R)
     assert verdict.ok and verdict.counts["early_write"] == 1 and verdict.early_rows == (("t1", "r9"),)

@@ -15,6 +15,9 @@ from hbase_migration.migration.cutover import (
     plan_cutover,
     plan_rollback,
     retire_action,
+    rollback_verified_ms,
+    rollback_window_plan,
+    target_fence_left,
 )
 from hbase_migration.replication.model import DEFAULT_OWNER, Peer, PeerConfig
 
@@ -41,7 +44,9 @@ def summary(status="success", dag="hbase_table_migration", peer="mig1", tables=(
 def test_a_finished_clean_run_is_planned_whole():
     plan = plan_cutover(summary())
     assert plan == SwitchPlan("cutover", "manual__1", "manual__1", SRC, DST, "mig1", "mig1_rev", ("a", "ns:b"),
-                              ("a", "ns:b"))
+                              ("a", "ns:b"), bulk_loads="unrecorded")  # a run from before bulk_loads
+    for bulk in ("none", "replicated"):  # the migration run's, shown at the cut-over's approval
+        assert plan_cutover(summary(params={"versions": None, "bulk_loads": bulk})).bulk_loads == bulk
     assert plan_cutover(summary(), ["default:a"], "back1").tables == ("a",)
     assert plan_cutover(summary(), None, "back1").reverse_peer_id == "back1"
     assert default_reverse_peer_id("x" * 64) == "x" * 60 + "_rev"
@@ -156,10 +161,67 @@ def test_rollback_needs_its_reverse_peer_enabled():
     assert evaluate_rollback(ROLLBACK, facts(forward_peer=None, reverse_peer=None)) == [
         "no reverse peer mig1_rev on the target: nothing has kept the source current since the cut-over, a rollback "
         "would lose every write made on the target since (was the cut-over rejected, or already rolled back?)"]
-    disabled = facts(reverse_peer=peer("mig1_rev", SRC, ["a"], enabled=False))
+    disabled = facts(forward_peer=None, reverse_peer=peer("mig1_rev", SRC, ["a"], enabled=False))
     assert evaluate_rollback(ROLLBACK, disabled) == [
         "reverse peer mig1_rev is DISABLED: enable it (python -m hbase_migration peer enable --source <target conn> "
         "--peer-id ...) so its backlog ships, then roll back"]
+
+
+def test_a_rollback_re_creates_the_forward_peer_only_where_the_cut_over_retired_it():
+    rev = peer("mig1_rev", SRC, ["a"])
+    # A re-run finds the forward peer it re-created (ours, to the target, the tables rolled back), DISABLED or not.
+    for again in (peer("mig1", DST, ["a"], enabled=False), peer("mig1", DST, ["a"])):
+        assert evaluate_rollback(ROLLBACK, facts(forward_peer=again, reverse_peer=rev)) == []
+    # A cut-over of only_tables narrowed it to the others (their migration goes on through it): refused.
+    narrowed = facts(forward_peer=peer("mig1", DST, ["ns:b"]), reverse_peer=rev)
+    assert evaluate_rollback(ROLLBACK, narrowed) == [
+        "forward peer mig1 is still on the source (ours, ENABLED, TABLE_CFS ns:b, to zk1.dc2:2181:/hbase): the "
+        "rollback re-creates it DISABLED for the tables rolled back and cannot while it replicates other tables (a "
+        "cut-over of only_tables narrowed it); finish or cut over those tables first, or remove it"]
+    foreign = facts(forward_peer=peer("mig1", DST, ["a"], owner=None), reverse_peer=rev)
+    assert evaluate_rollback(ROLLBACK, foreign)[0].startswith("forward peer mig1 is still on the source (not ours, ")
+
+
+def test_the_rollback_window_is_the_cut_overs_with_the_roles_swapped():
+    mirrored = rollback_window_plan(ROLLBACK)
+    assert (mirrored.source_key, mirrored.target_key, mirrored.peer_id, mirrored.reverse_peer_id) == (
+        DST, SRC, "mig1_rev", "mig1")
+    assert (mirrored.tables, mirrored.kind, mirrored.from_run_id) == (ROLLBACK.tables, "rollback", "manual__2")
+    assert rollback_window_plan(mirrored) == ROLLBACK
+    # The peer the window keeps (its reverse peer) is the forward peer as the migration made it.
+    assert expected_reverse_config(mirrored.source_key, mirrored.tables) == PeerConfig(
+        cluster_key=DST, table_cfs={"a": []})
+
+
+def test_the_rollbacks_bounded_checks_start_at_the_cut_overs_last_clean_verification():
+    def phase(status, started):
+        return {"status": status, "started_ms": started}
+
+    cut = {"phases": {"a": {"verify": phase("success", 100), "post_verify": phase("success", 900)},
+                      "b": {"verify": phase("success", 200), "post_verify": phase("failed", 950)},
+                      "c": {"verify": phase("failed", 300)},
+                      "*": {"window": phase("success", 500)}}}
+    assert rollback_verified_ms(cut, ["a", "b", "c", "d"]) == {"a": 900, "b": 200, "c": None, "d": None}
+
+
+def test_a_cut_over_after_a_rollback_fenced_by_acl_gives_the_target_its_write_back():
+    def run(dag, method, switched, unfence=(), inherited=()):
+        plan = {**ROLLBACK.to_dict(), "freeze_method": method, "unfence_statements": list(inherited)}
+        phases = {"window": {"status": "success", "detail": {"unfence_statements": list(unfence)}}}
+        if switched is not None:
+            phases["switch"] = {"status": "success" if switched else "failed"}
+        return {"run": {"dag_id": dag, "params": {"switch_plan": plan}}, "phases": {"*": phases}}
+
+    grant = ("hm_grant('app', 'a', 'RW')",)
+    assert target_fence_left(run("hbase_rollback", "acl", True, grant)) == grant
+    # The rollback did not switch (its window lifted the target's fence), or fenced by READONLY (unfrozen or
+    # left READONLY, not by ACL), or there is no earlier run: nothing to lift.
+    assert target_fence_left(run("hbase_rollback", "acl", False, grant)) == ()
+    assert target_fence_left(run("hbase_rollback", "readonly", True)) == ()
+    assert target_fence_left(None) == () and target_fence_left(run("hbase_table_migration", "acl", None)) == ()
+    # A cut-over attempt after it that did not switch passes the statements on; one that switched lifted them.
+    assert target_fence_left(run("hbase_cutover", "acl", False, inherited=grant)) == grant
+    assert target_fence_left(run("hbase_cutover", "acl", True, inherited=grant)) == ()
 
 
 def test_the_forward_peer_is_removed_or_narrowed():

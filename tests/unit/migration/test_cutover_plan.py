@@ -92,6 +92,11 @@ def test_timeline_shares_of_the_freeze():
 def test_switch_environment():
     assert switch_environment("r1", "abort", ["t1", "t2"], "a:2181:/h", "b:2181:/h") == {
         "HBASE_CUTOVER_RUN_ID": "r1", "HBASE_CUTOVER_PHASE": "abort", "HBASE_CUTOVER_TABLES": "t1,t2",
-        "HBASE_CUTOVER_SOURCE": "a:2181:/h", "HBASE_CUTOVER_TARGET": "b:2181:/h"}
+        "HBASE_CUTOVER_SOURCE": "a:2181:/h", "HBASE_CUTOVER_TARGET": "b:2181:/h", "HBASE_CUTOVER_KIND": "cutover"}
+    # A rollback's: the clients move from SOURCE (the migration's target) to TARGET (its source).
+    assert switch_environment("r2", "switch", ["t1"], "b:2181:/h", "a:2181:/h", "rollback")["HBASE_CUTOVER_KIND"] \
+        == "rollback"
     with pytest.raises(ValueError, match="phase"):
         switch_environment("r1", "go", [], "a", "b")
+    with pytest.raises(ValueError, match="kind must be 'cutover' or 'rollback', got 'back'"):
+        switch_environment("r1", "switch", [], "a", "b", "back")

@@ -6,12 +6,14 @@ import pytest
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.clusters.hbase_conf import ServerConf
 from hbase_migration.clusters.hdfs import HeadroomDecision
-from hbase_migration.migration.checks import Unlearned
+from hbase_migration.migration.checks import Unlearned, transient
 from hbase_migration.migration.preflight import ClusterFacts, Facts, evaluate
 from hbase_migration.migration.schema import FamilySchema, TableSchema
 from hbase_migration.replication.model import DEFAULT_OWNER, Peer, PeerConfig
 
 TARGET_KEY = "127.0.0.1:2181:/hbase-dc2"
+BULK_ON = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "true",
+                                     "hbase.replication.cluster.id": "dc1"})
 
 
 def schema(name, scopes=("1",), enabled=True):
@@ -28,7 +30,8 @@ def facts(**changes):
         source=ClusterFacts("hbase_source", "127.0.0.1:2181:/hbase-dc1", "id-1", {"t1": schema("t1")}),
         target=ClusterFacts("hbase_target", TARGET_KEY, "id-2", {"t1": schema("t1")}),
         tables=("t1",), peer_id="mig1", wanted_peer=wanted(),
-        headroom=HeadroomDecision(True, (), None, 7200.0),
+        headroom=HeadroomDecision(True, (), None, 7200.0), source_confs=(BULK_ON,),
+        target_confs=(ServerConf("rs9,16020,1", {}),),
     )
     return replace(base, **changes)
 
@@ -44,7 +47,7 @@ def test_healthy_pair_passes_every_check():
         "source_reachable", "target_reachable", "distinct_clusters", "source_tables", "target_tables",
         "target_table_attributes", "target_data", "coprocessors", "target_create_check", "replication_scope",
         "peer_id", "peer_options", "pinning_peers", "oldwals_headroom", "copy_projection", "bulk_load_replication",
-        "keep_deleted_cells", "delete_marker_retention"]
+        "drop_on_deleted_table", "keep_deleted_cells", "delete_marker_retention"]
 
 
 @pytest.mark.parametrize("case, changes, same_key, check, fragment", [
@@ -221,18 +224,60 @@ def test_our_peer_with_another_serial_or_bandwidth_is_another_config():
     assert "replicates something else (bandwidth: 0 != 1024)" in result(report, "peer_id").reason
 
 
-def test_bulk_loads_that_would_not_replicate_are_a_warning_naming_the_settings():
-    off = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "false"})
-    no_id = ServerConf("rs2,16020,1", {"hbase.replication.bulkload.enabled": "true"})
-    report = evaluate(facts(source_confs=(off, no_id)), False)
+OFF = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "false"})
+NO_ID = ServerConf("rs2,16020,1", {"hbase.replication.bulkload.enabled": "true"})
+UNREAD = ServerConf("rs3,16020,1", error="GET http://rs3:16030/conf failed: ConnectTimeout")
+
+
+@pytest.mark.parametrize("confs, conf_error, bulk_loads, ok, fragment", [
+    ((BULK_ON,), None, "replicated", True, "hbase.replication.cluster.id=dc1 on all 1 server(s)"),
+    ((BULK_ON,), None, "none", True, "bulk-loaded HFiles replicate"),  # the /conf's finding comes first
+    ((OFF, NO_ID), None, "replicated", False, "rs1,16020,1: hbase.replication.bulkload.enabled=false; rs2,16020,1: "
+     "hbase.replication.bulkload.enabled=true but hbase.replication.cluster.id is unset"),
+    ((OFF,), None, "none", True, "bulk_loads none: the operator attests nothing is bulk loaded"),
+    ((BULK_ON, UNREAD), None, "replicated", False, "unknown whether bulk-loaded HFiles replicate (rs3,16020,1: GET"),
+    ((BULK_ON, UNREAD), None, "none", True, "bulk_loads none"),
+    (None, "ConfUnreadable: refused", "replicated", False, "the source's /conf not read: ConfUnreadable: refused"),
+    (None, "ConfUnreadable: refused", "none", True, "(bulk loads would not replicate: the source's /conf not read"),
+])
+def test_bulk_loads_must_replicate_unless_the_operator_attests_none(confs, conf_error, bulk_loads, ok, fragment):
+    """Issue 39: a bulk load after T0 is not in the WALs: an ERROR (the run stops at preflight) unless the source's
+    /conf shows it replicates, or the run spec says bulk_loads none; an unreadable /conf is no proof."""
+    report = evaluate(facts(source_confs=confs, source_conf_error=conf_error, bulk_loads=bulk_loads), False)
     check = result(report, "bulk_load_replication")
-    assert report.ok and check.severity == "warning" and not check.ok
-    assert ("rs1,16020,1: hbase.replication.bulkload.enabled=false; rs2,16020,1: "
-            "hbase.replication.bulkload.enabled=true but hbase.replication.cluster.id is unset") in check.reason
-    assert "hbase.replication.cluster.id on the source's region servers" in check.fix
-    on = ServerConf("rs1,16020,1", {"hbase.replication.bulkload.enabled": "true",
-                                    "hbase.replication.cluster.id": "dc1"})
-    assert result(evaluate(facts(source_confs=(on,)), False), "bulk_load_replication").ok
+    assert (check.ok, report.ok) == (ok, ok) and fragment in check.reason, check
+    if not ok:
+        assert check.severity == "error" and [r.name for r in report.failures] == ["bulk_load_replication"]
+        assert "hbase.replication.cluster.id on the source's region servers" in check.fix
+        assert "bulk_loads none (form, plan [peer] bulk_loads, CLI --bulk-loads none)" in check.fix
+
+
+def test_an_unreadable_source_conf_is_retried_when_the_endpoint_did_not_answer():
+    for error, retried in ((Unlearned("ZooKeeperUnreachable: no answer", transient=True), True),
+                           (Unlearned("HTTP 403 from /conf"), False)):
+        check = result(evaluate(facts(source_confs=None, source_conf_error=error), False), "bulk_load_replication")
+        assert not check.ok and check.transient is retried and transient(error) is retried
+
+
+def test_drop_on_deleted_table_is_a_warning_naming_the_sending_servers():
+    """Issue 39: read where HBase reads it, the sending cluster's region servers (the source's for the forward
+    peer, the target's for the reverse one)."""
+    drop = {"hbase.replication.drop.on.deleted.table": "true"}
+    report = evaluate(facts(target_confs=(ServerConf("rs8,16020,1", drop), ServerConf("rs9,16020,1", {}))), False)
+    check = result(report, "drop_on_deleted_table")
+    assert report.ok and not check.ok and check.severity == "warning"
+    assert check.reason.startswith("hbase.replication.drop.on.deleted.table=true on target: rs8,16020,1: these "
+                                   "region servers drop, instead of retrying")
+    assert "hbase.replication.drop.on.deleted.table=false (HBase's default)" in check.fix
+    both = result(evaluate(facts(source_confs=(ServerConf("rs1,16020,1", {**BULK_ON.properties, **drop}),),
+                                 target_confs=(ServerConf("rs8,16020,1", drop),)), False), "drop_on_deleted_table")
+    assert "true on source: rs1,16020,1; target: rs8,16020,1:" in both.reason
+    unread = result(evaluate(facts(target_confs=None, target_conf_error="ConfUnreadable: HTTP 403"), False),
+                    "drop_on_deleted_table")
+    assert not unread.ok and unread.severity == "warning" and unread.reason == (
+        "hbase.replication.drop.on.deleted.table not known: target's /conf not read (ConfUnreadable: HTTP 403)")
+    assert result(evaluate(facts(), False), "drop_on_deleted_table").reason.startswith(
+        "hbase.replication.drop.on.deleted.table false on every region server of both clusters")
 
 
 def test_keep_deleted_cells_families_are_a_warning():

@@ -63,6 +63,7 @@ def test_values_are_canonical():
     ({"target_coprocessors": ["org.x.Ok", "not a class"]}, "target_coprocessors", "'not a class' is not a Java"),
     ({"bandwidth": -1}, "bandwidth", "an integer >= 0"),
     ({"serial": "yes"}, "serial", "must be true or false"),
+    ({"bulk_loads": "some"}, "bulk_loads", "must be 'replicated' or 'none', got 'some'"),
 ])
 def test_invalid_values_name_their_field(change, field, fragment):
     with pytest.raises(InvalidRunInput) as e:
@@ -176,7 +177,8 @@ def test_cutover_and_rollback_forms():
         "skew_margin_ms", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
-        "recompare_sleep_s", *HASH_FIELDS, "skew_margin_ms", "cutover_run_id"]
+        "recompare_sleep_s", *HASH_FIELDS, "unfreeze_source", "switch_command", "freeze_exempt", "superusers",
+        "max_freeze_s", "lag_wait_s", "skew_margin_ms", "cutover_run_id"]
     spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b",
                              "switch_command": "switch-clients --to dc2"}, CUTOVER)
     assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
@@ -207,7 +209,14 @@ def test_cutover_and_rollback_forms():
         RunSpec.validate({"cutover_run_id": "r", "migration_run_id": "r"}, ROLLBACK)
     with pytest.raises(InvalidRunInput, match="target_conn_id: must differ"):
         RunSpec.validate({"cutover_run_id": "r", "target_conn_id": "hbase_source"}, ROLLBACK)
-    assert RunSpec.validate({"cutover_run_id": "r", "idle_window_s": 10}, ROLLBACK).idle_window_s == 10.0
+    back = {"cutover_run_id": "r", "switch_command": "switch-clients --to dc1"}
+    assert RunSpec.validate({**back, "idle_window_s": 10}, ROLLBACK).idle_window_s == 10.0
+    # The rollback is a window like the cut-over's: its own switch command, required.
+    with pytest.raises(InvalidRunInput, match="switch_command: is required: the command that moves the clients back "
+                                              "to the source inside the write freeze"):
+        RunSpec.validate({"cutover_run_id": "r"}, ROLLBACK)
+    with pytest.raises(InvalidRunInput, match="unknown parameter"):  # the rollback fences as its cut-over did
+        RunSpec.validate({**back, "freeze_method": "acl"}, ROLLBACK)
 
 
 def test_verify_method_fields():
