@@ -31,6 +31,8 @@ def test_quota_pressure_fails(minihbase_pair, tmp_path):
     assert rc != 0
     assert "oldWALs" in log and "quota on /hbase" in log
     assert "new_state=up_for_retry" not in log  # a breach alerts at once; only errors are retried
+    [(run, _, _)] = watch_runs(tmp_path / "ledger.db")  # a watch that fails ends its ledger run as failed
+    assert run["status"] == "failed" and run["ended_ms"] is not None
 
 
 @pytest.mark.full  # make test: test_watch_alerts.py's watch fails on a peer DISABLED too long and alerts on it
@@ -105,6 +107,7 @@ def test_enabled_peer_with_lag_data_records_one_row_per_queue(minihbase_pair, tm
     assert summary["lag"]["samples"] == 1
 
 
+@pytest.mark.full  # make test: the quota breach above ends its ledger run as failed; this is the retried failure
 def test_a_watch_that_fails_ends_its_ledger_run_as_failed(minihbase_pair, tmp_path):
     """Whatever makes the watch fail (here: the cluster's ZooKeeper does not answer), its ledger run ends as
     failed, never left "running"."""
