@@ -173,13 +173,9 @@ def run_scenario(sc: Scenario) -> Scenario:
     def shipped():
         # the source counts rows shipped, the sink WAL entries applied (the rows came in one putMultiple: 1)
         beans = {c: replication_beans(backend, c) for c in ("dc1", "dc2")}
-        # and every reader of conf1 on its current WAL: a WAL just rolled stays in the enabled peer's queue (2)
-        # until its reader has read past its end, a second or so on HBase (CI saw 2 on the shared bed's idle
-        # server); the drained state this test records is 1, as the drain gate reads it
         done = (summed(beans["dc1"], "source.conf1.").get("source.conf1.shippedOps", 0) >= ROWS
                 and summed(beans["dc2"], "sink.").get("sink.appliedOps", 0)
-                > summed(sc.beans["before"]["dc2"], "sink.").get("sink.appliedOps", 0)
-                and all(b.get("source.conf1.sizeOfLogQueue", 0) <= 1 for b in beans["dc1"].values()))
+                > summed(sc.beans["before"]["dc2"], "sink.").get("sink.appliedOps", 0))
         return beans if done else None
 
     sc.beans["shipped"] = wait_for(shipped, timeout=60, interval=0.5, what=f"{backend.name}: /jmx showing the ship")
@@ -553,7 +549,13 @@ def test_jmx_replication_values_move(request, scenario):
         applied = MOVING.index("sink.appliedOps")
         assert sorted(m[applied] for m, _, _ in real["dc2"]) == [0, 1]
         assert sorted(m[applied] for m, _, _ in mini["dc2"]) == [0, ROWS]
-        fixed = {c: sorted((tuple(ROWS if i == applied and v == 1 else v for i, v in enumerate(m)), g, q)
+        # Listed difference `rolled-wal`: on HBase a WAL that rolled just before the snapshot stays in the enabled
+        # peer's queue until its reader reads past its end (conf1's queue 2, seen in CI on an idle server); waiting
+        # for 1 instead moves the reader onto a new WAL whose znode has no position yet (test_znodes). Counted as 1.
+        queue = GAUGES.index("source.conf1.sizeOfLogQueue")
+        assert all(g[queue] in (None, 0, 1, 2) for _, g, _ in real["dc1"]), real["dc1"]
+        fixed = {c: sorted((tuple(ROWS if i == applied and v == 1 else v for i, v in enumerate(m)),
+                            tuple(1 if i == queue and v == 2 else v for i, v in enumerate(g)), q)
                            for m, g, q in servers) for c, servers in real.items()}
         assert fixed == mini
 
