@@ -28,7 +28,10 @@ scan stays the Thrift2 baseline, named so in the JSON). HBase's client connects 
 loopback, root only, removed on exit): the source as the target's datacenter reaches it (`--source-remote`) has
 `client_bind_address` 127.41.0.2, and every packet from or to it crosses a shaped, counted class of `--wan-mbps`
 each way. `wan_bytes_kernel` and `wan_bytes_proxy` are the two links' counts (the kernel's: IP packets, headers
-included), `wan_bytes_hash` and `wan_bytes_cells` their sums.
+included), `wan_bytes_hash` and `wan_bytes_cells` their sums. `--cells-also-mbps M` (native only) then runs the cell
+verification once more with the kernel's link at M megabits/s (`cell_verify_s_at_also`, `vs_cell_verify_at_also`:
+against the first hash verification's time, which reads nothing across the link), after printing the JSON line
+once without it.
 
     .venv/bin/python bench/bench_verify_wan.py [--mb 1024] [--wan-mbps 160] [--workers 2] [--testbed DIR]
                                                [--data-path thrift2|native]
@@ -170,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
     p.add_argument("--data-path", choices=("thrift2", "native"), default="thrift2",
                    help="the verification jobs' data path (default thrift2; native: HBase's client in Spark's JVMs)")
+    p.add_argument("--cells-also-mbps", type=float,
+                   help="native: the cell verification again with the kernel's link at this rate (megabits/s)")
     args = p.parse_args(argv)
+    if args.cells_also_mbps and args.data_path != "native":
+        p.error("--cells-also-mbps needs --data-path native (the kernel's link)")
 
     from bench.harness import exit_on_sigterm
     from hbase_migration.data.datapath import open_data_path
@@ -320,7 +327,22 @@ def main(argv: list[str] | None = None) -> int:
             "source_side_plan_s": src_fig.get("elapsed_s"), "times_s": verdict["times_s"],
             "load_average": [round(x, 1) for x in loadavg],
         }
-        print(json.dumps(result))
+        print(json.dumps(result), flush=True)
+        if args.cells_also_mbps:
+            log(f"5. cell verification again, the kernel's link at {args.cells_also_mbps:g} megabits/s")
+            rpclink.set_rate(args.cells_also_mbps)
+            before = link_bytes(bed.workdir, kernel)
+            rc, again, err, again_s = run(common + ["--method", "cells", "--workers", str(args.workers)])
+            again_link = sum(b - a for a, b in zip(before, link_bytes(bed.workdir, kernel)))
+            if rc not in (0, 1):
+                raise RuntimeError(f"cell verification at {args.cells_also_mbps:g} megabits/s failed: {err}")
+            log(f"   {again_s:.1f} s, link {again_link / 1e6:.0f} MB")
+            result.update({"cells_also_mbps": args.cells_also_mbps, "cell_verify_s_at_also": round(again_s, 1),
+                           "wan_bytes_cells_at_also": again_link,
+                           "cells_link_floor_s_at_also": round(again_link / (args.cells_also_mbps * 1e6 / 8), 1),
+                           "vs_cell_verify_at_also": round(again_s / hash_s, 2),
+                           "planted_identical_at_also": again.get("identical")})
+            print(json.dumps(result), flush=True)
     finally:
         if kernel:
             rpclink.remove()

@@ -54,19 +54,24 @@ def ways() -> dict[str, str]:
     return {f"{a}->{b}": f"{HANDLE}:1", f"{b}->{a}": f"{HANDLE}:2"}
 
 
+def _shaped(mbps: float) -> list[str]:
+    """An HTB class's rate of `mbps` megabits/s (its ceiling too: it never borrows)."""
+    if not mbps > 0:
+        raise ValueError(f"the link's rate must be a positive number of megabits/s, got {mbps!r}")
+    rate = f"{int(round(mbps * 1000))}kbit"
+    return ["htb", "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST, "quantum", "65536"]
+
+
 def commands(mbps: float, dev: str = DEV) -> list[list[str]]:
     """The `tc` commands that install the link: the HTB root (no default class: unclassified packets go
     unshaped), a class of `mbps` megabits/s each way with a FIFO deep enough that TCP never sees a drop, and the
     filters: a packet from dc2's client address, or to dc1's, crosses dc2->dc1; the reverse, dc1->dc2."""
-    if not mbps > 0:
-        raise ValueError(f"the link's rate must be a positive number of megabits/s, got {mbps!r}")
-    rate = f"{int(round(mbps * 1000))}kbit"
+    shaped = _shaped(mbps)
     a, b = NAMES
     cls = ways()
     out = [["tc", "qdisc", "add", "dev", dev, "root", "handle", f"{HANDLE}:", "htb", "direct_qlen", "100000"]]
     for classid in cls.values():
-        out.append(["tc", "class", "add", "dev", dev, "parent", f"{HANDLE}:", "classid", classid, "htb",
-                    "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST, "quantum", "65536"])
+        out.append(["tc", "class", "add", "dev", dev, "parent", f"{HANDLE}:", "classid", classid, *shaped])
         out.append(["tc", "qdisc", "add", "dev", dev, "parent", classid, "bfifo", "limit", str(256 << 20)])
     for way, (src, dst) in ((f"{a}->{b}", (ADDRESSES[a], ADDRESSES[b])),
                             (f"{b}->{a}", (ADDRESSES[b], ADDRESSES[a]))):
@@ -75,6 +80,13 @@ def commands(mbps: float, dev: str = DEV) -> list[list[str]]:
             out.append(["tc", "filter", "add", "dev", dev, "parent", f"{HANDLE}:", "protocol", "ip", "prio", "1",
                         "u32", "match", "ip", field, f"{addr}/32", "flowid", cls[way]])
     return out
+
+
+def rate_commands(mbps: float, dev: str = DEV) -> list[list[str]]:
+    """The `tc` commands that change the installed link's rate to `mbps` each way (the counters keep counting)."""
+    shaped = _shaped(mbps)
+    return [["tc", "class", "change", "dev", dev, "parent", f"{HANDLE}:", "classid", classid, *shaped]
+            for classid in ways().values()]
 
 
 def removal(dev: str = DEV) -> list[str]:
@@ -144,6 +156,14 @@ def remove(dev: str = DEV) -> None:
     """Remove the link if it is installed (nothing else)."""
     if installed(dev):
         _tc(removal(dev))
+
+
+def set_rate(mbps: float, dev: str = DEV) -> None:
+    """Change the installed link's rate."""
+    if not installed(dev):
+        raise LinkError(f"no link on {dev} to change (rpclink.install first)")
+    for args in rate_commands(mbps, dev):
+        _tc(args)
 
 
 def stats(dev: str = DEV) -> dict[str, int]:

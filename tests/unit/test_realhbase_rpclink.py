@@ -42,6 +42,11 @@ def test_the_link_is_an_htb_root_without_default_class_and_a_shaped_class_each_w
         with pytest.raises(ValueError, match="positive number of megabits/s"):
             rpclink.commands(bad)
     assert rpclink.removal() == ["tc", "qdisc", "del", "dev", "lo", "root", "handle", "7e41:"]
+    assert rpclink.rate_commands(16) == [
+        ["tc", "class", "change", "dev", "lo", "parent", "7e41:", "classid", f"7e41:{n}", "htb", "rate", "16000kbit",
+         "ceil", "16000kbit", "burst", "256k", "cburst", "256k", "quantum", "65536"] for n in (1, 2)]
+    with pytest.raises(ValueError, match="positive number of megabits/s"):
+        rpclink.rate_commands(0)
 
 
 # What iproute2 6.1 prints for `tc -s -j qdisc show dev lo` with the link installed (one run's, shortened).
