@@ -60,6 +60,9 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
                                      "Spark's JVMs (raw: delete markers too). auto: thrift2 when Thrift2 gateways "
                                      "are set, else thrift1.", default="auto",
                         enum=["auto", "native", "thrift1", "thrift2"]),
+    "client_bind_address": _field("Client bind address", "native: the local IP address HBase's client connects "
+                                                          "to this cluster from (a host with several interfaces). "
+                                                          "Empty: the system's choice."),
     # Secured clusters (docs/secured-clusters.md): names and paths only; the keytab is read where the task runs.
     "principal": _field("Kerberos principal", "The toolkit's own principal on this cluster, with its realm "
                                               "(hbase-migration@DC1.EXAMPLE.COM). Empty: an open cluster."),

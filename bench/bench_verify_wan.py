@@ -23,7 +23,15 @@ scan's (`hash_vs_plain_scan_source`, `..._target`).
 `--data-path native`: both verification jobs on the native data path (HBase's own client in Spark's JVMs: `HashTask`
 over raw range reads, delete markers hashed; the differing leaves compared raw), the connections given to them
 carrying `data_path: native`; the table is still loaded, planted and plainly scanned through Thrift2 (the plain
-scan stays the Thrift2 baseline, named so in the JSON).
+scan stays the Thrift2 baseline, named so in the JSON). HBase's client connects to the region servers that
+`hbase:meta` names, past any proxy, so the link is then the kernel's too (realhbase/rpclink.py: an HTB qdisc on the
+loopback, root only, removed on exit): the source as the target's datacenter reaches it (`--source-remote`) has
+`client_bind_address` 127.41.0.2, and every packet from or to it crosses a shaped, counted class of `--wan-mbps`
+each way. `wan_bytes_kernel` and `wan_bytes_proxy` are the two links' counts (the kernel's: IP packets, headers
+included), `wan_bytes_hash` and `wan_bytes_cells` their sums. `--cells-also-mbps M` (native only) then runs the cell
+verification once more with the kernel's link at M megabits/s (`cell_verify_s_at_also`, `vs_cell_verify_at_also`:
+against the first hash verification's time, which reads nothing across the link), after printing the JSON line
+once without it.
 
     .venv/bin/python bench/bench_verify_wan.py [--mb 1024] [--wan-mbps 160] [--workers 2] [--testbed DIR]
                                                [--data-path thrift2|native]
@@ -121,10 +129,11 @@ def shell_ok(bed, name: str, statements: list[str]) -> None:
         raise RuntimeError(f"shell on {name} failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
 
 
-def link_bytes(workdir: Path) -> int:
-    from realhbase import wan
+def link_bytes(workdir: Path, kernel: bool) -> tuple[int, int]:
+    """Bytes across the link so far: (the proxy's, the kernel's: 0 without it)."""
+    from realhbase import rpclink, wan
 
-    return sum(wan.stats(workdir)["bytes"].values())
+    return sum(wan.stats(workdir)["bytes"].values()), sum(rpclink.stats().values()) if kernel else 0
 
 
 def hash_verify(common: list[str], ledger: str, workers: int) -> tuple[dict, dict, float]:
@@ -144,11 +153,15 @@ def hash_verify(common: list[str], ledger: str, workers: int) -> tuple[dict, dic
     return sum_s, sum_t, seconds
 
 
-def on_path(connection: dict, data_path: str) -> str:
-    """A connection's JSON for the verification jobs, on `data_path` (thrift2: as the bed gives it)."""
+def on_path(connection: dict, data_path: str, bind: str | None = None) -> str:
+    """A connection's JSON for the verification jobs, on `data_path` (thrift2: as the bed gives it), its HBase
+    client leaving from `bind` (the native path: the kernel's link)."""
     if data_path == "thrift2":
         return json.dumps(connection)
-    return json.dumps({**connection, "extra": {**connection.get("extra", {}), "data_path": data_path}})
+    extra = {**connection.get("extra", {}), "data_path": data_path}
+    if bind:
+        extra["client_bind_address"] = bind
+    return json.dumps({**connection, "extra": extra})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,13 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is up: use it, do not stop it")
     p.add_argument("--data-path", choices=("thrift2", "native"), default="thrift2",
                    help="the verification jobs' data path (default thrift2; native: HBase's client in Spark's JVMs)")
+    p.add_argument("--cells-also-mbps", type=float,
+                   help="native: the cell verification again with the kernel's link at this rate (megabits/s)")
     args = p.parse_args(argv)
+    if args.cells_also_mbps and args.data_path != "native":
+        p.error("--cells-also-mbps needs --data-path native (the kernel's link)")
 
     from bench.harness import exit_on_sigterm
     from hbase_migration.data.datapath import open_data_path
     from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.migration.region_metrics import table_region_bytes
-    from realhbase import wan
+    from realhbase import rpclink, wan
     from realhbase.testbed import RealHBase
 
     exit_on_sigterm()
@@ -177,13 +194,19 @@ def main(argv: list[str] | None = None) -> int:
         bed.up()
     for name in ("dc1", "dc2"):  # the bed's quota on /hbase is for its quota tests, not a GiB-sized table
         bed.set_quota(name, "/hbase", space_bytes=-1)
+    kernel = args.data_path == "native"
     try:
         wan.start(bed.workdir, bed.endpoints(), args.wan_mbps)
+        if kernel:
+            rpclink.install(args.wan_mbps)
+            log(f"the kernel's link on lo: {args.wan_mbps:g} megabits/s each way for the HBase RPC of jobs "
+                f"reaching the other datacenter (from {rpclink.client_address('dc2')} in dc2)")
         endpoints = bed.endpoints()
         dc1, dc2 = (json.dumps(endpoints[n]["connection"]) for n in ("dc1", "dc2"))
         source, target = cluster_from_text("source", dc1), cluster_from_text("target", dc2)
         jobs = {n: on_path(endpoints[n]["connection"], args.data_path) for n in ("dc1", "dc2")}
-        remote = on_path(endpoints["dc1"]["remote"]["connection"], args.data_path)
+        remote = on_path(endpoints["dc1"]["remote"]["connection"], args.data_path,
+                         rpclink.client_address("dc2") if kernel else None)
         table = f"bench_vw_{uuid.uuid4().hex[:6]}"
         splits = ", ".join(f"'{s.decode()}'" for s in SPLITS)
         create = (f"create '{table}', {{NAME => 'd', VERSIONS => 3}}, SPLITS => [{splits}], "
@@ -217,23 +240,25 @@ def main(argv: list[str] | None = None) -> int:
                   "--source-remote", remote,
                   "--table", table, "--hash-leaf-bytes", str(args.leaf_kib << 10), "--recompare-sleep-s", "2"]
         log("2. hash verification, a job beside each cluster")
-        before = link_bytes(bed.workdir)
+        before = link_bytes(bed.workdir, kernel)
         src_fig, verdict, hash_s = hash_verify(common, ledger, args.workers)
-        proxy = link_bytes(bed.workdir) - before
+        proxy, kernel_bytes = (b - a for a, b in zip(before, link_bytes(bed.workdir, kernel)))
         messages = verdict["link_bytes"]["source_side_messages"] + verdict["link_bytes"]["target_side_messages"]
-        hash_link = proxy + messages
+        hash_link = proxy + kernel_bytes + messages
         h = verdict["hash"]
         log(f"   {hash_s:.1f} s, identical {verdict['identical']}, {h['leaves']} leaves, {h['differing_leaves']} "
-            f"differing; link {proxy} B through the proxy + {messages} B of messages; source side "
-            f"{h['source']['mb_per_s']} MB/s, target side {h['target']['mb_per_s']} MB/s")
+            f"differing; link {proxy} B through the proxy + {kernel_bytes} B through the kernel's + {messages} B "
+            f"of messages; source side {h['source']['mb_per_s']} MB/s, target side {h['target']['mb_per_s']} MB/s")
 
         log("3. cell verification beside the target, the source through the link")
-        before = link_bytes(bed.workdir)
+        before = link_bytes(bed.workdir, kernel)
         rc, cells, err, cells_s = run(common + ["--method", "cells", "--workers", str(args.workers)])
-        cells_link = link_bytes(bed.workdir) - before
+        cells_proxy, cells_kernel = (b - a for a, b in zip(before, link_bytes(bed.workdir, kernel)))
+        cells_link = cells_proxy + cells_kernel
         if rc not in (0, 1):
             raise RuntimeError(f"cell verification failed: {err}")
-        log(f"   {cells_s:.1f} s, identical {cells.get('identical')}, link {cells_link / 1e6:.0f} MB")
+        log(f"   {cells_s:.1f} s, identical {cells.get('identical')}, link {cells_link / 1e6:.0f} MB "
+            f"({cells_kernel / 1e6:.0f} MB through the kernel's)")
 
         log("4. planted differences, hash verification again")
         with open_data_path(source) as path:
@@ -285,8 +310,12 @@ def main(argv: list[str] | None = None) -> int:
             "hbase_version": endpoints["dc1"].get("hbase_version"),
             "hash_verify_s": round(hash_s, 1), "cell_verify_s": round(cells_s, 1),
             "vs_cell_verify": round(cells_s / hash_s, 2),
-            "wan_bytes_hash": hash_link, "wan_bytes_proxy": proxy, "wan_bytes_messages": messages,
-            "wan_bytes_cells": cells_link, "wan_bytes_ratio": round(hash_link / table_bytes, 5),
+            "link": "kernel (HTB on lo) + proxy" if kernel else "proxy",
+            "wan_bytes_hash": hash_link, "wan_bytes_proxy": proxy, "wan_bytes_kernel": kernel_bytes,
+            "wan_bytes_messages": messages, "wan_bytes_cells": cells_link,
+            "wan_bytes_cells_proxy": cells_proxy, "wan_bytes_cells_kernel": cells_kernel,
+            "wan_bytes_ratio": round(hash_link / table_bytes, 5),
+            "cells_link_floor_s": round(cells_link / (args.wan_mbps * 1e6 / 8), 1),
             "hash_identical": verdict["identical"], "cells_identical": cells.get("identical"),
             "leaves": h["leaves"], "differing_leaves": h["differing_leaves"],
             "plain_scan_mb_s": round(plain_mb_s, 2),
@@ -298,8 +327,25 @@ def main(argv: list[str] | None = None) -> int:
             "source_side_plan_s": src_fig.get("elapsed_s"), "times_s": verdict["times_s"],
             "load_average": [round(x, 1) for x in loadavg],
         }
-        print(json.dumps(result))
+        print(json.dumps(result), flush=True)
+        if args.cells_also_mbps:
+            log(f"5. cell verification again, the kernel's link at {args.cells_also_mbps:g} megabits/s")
+            rpclink.set_rate(args.cells_also_mbps)
+            before = link_bytes(bed.workdir, kernel)
+            rc, again, err, again_s = run(common + ["--method", "cells", "--workers", str(args.workers)])
+            again_link = sum(b - a for a, b in zip(before, link_bytes(bed.workdir, kernel)))
+            if rc not in (0, 1):
+                raise RuntimeError(f"cell verification at {args.cells_also_mbps:g} megabits/s failed: {err}")
+            log(f"   {again_s:.1f} s, link {again_link / 1e6:.0f} MB")
+            result.update({"cells_also_mbps": args.cells_also_mbps, "cell_verify_s_at_also": round(again_s, 1),
+                           "wan_bytes_cells_at_also": again_link,
+                           "cells_link_floor_s_at_also": round(again_link / (args.cells_also_mbps * 1e6 / 8), 1),
+                           "vs_cell_verify_at_also": round(again_s / hash_s, 2),
+                           "planted_identical_at_also": again.get("identical")})
+            print(json.dumps(result), flush=True)
     finally:
+        if kernel:
+            rpclink.remove()
         wan.stop(bed.workdir)
         if not args.testbed:
             bed.down()

@@ -11,7 +11,8 @@ direction. `GET http://127.0.0.1:<stats_port>/stats` answers `{"mbps", "bytes": 
 The bed's endpoints (`annotate`) then give each cluster, under `"remote"`, its endpoints as the other datacenter
 sees them: the gateways' proxied addresses and a `connection` whose Thrift host, port and `thrift2_servers` go
 through the link (its ZooKeeper, WebHDFS and shell stay direct: the toolkit's data paths over Thrift are what the
-link carries; HBase's own client, which finds the region servers through ZooKeeper, would not go through it).
+link carries; HBase's own client, which finds the region servers through ZooKeeper, would not go through it: the
+benchmarks' link for it is the kernel's, realhbase/rpclink.py).
 
 `python -m realhbase up --wan-mbps N` starts it with the bed; `down` stops it (`stop`).
 """

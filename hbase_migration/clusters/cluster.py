@@ -7,6 +7,7 @@ happybase's `Connection` does.
 """
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
@@ -104,6 +105,7 @@ EXTRAS = {
     "thrift_transport": "thrift_transport", "thrift_protocol": "thrift_protocol",
     "zk_legacy_table_cfs": "zk_legacy_table_cfs",
     "thrift_servers": "thrift_servers", "thrift2_servers": "thrift2_servers", "data_path": "data_path",
+    "client_bind_address": "client_bind_address",
     **{name: f"security.{name}" for name in SECURITY_EXTRAS},  # hbase_migration/clusters/security.py
 }
 
@@ -177,6 +179,9 @@ class Cluster:
     # auto: thrift2 when there is a Thrift2 gateway, else thrift1. native only when asked: an auto that picks it
     # needs a probe of the region servers' RPC ports from the Spark jobs' hosts, not built yet (issue 40 item 5)
     data_path: str = "auto"
+    # The native path's HBase client connects to this cluster's servers from this local IP address (a host with
+    # several interfaces: the one whose route leads to that cluster); None: the kernel's choice
+    client_bind_address: str | None = None
     security: Security | None = None  # Kerberos, QOP, HTTP mode, TLS (security.py); None: an open cluster
 
     def __post_init__(self) -> None:
@@ -233,6 +238,12 @@ class Cluster:
         if self.data_path == "thrift2" and not self.thrift2_servers:
             raise ClusterConfigError(f"cluster {self.name!r}: data_path thrift2 needs thrift2_servers "
                                      "(the host:port of `hbase thrift2` gateways)")
+        if self.client_bind_address is not None:
+            try:
+                ipaddress.ip_address(self.client_bind_address)
+            except ValueError:
+                raise ClusterConfigError(f"cluster {self.name!r}: client_bind_address must be an IP address of "
+                                         f"this host, got {self.client_bind_address!r}") from None
         if isinstance(self.security, Mapping):
             try:
                 object.__setattr__(self, "security", Security.from_dict(self.security) if self.security else None)

@@ -34,6 +34,7 @@ CLASSPATH_ENV = "HBASE_MIGRATION_JVM_CLASSPATH"  # the jars, os.pathsep-separate
 VERSION_ENV = "HBASE_MIGRATION_HBASE_VERSION"  # which build of this checkout's jvm/target/ to use
 JVM_DIR = Path(__file__).resolve().parents[3] / "jvm"
 DRIVER_CLASS = "local.hbasemigration.jvm.Driver"
+BOUND_RPC_CLIENT = "local.hbasemigration.jvm.BoundRpcClient"  # HBase's RPC client bound to a local address
 
 
 class NativeUnavailable(RuntimeError):
@@ -50,8 +51,9 @@ class NativeJobFailed(RuntimeError):
 
 def client_properties(cluster: "Cluster", timeout_s: float = 60.0) -> dict[str, str]:
     """The HBase client configuration that reaches `cluster` (hbase-site.xml's names): its ZooKeeper quorum and
-    znode parent, the RPC timeout, and on a Kerberized cluster the client's keytab login and the servers' and
-    ZooKeeper's principals (the executors log in from the keytab themselves: docs/secured-clusters.md)."""
+    znode parent, the RPC timeout, the local address its RPC leaves from (`client_bind_address`), and on a
+    Kerberized cluster the client's keytab login and the servers' and ZooKeeper's principals (the executors log in
+    from the keytab themselves: docs/secured-clusters.md)."""
     props = {
         "hbase.zookeeper.quorum": cluster.zk_hosts,
         "hbase.zookeeper.property.clientPort": str(cluster.zk_port),
@@ -59,6 +61,9 @@ def client_properties(cluster: "Cluster", timeout_s: float = 60.0) -> dict[str, 
         "hbase.rpc.timeout": str(int(timeout_s * 1000)),
         "hbase.client.scanner.timeout.period": str(int(max(timeout_s, 60.0) * 1000)),
     }
+    if cluster.client_bind_address:  # HBase's client has no setting for it: jvm/ BoundRpcClient binds its sockets
+        props["hbase.rpc.client.impl"] = BOUND_RPC_CLIENT
+        props["hbase-migration.rpc.client.bind.address"] = cluster.client_bind_address
     security = cluster.security
     if security is not None and security.kerberos:
         props.update({

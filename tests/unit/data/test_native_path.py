@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hbase_migration.clusters.cluster import Cluster
+from hbase_migration.clusters.cluster import Cluster, ClusterConfigError
 from hbase_migration.data import native_jobs
 from hbase_migration.data.copy import CopyOptions, summarize
 from hbase_migration.data.datapath import native
@@ -32,6 +32,18 @@ def test_client_properties_of_an_open_cluster():
         "hbase.rpc.timeout": "30000",
         "hbase.client.scanner.timeout.period": "60000",
     }
+
+
+def test_a_bind_address_names_the_bound_rpc_client_and_the_address_and_a_bad_one_is_refused():
+    props = native.client_properties(cluster(client_bind_address="127.41.0.2"), timeout_s=30)
+    assert {k: v for k, v in props.items() if "rpc.client" in k} == {
+        "hbase.rpc.client.impl": "local.hbasemigration.jvm.BoundRpcClient",
+        "hbase-migration.rpc.client.bind.address": "127.41.0.2",
+    }
+    assert "hbase.rpc.client.impl" not in native.client_properties(cluster())
+    with pytest.raises(ClusterConfigError, match=r"cluster 'dc1': client_bind_address must be an IP address of "
+                                                 r"this host, got 'eth1'"):
+        cluster(client_bind_address="eth1")
 
 
 def test_client_properties_of_a_kerberized_cluster_log_in_from_the_keytab(tmp_path):
