@@ -149,3 +149,95 @@ def test_settle_reads_nothing_when_nothing_differs():
     left, rounds = settle([], lambda cur: pytest.fail("re-read with nothing to re-read"), R, pause_s=1, budget_s=1,
                           sleep=lambda s: pytest.fail("slept"))
     assert left == [] and rounds == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# The work in parallel per region: the split and the merge
+
+
+def test_one_range_per_region_every_table_covered_whole_in_table_then_key_order():
+    from hbase_migration.migration.bounded_check import CheckRange, plan_ranges
+
+    starts = {"t1": [b"", b"g", b"p"], "t2": [b""]}
+    assert plan_ranges(["t2", "t1"], starts) == [
+        CheckRange("t2", b"", b""),
+        CheckRange("t1", b"", b"g"), CheckRange("t1", b"g", b"p"), CheckRange("t1", b"p", b"")]
+
+
+def test_the_ranges_start_at_the_tables_first_key_whatever_the_start_keys_read():
+    """Start keys read before the freeze may be stale (a region split or merged since) or come unsorted: the
+    ranges still cover each table from b"" to its end, with no gap and no overlap."""
+    from hbase_migration.migration.bounded_check import CheckRange, plan_ranges
+
+    assert plan_ranges(["t"], {"t": [b"m", b"c", b"m"]}) == [
+        CheckRange("t", b"", b"c"), CheckRange("t", b"c", b"m"), CheckRange("t", b"m", b"")]
+
+
+def test_above_the_cap_each_table_keeps_a_share_in_proportion_and_at_least_one_range():
+    from hbase_migration.migration.bounded_check import plan_ranges
+
+    big = [b""] + [b"%03d" % i for i in range(1, 100)]  # 100 regions
+    starts = {"big": big, "one": [b""], "ten": [b""] + [b"%03d" % i for i in range(10, 100, 10)]}
+    ranges = plan_ranges(["big", "one", "ten"], starts, max_ranges=37)  # 111 regions in all
+    per = {t: [r for r in ranges if r.table == t] for t in starts}
+    assert [len(per[t]) for t in ("big", "one", "ten")] == [33, 1, 3]
+    for table, pieces in per.items():  # contiguous, whole: from b"" to the end, each cut at a region start
+        assert pieces[0].start == b"" and pieces[-1].stop == b""
+        assert all(a.stop == b.start for a, b in zip(pieces, pieces[1:]))
+        assert all(p.start in starts[table] for p in pieces)
+    assert [p.start for p in per["ten"]] == [b"", b"030", b"060"]
+
+
+def test_three_hundred_one_region_tables_are_three_hundred_ranges():
+    from hbase_migration.migration.bounded_check import plan_ranges
+
+    tables = [f"t{i:03d}" for i in range(300)]
+    ranges = plan_ranges(tables, {t: [b""] for t in tables})
+    assert [(r.table, r.start, r.stop) for r in ranges] == [(t, b"", b"") for t in tables]
+
+
+def test_a_table_with_no_region_read_is_refused_by_name():
+    from hbase_migration.migration.bounded_check import plan_ranges
+
+    with pytest.raises(BoundedCheckError, match="no region of t2, t3 on the source"):
+        plan_ranges(["t1", "t2", "t3"], {"t1": [b""], "t2": []})
+    with pytest.raises(BoundedCheckError, match="max_ranges must be an integer >= 1"):
+        plan_ranges(["t1"], {"t1": [b""]}, max_ranges=0)
+
+
+def test_the_merge_keeps_plan_order_whatever_order_the_ranges_finished_in():
+    from hbase_migration.migration.bounded_check import CheckRange, merge_ranges
+
+    plan = [CheckRange("t1", b"", b"m"), CheckRange("t1", b"m", b""), CheckRange("t2", b"", b"")]
+    a = ("t1", b"b", ((b"f:a", R, MISSING_ON_TARGET),))
+    b = ("t1", b"x", ((b"f:a", R, ONLY_ON_TARGET),))
+    c = ("t2", b"a", ((b"f:a", R, VALUE_DIFFERS),))
+    results = {2: ([c], {"source_cells": 5, "target_cells": 4}), 0: ([a], {"source_cells": 1, "target_cells": 0}),
+               1: ([b], {"source_cells": 0, "target_cells": 1})}
+    differences, stats = merge_ranges(plan, results)
+    assert differences == [a, b, c]
+    assert stats == {"source_cells": 6, "target_cells": 5, "ranges": 3}
+
+
+def test_one_difference_in_one_region_of_many_still_refuses():
+    from hbase_migration.migration.bounded_check import merge_ranges, plan_ranges
+
+    tables = [f"t{i}" for i in range(30)]
+    plan = plan_ranges(tables, {t: [b"", b"k"] for t in tables})
+    results = {i: ([], {"source_cells": 3, "target_cells": 3}) for i in range(len(plan))}
+    results[41] = ([(plan[41].table, b"z", ((b"f:a", R - 1, MISSING_ON_TARGET),))], {"source_cells": 3,
+                                                                                     "target_cells": 2})
+    differences, stats = merge_ranges(plan, results)
+    verdict = classify(differences, R)
+    assert not verdict.ok and verdict.counts["lost"] == 1 and verdict.rows == 1
+    assert verdict.samples == (f"t20 row z f:a @{R - 1}: lost",)
+    assert stats == {"source_cells": 180, "target_cells": 179, "ranges": 60}
+
+
+def test_a_range_with_no_result_is_an_error_not_no_difference():
+    from hbase_migration.migration.bounded_check import CheckRange, merge_ranges
+
+    plan = [CheckRange("t1", b"", b"m"), CheckRange("t1", b"m", b"")]
+    with pytest.raises(RuntimeError, match=r"1 of 2 key range\(s\) of the bounded check were not compared \(first: "
+                                           r"t1 \[m, \)\)"):
+        merge_ranges(plan, {0: ([], {})})
