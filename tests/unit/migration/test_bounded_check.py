@@ -241,3 +241,66 @@ def test_a_range_with_no_result_is_an_error_not_no_difference():
     with pytest.raises(RuntimeError, match=r"1 of 2 key range\(s\) of the bounded check were not compared \(first: "
                                            r"t1 \[m, \)\)"):
         merge_ranges(plan, {0: ([], {})})
+
+
+class _FakePath:
+    """A data path over a dict (pool logic only: which ranges are read, on how many connections)."""
+
+    opened: list = []
+
+    def __init__(self, name, data, splits, fail_on=None):
+        self.name, self.data, self.splits, self.fail_on = name, data, splits, fail_on
+        _FakePath.opened.append(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def regions(self, table):
+        from hbase_migration.data.datapath.base import Region
+
+        keys = [b""] + self.splits[table]
+        return [Region(k, e) for k, e in zip(keys, keys[1:] + [b""])]
+
+    def scan(self, table, lo, hi, *, start_ms, versions, batch_rows, batch_cells):
+        if (table, lo) == self.fail_on:
+            raise OSError(f"scanner of {table} at {lo!r} lost")
+        rows = [(k, [c for c in cells if c[1] >= start_ms]) for k, cells in sorted(self.data[table].items())
+                if k >= lo and (not hi or k < hi)]
+        yield [r for r in rows if r[1]]
+
+
+def _fake_clusters(monkeypatch, fail_on=None):
+    import hbase_migration.data.datapath as datapath
+
+    tables = ["t1", "t2", "t3"]
+    splits = {t: [b"c", b"f", b"m", b"s"] for t in tables}  # 5 regions each
+    rows = {t: {bytes([k]) + b"r": [(b"f:a", R + k, b"v")] for k in range(ord("a"), ord("z"))} for t in tables}
+    target = {t: {k: list(v) for k, v in rows[t].items()} for t in tables}
+    del target["t2"][b"nr"]  # one lost version, in t2's region [m, s)
+    _FakePath.opened = []
+    monkeypatch.setattr(datapath, "open_data_path", lambda cluster, timeout_s=None: _FakePath(
+        cluster, rows if cluster == "src" else target, splits, fail_on))
+    return tables
+
+
+def test_the_pool_compares_every_region_once_on_one_connection_per_side_per_thread(monkeypatch):
+    from hbase_migration.migration.bounded_check import compare_window
+
+    tables = _fake_clusters(monkeypatch)
+    differences, stats = compare_window("src", "tgt", tables, R, parallel=4)
+    assert [(t, row) for t, row, _ in differences] == [("t2", b"nr")]
+    assert stats == {"source_cells": 75, "target_cells": 74, "ranges": 15, "parallel": 4}
+    assert _FakePath.opened.count("tgt") == 4 and _FakePath.opened.count("src") == 4 + 3  # + the regions' read
+    verdict = classify(differences, None)
+    assert not verdict.ok and verdict.counts["lost"] == 1
+
+
+def test_a_range_that_fails_fails_the_check(monkeypatch):
+    from hbase_migration.migration.bounded_check import compare_window
+
+    tables = _fake_clusters(monkeypatch, fail_on=("t3", b"f"))
+    with pytest.raises(OSError, match="scanner of t3 at b'f' lost"):
+        compare_window("src", "tgt", tables, R, parallel=4)
