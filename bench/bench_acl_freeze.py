@@ -228,8 +228,10 @@ def main(argv=None) -> int:
         switch_file = workdir / f"{p}-active"
         switch_file.write_text("dc1")
         # the clients: demo/shell_writer.py's loop in a shell JVM, as user `app` (no superuser rights)
+        # with --rollback it tries a refusing cluster again every 0.2 s: the side the clients are switched to has
+        # its WRITE given back right after the switch (lift_joined_fence), so it refuses them at first
         writer = ShellWriter(bed.shell_java_command("dc1", ["-n"]), config.CLUSTERS, tables, switch_file,
-                             user="app").start()
+                             user="app", retry_refused_s=0.2 if args.rollback else None).start()
         say("writer (user app) writing:", next((x for x in writer.lines if x.startswith("ACK")), writer.lines[-5:]))
         # The bed's HBase runs as this process's user, its superuser: real HBase grants it RWXCA globally and on
         # every table it creates, a superuser bypasses every permission check anyway, and the replication sink
