@@ -57,6 +57,9 @@ ACL_PROPERTIES = [
     ("hbase.coprocessor.master.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
     ("hbase.coprocessor.region.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
     ("hbase.coprocessor.regionserver.classes", "org.apache.hadoop.hbase.security.access.AccessController", ""),
+    # --tables 300: the bed's region servers have 512 MB heaps, and MSLAB gives every store written to a 2 MB chunk
+    # (150 regions per server: 300 MB); off here, which changes nothing the bench measures
+    ("hbase.hregion.memstore.mslab.enabled", "false", "bench_acl_freeze: hundreds of written regions per 512 MB heap"),
 ]
 
 def say(*args) -> None:
