@@ -170,6 +170,15 @@ def classify(differences: Iterable[Difference], kept_since_ms: int | None, sampl
 
 
 MAX_RANGES = 1024  # key ranges per check at most: one per region below it (each costs one scan call per side)
+# Ranges per thread of the pool at most: enough that a slow region leaves the other threads work to take, few enough
+# that the scans' own cost (a region lookup and a scanner per side, each) stays small beside the reading. One range
+# per region was slower than one per table at 3 x 50 regions on the bed (docs/cutover.md).
+RANGES_PER_THREAD = 4
+
+
+def max_ranges_for(parallel: int) -> int:
+    """Pure: how many key ranges a check run by `parallel` threads is cut into at most."""
+    return max(1, min(MAX_RANGES, RANGES_PER_THREAD * parallel))
 
 
 @dataclass(frozen=True)
@@ -298,7 +307,8 @@ def compare_window(source: "Cluster", target: "Cluster", tables: Sequence[str], 
     (`ranges`, else `plan_ranges` over the source's regions read now) taken by `parallel` threads, each with one
     connection per side; the differing rows (`merge_ranges`)."""
     if ranges is None:
-        ranges = plan_ranges(tables, read_region_starts(source, tables, parallel=parallel, timeout_s=timeout_s))
+        ranges = plan_ranges(tables, read_region_starts(source, tables, parallel=parallel, timeout_s=timeout_s),
+                             max_ranges_for(parallel))
     plan = list(ranges)
     results = _pooled([source, target], len(plan), lambda i, src, tgt: _compare_range(src, tgt, plan[i], since),
                       parallel, timeout_s)

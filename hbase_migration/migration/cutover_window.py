@@ -313,12 +313,13 @@ class _Window:
     def plan_check(self, detail: dict[str, Any]) -> None:
         """The bounded checks' work items, (table, key range) one per region of the fenced side (`plan_ranges`),
         read once before the freeze: a region split or merged since only moves where the work is cut."""
-        from hbase_migration.migration.bounded_check import plan_ranges, read_region_starts
+        from hbase_migration.migration.bounded_check import max_ranges_for, plan_ranges, read_region_starts
 
         started = self.clock()
         tables = list(self.plan.tables)
-        self.check_ranges = plan_ranges(tables, read_region_starts(self.source, tables,
-                                                                   parallel=self.options.parallel_checks))
+        parallel = self.options.parallel_checks
+        self.check_ranges = plan_ranges(tables, read_region_starts(self.source, tables, parallel=parallel),
+                                        max_ranges_for(parallel))
         detail.update(check_ranges=len(self.check_ranges), check_parallel=self.options.parallel_checks,
                       regions_read_s=round(self.clock() - started, 3))
 

@@ -304,3 +304,16 @@ def test_a_range_that_fails_fails_the_check(monkeypatch):
     tables = _fake_clusters(monkeypatch, fail_on=("t3", b"f"))
     with pytest.raises(OSError, match="scanner of t3 at b'f' lost"):
         compare_window("src", "tgt", tables, R, parallel=4)
+
+
+def test_the_ranges_are_capped_at_four_per_thread_and_never_above_max_ranges():
+    from hbase_migration.migration.bounded_check import MAX_RANGES, max_ranges_for, plan_ranges
+
+    assert [max_ranges_for(p) for p in (1, 16, 256, 1000)] == [4, 64, MAX_RANGES, MAX_RANGES]
+    starts = {t: [b""] + [bytes([65 + i]) for i in range(49)] for t in ("a", "b", "c")}  # 3 x 50 regions
+    ranges = plan_ranges(["a", "b", "c"], starts, max_ranges_for(16))
+    assert len(ranges) <= 64 and {r.table for r in ranges} == {"a", "b", "c"}
+    for t in ("a", "b", "c"):
+        mine = [r for r in ranges if r.table == t]
+        assert mine[0].start == b"" and mine[-1].stop == b""
+        assert all(x.stop == y.start for x, y in zip(mine, mine[1:]))  # contiguous: the table whole
