@@ -35,11 +35,13 @@ the re-created forward peer (no new migration). Its freezes are measured like th
 AccessController and a writer of its own as a user without superuser rights (bench/bench_acl_freeze.py).
 
 Printed, never asserted. The last line is one JSON object naming `hbase_version`: `write_freeze_s` (the median
-over the runs; with `--rollback` also `rollback_write_freeze_s`), `acknowledged_writes_lost`,
+over the runs; with `--rollback` also `rollback_write_freeze_s`), `bounded_check_s` (the bounded check's seconds
+inside the freeze, median; `rollback_bounded_check_s`), `acknowledged_writes_lost`,
 `writes_accepted_by_both` (both directions), and the details.
 
     .venv/bin/python bench/bench_cutover.py [--testbed DIR] [--runs 5] [--regions 50] [--rate 40] [--baseline]
                                             [--readonly-cost] [--prefix cb] [--freeze-method acl] [--rollback]
+                                            [--tables 3]
 """
 from __future__ import annotations
 
@@ -239,6 +241,7 @@ def main(argv=None) -> int:
     parser.add_argument("--testbed", help="a running realhbase workdir to use (default: start one, stop it after)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--regions", type=int, default=50)
+    parser.add_argument("--tables", type=int, default=3, help="how many tables of --regions regions each")
     parser.add_argument("--rate", type=float, default=40.0, help="the writer's writes per second (4 threads)")
     parser.add_argument("--prefix", default="cb")
     parser.add_argument("--baseline", action="store_true")
@@ -249,12 +252,16 @@ def main(argv=None) -> int:
                              "dc1 -> dc2 with the same two peers")
     parser.add_argument("--freeze-method", choices=("readonly", "acl"), default="readonly",
                         help="acl: the window with the ACL fence, on a bed of its own with HBase's AccessController "
-                             "(bench/bench_acl_freeze.py; --runs and --regions only)")
+                             "(bench/bench_acl_freeze.py; --runs, --regions, --tables, --rollback, --prefix, and "
+                             "--testbed as its --workdir, left running)")
     args = parser.parse_args(argv)
     if args.freeze_method == "acl":
         from bench.bench_acl_freeze import main as acl_bench
 
-        return acl_bench(["--runs", str(args.runs), "--regions", str(args.regions)])
+        return acl_bench(["--runs", str(args.runs), "--regions", str(args.regions), "--tables", str(args.tables),
+                          "--prefix", "acl" if args.prefix == "cb" else args.prefix]
+                         + (["--rollback"] if args.rollback else [])
+                         + (["--workdir", args.testbed, "--keep-bed"] if args.testbed else []))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from demo.switching_writer import SwitchingWriter, freeze_figures, lost_writes
@@ -267,7 +274,7 @@ def main(argv=None) -> int:
 
     own = args.testbed is None
     bed = RealHBase(Path(args.testbed) if args.testbed else Path(tempfile.mkdtemp(prefix="bench-cutover-")))
-    summary: dict = {"regions_per_table": args.regions, "tables": 3, "writer_ops_per_s": args.rate}
+    summary: dict = {"regions_per_table": args.regions, "tables": args.tables, "writer_ops_per_s": args.rate}
     writer = None
     try:
         started = time.time()
@@ -277,7 +284,8 @@ def main(argv=None) -> int:
         summary["hbase_version"] = eps["dc1"]["hbase_version"]
         if args.readonly_cost:
             summary["readonly_cost"] = readonly_cost(clusters, args.prefix)
-        tables = [f"{args.prefix}_{x}" for x in ("a", "b", "c")]
+        tables = ([f"{args.prefix}_{x}" for x in ("a", "b", "c")] if args.tables == 3
+                  else [f"{args.prefix}_{i:04d}" for i in range(args.tables)])
         t = time.time()
         create_tables(clusters, tables, args.regions)
         say(f"tables {', '.join(tables)} ({args.regions} regions each) on both clusters in {time.time() - t:.0f} s")
@@ -354,6 +362,7 @@ def main(argv=None) -> int:
             "acks": len(log_.acks), "refusals": len(log_.refusals), "retried_errors": len(log_.errors),
             "lost_per_cluster": lost,
             "write_freeze_s": statistics.median(freezes) if freezes else None,
+            "bounded_check_s": statistics.median(r["bounded_check"]["seconds"] for r in runs),
             "acknowledged_writes_lost": max(lost.values()),
             "writes_accepted_by_both": sum(r["writes_accepted_by_both"] for r in runs + rollbacks),
         })
@@ -364,6 +373,7 @@ def main(argv=None) -> int:
                 "rollback_write_freezes_s": back_freezes,
                 "rollback_toolkit_freezes_s": [r["window"]["freeze_s"] for r in rollbacks],
                 "rollback_write_freeze_s": statistics.median(back_freezes) if back_freezes else None,
+                "rollback_bounded_check_s": statistics.median(r["bounded_check"]["seconds"] for r in rollbacks),
                 "rollback_writes_accepted_by_both": sum(r["writes_accepted_by_both"] for r in rollbacks),
             })
         if not args.keep:

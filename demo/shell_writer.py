@@ -5,7 +5,9 @@ fence is measured with this writer, not demo/switching_writer.py's).
 It writes unique rows (one column `f:v`, the cluster's name as value) to the cluster a switch file names (what a
 cut-over's `switch_command` writes), round the tables, printing each acknowledgement and refusal with its instant.
 A refusal by a fence (`Insufficient permissions`, `region is read only`) is not retried on that cluster: the loop
-waits to be switched, as a client told "writes are frozen" would. `log()` gives the lines as
+waits to be switched, as a client told "writes are frozen" would; with `retry_refused_s` it tries that cluster
+again after so long (a client switched to a side whose WRITE is given back only after the switch, as an ACL
+rollback does, is refused there at first). `log()` gives the lines as
 demo/switching_writer.py's WriterLog, so its `freeze_figures` and `lost_writes` apply.
 """
 from __future__ import annotations
@@ -33,9 +35,10 @@ SCRIPT = "\n".join([
                'conf.setInt("hbase.client.retries.number", 3)',
                "hm_conns[c] = ConnectionFactory.createConnection(conf) }"]),
     "hm_tables = TABLES", "hm_switch = SWITCH", "hm_stop = STOP", "hm_seq = 0", "hm_refused_on = nil",
+    "hm_refused_at = 0.0",
     "; ".join([
         "until File.exist?(hm_stop) do active = File.read(hm_switch).strip",
-        "if hm_refused_on == active then sleep 0.02; next; end",
+        "if hm_refused_on == active && (RETRY < 0 || Time.now.to_f - hm_refused_at < RETRY) then sleep 0.02; next; end",
         "hm_refused_on = nil",
         "hm_seq += 1", "t = hm_tables[hm_seq % hm_tables.length]",
         'row = ((hm_seq * 2654435761) % 4294967296).to_s(16).rjust(8, "0") + "-" + hm_seq.to_s',
@@ -46,7 +49,8 @@ SCRIPT = "\n".join([
         "rescue Exception, java.lang.Throwable => e",
         "m = e.message.to_s",
         'puts "REFUSED " + active + " " + java.lang.System.currentTimeMillis.to_s + " " + m.gsub(/\\s+/, " ")[0, 200]',
-        'hm_refused_on = active if m.include?("Insufficient permissions") || m.include?("is read only")',
+        'if m.include?("Insufficient permissions") || m.include?("is read only") then hm_refused_on = active; '
+        'hm_refused_at = Time.now.to_f; end',
         "sleep 0.05", "end", "sleep INTERVAL", "end"]),
     'puts "WRITER DONE"', ""])
 
@@ -54,13 +58,14 @@ SCRIPT = "\n".join([
 class ShellWriter:
     def __init__(self, java_command: tuple[list[str], dict[str, str]], parents: Mapping[str, str],
                  tables: Sequence[str], switch_file: Path, *, user: str = "app", interval_s: float = 0.03,
-                 confs: Mapping[str, Mapping[str, str]] | None = None):
+                 confs: Mapping[str, Mapping[str, str]] | None = None, retry_refused_s: float | None = None):
         """`confs`: per cluster, settings over the shell's hbase-site (a secured cluster's server principals)."""
         self.command, self.env = java_command
         self.confs = {c: dict(v) for c, v in (confs or {}).items()}
         self.parents, self.tables, self.switch_file, self.user = dict(parents), list(tables), switch_file, user
         self.stop_file = switch_file.with_name(switch_file.name + ".stop")
         self.interval_s = interval_s
+        self.retry_refused_s = retry_refused_s
         self.lines: list[str] = []
         self.proc: subprocess.Popen | None = None
 
@@ -74,7 +79,8 @@ class ShellWriter:
                                 for c, kv in self.confs.items()) + "}"
         script = (SCRIPT.replace("CONFS", confs).replace("PARENTS", parents)
                   .replace("TABLES", json.dumps(self.tables)).replace("SWITCH", json.dumps(str(self.switch_file)))
-                  .replace("STOP", json.dumps(str(self.stop_file))).replace("INTERVAL", repr(self.interval_s)))
+                  .replace("STOP", json.dumps(str(self.stop_file))).replace("INTERVAL", repr(self.interval_s))
+                  .replace("RETRY", repr(-1.0 if self.retry_refused_s is None else float(self.retry_refused_s))))
         self.proc = subprocess.Popen(self.command, env={**self.env, "HADOOP_USER_NAME": self.user},
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1)

@@ -355,6 +355,7 @@ class CutoverWindowOperator(BaseOperator):
     :param max_lag_ms, lag_wait_s, max_freeze_s, skew_margin_ms, recompare_sleep_s: the abort conditions
         (`cutover_plan.AbortConditions`).
     :param caught_up_queue_size: the lag gate's WALs of a caught-up queue, one per WAL group (the run spec's).
+    :param check_parallel: the bounded checks' key ranges (one per region) compared at once.
     :param ledger_run_id: the cut-over run (its ledger holds the verification's start and the reverse peer's).
     :param kind: `cutover`, or `rollback`: the same window with the roles swapped (`cutover_window`): the target
         fenced (the cut-over's freeze method), the reverse peer drained, `switch_command` moving the clients back,
@@ -367,7 +368,7 @@ class CutoverWindowOperator(BaseOperator):
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
                                       "freeze_method", "freeze_exempt", "superusers", "unfreeze_source", "max_lag_ms",
                                       "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s",
-                                      "caught_up_queue_size")
+                                      "caught_up_queue_size", "check_parallel")
     ui_color = "#fde2e1"
 
     def __init__(self, *, plan: Mapping[str, Any] | str, switch_command: str, source_conn_id: str = "hbase_source",
@@ -376,13 +377,14 @@ class CutoverWindowOperator(BaseOperator):
                  unfreeze_source: bool = True, max_lag_ms: int = 30_000,
                  lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
                  recompare_sleep_s: float = 2.0, caught_up_queue_size: int = 1, ledger_run_id: str | None = None,
-                 kind: str = "cutover", **kwargs) -> None:
+                 kind: str = "cutover", check_parallel: int = 16, **kwargs) -> None:
         super().__init__(**kwargs)
         if kind not in ("cutover", "rollback"):
             raise ValueError(f"kind must be 'cutover' or 'rollback', got {kind!r}")
         self.kind = kind
         self.plan = plan
         self.caught_up_queue_size = caught_up_queue_size
+        self.check_parallel = check_parallel
         self.switch_command = switch_command
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
@@ -423,7 +425,7 @@ class CutoverWindowOperator(BaseOperator):
         options = WindowOptions(self.freeze_method, tuple(self.freeze_exempt or ()), AbortConditions(
             int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
             float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True,
-            caught_up_queue_size=int(self.caught_up_queue_size),
+            caught_up_queue_size=int(self.caught_up_queue_size), parallel_checks=int(self.check_parallel),
             superusers=None if self.superusers is None else tuple(self.superusers))
         run_id = self.ledger_run_id or context["run_id"]
         with open_ledger() as ledger:

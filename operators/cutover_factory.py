@@ -209,7 +209,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             unfreeze_source=spec("unfreeze_source"),
             max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
             skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),
-            caught_up_queue_size=spec("caught_up_queue_size"))
+            caught_up_queue_size=spec("caught_up_queue_size"), check_parallel=spec("check_parallel"))
         if cutover:
             pre_verify = verify_task("pre_verify", "verify")
             reverse = AddReversePeerOperator(task_id="reverse_peer", doc_md=_doc(AddReversePeerOperator), **both,

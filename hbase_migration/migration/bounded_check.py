@@ -36,11 +36,18 @@ away (`hbase_rollback`), so a difference found then is caught with both sides in
 The live pass (writes not fenced) re-reads its differing rows until they match or `settle_s` has passed
 (`settle`): a lag gate reading "drained" does not prove that no batch is in flight.
 
-Pure: `since_ms`, `classify`, `settle` (given its re-read). I/O: `compare_window`, `recheck`, `bounded_check`
-(the data path, Thrift).
+The work runs in parallel per region across all tables: items (table, key range) cut at the source's region
+boundaries (`plan_ranges`, read before the freeze by the window), taken by a bounded pool of threads
+(`WindowOptions.parallel_checks`, 16 by default), each with one connection per side reused for every item it
+takes; the results merged in plan order (`merge_ranges`), so the verdict and its counts are those of one scan
+per table.
+
+Pure: `since_ms`, `classify`, `settle` (given its re-read), `plan_ranges`, `merge_ranges`. I/O:
+`read_region_starts`, `compare_window`, `recheck`, `bounded_check` (the data path, Thrift).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -159,54 +166,154 @@ def classify(differences: Iterable[Difference], kept_since_ms: int | None, sampl
 
 
 # --------------------------------------------------------------------------------------------------
+# The work: (table, key range) items, compared in parallel across all tables
+
+
+MAX_RANGES = 1024  # key ranges per check at most: one per region below it (each costs one scan call per side)
+# Ranges per thread of the pool at most: enough that a slow region leaves the other threads work to take, few enough
+# that the scans' own cost (a region lookup and a scanner per side, each) stays small beside the reading. One range
+# per region was slower than one per table at 3 x 50 regions on the bed (docs/cutover.md).
+RANGES_PER_THREAD = 4
+
+
+def max_ranges_for(parallel: int) -> int:
+    """Pure: how many key ranges a check run by `parallel` threads is cut into at most."""
+    return max(1, min(MAX_RANGES, RANGES_PER_THREAD * parallel))
+
+
+@dataclass(frozen=True)
+class CheckRange:
+    """A piece of the check's work: the versions of `table` in `[start, stop)` (`stop` b"": to its end)."""
+
+    table: str
+    start: bytes
+    stop: bytes
+
+
+def plan_ranges(tables: Sequence[str], region_starts: Mapping[str, Sequence[bytes]],
+                max_ranges: int = MAX_RANGES) -> list[CheckRange]:
+    """Pure: every table's key space cut at its regions' start keys, one range per region, in table order then
+    key order. The ranges of a table always cover it whole, from b"" to its end, whatever the start keys say: a
+    region split or merged after they were read (they are read before the freeze) moves where work is cut, never
+    leaves a key out. Above `max_ranges` regions in all, each table keeps a share of `max_ranges` in proportion
+    to its regions (contiguous regions grouped), at least one range. BoundedCheckError naming the tables with no
+    region read (does it exist?)."""
+    if isinstance(max_ranges, bool) or not isinstance(max_ranges, int) or max_ranges < 1:
+        raise BoundedCheckError(f"max_ranges must be an integer >= 1, got {max_ranges!r}")
+    missing = [t for t in tables if not region_starts.get(t)]
+    if missing:
+        raise BoundedCheckError(f"no region of {', '.join(missing)} on the source (does it exist?)")
+    starts = {t: sorted(set(region_starts[t]) | {b""}) for t in tables}
+    total = sum(len(k) for k in starts.values())
+    out: list[CheckRange] = []
+    for table in tables:
+        keys = starts[table]
+        n = len(keys) if total <= max_ranges else max(1, min(len(keys), len(keys) * max_ranges // total))
+        cuts = [keys[i * len(keys) // n] for i in range(n)] + [b""]
+        out.extend(CheckRange(table, cuts[i], cuts[i + 1]) for i in range(n))
+    return out
+
+
+def merge_ranges(plan: Sequence[CheckRange], results: Mapping[int, tuple[list[Difference], Mapping[str, int]]]
+                 ) -> tuple[list[Difference], dict[str, int]]:
+    """Pure: the ranges' results (by their index in `plan`, in whatever order they finished) as one compare: the
+    differing rows in plan order (each table's in key order, as one scan of it would give them), the cells read
+    per side summed, `ranges` the number compared. A range of the plan with no result is an error, never "no
+    difference"."""
+    lost = [i for i in range(len(plan)) if i not in results]
+    if lost:
+        first = plan[lost[0]]
+        raise RuntimeError(f"{len(lost)} of {len(plan)} key range(s) of the bounded check were not compared (first: "
+                           f"{first.table} [{to_string_binary(first.start)}, {to_string_binary(first.stop)})): no "
+                           "verdict can be given")
+    differences: list[Difference] = []
+    stats = {"source_cells": 0, "target_cells": 0, "ranges": len(plan)}
+    for i in range(len(plan)):
+        found, one = results[i]
+        differences.extend(found)
+        stats["source_cells"] += int(one.get("source_cells", 0))
+        stats["target_cells"] += int(one.get("target_cells", 0))
+    return differences, stats
+
+
+# --------------------------------------------------------------------------------------------------
 # I/O
 
 
-def _ranges(path: Any, table: str, parts: int) -> list[tuple[bytes, bytes]]:
-    """`parts` contiguous key ranges of the table, cut at region boundaries (one range when it has one region)."""
-    regions = path.regions(table)
-    if not regions:
-        raise BoundedCheckError(f"table {table} has no region on the source (does it exist?)")
-    parts = max(1, min(parts, len(regions)))
-    step = len(regions) / parts
-    cuts = [regions[int(i * step)].start_key for i in range(parts)] + [b""]
-    return [(cuts[i], cuts[i + 1]) for i in range(parts)]
+def _pooled(clusters: Sequence["Cluster"], count: int, work: Callable[..., Any], parallel: int,
+            timeout_s: float | None) -> dict[int, Any]:
+    """`work(i, *paths)` for i in range(count), by at most `parallel` threads, each with ONE data path per
+    cluster of its own, reused for every item it takes (300 tables are 300 items, not 600 connections). The
+    first failure stops every thread from taking another item and is raised. Returns {i: result}."""
+    import threading
 
-
-def _compare_range(source: "Cluster", target: "Cluster", table: str, lo: bytes, hi: bytes, since: int,
-                   timeout_s: float | None) -> tuple[list[Difference], dict[str, int]]:
     from hbase_migration.data.datapath import open_data_path
+
+    results: dict[int, Any] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    items = iter(range(count))
+
+    def worker() -> None:
+        try:
+            with contextlib.ExitStack() as stack:
+                paths = [stack.enter_context(open_data_path(c, timeout_s)) for c in clusters]
+                while not errors:
+                    with lock:
+                        i = next(items, None)
+                    if i is None:
+                        return
+                    results[i] = work(i, *paths)
+        except BaseException as e:  # raised in the caller below
+            with lock:
+                errors.append(e)
+
+    threads = max(1, min(parallel, count))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bounded") as pool:
+        for future in [pool.submit(worker) for _ in range(threads)]:
+            future.result()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def read_region_starts(source: "Cluster", tables: Sequence[str], *, parallel: int = 16,
+                       timeout_s: float | None = None) -> dict[str, list[bytes]]:
+    """Each table's region start keys on `source`, read by `parallel` threads (one call per table)."""
+    found = _pooled([source], len(tables), lambda i, path: [r.start_key for r in path.regions(tables[i])],
+                    parallel, timeout_s)
+    return {t: found[i] for i, t in enumerate(tables)}
+
+
+def _compare_range(src: Any, tgt: Any, item: CheckRange, since: int) -> tuple[list[Difference], dict[str, int]]:
     from hbase_migration.data.datapath.base import prefetch
 
     def pieces(path: Any):
-        for batch in path.scan(table, lo, hi, start_ms=since, versions=None, batch_rows=1000, batch_cells=5000):
+        for batch in path.scan(item.table, item.start, item.stop, start_ms=since, versions=None, batch_rows=1000,
+                               batch_cells=5000):
             yield from batch
 
     stats: dict[str, int] = {}
-    with open_data_path(source, timeout_s) as src, open_data_path(target, timeout_s) as tgt:
-        out = [(table, row, versions) for row, _status, versions, _wide in
-               compare_sides(prefetch(pieces(src)), prefetch(pieces(tgt)), matching=False, stats=stats,
-                             limit=ALL_VERSIONS_OF_A_ROW)]
+    out = [(item.table, row, versions) for row, _status, versions, _wide in
+           compare_sides(prefetch(pieces(src)), prefetch(pieces(tgt)), matching=False, stats=stats,
+                         limit=ALL_VERSIONS_OF_A_ROW)]
     return out, stats
 
 
 def compare_window(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
-                   parallel: int = 8, timeout_s: float | None = None) -> tuple[list[Difference], dict[str, int]]:
-    """Both sides' versions with timestamp >= `since`, every table cut into key ranges at region boundaries and
-    the ranges compared `parallel` at a time (each with its own connection per side); the differing rows."""
-    from hbase_migration.data.datapath import open_data_path
-
-    with open_data_path(source, timeout_s) as path:
-        per_table = max(1, parallel // max(1, len(tables)))
-        work = [(t, lo, hi) for t in tables for lo, hi in _ranges(path, t, per_table)]
-    differences: list[Difference] = []
-    stats = {"source_cells": 0, "target_cells": 0, "ranges": len(work)}
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(work))), thread_name_prefix="bounded") as pool:
-        for found, one in pool.map(lambda w: _compare_range(source, target, w[0], w[1], w[2], since, timeout_s),
-                                   work):
-            differences.extend(found)
-            stats["source_cells"] += one.get("source_cells", 0)
-            stats["target_cells"] += one.get("target_cells", 0)
+                   parallel: int = 16, timeout_s: float | None = None,
+                   ranges: Sequence[CheckRange] | None = None) -> tuple[list[Difference], dict[str, int]]:
+    """Both sides' versions with timestamp >= `since`, compared per region across all tables: the work items
+    (`ranges`, else `plan_ranges` over the source's regions read now) taken by `parallel` threads, each with one
+    connection per side; the differing rows (`merge_ranges`)."""
+    if ranges is None:
+        ranges = plan_ranges(tables, read_region_starts(source, tables, parallel=parallel, timeout_s=timeout_s),
+                             max_ranges_for(parallel))
+    plan = list(ranges)
+    results = _pooled([source, target], len(plan), lambda i, src, tgt: _compare_range(src, tgt, plan[i], since),
+                      parallel, timeout_s)
+    differences, stats = merge_ranges(plan, results)
+    stats["parallel"] = max(1, min(parallel, len(plan)))
     return differences, stats
 
 
@@ -256,17 +363,19 @@ def settle(differences: Sequence[Difference], reread: Callable[[Sequence[Differe
 
 def bounded_check(source: "Cluster", target: "Cluster", tables: Sequence[str], since: int, *,
                   kept_since_ms: int | None, live: bool = False, recompare_sleep_s: float = 2.0,
-                  settle_s: float = 0.0, parallel: int = 8, timeout_s: float | None = None,
-                  sleep: Any = time.sleep, clock: Any = time.monotonic, roles: Roles = CUTOVER_ROLES
-                  ) -> dict[str, Any]:
+                  settle_s: float = 0.0, parallel: int = 16, timeout_s: float | None = None,
+                  sleep: Any = time.sleep, clock: Any = time.monotonic, roles: Roles = CUTOVER_ROLES,
+                  ranges: Sequence[CheckRange] | None = None) -> dict[str, Any]:
     """Compare every version written since `since` on both sides and classify what differs (`classify`).
 
     `live` (writes still going to the source, before the freeze): the differing rows are read again after
     `recompare_sleep_s`, and again every `recompare_sleep_s` for up to `settle_s` while some still stop the
     cut-over (`settle`); only those still differing then count. Returns the verdict as a dict with `since_ms`, the
-    cells read per side, the ranges, `seconds`, `recompared` rows and `rereads`."""
+    cells read per side, the ranges, `seconds`, `recompared` rows and `rereads`. `ranges`: the work items planned
+    beforehand (`plan_ranges`: the window reads the regions before the freeze); None: planned now."""
     started = clock()
-    differences, stats = compare_window(source, target, tables, since, parallel=parallel, timeout_s=timeout_s)
+    differences, stats = compare_window(source, target, tables, since, parallel=parallel, timeout_s=timeout_s,
+                                        ranges=ranges)
     first = len(differences)
     rereads = 0
     if live and differences:

@@ -102,7 +102,7 @@ class WindowOptions:
     canary_keytab: str | None = None  # ACL on Kerberos: the canary's keytab (on the host the window runs on)
     flush_before: bool = True  # READONLY: flush the tables before the freeze (less to flush when regions close)
     unfreeze_after_switch: bool = True  # READONLY: the source writable again once the clients are on the target
-    parallel_checks: int = 8  # key ranges compared at once by the bounded check
+    parallel_checks: int = 16  # the bounded check's pool: key ranges (one per region) compared at once
     drain_poll_s: float = 0.1
     session_open_s: float = 300.0  # a shell session not open by then: one shell call per batch instead
 
@@ -111,6 +111,9 @@ class WindowOptions:
             raise ValueError(f"freeze_method must be one of {', '.join(FREEZE_METHODS)}, got {self.freeze_method!r}")
         if not isinstance(self.caught_up_queue_size, int) or self.caught_up_queue_size < 0:
             raise ValueError(f"caught_up_queue_size must be an integer >= 0, got {self.caught_up_queue_size!r}")
+        if isinstance(self.parallel_checks, bool) or not isinstance(self.parallel_checks, int) \
+                or not 1 <= self.parallel_checks <= 256:
+            raise ValueError(f"parallel_checks must be an integer from 1 to 256, got {self.parallel_checks!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -6,8 +6,10 @@
    prepares the fence (an Admin of the shell's JRuby; READONLY: a flush of the tables; ACL: every permission read
    and the fence planned, a principal that cannot be fenced per table refused);
 2. waits for the forward peer's lag to be under the bound (`cutover_plan.lag_gate`, abort after `lag_wait_s`);
-3. the live pass: the bounded check from the last verification's start, writes still on (abort on a difference
-   that stays); its start is the bound the check in the freeze starts from;
+3. the live pass: the source's region boundaries read once (the bounded checks' work items: one key range per
+   region of every table, compared by a pool of `parallel_checks` threads), then the bounded check from the last
+   verification's start, writes still on (abort on a difference that stays); its start is the bound the check in
+   the freeze starts from;
 4. FENCES the source (READONLY on every table at once, or WRITE taken away), rolls the WALs of every source region
    server and waits until each queue of the forward peer has let go of the WALs from before the roll
    (`replication/wal_drain.py`), runs the bounded check, and calls `switch("switch")` (the clients write to the
@@ -107,6 +109,7 @@ class _Window:
         self.jruby = True  # the source's shell evaluates JRuby (HBase's own shell does; a stand-in may not)
         self.canary_granted: list[Any] = []  # ACL: the canary's grants, revoked when the window ends
         self.tag = uuid.uuid4().hex  # the canary's condition value: no cell ever holds it, nothing is written
+        self.check_ranges: list[Any] | None = None  # the bounded checks' work items, read before the freeze
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[dict[str, Any]]:
@@ -307,13 +310,26 @@ class _Window:
             log.warning("the %s %s is still behind after %gs: %s", self.roles.kept, self.plan.reverse_peer_id,
                         self.options.conditions.lag_wait_s, "; ".join(reasons[:5]))
 
+    def plan_check(self, detail: dict[str, Any]) -> None:
+        """The bounded checks' work items, (table, key range) one per region of the fenced side (`plan_ranges`),
+        read once before the freeze: a region split or merged since only moves where the work is cut."""
+        from hbase_migration.migration.bounded_check import max_ranges_for, plan_ranges, read_region_starts
+
+        started = self.clock()
+        tables = list(self.plan.tables)
+        parallel = self.options.parallel_checks
+        self.check_ranges = plan_ranges(tables, read_region_starts(self.source, tables, parallel=parallel),
+                                        max_ranges_for(parallel))
+        detail.update(check_ranges=len(self.check_ranges), check_parallel=self.options.parallel_checks,
+                      regions_read_s=round(self.clock() - started, 3))
+
     def check(self, since: int, kept_since_ms: int | None, live: bool) -> dict[str, Any]:
         from hbase_migration.migration.bounded_check import bounded_check
 
         return bounded_check(self.source, self.target, self.plan.tables, since, kept_since_ms=kept_since_ms,
                              live=live, recompare_sleep_s=self.options.conditions.recompare_sleep_s,
                              settle_s=self.options.conditions.lag_wait_s if live else 0.0,
-                             parallel=self.options.parallel_checks, roles=self.roles)
+                             parallel=self.options.parallel_checks, roles=self.roles, ranges=self.check_ranges)
 
     def apply_fence(self, detail: dict[str, Any]) -> None:
         fence_started_s = self.clock()
@@ -454,6 +470,7 @@ class _Window:
                 with self.step("lag_gate") as d:
                     self.wait_lag(d)
                 with self.step("live_pass") as d:
+                    self.plan_check(d)
                     live_started = _now_ms(self.clock)
                     d.update(self.check(since, kept, live=True))
                     self.result["live_pass"] = dict(d)

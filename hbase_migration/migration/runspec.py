@@ -578,6 +578,11 @@ FIELDS: tuple[Field, ...] = (
           "reaches back this much before the last verification's start; a verification by hashes covers the cells "
           "older than its start minus this", _integer, dags=BOTH | SWITCHES,
           **at_least(0, "an integer")),
+    Field("check_parallel", "integer", 16, "Bounded check: key ranges compared at once",
+          "the window's bounded checks (the live pass and the one in the freeze) compare every region of every table "
+          "as a key range of its own, this many at once, each thread with one connection per side", _integer,
+          dags=SWITCHES, bounds={"minimum": 1, "maximum": 256}, check=lambda v: 1 <= v <= 256,
+          wanted="an integer from 1 to 256"),
     Field("sync_replication", "boolean", False, "Synchronous replication (HBase 3.0+)",
           "cut over with HBase's synchronous replication (a remote WAL on the target's HDFS, ACTIVE / "
           "DOWNGRADE_ACTIVE / STANDBY): only HBase 3.0 and later have it; the check refuses it on older clusters "
@@ -697,6 +702,7 @@ class RunSpec:
     max_freeze_s: float = 120.0
     lag_wait_s: float = 300.0
     skew_margin_ms: int = 5000
+    check_parallel: int = 16
     sync_replication: bool = False
     cutover_run_id: str | None = None
 

@@ -68,6 +68,10 @@ def test_conditions_validate_and_describe():
     assert len(AbortConditions().describe()) == 4
     with pytest.raises(ValueError, match="caught_up_queue_size must be an integer >= 0"):
         WindowOptions(caught_up_queue_size=-1)
+    for bad in (0, 257, True, 2.0):
+        with pytest.raises(ValueError, match="parallel_checks must be an integer from 1 to 256"):
+            WindowOptions(parallel_checks=bad)
+    assert WindowOptions().parallel_checks == 16
     options = WindowOptions("acl", ("svc",), AbortConditions(max_freeze_s=30), caught_up_queue_size=2)
     assert WindowOptions.from_dict(options.to_dict()) == options
 

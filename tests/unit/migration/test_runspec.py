@@ -174,11 +174,11 @@ def test_cutover_and_rollback_forms():
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
         "switch_command", "freeze_method", "freeze_exempt", "superusers", "max_freeze_s", "lag_wait_s",
-        "skew_margin_ms", "sync_replication"]
+        "skew_margin_ms", "check_parallel", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "unfreeze_source", "switch_command", "freeze_exempt", "superusers",
-        "max_freeze_s", "lag_wait_s", "skew_margin_ms", "cutover_run_id"]
+        "max_freeze_s", "lag_wait_s", "skew_margin_ms", "check_parallel", "cutover_run_id"]
     spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b",
                              "switch_command": "switch-clients --to dc2"}, CUTOVER)
     assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
@@ -188,6 +188,10 @@ def test_cutover_and_rollback_forms():
             spec.skew_margin_ms, spec.sync_replication) == ("switch-clients --to dc2", "auto", (), 120.0, 300.0,
                                                            5000, False)
     go = {"migration_run_id": "r", "switch_command": "true"}
+    assert RunSpec.validate(go, CUTOVER).check_parallel == 16
+    assert RunSpec.validate({**go, "check_parallel": 4}, CUTOVER).check_parallel == 4
+    with pytest.raises(InvalidRunInput, match="check_parallel: must be an integer from 1 to 256"):
+        RunSpec.validate({**go, "check_parallel": 0}, CUTOVER)
     assert RunSpec.validate({**go, "only_tables": []}, CUTOVER).only_tables is None
     with pytest.raises(InvalidRunInput, match="migration_run_id: is required"):
         RunSpec.validate({}, CUTOVER)
