@@ -17,8 +17,8 @@ freeze).
 `--rollback`: instead, each cut-over is followed by its rollback as `hbase_rollback` runs it: the forward peer
 retired after the cut-over, re-created DISABLED on dc1 after a WAL roll, the window with the roles swapped
 (`run_window(..., roles=ROLLBACK_ROLES)`: dc2 fenced by ACL, the reverse peer drained, the bounded check, the
-writer switched back; dc1's WRITE given back right after the switch from the cut-over's recorded grants), the
-reverse peer removed; the next cut-over gives dc2 its WRITE back after its switch from the rollback's record.
+writer switched back; dc1's WRITE given back just before the switch from the cut-over's recorded grants), the
+reverse peer removed; the next cut-over gives dc2 its WRITE back just before its switch from the rollback's record.
 Its freezes are measured like the cut-over's (`rollback_write_freeze_s`).
 
 `--tables N --regions R`: N tables of R regions each (created all at once through the Admin API, and granted in
@@ -231,8 +231,9 @@ def main(argv=None) -> int:
         switch_file = workdir / f"{p}-active"
         switch_file.write_text("dc1")
         # the clients: demo/shell_writer.py's loop in a shell JVM, as user `app` (no superuser rights)
-        # with --rollback it tries a refusing cluster again every 0.2 s: the side the clients are switched to has
-        # its WRITE given back right after the switch (lift_joined_fence), so it refuses them at first
+        # with --rollback it tries a refusing cluster again every 0.2 s: a region server may apply the hbase:acl
+        # change that gives the side the clients are switched to its WRITE back (lift_joined_fence, just before the
+        # switch) a moment after the switch, and HBase's clients do not retry an AccessDeniedException
         writer = ShellWriter(bed.shell_java_command("dc1", ["-n"]), config.CLUSTERS, tables, switch_file,
                              user="app", retry_refused_s=0.2 if args.rollback else None).start()
         say("writer (user app) writing:", next((x for x in writer.lines if x.startswith("ACK")), writer.lines[-5:]))
@@ -244,7 +245,8 @@ def main(argv=None) -> int:
         conditions = AbortConditions(max_lag_ms=30_000, lag_wait_s=300, max_freeze_s=300, skew_margin_ms=2_000)
         options = WindowOptions("acl", freeze_exempt=(superuser,), superusers=(), conditions=conditions)
         runs, rollbacks = [], []
-        give_back: tuple[str, ...] = ()  # dc2's WRITE, fenced by the last rollback: given back after the switch
+        give_back: tuple[str, ...] = ()  # dc2's WRITE, fenced by the last rollback: given back before the switch
+        take_again: tuple[str, ...] = ()  # and taken away again should that window abort
         for k in range(args.runs):
             rev = f"{p}r{k}"
             plan = SwitchPlan("cutover", f"{p}{k}", f"{p}{k}", eps["dc1"]["cluster_key"], eps["dc2"]["cluster_key"],
@@ -255,6 +257,7 @@ def main(argv=None) -> int:
             mark = time.time()
             result = run_window(clusters["dc1"], clusters["dc2"], plan, options, kept_since_ms=kept,
                                 verify_started_ms={t: verified for t in tables}, unfence_joined=give_back,
+                                refence_joined=take_again,
                                 switch=lambda phase: switch_file.write_text("dc2" if phase == "switch" else "dc1"))
             switched_ms = int(result["switched_at"] * 1000)
             time.sleep(3)
@@ -281,12 +284,13 @@ def main(argv=None) -> int:
             back = run_window(clusters["dc2"], clusters["dc1"], mirrored, options, kept_since_ms=kept,
                               verify_started_ms={t: switched_ms - 120_000 for t in tables}, roles=ROLLBACK_ROLES,
                               unfence_joined=tuple(result["unfence_statements"]),
+                              refence_joined=tuple(result["refence_statements"]),
                               switch=lambda phase: switch_file.write_text("dc1" if phase == "switch" else "dc2"))
             time.sleep(3)
             out = window_figures(back, writer, "dc2", "dc1", mark)
             out["remove_reverse_peer"] = remove_reverse_peer(clusters["dc2"], plan).get("outcome")
             rollbacks.append(out)
-            give_back = tuple(back["unfence_statements"])
+            give_back, take_again = tuple(back["unfence_statements"]), tuple(back["refence_statements"])
             say(f"ACL rollback {k + 1}: writer's freeze {out['write_freeze_s']} s, toolkit's {out['toolkit_freeze_s']} "
                 f"s (fence {out['fence_s']} s, bounded check {out['bounded_check_s']} s); accepted by both "
                 f"{out['writes_accepted_by_both']}; steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s"

@@ -416,9 +416,10 @@ class CutoverWindowOperator(BaseOperator):
         plan = SwitchPlan.from_dict(self.plan)
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
-        # The side the clients move to gets its WRITE back first thing after the switch when it is fenced by ACL:
-        # a rollback's source (its cut-over's fence), a cut-over's target (an earlier rollback's fence).
-        unfence_joined = plan.unfence_statements
+        # The side the clients move to gets its WRITE back just before the switch when it is fenced by ACL (and
+        # its fence put back if the window then aborts): a rollback's source (its cut-over's fence), a cut-over's
+        # target (an earlier rollback's fence).
+        unfence_joined, refence_joined = plan.unfence_statements, plan.refence_statements
         if rollback:  # the same window, the roles swapped: the target fenced, the clients back to the source
             plan = rollback_window_plan(plan)
             source, target = target, source
@@ -450,7 +451,8 @@ class CutoverWindowOperator(BaseOperator):
         try:
             result = run_window(source, target, plan, options, verify_started_ms=verify_started,
                                 kept_since_ms=kept_since, switch=switch, on_step=on_step,
-                                roles=ROLLBACK_ROLES if rollback else CUTOVER_ROLES, unfence_joined=unfence_joined)
+                                roles=ROLLBACK_ROLES if rollback else CUTOVER_ROLES, unfence_joined=unfence_joined,
+                                refence_joined=refence_joined)
         except CutoverAborted as e:
             record_phase(self.ledger_run_id, "window", "failed", {"aborted": e.condition, "message": str(e),
                                                                   "state": e.state})

@@ -55,13 +55,13 @@ def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dic
             method, why = choose_freeze(spec, source)
             plan = plan_cutover(summary, spec.only_tables, spec.reverse_peer_id, method)
             # A rollback before this cut-over (the newest run of the forward peer) may have left the target fenced
-            # by ACL: the window gives its WRITE back after the switch.
+            # by ACL: the window gives its WRITE back just before the switch.
             prior = ledger.latest_run_of_peer(str(source.cluster_key), plan.peer_id)
-            lift = target_fence_left(ledger.run_summary(prior["run_id"]) if prior else None)
-            plan = dataclasses.replace(plan, freeze_reason=why, unfence_statements=lift)
+            lift, refence = target_fence_left(ledger.run_summary(prior["run_id"]) if prior else None)
+            plan = dataclasses.replace(plan, freeze_reason=why, unfence_statements=lift, refence_statements=refence)
             if lift:
-                log.info("the target is fenced by ACL since rollback %s: its WRITE is given back after the switch "
-                         "(%d statement(s))", prior["run_id"], len(lift))
+                log.info("the target is fenced by ACL since rollback %s: its WRITE is given back just before the "
+                         "switch (%d statement(s))", prior["run_id"], len(lift))
         else:
             summary = _summary(ledger, spec.cutover_run_id, f"rollback of run {spec.cutover_run_id!r}")
             plan = plan_rollback(summary)

@@ -78,6 +78,9 @@ class SwitchPlan:
     # what gives the side the clients move to its WRITE back after the switch: a rollback of an ACL cut-over, the
     # source's; a cut-over after a rollback fenced by ACL, the target's (`target_fence_left`)
     unfence_statements: tuple[str, ...] = ()
+    # and what fences that side again (the same principals' WRITE taken away), should the window abort after
+    # giving it back: it gives it back just before the switch when these are known (plans from before: after it)
+    refence_statements: tuple[str, ...] = ()
     freeze_reason: str = ""  # why that method (the run spec's choice, or freeze.default_freeze's from /conf)
     # The migration run's bulk_loads: "replicated" (its preflight saw the source replicate them), "none" (its
     # operator attested none are made until the cut-over: shown at approval), "unrecorded" (a run from before)
@@ -87,6 +90,7 @@ class SwitchPlan:
         d = asdict(self)
         d["tables"], d["run_tables"] = list(self.tables), list(self.run_tables)
         d["unfence_statements"] = list(self.unfence_statements)
+        d["refence_statements"] = list(self.refence_statements)
         return d
 
     @classmethod
@@ -94,6 +98,7 @@ class SwitchPlan:
         values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["tables"], values["run_tables"] = tuple(values["tables"]), tuple(values["run_tables"])
         values["unfence_statements"] = tuple(values.get("unfence_statements") or ())
+        values["refence_statements"] = tuple(values.get("refence_statements") or ())
         return cls(**values)
 
 
@@ -157,9 +162,9 @@ def plan_cutover(summary: Mapping[str, Any], only_tables: Sequence[str] | None =
                       params.get("end_time_ms"), freeze_method, bulk_loads=params.get("bulk_loads") or "unrecorded")
 
 
-def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
+def recorded_unfence(summary: Mapping[str, Any], key: str = "unfence_statements") -> tuple[str, ...]:
     """The statements that give the source its WRITE back, as a cut-over run's window recorded them (ACL freeze;
-    empty otherwise)."""
+    empty otherwise); `key="refence_statements"`: those that take it away again."""
     import json
 
     window = ((summary.get("phases") or {}).get("*") or {}).get("window") or {}
@@ -171,25 +176,26 @@ def recorded_unfence(summary: Mapping[str, Any]) -> tuple[str, ...]:
             detail = None
     if not isinstance(detail, Mapping):
         return ()
-    found = detail.get("unfence_statements") or (detail.get("state") or {}).get("unfence_statements") or ()
+    found = detail.get(key) or (detail.get("state") or {}).get(key) or ()
     return tuple(str(s) for s in found)
 
 
-def target_fence_left(summary: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """The statements that give the target its WRITE back, from `summary`, the newest run of the migration's
-    forward peer: a rollback that switched the clients back with the ACL fence on the target (it stays fenced, and
-    current, until a cut-over lifts it), or a cut-over that did not switch and had inherited them (an attempt
-    after such a rollback). Empty otherwise. A cut-over planned after it lifts that fence after its switch."""
+def target_fence_left(summary: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the statements that give the target its WRITE back, those that take it away again), from `summary`, the
+    newest run of the migration's forward peer: a rollback that switched the clients back with the ACL fence on the
+    target (it stays fenced, and current, until a cut-over lifts it), or a cut-over that did not switch and had
+    inherited them (an attempt after such a rollback). Empty otherwise. A cut-over planned after it lifts that
+    fence just before its switch (and puts it back if it aborts)."""
     if not summary:
-        return ()
+        return (), ()
     run = summary.get("run") or {}
     plan = (run.get("params") or {}).get("switch_plan") or {}
     switched = (((summary.get("phases") or {}).get("*") or {}).get("switch") or {}).get("status") == "success"
     if run.get("dag_id") == CUTOVER_DAG and not switched:
-        return tuple(plan.get("unfence_statements") or ())
+        return tuple(plan.get("unfence_statements") or ()), tuple(plan.get("refence_statements") or ())
     if run.get("dag_id") != ROLLBACK_DAG or plan.get("freeze_method") != "acl" or not switched:
-        return ()
-    return recorded_unfence(summary)
+        return (), ()
+    return recorded_unfence(summary), recorded_unfence(summary, "refence_statements")
 
 
 def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
@@ -211,7 +217,8 @@ def plan_rollback(summary: Mapping[str, Any]) -> SwitchPlan:
             "back only once the cut-over's window has run"])
     return SwitchPlan("rollback", run["run_id"], plan["migration_run_id"], plan["source_key"], plan["target_key"],
                       plan["peer_id"], plan["reverse_peer_id"], tuple(plan["tables"]), tuple(plan["run_tables"]),
-                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"), method, unfence)
+                      plan.get("versions"), plan.get("start_time_ms"), plan.get("end_time_ms"), method, unfence,
+                      recorded_unfence(summary, "refence_statements"))
 
 
 def rollback_window_plan(plan: SwitchPlan) -> SwitchPlan:

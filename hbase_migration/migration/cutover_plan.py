@@ -224,7 +224,9 @@ class Step:
         return self.ended - self.started
 
 
-FENCED_STEPS = ("fence", "wal_roll", "drain", "bounded_check", "switch")
+# the steps while the clients cannot write; lift_joined_fence is one of them before the switch or (plans from
+# before refence_statements) after it: the clients moved there are refused until it ends
+FENCED_STEPS = ("fence", "wal_roll", "drain", "bounded_check", "lift_joined_fence", "switch")
 
 
 def timeline(steps: Sequence[Step]) -> dict[str, Any]:

@@ -12,16 +12,18 @@
    the freeze starts from;
 4. FENCES the source (READONLY on every table at once, or WRITE taken away), rolls the WALs of every source region
    server and waits until each queue of the forward peer has let go of the WALs from before the roll
-   (`replication/wal_drain.py`), runs the bounded check, and calls `switch("switch")` (the clients write to the
+   (`replication/wal_drain.py`), runs the bounded check, gives the target its WRITE back if it is fenced by ACL
+   (`unfence_joined`, with `refence_joined` known: below), and calls `switch("switch")` (the clients write to the
    target from its return);
 5. after the switch: ENABLES the reverse peer (the target's writes, early ones too, ship to the source) and, with
    READONLY, makes the source writable again (a READONLY table refuses replicated edits); with ACL the fence
    stays (the replication sink writes as the HBase superuser).
 
-An abort before the fence changes nothing. After it, and before the switch, the fence is lifted (same session;
-a one-shot shell if the session died) and `switch("abort")` is called when the switch had started; the reverse
-peer stays DISABLED (it holds any early target write; the caller removes it when there is none). A failure after
-the switch undoes nothing: the clients are on the target; the error says the state of both sides.
+An abort before the fence changes nothing. After it, and before the switch, the target's ACL fence is put back
+if it had been lifted (`refence_joined`: fail closed, before anything else), the source's fence is lifted (same
+session; a one-shot shell if the session died) and `switch("abort")` is called when the switch had started; the
+reverse peer stays DISABLED (it holds any early target write; the caller removes it when there is none). A failure
+after the switch undoes nothing: the clients are on the target; the error says the state of both sides.
 
 Every step is reported through `on_step(name, status, detail)` as it happens (the operator records each as a
 ledger phase) and timed (`cutover_plan.timeline`).
@@ -30,7 +32,9 @@ The rollback is this same window with the roles swapped (`roles=ROLLBACK_ROLES`,
 `cutover.rollback_window_plan`, the clusters passed the other way round): the migration's target is fenced and its
 reverse peer drained, the forward peer re-created DISABLED on the source is the peer ENABLED after the switch, and
 `unfence_joined` (the statements that give the source its WRITE back after an ACL cut-over) run on the source
-first thing after the switch (a cut-over after a rollback fenced by ACL passes the target's the same way).
+just before the switch, so no client moved there is refused (`refence_joined` take it away again on an abort; a
+plan recorded without them gives it back first thing after the switch, as before). A cut-over after a rollback
+fenced by ACL passes the target's the same way.
 """
 from __future__ import annotations
 
@@ -92,9 +96,10 @@ class _Window:
     def __init__(self, source: "Cluster", target: "Cluster", plan: "SwitchPlan", options: WindowOptions,
                  switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None,
                  clock: Callable[[], float], sleep: Callable[[float], None], roles: Roles = CUTOVER_ROLES,
-                 unfence_joined: tuple[str, ...] = ()):
+                 unfence_joined: tuple[str, ...] = (), refence_joined: tuple[str, ...] = ()):
         self.source, self.target, self.plan, self.options = source, target, plan, options
-        self.roles, self.unfence_joined = roles, tuple(unfence_joined)
+        self.roles, self.unfence_joined, self.refence_joined = roles, tuple(unfence_joined), tuple(refence_joined)
+        self.joined_lifted = False  # the joined side's WRITE given back before the switch (put back on an abort)
         self.switch, self.clock, self.sleep = switch, clock, sleep
         self.on_step = on_step or (lambda _name, _status, _detail: None)
         self.steps: list[Step] = []
@@ -270,6 +275,7 @@ class _Window:
         self.fence_statements, self.unfence = list(fence.fence), list(fence.unfence)
         self.result["acl_fenced"] = detail["fenced"]
         self.result["unfence_statements"] = self.unfence
+        self.result["refence_statements"] = list(fence.refence)
 
     def poll_lag(self, cluster: "Cluster", peer_id: str, wait_s: float, detail: dict[str, Any]) -> list[str]:
         """Polls `peer_id`'s queues on `cluster` through the lag gate for up to `wait_s`: [] once close enough to
@@ -505,6 +511,11 @@ class _Window:
                     if not d["ok"]:
                         raise CutoverAborted("verification", "the bounded check in the freeze: "
                                              + "; ".join(d["reasons"]))
+                if self.unfence_joined and self.refence_joined:  # before the switch: nobody is refused after it
+                    with self.step("lift_joined_fence") as d:
+                        d["statements"] = len(self.unfence_joined)
+                        self.joined_lifted = True  # even half done: an abort puts the whole fence back
+                        self.on_joined(self.unfence_joined)
                 if past_deadline(fence_started, self.clock(), conditions):
                     raise CutoverAborted("freeze_deadline", f"the fenced steps took {self.clock() - fence_started:.1f}s"
                                                             f", more than max_freeze_s={conditions.max_freeze_s:g}")
@@ -524,11 +535,11 @@ class _Window:
             self.result.update(timeline(self.steps))
             roles = self.roles
             try:
-                if self.unfence_joined:  # the joined side fenced by ACL (a rollback of an ACL cut-over: the source;
-                    # a cut-over after a rollback fenced by ACL: the target): its principals get WRITE back
+                if self.unfence_joined and not self.joined_lifted:  # a plan from before refence_statements:
+                    # the joined side's principals get WRITE back first thing after the switch
                     with self.step("lift_joined_fence") as d:
                         d["statements"] = len(self.unfence_joined)
-                        self.lift_joined_fence()
+                        self.on_joined(self.unfence_joined)
                 # Unfrozen first: a READONLY region refuses the kept peer's edits ("region is read only"),
                 # and the sink's retries can leave the other side behind long after the unfreeze.
                 if self.options.freeze_method == READONLY and self.options.unfreeze_after_switch:
@@ -560,21 +571,26 @@ class _Window:
         self.result.update(timeline(self.steps))
         return self.result
 
-    def lift_joined_fence(self) -> None:
-        """The joined side's ACL fence (a rollback: the source's, kept since the cut-over) lifted through its
-        session: the cut-over's recorded grants, without merge (exactly the actions found), so a re-run changes
-        nothing more."""
+    def on_joined(self, batch: tuple[str, ...]) -> None:
+        """ACL batches (`unfence_joined`: a rollback's source given its WRITE back, its cut-over's recorded grants
+        without merge, so a re-run changes nothing more; or `refence_joined`: taken away again) run on the joined
+        side through its session (a shell of their own if it died); raises when a change failed."""
         from hbase_migration.clusters import channels
         from hbase_migration.migration import freeze
 
-        statements = freeze.jruby_admin_statements() + list(self.unfence_joined)
+        statements = freeze.jruby_admin_statements() + list(batch)
+        out = None
         if self.tgt_shell is not None and self.tgt_shell.alive and not isinstance(self.tgt_shell, OneShotShell):
             try:
-                self.tgt_shell.run(statements, timeout_s=600)
-                return
+                out = self.tgt_shell.run(statements, timeout_s=600).stdout
             except Exception as e:  # the session died: one shell call of its own below
-                log.warning("lifting the %s's fence in the session failed (%s): a new shell", self.roles.joined, e)
-        channels.shell(self.target, statements, timeout_s=max(self.target.shell_timeout_s, 600.0))
+                log.warning("the ACL batch on the %s in the session failed (%s): a new shell", self.roles.joined, e)
+        if out is None:
+            out = channels.shell(self.target, statements, timeout_s=max(self.target.shell_timeout_s, 600.0)).stdout
+        _changed, failed = freeze.parse_acl_batch(out)
+        if failed:
+            raise RuntimeError(f"{len(failed)} ACL change(s) on the {self.roles.joined} failed: "
+                               + "; ".join(failed[:5]))
 
     def revoke_canary(self, strict: bool = False) -> str:
         """The canary's grants taken back (ACL); what was done, or (not `strict`) why it could not be."""
@@ -605,6 +621,15 @@ class _Window:
 
     def _abort(self, error: CutoverAborted) -> dict[str, Any]:
         state: dict[str, Any] = {"changed": self.fenced}
+        if self.joined_lifted:  # first: fail closed (both sides fenced a moment, never both writable)
+            try:
+                self.on_joined(self.refence_joined)
+                state["joined_fence"] = f"the {self.roles.joined}'s WRITE taken away again, as before the window"
+            except Exception as e:
+                state["joined_fence"] = (
+                    f"NOT PUT BACK ({type(e).__name__}: {e}): the {self.roles.joined}'s principals can write to "
+                    f"{', '.join(self.plan.tables)} while the clients stay on the {self.roles.fenced}; take their "
+                    "WRITE away by hand (the statements are this run's plan's refence_statements)")
         try:
             state["fence"] = self.lift_fence()
         except Exception as e:
@@ -638,20 +663,22 @@ def run_window(source: "Cluster", target: "Cluster", plan: "SwitchPlan", options
                verify_started_ms: Mapping[str, int | None], kept_since_ms: int | None,
                switch: Callable[[str], None], on_step: Callable[[str, str, Any], None] | None = None,
                clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-               roles: Roles = CUTOVER_ROLES, unfence_joined: tuple[str, ...] = ()) -> dict[str, Any]:
+               roles: Roles = CUTOVER_ROLES, unfence_joined: tuple[str, ...] = (),
+               refence_joined: tuple[str, ...] = ()) -> dict[str, Any]:
     """The window (module doc). `verify_started_ms`: per table, when its last full verification started (the
     bounded checks start there); `kept_since_ms`: when the reverse peer was created (target writes from then on
     are kept). `switch(phase)`: moves the clients ("switch") or back ("abort"); raising means it failed.
 
     `roles`: the cut-over's (default) or the rollback's (`ROLLBACK_ROLES`: `source` is then the migration's target,
-    `plan` from `cutover.rollback_window_plan`); `unfence_joined`: statements run (JRuby Admin) on `target` first
-    thing after the switch (a rollback of an ACL cut-over: the source's WRITE given back).
+    `plan` from `cutover.rollback_window_plan`); `unfence_joined`: statements run (JRuby Admin) on `target` just
+    before the switch (a rollback of an ACL cut-over: the source's WRITE given back), `refence_joined` on an abort
+    after them (without `refence_joined`: `unfence_joined` first thing after the switch).
 
     Returns the result (timeline with each step's seconds and the freeze's shares, the checks, the fence).
     Raises `CutoverAborted` (with `.state`) when an abort condition stopped it, `PostSwitchError` when a step
     after the switch failed."""
     return _Window(source, target, plan, options, switch, on_step, clock, sleep, roles,
-                   unfence_joined).run(verify_started_ms, kept_since_ms)
+                   unfence_joined, refence_joined).run(verify_started_ms, kept_since_ms)
 
 
 def command_switch(command: str, env: Mapping[str, str], timeout_s: float = 120.0) -> Callable[[str], None]:

@@ -452,6 +452,9 @@ class AclFence:
     fenced: tuple[Grant, ...]
     refusals: tuple[str, ...]
     namespaces: tuple[str, ...] = ()
+    # the fence again without the canary's grants: what puts back the fence `unfence` lifts (a later window that
+    # gave this side its WRITE back before its switch, then aborted)
+    refence: tuple[str, ...] = ()
 
 
 def superuser_refusals(superusers: Mapping[str, Sequence[str]], exempt: Sequence[str]) -> list[str]:
@@ -527,6 +530,8 @@ def acl_fence_plan(tables: Sequence[str], grants: Sequence[Grant], exempt: Seque
     changes: list[tuple[Grant, str]] = []
     revokes: list[Grant] = []
     restore: list[tuple[Grant, str]] = []
+    again: list[tuple[Grant, str]] = []
+    again_revokes: list[Grant] = []
     fenced: list[Grant] = []
     fenced_ns: set[str] = set()
     refusals = superuser_refusals(superusers or {}, exempt)
@@ -561,10 +566,15 @@ def acl_fence_plan(tables: Sequence[str], grants: Sequence[Grant], exempt: Seque
             revokes.append(g)
         if g.principal != canary:
             restore.append((g, g.actions))
+            if kept:
+                again.append((g, kept))
+            else:
+                again_revokes.append(g)
         fenced.append(g)
     fence = (acl_batch_statement(changes, revokes),) if fenced else ()
     unfence = (acl_batch_statement(restore),) if restore else ()
-    return AclFence(fence, unfence, tuple(fenced), tuple(refusals), tuple(sorted(fenced_ns)))
+    refence = (acl_batch_statement(again, again_revokes),) if restore else ()
+    return AclFence(fence, unfence, tuple(fenced), tuple(refusals), tuple(sorted(fenced_ns)), refence)
 
 
 # The canary -------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ has no AccessController. It fails closed.
   the fence proven by the canary's (`hbase_migration_canary@DC1.TEST`, logged in from its keytab) refused write on
   every region server holding the tables' regions; the writer refused by HBase's AccessDeniedException, switched,
   nothing lost, nothing accepted by both; the canary's grants gone afterwards.
+* (`full`) the rollback of an ACL cut-over: the source's principals given their WRITE back inside the freeze,
+  before the switch; a rollback whose switch command fails takes it away again before anything else (fails
+  closed: the source fenced as before, the target's fence lifted, the clients sent back to the target).
 
 Each test has its own tables, namespace and peers; principals are added to the bed's KDC (and stay: nothing else
 uses them). Timings are printed, never asserted.
@@ -210,6 +213,89 @@ def test_the_acl_fence_is_proven_by_the_canary_and_stops_a_real_writer(bed, tmp_
                         admin.remove_peer(p, force=True)
             channels.shell(cluster, [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables]
                            + [f"drop_namespace '{ns}'"], timeout_s=900)
+
+
+@pytest.mark.full  # a second window of make test's kind, on the secured bed
+@pytest.mark.timeout(1800)
+def test_an_acl_rollback_gives_write_back_before_its_switch_and_takes_it_away_again_if_it_aborts(bed):
+    from hbase_migration.clusters import channels
+    from hbase_migration.migration.cutover import (
+        SwitchPlan,
+        add_reverse_peer,
+        retire_forward_peer,
+        rollback_window_plan,
+    )
+    from hbase_migration.migration.cutover_plan import ROLLBACK_ROLES, AbortConditions, CutoverAborted, WindowOptions
+    from hbase_migration.migration.cutover_window import run_window
+    from hbase_migration.migration.preflight import migration_peer_config
+    from hbase_migration.replication import peer_admin
+
+    secure_bed, eps, clusters = bed
+    tag = uuid.uuid4().hex[:5]
+    tables = [f"aclrb{tag}"]
+    fwd, rev = f"rb{tag}f", f"rb{tag}r"
+    create = [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}" for t in tables] + [
+        f"grant 'app', 'RW', '{t}'" for t in tables]
+    for cluster in clusters.values():
+        channels.shell(cluster, create, timeout_s=900)
+    app = f" app default,{tables[0]},,: [Permission: actions="
+    try:
+        with peer_admin(clusters["dc1"]) as admin:
+            admin.add_peer(fwd, migration_peer_config(clusters["dc2"], tables, source=clusters["dc1"]), enabled=True)
+        options = WindowOptions("acl", freeze_exempt=SUPERUSERS, superusers=SUPERUSERS, canary=CANARY,
+                                canary_keytab=keytab_of(secure_bed, CANARY),
+                                conditions=AbortConditions(max_lag_ms=30_000, lag_wait_s=300, max_freeze_s=300,
+                                                           skew_margin_ms=2_000))
+        plan = SwitchPlan("cutover", "t", "t", eps["dc1"]["cluster_key"], eps["dc2"]["cluster_key"], fwd, rev,
+                          tuple(tables), tuple(tables), freeze_method="acl")
+        add_reverse_peer(clusters["dc2"], clusters["dc1"], plan, enabled=False)
+        cut = window(clusters, eps, tables, options, fwd=fwd, rev=rev, switch=lambda phase: None)
+        give, take = tuple(cut["unfence_statements"]), tuple(cut["refence_statements"])
+        assert give and take and give != take
+        assert app + "READ]" in permissions(clusters["dc1"], tables)  # the cut-over's fence stays on the source
+
+        # the rollback as hbase_rollback runs it: the forward peer retired, re-created DISABLED
+        retire_forward_peer(clusters["dc1"], plan)
+        mirrored = rollback_window_plan(plan)
+        add_reverse_peer(clusters["dc1"], clusters["dc2"], mirrored, enabled=False)
+        switched = []
+
+        def rollback(switch):
+            return run_window(clusters["dc2"], clusters["dc1"], mirrored, options, roles=ROLLBACK_ROLES,
+                              kept_since_ms=int(time.time() * 1000), unfence_joined=give, refence_joined=take,
+                              verify_started_ms={t: int(time.time() * 1000) - 60_000 for t in tables}, switch=switch)
+
+        def refused(phase):
+            switched.append(phase)
+            if phase == "switch":
+                raise RuntimeError("the switch command's service is down")
+
+        with pytest.raises(CutoverAborted) as aborted:
+            rollback(refused)
+        state = aborted.value.state
+        print("aborted rollback:", json.dumps(state, default=str)[:2000])
+        assert aborted.value.condition == "switch" and switched == ["switch", "abort"]
+        assert state["joined_fence"] == "the source's WRITE taken away again, as before the window"
+        steps = [s["step"] for s in state["timeline"]["steps"]]
+        assert steps.index("lift_joined_fence") < steps.index("switch"), steps
+        assert app + "READ]" in permissions(clusters["dc1"], tables)  # fenced again: fails closed
+        assert app + "READ,WRITE]" in permissions(clusters["dc2"], tables)  # the target's fence lifted
+
+        back = rollback(lambda phase: None)
+        steps = [s["step"] for s in back["steps"]]
+        print("rollback:", json.dumps({k: back[k] for k in ("steps", "freeze_s", "freeze_shares")}))
+        assert steps.index("bounded_check") < steps.index("lift_joined_fence") < steps.index("switch"), steps
+        assert "lift_joined_fence" in back["freeze_shares"]
+        assert app + "READ,WRITE]" in permissions(clusters["dc1"], tables)  # given back
+        assert app + "READ]" in permissions(clusters["dc2"], tables)  # the rollback's fence stays on the target
+    finally:
+        for cluster in clusters.values():
+            with peer_admin(cluster) as admin:
+                for p in (fwd, rev):
+                    if admin.get_peer(p) is not None:
+                        admin.remove_peer(p, force=True)
+            channels.shell(cluster, [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables],
+                           timeout_s=900)
 
 
 def region_servers(cluster):

@@ -2,6 +2,8 @@
 each refusal exact."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hbase_migration.migration.cutover import (
@@ -90,6 +92,13 @@ def test_a_rollback_plan_comes_from_the_cutover_runs_params():
     cut["run"]["run_id"] = "manual__2"
     assert plan_rollback(cut) == SwitchPlan("rollback", "manual__2", "manual__1", SRC, DST, "mig1", "mig1_rev",
                                             ("a",), ("a", "ns:b"))
+    # ACL: the window's record of how to give the source its WRITE back, and take it away again on an abort
+    acl = summary(dag="hbase_cutover", params={"switch_plan": {**plan.to_dict(), "freeze_method": "acl"}})
+    acl["phases"] = {"*": {"window": {"status": "success", "detail": json.dumps(
+        {"unfence_statements": ["give"], "refence_statements": ["take"]})}}}
+    rb = plan_rollback(acl)
+    assert (rb.freeze_method, rb.unfence_statements, rb.refence_statements) == ("acl", ("give",), ("take",))
+    assert SwitchPlan.from_dict(rb.to_dict()) == rb
     with pytest.raises(SwitchRefused) as e:
         plan_rollback(summary())
     assert e.value.reasons == ["run 'manual__1' is not a cut-over run (dag 'hbase_table_migration'): give the run "
@@ -206,22 +215,28 @@ def test_the_rollbacks_bounded_checks_start_at_the_cut_overs_last_clean_verifica
 
 def test_a_cut_over_after_a_rollback_fenced_by_acl_gives_the_target_its_write_back():
     def run(dag, method, switched, unfence=(), inherited=()):
-        plan = {**ROLLBACK.to_dict(), "freeze_method": method, "unfence_statements": list(inherited)}
-        phases = {"window": {"status": "success", "detail": {"unfence_statements": list(unfence)}}}
+        plan = {**ROLLBACK.to_dict(), "freeze_method": method, "unfence_statements": list(inherited[:1]),
+                "refence_statements": list(inherited[1:])}
+        phases = {"window": {"status": "success", "detail": {"unfence_statements": list(unfence[:1]),
+                                                             "refence_statements": list(unfence[1:])}}}
         if switched is not None:
             phases["switch"] = {"status": "success" if switched else "failed"}
         return {"run": {"dag_id": dag, "params": {"switch_plan": plan}}, "phases": {"*": phases}}
 
-    grant = ("hm_grant('app', 'a', 'RW')",)
-    assert target_fence_left(run("hbase_rollback", "acl", True, grant)) == grant
+    grant, fence = ("hm_grant('app', 'a', 'RW')",), ("hm_grant('app', 'a', 'R')",)
+    none = ((), ())
+    assert target_fence_left(run("hbase_rollback", "acl", True, grant + fence)) == (grant, fence)
     # The rollback did not switch (its window lifted the target's fence), or fenced by READONLY (unfrozen or
     # left READONLY, not by ACL), or there is no earlier run: nothing to lift.
-    assert target_fence_left(run("hbase_rollback", "acl", False, grant)) == ()
-    assert target_fence_left(run("hbase_rollback", "readonly", True)) == ()
-    assert target_fence_left(None) == () and target_fence_left(run("hbase_table_migration", "acl", None)) == ()
+    assert target_fence_left(run("hbase_rollback", "acl", False, grant + fence)) == none
+    assert target_fence_left(run("hbase_rollback", "readonly", True)) == none
+    assert target_fence_left(None) == none and target_fence_left(run("hbase_table_migration", "acl", None)) == none
     # A cut-over attempt after it that did not switch passes the statements on; one that switched lifted them.
-    assert target_fence_left(run("hbase_cutover", "acl", False, inherited=grant)) == grant
-    assert target_fence_left(run("hbase_cutover", "acl", True, inherited=grant)) == ()
+    assert target_fence_left(run("hbase_cutover", "acl", False, inherited=grant + fence)) == (grant, fence)
+    assert target_fence_left(run("hbase_cutover", "acl", True, inherited=grant + fence)) == none
+    # A rollback recorded before refence_statements: the WRITE given back, nothing to take it away again with
+    # (the window then gives it back after its switch, as before).
+    assert target_fence_left(run("hbase_rollback", "acl", True, grant)) == (grant, ())
 
 
 def test_the_forward_peer_is_removed_or_narrowed():

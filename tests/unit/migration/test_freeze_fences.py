@@ -81,6 +81,7 @@ def test_acl_fence_takes_write_away_and_gives_exactly_it_back_in_one_batch():
                           '[["@writers", "table", "t1", "f", "q", "W"]], 120)',)
     assert plan.unfence == ('hm_acl_batch.call([["app", "table", "t1", "", "", "RW"], '
                             '["@writers", "table", "t1", "f", "q", "W"]], [], 120)',)
+    assert plan.refence == plan.fence  # no canary: putting the fence back is the fence
     with pytest.raises(ValueError, match="revoke instead"):
         freeze.acl_batch_statement([(Grant("a", "default", "t", actions="W"), "")])
 
@@ -117,6 +118,9 @@ def test_the_canary_is_granted_like_the_clients_fenced_with_them_and_not_given_w
                                  namespace_tables={"ns": ["ns:t2"]}, canary="hm_c")
     assert [g.principal for g in plan.fenced] == ["app", "hm_c", "hm_c", "hm_c"]
     assert plan.unfence == ('hm_acl_batch.call([["app", "table", "t1", "", "", "RW"]], [], 120)',)
+    # putting the fence back (a later window that gave WRITE back, then aborted) leaves the canary alone: its
+    # grants were revoked after this window
+    assert plan.refence == ('hm_acl_batch.call([["app", "table", "t1", "", "", "R"]], [], 120)',)
     assert freeze.acl_batch_statement((), canary[:1]) == \
         'hm_acl_batch.call([], [["hm_c", "table", "t1", "", "", "RW"]], 120)'
 
