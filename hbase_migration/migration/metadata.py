@@ -16,7 +16,7 @@ moved there by `--apply`; a group the target lacks is listed with its fix, never
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from hbase_migration.migration.freeze import Grant, namespace_of
@@ -53,19 +53,24 @@ def mapped(principal: str, mapping: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class Difference:
-    """One thing the target lacks or holds otherwise: kind (`grant`), subject, source's and target's values
-    (None: none there)."""
+    """One thing the target lacks or holds otherwise: kind (`table`, `grant`, `quota`, `rsgroup`), subject,
+    source's and target's values (None: none there); whether `--apply` makes it (`applies`) and, when it does not,
+    what the operator does (`fix`)."""
 
     kind: str
     subject: str
     source: str | None
     target: str | None
+    applies: bool = field(default=False, compare=False)
+    fix: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "subject": self.subject, "source": self.source, "target": self.target}
+        return {"kind": self.kind, "subject": self.subject, "source": self.source, "target": self.target,
+                "applies": self.applies, "fix": self.fix}
 
     def line(self) -> str:
-        return f"{self.kind:<6} {self.subject}: source {self.source or '-'}, target {self.target or '-'}"
+        return (f"{self.kind:<7} {self.subject}: source {self.source or '-'}, target {self.target or '-'}"
+                + (f"  (fix: {self.fix})" if self.fix else ""))
 
 
 def relevant(grants: Iterable[Grant], tables: Sequence[str]) -> list[Grant]:
@@ -103,7 +108,8 @@ def grant_differences(source: Iterable[Grant], target: Iterable[Grant], tables: 
         shown = want or have
         subject = shown.describe().replace(f" {shown.actions or '-'} ", " ", 1)
         differences.append(Difference("grant", subject, want.actions if want else None,
-                                      have.actions if have else None))
+                                      have.actions if have else None, applies=want is not None,
+                                      fix="" if want else "target-only: revoke it by hand if unwanted"))
         if want is not None:
             fixes.append(Grant(have.principal if have else want.principal, want.namespace, want.table, want.family,
                                want.qualifier, want.actions))
@@ -274,8 +280,12 @@ def quota_differences(source: Iterable[Quota], target: Iterable[Quota], tables: 
         want, have = wanted.get(k), held.get(k)
         if want is not None and have is not None and want.value == have.value:
             continue
-        differences.append(Difference("quota", (want or have).subject(), want.value if want else None,
-                                      have.value if have else None))
+        statement = set_quota_statement(want) if want is not None else None
+        differences.append(Difference(
+            "quota", (want or have).subject(), want.value if want else None, have.value if have else None,
+            applies=statement is not None,
+            fix="" if statement else ("target-only: remove it by hand if unwanted" if want is None else
+                                      "list_quotas prints it rounded: set the exact figure by hand")))
         if want is not None:
             fixes.append(want)
     return differences, fixes
@@ -291,9 +301,9 @@ def quota_differences(source: Iterable[Quota], target: Iterable[Quota], tables: 
 #     table t1
 #    batch table ns1:t2
 # HBase 2.x needs the hbase-rsgroup module's coprocessor and balancer for this (3.x: hbase.balancer.rsgroup.enabled);
-# where the cluster has none, the shell fails and `RSGROUPS_UNAVAILABLE` says so.
+# where the cluster has none, the shell fails and `UNAVAILABLE` says so.
 
-RSGROUPS_UNAVAILABLE = "hbase_migration_rsgroups_unavailable "
+UNAVAILABLE = "hbase_migration_unavailable "
 _RSGROUP_ROW = re.compile(r"^ (?P<group>\S*) (?P<kind>server|table) (?P<name>\S+)$")
 _RSGROUP_ALONE = re.compile(r"^ (?P<group>\S+) ?$")
 _NOT_AN_RSGROUP = re.compile(r"^\s*(NAME\s+SERVER / TABLE|\d+ row\(s\)( in .*)?|Took \d+(\.\d+)? seconds|=>.*|"
@@ -302,13 +312,12 @@ _NOT_AN_RSGROUP = re.compile(r"^\s*(NAME\s+SERVER / TABLE|\d+ row\(s\)( in .*)?|
 
 def parse_list_rsgroups(stdout: str) -> dict[str, list[str]] | None:
     """{group: its tables} from `list_rsgroups` (every group, those without tables too); None when the cluster has
-    no RS groups (`RSGROUPS_UNAVAILABLE`, printed by `rsgroups_statement`); ValueError naming a line not
-    understood."""
+    no RS groups (`UNAVAILABLE`, printed by `rescued`); ValueError naming a line not understood."""
     groups: dict[str, list[str]] = {}
     current = None
     unread = []
     for line in stdout.splitlines():
-        if line.strip().startswith(RSGROUPS_UNAVAILABLE):
+        if line.strip().startswith(UNAVAILABLE):
             return None
         if not line.strip() or _NOT_AN_RSGROUP.match(line):
             continue
@@ -330,11 +339,12 @@ def parse_list_rsgroups(stdout: str) -> dict[str, list[str]] | None:
     return groups
 
 
-def rsgroups_statement() -> str:
-    """`list_rsgroups`, or one `RSGROUPS_UNAVAILABLE` line with the shell's reason when the cluster has none (the
-    session goes on: grants and quotas are still read)."""
-    return ("begin; list_rsgroups; rescue java.lang.Throwable, Exception => e; "
-            f"puts {ruby_string(RSGROUPS_UNAVAILABLE)} + e.to_s.gsub(/\\s+/, ' ')[0, 200]; end")
+def rescued(statements: Sequence[str]) -> str:
+    """`statements` on one line, a failure printed as one `UNAVAILABLE` line with the shell's reason instead of
+    ending the session (a cluster without the AccessController, quotas or RS groups refuses its statements; the
+    other sections are still read)."""
+    return (f"begin; {'; '.join(statements)}; rescue java.lang.Throwable, Exception => e; "
+            f"puts {ruby_string(UNAVAILABLE)} + e.to_s.gsub(/\\s+/, ' ')[0, 300]; end")
 
 
 def group_of(groups: Mapping[str, Sequence[str]], table: str) -> str:
@@ -357,11 +367,13 @@ def rsgroup_differences(source: Mapping[str, Sequence[str]] | None, target: Mapp
         if want == have or (want == "default" and have is None):
             continue
         if target is None or want not in target:
-            differences.append(Difference("rsgroup", f"{normalize_table(table)} (group {want} absent on the target: "
-                                          f"add_rsgroup '{want}' and move_servers_rsgroup its servers there, "
-                                          "then --apply)", want, have))
+            differences.append(Difference(
+                "rsgroup", normalize_table(table), want, have,
+                fix=(f"the target has no RS group {want}: add_rsgroup '{want}', move_servers_rsgroup its servers "
+                     "there, then --apply" if target is not None else
+                     "the target has no RS groups (the hbase-rsgroup coprocessor and balancer)")))
             continue
-        differences.append(Difference("rsgroup", normalize_table(table), want, have))
+        differences.append(Difference("rsgroup", normalize_table(table), want, have, applies=True))
         moves.append((want, normalize_table(table)))
     return differences, moves
 
@@ -377,9 +389,9 @@ SECTION_MARK = "hbase_migration_section "
 class Metadata:
     """What one cluster holds for the tables: grants, quotas, RS groups ({group: tables}; None: no RS groups)."""
 
-    grants: tuple[Grant, ...]
-    quotas: tuple[Quota, ...]
-    rsgroups: Mapping[str, Sequence[str]] | None
+    grants: tuple[Grant, ...] | None  # None: no AccessController there
+    quotas: tuple[Quota, ...] | None  # None: quotas off (hbase.quota.enabled)
+    rsgroups: Mapping[str, Sequence[str]] | None  # None: no RS groups
 
 
 @dataclass(frozen=True)
@@ -394,7 +406,7 @@ class Comparison:
     absent_on_target: tuple[str, ...] = ()
     quota_fixes: tuple[Quota, ...] = ()
     rsgroup_moves: tuple[tuple[str, str], ...] = ()
-    target_grants: tuple[Grant, ...] = ()
+    target_grants: tuple[Grant, ...] | None = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"tables": list(self.tables), "differences": [d.to_dict() for d in self.differences],
@@ -411,9 +423,9 @@ def read_statements(tables: Sequence[str]) -> list[str]:
     `user_permission` line and a `list_quotas` row must each go to their own parser)."""
     from hbase_migration.migration.freeze import acl_read_statements
 
-    return [f"puts {ruby_string(SECTION_MARK + 'grants')}", *acl_read_statements(tables),
-            f"puts {ruby_string(SECTION_MARK + 'quotas')}", "list_quotas",
-            f"puts {ruby_string(SECTION_MARK + 'rsgroups')}", rsgroups_statement()]
+    return [f"puts {ruby_string(SECTION_MARK + 'grants')}", rescued(acl_read_statements(tables)),
+            f"puts {ruby_string(SECTION_MARK + 'quotas')}", rescued(["list_quotas"]),
+            f"puts {ruby_string(SECTION_MARK + 'rsgroups')}", rescued(["list_rsgroups"])]
 
 
 def split_sections(stdout: str) -> dict[str, str]:
@@ -437,8 +449,23 @@ def parse_metadata(stdout: str, tables: Sequence[str]) -> Metadata:
     missing = [s for s in ("grants", "quotas", "rsgroups") if s not in sections]
     if missing:
         raise ValueError(f"the metadata session printed no {', '.join(missing)} section: {stdout[-300:]!r}")
-    return Metadata(tuple(relevant(parse_user_permission(sections["grants"]), tables)),
-                    tuple(parse_list_quotas(sections["quotas"])), parse_list_rsgroups(sections["rsgroups"]))
+    grants = _unavailable(sections["grants"], "Security features are not available", "user_permission")
+    quotas = _unavailable(sections["quotas"], "hbase:quota", "list_quotas")
+    return Metadata(None if grants else tuple(relevant(parse_user_permission(sections["grants"]), tables)),
+                    None if quotas else tuple(parse_list_quotas(sections["quotas"])),
+                    parse_list_rsgroups(sections["rsgroups"]))
+
+
+def _unavailable(section: str, absent: str, what: str) -> bool:
+    """Whether the cluster lacks the feature (its shell's refusal says `absent`); ValueError on any other failure:
+    a grant or quota not read is one not migrated."""
+    reason = next((line.strip()[len(UNAVAILABLE):] for line in section.splitlines()
+                   if line.strip().startswith(UNAVAILABLE)), None)
+    if reason is None:
+        return False
+    if absent in reason:
+        return True
+    raise ValueError(f"{what} failed: {reason}")
 
 
 def read_metadata(cluster: Any, tables: Sequence[str]) -> Metadata:
@@ -464,15 +491,37 @@ def compare_metadata(source: Metadata, target: Metadata, tables: Sequence[str],
     their absence is a difference, their table-level fixes wait until they exist)."""
     missing = {normalize_table(t) for t in absent_on_target}
     present = [t for t in tables if normalize_table(t) not in missing]
-    differences, fixes = grant_differences(source.grants, target.grants, tables, mapping)
-    fixes = [g for g in fixes if not (g.scope == "table" and normalize_table(g.table_name) in missing)]
-    quota_diffs, quota_fixes = quota_differences(source.quotas, target.quotas, tables, mapping)
-    quota_fixes = [q for q in quota_fixes if q.table not in missing]
+    differences: list[Difference] = [Difference("table", t, "exists", None, fix="create it (create-tables), then "
+                                                 "compare again: its grants and quotas wait for it")
+                                     for t in absent_on_target]
+    fixes: list[Grant] = []
+    if source.grants is not None:
+        grants = [g for g in source.grants if not (g.scope == "table" and normalize_table(g.table_name) in missing)]
+        if target.grants is None:
+            wanted = relevant(grants, present)
+            differences += [Difference("grant", "every grant (the target runs no AccessController)",
+                                       f"{len(wanted)} grant(s)", None,
+                                       fix="without it everyone may write there; enable it to keep the grants")
+                            ] if wanted else []
+        else:
+            found, fixes = grant_differences(grants, target.grants, present, mapping)
+            differences += found
+    quota_fixes: list[Quota] = []
+    if source.quotas is not None:
+        quotas = [q for q in source.quotas if q.table not in missing]
+        if target.quotas is None:
+            wanted_quotas = relevant_quotas(quotas, present)
+            differences += [Difference("quota", "every quota (quotas are off on the target)",
+                                       f"{len(wanted_quotas)} quota(s)", None,
+                                       fix="set hbase.quota.enabled=true on the target's masters and region "
+                                           "servers, restart them, then --apply")] if wanted_quotas else []
+        else:
+            found_quotas, quota_fixes = quota_differences(quotas, target.quotas, present, mapping)
+            differences += found_quotas
+            quota_fixes = [q for q in quota_fixes if set_quota_statement(q) is not None]
     group_diffs, moves = rsgroup_differences(source.rsgroups, target.rsgroups, present)
-    return Comparison(tuple(tables),
-                      tuple([Difference("table", t, "exists", None) for t in absent_on_target]
-                            + differences + quota_diffs + group_diffs),
-                      tuple(fixes), tuple(absent_on_target), tuple(quota_fixes), tuple(moves), target.grants)
+    return Comparison(tuple(tables), tuple(differences + group_diffs), tuple(fixes), tuple(absent_on_target),
+                      tuple(quota_fixes), tuple(moves), target.grants)
 
 
 def compare(source: Any, target: Any, tables: Sequence[str], mapping: Mapping[str, str] | None = None,
@@ -538,3 +587,74 @@ def apply(target: Any, found: Comparison) -> tuple[int, list[str]]:
     out = channels.shell(target, statements, timeout_s=max(target.shell_timeout_s, 300.0))
     changed, failed = parse_apply(out.stdout, bool(found.fixes))
     return changed, failed + left
+
+
+# ------------------------------------------------------------------------------------------------
+# The migration's step (each batch, before its verification) and the cut-over's check
+
+
+def fixable(found: Comparison) -> list[Difference]:
+    """The differences `apply` changes (the others are listed with their fix: a target-only grant or quota, a group
+    the target lacks, a quota printed rounded, a table absent, a side without the feature)."""
+    return [d for d in found.differences if d.applies]
+
+
+def step_outcome(mode: str, before: Comparison, after: Comparison | None, failed: Sequence[str]
+                 ) -> tuple[str, list[str]]:
+    """Pure: the migration step's verdict -> (ledger status `success` | `failed`, what to say). `apply` fails when
+    a change was refused or a difference it makes is still there after (re-read); what it cannot make (listed by
+    `fixable`'s complement) is said, not failed on; `check` only says."""
+    said = [f"{len(before.differences)} difference(s) before"]
+    if mode == "check" or after is None:
+        return "success", said + [d.line() for d in before.differences]
+    left = fixable(after)
+    said += [f"{len(after.differences)} after"] + [f"left: {d.line()}" for d in after.differences]
+    said += [f"refused: {f}" for f in failed]
+    return ("failed" if failed or left else "success"), said
+
+
+def unwritable_on_target(fenced: Iterable[Grant], target: Sequence[Grant] | None,
+                         mapping: Mapping[str, str] | None = None) -> list[str]:
+    """Pure: each principal the fence will stop on the source (each grant with WRITE it takes away) that cannot
+    write the same tables on the target, named: the target must hold WRITE for its mapped name (or short name)
+    globally, on the namespace, on the table, or on the same family. A target without the AccessController
+    (`target` None) checks no permission: everyone writes there."""
+    if target is None:
+        return []
+    mapping = dict(mapping or {})
+    writes = [t for t in target if t.writes]
+    reasons = []
+    for g in fenced:
+        if not g.writes:
+            continue
+        name = mapped(g.principal, mapping)
+
+        def holds(t: Grant) -> bool:
+            if short_name(t.principal) != name:
+                return False
+            if t.scope == "global":
+                return True
+            if t.scope == "namespace":
+                return t.namespace == g.namespace
+            return (g.scope == "table" and t.table_name == g.table_name
+                    and (not t.family or t.family == g.family) and (not t.qualifier or t.qualifier == g.qualifier))
+
+        if not any(holds(t) for t in writes):
+            where = {"namespace": f"namespace {g.namespace}", "global": "every table"}.get(g.scope, g.table_name)
+            reasons.append(f"{g.principal} writes {where} on the source (the fence stops it) but {name} holds no "
+                           f"WRITE for it on the target (globally, on namespace {g.namespace} or on the table): "
+                           "after the switch it could write nowhere; run `python -m hbase_migration metadata "
+                           "--apply` (or grant it), or map it (principal_map)")
+    return list(dict.fromkeys(reasons))
+
+
+def approval_text(differences: Sequence[Mapping[str, Any]] | None, limit: int = 20) -> str:
+    """The cut-over approval's line on metadata: none, or the differences (kind, subject, both values)."""
+    if differences is None:
+        return "not compared"
+    if not differences:
+        return "none (grants, quotas, RS groups alike on both sides)"
+    shown = [f"{d['kind']} {d['subject']}: source {d['source'] or '-'}, target {d['target'] or '-'}"
+             for d in differences[:limit]]
+    more = f"; and {len(differences) - limit} more" if len(differences) > limit else ""
+    return f"{len(differences)} difference(s): " + "; ".join(shown) + more

@@ -72,7 +72,9 @@ from hbase_migration.migration.metadata import (  # noqa: E402
     Quota,
     UnreadableQuotas,
     apply_statements,
+    approval_text,
     compare_metadata,
+    fixable,
     parse_apply,
     parse_list_quotas,
     parse_list_rsgroups,
@@ -82,6 +84,8 @@ from hbase_migration.migration.metadata import (  # noqa: E402
     rsgroup_differences,
     set_quota_statement,
     split_sections,
+    step_outcome,
+    unwritable_on_target,
 )
 
 LIST_QUOTAS_264 = """OWNER                                      QUOTAS
@@ -178,7 +182,7 @@ Took 0.0120 seconds
 def test_rsgroups_read_and_a_group_absent_on_the_target_is_listed_not_created():
     groups = parse_list_rsgroups(LIST_RSGROUPS)
     assert groups == {"default": ["hbase:meta", "t1"], "batch": ["ns1:t2"], "empty": []}
-    assert parse_list_rsgroups("hbase_migration_rsgroups_unavailable NameError: missing class\n") is None
+    assert parse_list_rsgroups("hbase_migration_unavailable NameError: missing class\n") is None
     with pytest.raises(ValueError, match="list_rsgroups not understood"):
         parse_list_rsgroups(LIST_RSGROUPS + " batch something else\n")
     # the target has `batch`: the table is moved there; it lacks `gold`: listed with the fix, no move
@@ -187,7 +191,7 @@ def test_rsgroups_read_and_a_group_absent_on_the_target_is_listed_not_created():
     assert moves == [("batch", "ns1:t2")]
     assert [(d.subject.split(" ")[0], d.source, d.target) for d in differences] == [
         ("ns1:t2", "batch", "default"), ("t3", "gold", "default")]
-    assert "add_rsgroup 'gold'" in differences[1].subject
+    assert "add_rsgroup 'gold'" in differences[1].fix and not differences[1].applies and differences[0].applies
     # a source without RS groups: nothing to compare; a target without them: each non-default group listed
     assert rsgroup_differences(None, groups, ["t1"]) == ([], [])
     assert [d.source for d in rsgroup_differences(groups, None, ["t1", "ns1:t2"])[0]] == ["batch"]
@@ -195,11 +199,12 @@ def test_rsgroups_read_and_a_group_absent_on_the_target_is_listed_not_created():
 
 def test_one_session_reads_all_three_and_each_section_goes_to_its_parser():
     statements = read_statements(["t1"])
-    assert statements[0] == 'puts "hbase_migration_section grants"' and "list_quotas" in statements
+    assert statements[0] == 'puts "hbase_migration_section grants"'
+    assert statements[3].startswith("begin; list_quotas; rescue ") and "list_rsgroups" in statements[5]
     stdout = ("hbase_migration_section grants\nUser Namespace,Table,Family,Qualifier:Permission\n"
               " app default,t1,,: [Permission: actions=READ,WRITE]\n1 row(s)\n"
               "hbase_migration_section quotas\n" + LIST_QUOTAS_264 + "hbase_migration_section rsgroups\n"
-              "hbase_migration_rsgroups_unavailable NameError: missing class name\n")
+              "hbase_migration_unavailable NameError: missing class name\n")
     assert set(split_sections(stdout)) == {"grants", "quotas", "rsgroups"}
     found = parse_metadata(stdout, ["t1"])
     assert [g.describe() for g in found.grants] == ["app RW on t1"] and len(found.quotas) == 10
@@ -226,3 +231,68 @@ def test_apply_is_one_session_of_grants_quotas_and_moves_each_marked():
     absent = compare_metadata(source, Metadata((), (), None), ["t1"], absent_on_target=["t1"])
     assert absent.differences[0] == Difference("table", "t1", "exists", None)
     assert absent.fixes == () and all(q.table != "t1" for q in absent.quota_fixes) and absent.rsgroup_moves == ()
+
+
+def test_a_cluster_without_the_feature_is_said_and_any_other_failure_refuses():
+    stdout = ("hbase_migration_section grants\nhbase_migration_unavailable DISABLED: Security features are not "
+              "available\nhbase_migration_section quotas\nhbase_migration_unavailable "
+              "org.apache.hadoop.hbase.TableNotFoundException: hbase:quota\nhbase_migration_section rsgroups\n"
+              "hbase_migration_unavailable NameError: missing class name\n")
+    assert parse_metadata(stdout, ["t1"]) == Metadata(None, None, None)
+    with pytest.raises(ValueError, match="list_quotas failed: java.net.SocketTimeoutException"):
+        parse_metadata(stdout.replace("org.apache.hadoop.hbase.TableNotFoundException: hbase:quota",
+                                      "java.net.SocketTimeoutException: 60000 ms"), ["t1"])
+    # the source has grants and quotas, the target neither feature: one difference each, with its fix, not applied
+    source = Metadata((Grant("app", "default", "t1", actions="RW"),),
+                      (Quota("", "t1", "", "", "SPACE", "1073741824 NO_INSERTS"),), None)
+    found = compare_metadata(source, Metadata(None, None, None), ["t1"])
+    assert [(d.kind, d.source, d.applies) for d in found.differences] == [
+        ("grant", "1 grant(s)", False), ("quota", "1 quota(s)", False)]
+    assert "hbase.quota.enabled=true" in found.differences[1].fix and found.changes == 0
+    # a source without them: nothing to compare
+    assert compare_metadata(Metadata(None, None, None), Metadata((), (), None), ["t1"]).differences == ()
+
+
+def test_the_step_fails_on_a_refused_change_or_an_applicable_difference_left_not_on_what_it_cannot_make():
+    source = Metadata((Grant("app", "default", "t1", actions="RW"),),
+                      (Quota("", "ns1", "ns1", "", "THROTTLE REQUEST_SIZE", "976.56K/sec MACHINE"),), None)
+    before = compare_metadata(source, Metadata((), (), None), ["t1", "ns1:t2"])
+    assert [d.applies for d in before.differences] == [True, False]
+    assert [d.kind for d in fixable(before)] == ["grant"]
+    fixed = compare_metadata(source, Metadata(source.grants, (), None), ["t1", "ns1:t2"])
+    assert step_outcome("apply", before, fixed, [])[0] == "success"  # the rounded quota is said, not failed on
+    assert "left: quota" in " ".join(step_outcome("apply", before, fixed, [])[1])
+    assert step_outcome("apply", before, before, [])[0] == "failed"  # the grant is still missing
+    assert step_outcome("apply", before, fixed, ["t1: AccessDeniedException"])[0] == "failed"
+    status, said = step_outcome("check", before, None, [])
+    assert status == "success" and said[0] == "2 difference(s) before" and said[1].startswith("grant   app on t1")
+
+
+def test_the_cutover_refuses_when_a_fenced_writer_cannot_write_on_the_target():
+    fenced = [Grant("app/host1@DC1.TEST", "default", "t1", actions="RW"),
+              Grant("svc1@DC1.TEST", "ns1", "", actions="RW"),  # fenced at namespace level
+              Grant("etl@DC1.TEST", "default", "t1", "d", actions="W"),  # a family's writer
+              Grant("reader", "default", "t1", actions="R")]  # not fenced: no WRITE
+    target = [Grant("app", "default", "t1", actions="RW"), Grant("svc2", "", "", actions="RW"),
+              Grant("etl", "default", "t1", "e", actions="W")]  # another family: not enough
+    reasons = unwritable_on_target(fenced, target, {"svc1@DC1.TEST": "svc2"})
+    assert len(reasons) == 1 and reasons[0].startswith("etl@DC1.TEST writes t1 on the source (the fence stops it) "
+                                                       "but etl holds no WRITE for it on the target")
+    assert unwritable_on_target(fenced, [*target, Grant("etl", "default", "", actions="W")], {"svc1@DC1.TEST": "svc2"}
+                                ) == []  # namespace-level WRITE covers the family
+    # unmapped, svc1 is svc1 on the target, which holds nothing
+    assert [r.split(" ")[0] for r in unwritable_on_target(fenced, target)] == ["svc1@DC1.TEST", "etl@DC1.TEST"]
+    assert "namespace ns1 on the source" in unwritable_on_target(fenced, target)[0]
+    assert unwritable_on_target(fenced, None) == []  # no AccessController on the target: nothing is checked there
+    assert unwritable_on_target(fenced, []) and len(unwritable_on_target(fenced, [])) == 3
+
+
+def test_the_approval_shows_none_or_the_differences():
+    assert approval_text([]) == "none (grants, quotas, RS groups alike on both sides)"
+    assert approval_text(None) == "not compared"
+    shown = approval_text([Difference("grant", "app on t1", "RW", "R").to_dict(),
+                           Difference("quota", "table t1: space", "1073741824 NO_INSERTS", None).to_dict()])
+    assert shown == ("2 difference(s): grant app on t1: source RW, target R; quota table t1: space: source "
+                     "1073741824 NO_INSERTS, target -")
+    assert approval_text([Difference("grant", f"u{i} on t1", "R", None).to_dict() for i in range(25)],
+                         limit=2).endswith("; and 23 more")
