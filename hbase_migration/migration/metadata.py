@@ -300,25 +300,22 @@ def quota_differences(source: Iterable[Quota], target: Iterable[Quota], tables: 
 #    default server host1:16020
 #     table t1
 #    batch table ns1:t2
-# HBase 2.x needs the hbase-rsgroup module's coprocessor and balancer for this (3.x: hbase.balancer.rsgroup.enabled);
-# where the cluster has none, the shell fails and `UNAVAILABLE` says so.
+# HBase 2.x needs the hbase-rsgroup module's coprocessor and balancer for this (3.x: hbase.balancer.rsgroup.enabled):
+# `features_of` reads from /conf whether a cluster has them, as the AccessController and quotas.
 
-UNAVAILABLE = "hbase_migration_unavailable "
 _RSGROUP_ROW = re.compile(r"^ (?P<group>\S*) (?P<kind>server|table) (?P<name>\S+)$")
 _RSGROUP_ALONE = re.compile(r"^ (?P<group>\S+) ?$")
 _NOT_AN_RSGROUP = re.compile(r"^\s*(NAME\s+SERVER / TABLE|\d+ row\(s\)( in .*)?|Took \d+(\.\d+)? seconds|=>.*|"
                              r"hbase(:\d+:\d+|\(main\):\d+:\d+)>.*|nil)\s*$")
 
 
-def parse_list_rsgroups(stdout: str) -> dict[str, list[str]] | None:
-    """{group: its tables} from `list_rsgroups` (every group, those without tables too); None when the cluster has
-    no RS groups (`UNAVAILABLE`, printed by `rescued`); ValueError naming a line not understood."""
+def parse_list_rsgroups(stdout: str) -> dict[str, list[str]]:
+    """{group: its tables} from `list_rsgroups` (every group, those without tables too); ValueError naming a line
+    not understood."""
     groups: dict[str, list[str]] = {}
     current = None
     unread = []
     for line in stdout.splitlines():
-        if line.strip().startswith(UNAVAILABLE):
-            return None
         if not line.strip() or _NOT_AN_RSGROUP.match(line):
             continue
         if m := _RSGROUP_ALONE.match(line):
@@ -337,14 +334,6 @@ def parse_list_rsgroups(stdout: str) -> dict[str, list[str]] | None:
         raise ValueError(f"{len(unread)} line(s) of list_rsgroups not understood: "
                          + "; ".join(repr(u[:200]) for u in unread[:10]))
     return groups
-
-
-def rescued(statements: Sequence[str]) -> str:
-    """`statements` on one line, a failure printed as one `UNAVAILABLE` line with the shell's reason instead of
-    ending the session (a cluster without the AccessController, quotas or RS groups refuses its statements; the
-    other sections are still read)."""
-    return (f"begin; {'; '.join(statements)}; rescue java.lang.Throwable, Exception => e; "
-            f"puts {ruby_string(UNAVAILABLE)} + e.to_s.gsub(/\\s+/, ' ')[0, 300]; end")
 
 
 def group_of(groups: Mapping[str, Sequence[str]], table: str) -> str:
@@ -418,14 +407,38 @@ class Comparison:
         return len(self.fixes) + len(self.quota_fixes) + len(self.rsgroup_moves)
 
 
-def read_statements(tables: Sequence[str]) -> list[str]:
-    """One session's statements reading everything `compare` needs, each part after its own section mark (a
-    `user_permission` line and a `list_quotas` row must each go to their own parser)."""
+FEATURES = ("grants", "quotas", "rsgroups")
+RSGROUP_ENDPOINT = "org.apache.hadoop.hbase.rsgroup.RSGroupAdminEndpoint"
+
+
+def features_of(confs: Mapping[str, Mapping[str, str]]) -> frozenset[str]:
+    """Pure: which of grants, quotas, RS groups a cluster has, from its servers' /conf (`hbase_conf.
+    read_server_confs`): the AccessController (authorization on, the coprocessor on the regions or the master),
+    hbase.quota.enabled, the RS group endpoint (2.x: RSGroupAdminEndpoint on the master) or
+    hbase.balancer.rsgroup.enabled (3.x). A cluster without one refuses its shell commands, so it is not asked."""
+    from hbase_migration.clusters.hbase_conf import AUTHORIZATION, runs_access_controller
+
+    found = set()
+    for props in confs.values():
+        master = [c.strip() for c in props.get("hbase.coprocessor.master.classes", "").split(",")]
+        if runs_access_controller(props) or (props.get(AUTHORIZATION, "").strip().lower() == "true" and any(
+                c.endswith(".AccessController") for c in master)):
+            found.add("grants")
+        if props.get("hbase.quota.enabled", "").strip().lower() == "true":
+            found.add("quotas")
+        if RSGROUP_ENDPOINT in master or props.get("hbase.balancer.rsgroup.enabled", "").strip().lower() == "true":
+            found.add("rsgroups")
+    return frozenset(found)
+
+
+def read_statements(tables: Sequence[str], features: Iterable[str] = FEATURES) -> list[str]:
+    """One session's statements reading what `compare` needs of the features the cluster has, each part after its
+    own section mark (a `user_permission` line and a `list_quotas` row must each go to their own parser)."""
     from hbase_migration.migration.freeze import acl_read_statements
 
-    return [f"puts {ruby_string(SECTION_MARK + 'grants')}", rescued(acl_read_statements(tables)),
-            f"puts {ruby_string(SECTION_MARK + 'quotas')}", rescued(["list_quotas"]),
-            f"puts {ruby_string(SECTION_MARK + 'rsgroups')}", rescued(["list_rsgroups"])]
+    parts = {"grants": acl_read_statements(tables), "quotas": ["list_quotas"], "rsgroups": ["list_rsgroups"]}
+    return [statement for name in FEATURES if name in set(features)
+            for statement in (f"puts {ruby_string(SECTION_MARK + name)}", *parts[name])]
 
 
 def split_sections(stdout: str) -> dict[str, str]:
@@ -440,40 +453,34 @@ def split_sections(stdout: str) -> dict[str, str]:
     return {name: "\n".join(lines) for name, lines in sections.items()}
 
 
-def parse_metadata(stdout: str, tables: Sequence[str]) -> Metadata:
-    """`read_statements`' output -> Metadata (UnreadablePermissions, UnreadableQuotas or ValueError on a line not
-    understood; ValueError when a section is missing: the session did not run to its end)."""
+def parse_metadata(stdout: str, tables: Sequence[str], features: Iterable[str] = FEATURES) -> Metadata:
+    """`read_statements`' output -> Metadata, None for a feature the cluster lacks (UnreadablePermissions,
+    UnreadableQuotas or ValueError on a line not understood; ValueError when a section is missing: the session did
+    not run to its end)."""
     from hbase_migration.migration.freeze import parse_user_permission
 
+    wanted = [f for f in FEATURES if f in set(features)]
     sections = split_sections(stdout)
-    missing = [s for s in ("grants", "quotas", "rsgroups") if s not in sections]
+    missing = [s for s in wanted if s not in sections]
     if missing:
         raise ValueError(f"the metadata session printed no {', '.join(missing)} section: {stdout[-300:]!r}")
-    grants = _unavailable(sections["grants"], "Security features are not available", "user_permission")
-    quotas = _unavailable(sections["quotas"], "hbase:quota", "list_quotas")
-    return Metadata(None if grants else tuple(relevant(parse_user_permission(sections["grants"]), tables)),
-                    None if quotas else tuple(parse_list_quotas(sections["quotas"])),
-                    parse_list_rsgroups(sections["rsgroups"]))
-
-
-def _unavailable(section: str, absent: str, what: str) -> bool:
-    """Whether the cluster lacks the feature (its shell's refusal says `absent`); ValueError on any other failure:
-    a grant or quota not read is one not migrated."""
-    reason = next((line.strip()[len(UNAVAILABLE):] for line in section.splitlines()
-                   if line.strip().startswith(UNAVAILABLE)), None)
-    if reason is None:
-        return False
-    if absent in reason:
-        return True
-    raise ValueError(f"{what} failed: {reason}")
+    return Metadata(
+        tuple(relevant(parse_user_permission(sections["grants"]), tables)) if "grants" in wanted else None,
+        tuple(parse_list_quotas(sections["quotas"])) if "quotas" in wanted else None,
+        parse_list_rsgroups(sections["rsgroups"]) if "rsgroups" in wanted else None)
 
 
 def read_metadata(cluster: Any, tables: Sequence[str]) -> Metadata:
-    """The grants, quotas and RS groups bearing on `tables`, read in one shell session."""
+    """The grants, quotas and RS groups bearing on `tables`, of the features the cluster's /conf shows, read in one
+    shell session (none when it has none of them). ConfUnreadable when a server's /conf cannot be read."""
     from hbase_migration.clusters import channels
+    from hbase_migration.clusters.hbase_conf import read_server_confs
 
-    out = channels.shell(cluster, read_statements(tables), timeout_s=max(cluster.shell_timeout_s, 120.0))
-    return parse_metadata(out.stdout, tables)
+    features = features_of(read_server_confs(cluster))
+    if not features:
+        return Metadata(None, None, None)
+    out = channels.shell(cluster, read_statements(tables, features), timeout_s=max(cluster.shell_timeout_s, 120.0))
+    return parse_metadata(out.stdout, tables, features)
 
 
 def read_grants(cluster: Any, tables: Sequence[str]) -> list[Grant]:
@@ -526,10 +533,13 @@ def compare_metadata(source: Metadata, target: Metadata, tables: Sequence[str],
 
 def compare(source: Any, target: Any, tables: Sequence[str], mapping: Mapping[str, str] | None = None,
             absent_on_target: Sequence[str] = ()) -> Comparison:
-    """Grants, quotas and RS groups of both sides compared: one shell session on each."""
+    """Grants, quotas and RS groups of both sides compared: one shell session on each (the target not read when the
+    source has none of them)."""
     on_target = [t for t in tables if t not in set(absent_on_target)]
-    return compare_metadata(read_metadata(source, tables), read_metadata(target, on_target), tables, mapping,
-                            absent_on_target)
+    found = read_metadata(source, tables)
+    if found == Metadata(None, None, None):
+        return compare_metadata(found, found, tables, mapping, absent_on_target)
+    return compare_metadata(found, read_metadata(target, on_target), tables, mapping, absent_on_target)
 
 
 QUOTA_DONE_MARK, QUOTA_FAILED_MARK = "hbase_migration_quota_set ", "hbase_migration_quota_failed "

@@ -67,6 +67,7 @@ def test_two_source_principals_mapped_to_one_get_the_union_of_their_actions():
 # Quotas: `list_quotas` as the HBase 2.6.4 shell prints it (no terminal: one row per setting, owner and setting
 # separated by one space). LIST_QUOTAS_264 is captured from the bed (see its comment).
 from hbase_migration.migration.metadata import (  # noqa: E402
+    RSGROUP_ENDPOINT,
     Comparison,
     Metadata,
     Quota,
@@ -74,6 +75,7 @@ from hbase_migration.migration.metadata import (  # noqa: E402
     apply_statements,
     approval_text,
     compare_metadata,
+    features_of,
     fixable,
     parse_apply,
     parse_list_quotas,
@@ -182,7 +184,6 @@ Took 0.0120 seconds
 def test_rsgroups_read_and_a_group_absent_on_the_target_is_listed_not_created():
     groups = parse_list_rsgroups(LIST_RSGROUPS)
     assert groups == {"default": ["hbase:meta", "t1"], "batch": ["ns1:t2"], "empty": []}
-    assert parse_list_rsgroups("hbase_migration_unavailable NameError: missing class\n") is None
     with pytest.raises(ValueError, match="list_rsgroups not understood"):
         parse_list_rsgroups(LIST_RSGROUPS + " batch something else\n")
     # the target has `batch`: the table is moved there; it lacks `gold`: listed with the fix, no move
@@ -199,16 +200,19 @@ def test_rsgroups_read_and_a_group_absent_on_the_target_is_listed_not_created():
 
 def test_one_session_reads_all_three_and_each_section_goes_to_its_parser():
     statements = read_statements(["t1"])
-    assert statements[0] == 'puts "hbase_migration_section grants"'
-    assert statements[3].startswith("begin; list_quotas; rescue ") and "list_rsgroups" in statements[5]
+    assert statements == ['puts "hbase_migration_section grants"', "user_permission", 'user_permission "@default"',
+                          'user_permission "t1"', 'puts "hbase_migration_section quotas"', "list_quotas",
+                          'puts "hbase_migration_section rsgroups"', "list_rsgroups"]
+    assert read_statements(["t1"], {"quotas"}) == ['puts "hbase_migration_section quotas"', "list_quotas"]
     stdout = ("hbase_migration_section grants\nUser Namespace,Table,Family,Qualifier:Permission\n"
               " app default,t1,,: [Permission: actions=READ,WRITE]\n1 row(s)\n"
               "hbase_migration_section quotas\n" + LIST_QUOTAS_264 + "hbase_migration_section rsgroups\n"
-              "hbase_migration_unavailable NameError: missing class name\n")
+              + LIST_RSGROUPS)
     assert set(split_sections(stdout)) == {"grants", "quotas", "rsgroups"}
     found = parse_metadata(stdout, ["t1"])
     assert [g.describe() for g in found.grants] == ["app RW on t1"] and len(found.quotas) == 10
-    assert found.rsgroups is None
+    assert found.rsgroups["batch"] == ["ns1:t2"]
+    assert parse_metadata(stdout, ["t1"], {"grants"}) == Metadata(found.grants, None, None)
     with pytest.raises(ValueError, match="no rsgroups section"):
         parse_metadata(stdout.split("hbase_migration_section rsgroups")[0], ["t1"])
 
@@ -233,15 +237,16 @@ def test_apply_is_one_session_of_grants_quotas_and_moves_each_marked():
     assert absent.fixes == () and all(q.table != "t1" for q in absent.quota_fixes) and absent.rsgroup_moves == ()
 
 
-def test_a_cluster_without_the_feature_is_said_and_any_other_failure_refuses():
-    stdout = ("hbase_migration_section grants\nhbase_migration_unavailable DISABLED: Security features are not "
-              "available\nhbase_migration_section quotas\nhbase_migration_unavailable "
-              "org.apache.hadoop.hbase.TableNotFoundException: hbase:quota\nhbase_migration_section rsgroups\n"
-              "hbase_migration_unavailable NameError: missing class name\n")
-    assert parse_metadata(stdout, ["t1"]) == Metadata(None, None, None)
-    with pytest.raises(ValueError, match="list_quotas failed: java.net.SocketTimeoutException"):
-        parse_metadata(stdout.replace("org.apache.hadoop.hbase.TableNotFoundException: hbase:quota",
-                                      "java.net.SocketTimeoutException: 60000 ms"), ["t1"])
+def test_each_feature_is_read_from_conf_and_a_cluster_without_it_is_not_asked():
+    acl = {"hbase.security.authorization": "true",
+           "hbase.coprocessor.region.classes": "org.apache.hadoop.hbase.security.access.AccessController"}
+    assert features_of({"rs1": acl, "master m": {"hbase.quota.enabled": "true"}}) == {"grants", "quotas"}
+    assert features_of({"master m": {"hbase.coprocessor.master.classes": "a.B, " + RSGROUP_ENDPOINT}}) == {
+        "rsgroups"}
+    assert features_of({"rs1": {"hbase.balancer.rsgroup.enabled": "true"}}) == {"rsgroups"}  # HBase 3.x
+    assert features_of({"rs1": {"hbase.security.authorization": "false", **{k: v for k, v in acl.items() if
+                                                                             k != "hbase.security.authorization"}},
+                        "master m": {"hbase.quota.enabled": "false"}}) == frozenset()
     # the source has grants and quotas, the target neither feature: one difference each, with its fix, not applied
     source = Metadata((Grant("app", "default", "t1", actions="RW"),),
                       (Quota("", "t1", "", "", "SPACE", "1073741824 NO_INSERTS"),), None)
@@ -249,6 +254,7 @@ def test_a_cluster_without_the_feature_is_said_and_any_other_failure_refuses():
     assert [(d.kind, d.source, d.applies) for d in found.differences] == [
         ("grant", "1 grant(s)", False), ("quota", "1 quota(s)", False)]
     assert "hbase.quota.enabled=true" in found.differences[1].fix and found.changes == 0
+    assert "AccessController" in found.differences[0].subject
     # a source without them: nothing to compare
     assert compare_metadata(Metadata(None, None, None), Metadata((), (), None), ["t1"]).differences == ()
 
