@@ -668,3 +668,42 @@ def approval_text(differences: Sequence[Mapping[str, Any]] | None, limit: int = 
              for d in differences[:limit]]
     more = f"; and {len(differences) - limit} more" if len(differences) > limit else ""
     return f"{len(differences)} difference(s): " + "; ".join(shown) + more
+
+
+def fenced_writers(grants: Iterable[Grant], tables: Sequence[str], freeze_method: str,
+                   exempt: Sequence[str] = ()) -> list[Grant]:
+    """Pure: the source's grants whose WRITE the cut-over's fence stops on `tables`: READONLY stops every writer;
+    ACL every one not in `freeze_exempt` (`freeze.acl_fence_plan` refuses a global writer not exempt)."""
+    left = set(exempt) if freeze_method == "acl" else set()
+    return [g for g in relevant(grants, tables) if g.writes and g.principal not in left]
+
+
+@dataclass(frozen=True)
+class CutoverMetadata:
+    """What the cut-over's check found: the differences (dicts, for the approval) and each fenced writer that could
+    not write on the target (reasons to refuse)."""
+
+    differences: tuple[Mapping[str, Any], ...]
+    unwritable: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"differences": [dict(d) for d in self.differences], "unwritable": list(self.unwritable),
+                "text": approval_text(list(self.differences))}
+
+
+def cutover_metadata(source: Metadata, target: Metadata, tables: Sequence[str], freeze_method: str,
+                     exempt: Sequence[str] = (), mapping: Mapping[str, str] | None = None) -> CutoverMetadata:
+    """Pure: both sides' metadata -> what the cut-over's approval shows and refuses on."""
+    found = compare_metadata(source, target, tables, mapping)
+    fenced = fenced_writers(source.grants or (), tables, freeze_method, exempt)
+    return CutoverMetadata(tuple(d.to_dict() for d in found.differences),
+                           tuple(unwritable_on_target(fenced, target.grants, mapping)))
+
+
+def read_for_cutover(source: Any, target: Any, tables: Sequence[str], freeze_method: str,
+                     exempt: Sequence[str] = (), mapping: Mapping[str, str] | None = None) -> CutoverMetadata:
+    """`cutover_metadata` of both clusters as they are (one shell session each; none on a cluster without the
+    features, the target not read when the source has none)."""
+    src = read_metadata(source, tables)
+    tgt = src if src == Metadata(None, None, None) else read_metadata(target, tables)
+    return cutover_metadata(src, tgt, tables, freeze_method, exempt, mapping)
