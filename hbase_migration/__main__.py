@@ -374,17 +374,19 @@ def cmd_metadata(args: argparse.Namespace) -> int:
     absent = [t for t in tables if t not in on_target]
     found = metadata.compare(source, target, tables, mapping, absent)
     data: dict[str, Any] = found.to_dict()
-    lines = [d.line() for d in found.differences]
-    if args.apply and found.differences:
+    lines = [*found.notes, *(d.line() for d in found.differences)]
+    left = found.differences
+    if args.apply and found.changes:
         changed, failed = metadata.apply(target, found)
-        after = metadata.compare(source, target, tables, mapping, absent)
+        after = metadata.compare(source, target, tables, mapping, absent, source_metadata=found.source_metadata)
         data.update(applied=changed, apply_failed=failed, differences_after=[d.to_dict() for d in after.differences])
         lines += [f"applied {changed} change(s) (grants, quotas, RS group moves) on {target.name} in one session"
                   + (f"; {len(failed)} failed: {'; '.join(failed)}" if failed else "")]
         lines += [f"left: {d.line()}" for d in after.differences]
         left = after.differences
-    else:
-        left = found.differences
+    elif args.apply and found.differences:
+        data.update(applied=0, apply_failed=[], differences_after=[d.to_dict() for d in found.differences])
+        lines.append("nothing --apply can make: each difference above says its fix")
     lines.append(f"{len(left)} difference(s)" + (f"; absent on the target: {', '.join(absent)} (create them first)"
                                                  if absent else ""))
     _emit(args, data, "\n".join(lines))

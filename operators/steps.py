@@ -349,10 +349,11 @@ def batch_metadata(spec_dict: Mapping[str, Any] | None, run_id: str, batch: str,
         after, changed, failed = None, 0, []
         if mode == "apply" and before.changes:
             changed, failed = metadata.apply(target, before)
-            after = metadata.compare(source, target, tables, mapping)
+            after = metadata.compare(source, target, tables, mapping, source_metadata=before.source_metadata)
         elif mode == "apply":
             after = before
     status, said = metadata.step_outcome(mode, before, after, failed)
+    said = [*before.notes, *said]
     for line in said:
         (log.warning if line.startswith(("left:", "refused:")) else log.info)("batch %s metadata: %s", batch, line)
     left = (after or before).differences

@@ -16,7 +16,7 @@ moved there by `--apply`; a group the target lacks is listed with its fix, never
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from hbase_migration.migration.freeze import Grant, namespace_of
@@ -396,10 +396,12 @@ class Comparison:
     quota_fixes: tuple[Quota, ...] = ()
     rsgroup_moves: tuple[tuple[str, str], ...] = ()
     target_grants: tuple[Grant, ...] | None = ()
+    source_metadata: "Metadata | None" = field(default=None, compare=False, repr=False)  # as read (re-compared)
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"tables": list(self.tables), "differences": [d.to_dict() for d in self.differences],
-                "absent_on_target": list(self.absent_on_target)}
+                "absent_on_target": list(self.absent_on_target), "notes": list(self.notes)}
 
     @property
     def changes(self) -> int:
@@ -531,15 +533,21 @@ def compare_metadata(source: Metadata, target: Metadata, tables: Sequence[str],
                       tuple(quota_fixes), tuple(moves), target.grants)
 
 
+NOTHING = Metadata(None, None, None)
+
+
 def compare(source: Any, target: Any, tables: Sequence[str], mapping: Mapping[str, str] | None = None,
-            absent_on_target: Sequence[str] = ()) -> Comparison:
-    """Grants, quotas and RS groups of both sides compared: one shell session on each (the target not read when the
-    source has none of them)."""
+            absent_on_target: Sequence[str] = (), source_metadata: Metadata | None = None) -> Comparison:
+    """Grants, quotas and RS groups of both sides compared: one shell session on each (the source's not read again
+    when given as `source_metadata`; the target not read when the source has none of them)."""
     on_target = [t for t in tables if t not in set(absent_on_target)]
-    found = read_metadata(source, tables)
-    if found == Metadata(None, None, None):
-        return compare_metadata(found, found, tables, mapping, absent_on_target)
-    return compare_metadata(found, read_metadata(target, on_target), tables, mapping, absent_on_target)
+    found = read_metadata(source, tables) if source_metadata is None else source_metadata
+    if found == NOTHING:
+        return replace(compare_metadata(found, found, tables, mapping, absent_on_target), source_metadata=found,
+                       notes=(f"{getattr(source, 'name', 'the source')}'s /conf shows no AccessController, no "
+                              "hbase.quota.enabled and no RS groups: no grant, quota or group to carry",))
+    return replace(compare_metadata(found, read_metadata(target, on_target), tables, mapping, absent_on_target),
+                   source_metadata=found)
 
 
 QUOTA_DONE_MARK, QUOTA_FAILED_MARK = "hbase_migration_quota_set ", "hbase_migration_quota_failed "
@@ -705,5 +713,5 @@ def read_for_cutover(source: Any, target: Any, tables: Sequence[str], freeze_met
     """`cutover_metadata` of both clusters as they are (one shell session each; none on a cluster without the
     features, the target not read when the source has none)."""
     src = read_metadata(source, tables)
-    tgt = src if src == Metadata(None, None, None) else read_metadata(target, tables)
+    tgt = src if src == NOTHING else read_metadata(target, tables)
     return cutover_metadata(src, tgt, tables, freeze_method, exempt, mapping)
