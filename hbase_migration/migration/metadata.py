@@ -1,4 +1,6 @@
-"""What replication does not carry and clients need on the target: the grants of the migrated tables (issue 39).
+"""What replication does not carry and clients need on the target: the grants, quotas and RS groups of the migrated
+tables (issue 39). Which of the three a cluster has is read from its servers' /conf (`features_of`); a cluster
+without one is not asked, and everything is read in one shell session per cluster (`read_statements`).
 
 Grants are read with `user_permission` on each side (global, each namespace of the tables, each table: the
 parser of `migration.freeze`, which refuses a line it does not understand) and compared principal by principal,
@@ -129,7 +131,6 @@ def grant_differences(source: Iterable[Grant], target: Iterable[Grant], tables: 
 # limit is `<n>req`, `<n>CU` or a size printed with two decimals in its largest binary unit (`sizeToString`:
 # 10485760 is `10.00M`, 1000000 `976.56K`), then `/<sec|min|hour|day>`; a space limit is in bytes.
 
-QUOTA_KINDS = ("THROTTLE", "SPACE", "GLOBAL_BYPASS")
 THROTTLE_TYPES = tuple(f"{what}_{unit}" for what in ("REQUEST", "READ", "WRITE")
                        for unit in ("NUMBER", "SIZE", "CAPACITY_UNIT"))
 SPACE_POLICIES = ("NO_INSERTS", "NO_WRITES", "NO_WRITES_COMPACTIONS", "DISABLE")
