@@ -164,10 +164,11 @@ def test_quotas_compared_for_the_tables_and_namespaces_users_mapped_and_fixed_by
     assert not [d for d in differences if "other" in d.subject or "region servers" in d.subject]
 
 
-# RS groups: `list_rsgroups` of the HBase 2.x shell (hbase-shell's list_rsgroups.rb and formatter.rb: the group's
-# name on its first row only, rows inset by one space, no terminal so no wrapping). The bed's HBase 2.6.4 has no
-# RS groups (the hbase-rsgroup module is not on its classpath), so this is the format as the shell's source writes
-# it, not a capture.
+# RS groups: `list_rsgroups` of the HBase 2.x shell. The bed's HBase 2.6.4 has no RS groups (the hbase-rsgroup
+# module, its coprocessor and balancer, is not on its class path), so this is the bed's own shell (hbase-shell
+# 2.4.17's list_rsgroups.rb and formatter.rb, run by its JRuby 9.3.13 with stdout not a terminal) rendering three
+# RSGroupInfo objects of hbase-common with no cluster: output captured verbatim, `Took` added as the command wrapper
+# prints it.
 LIST_RSGROUPS = """NAME  SERVER / TABLE
  default server host1:16020
   server host2:16020
