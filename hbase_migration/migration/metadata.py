@@ -129,7 +129,8 @@ def grant_differences(source: Iterable[Grant], target: Iterable[Grant], tables: 
 #    USER => app GLOBAL_BYPASS => true
 # The owner is `QuotaSettings`' user, table, namespace and region server (`USER => u, TABLE => t`...); a throttle's
 # limit is `<n>req`, `<n>CU` or a size printed with two decimals in its largest binary unit (`sizeToString`:
-# 10485760 is `10.00M`, 1000000 `976.56K`), then `/<sec|min|hour|day>`; a space limit is in bytes.
+# 10485760 is `10.00M`, 1000000 `976.56K`), then `/<sec|min|hour|day>`; a space limit too (`1.00G`; HBase's
+# branch-2 source once printed it in bytes, which is read as well). A rounded figure cannot be set back exactly.
 
 THROTTLE_TYPES = tuple(f"{what}_{unit}" for what in ("REQUEST", "READ", "WRITE")
                        for unit in ("NUMBER", "SIZE", "CAPACITY_UNIT"))
@@ -141,7 +142,7 @@ _THROTTLE = re.compile(r"^TYPE => THROTTLE, THROTTLE_TYPE => (?P<type>[A-Z_]+), 
                        r"(?P<limit>\d+req|\d+CU|\d+\.\d\d[BKMGTP]|\d+\.\d\d%)/(?P<unit>nsec|usec|msec|sec|min|hour|day)"
                        r"(?:, SCOPE => (?P<scope>MACHINE|CLUSTER))?$")
 _SPACE = re.compile(r"^TYPE => SPACE(?:, TABLE => (?P<table>\S+?))?(?:, NAMESPACE => (?P<namespace>\S+?))?, "
-                    r"LIMIT => (?P<limit>\d+), VIOLATION_POLICY => (?P<policy>[A-Z_]+)$")
+                    r"LIMIT => (?P<limit>\d+\.\d\d[BKMGTP]|\d+), VIOLATION_POLICY => (?P<policy>[A-Z_]+)$")
 _BYPASS = re.compile(r"^GLOBAL_BYPASS => (?P<value>true|false)$")
 _NOT_A_QUOTA = re.compile(r"^\s*(OWNER\s+QUOTAS|\d+ row\(s\)( in .*)?|Took \d+(\.\d+)? seconds|=>.*|"
                           r"hbase(:\d+:\d+|\(main\):\d+:\d+)>.*|nil)\s*$")
@@ -245,6 +246,10 @@ def set_quota_statement(q: Quota) -> str | None:
         return f"set_quota {owner}, GLOBAL_BYPASS => {q.value}"
     if q.setting == "SPACE":
         limit, policy = q.value.split(" ")
+        if m := _SIZE_EXACT.match(limit):
+            limit = m.group("n") + m.group("unit")
+        elif not limit.isdigit():
+            return None
         return f"set_quota TYPE => SPACE, {owner}, LIMIT => {ruby_string(limit)}, POLICY => {policy}"
     kind = q.setting.split(" ", 1)[1]
     what = kind.split("_", 1)[0]
