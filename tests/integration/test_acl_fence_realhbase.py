@@ -246,7 +246,7 @@ def test_metadata_lists_the_grants_and_quotas_the_target_lacks_and_applies_them(
         assert [(d["kind"], d["subject"], d["source"], d["target"], d["applies"]) for d in found["differences"]] == [
             ("grant", f"app on {table}", "RW", None, True),
             ("grant", f"app on {table} family f", "R", None, True),
-            ("quota", f"table {table}: space", "1073741824 NO_INSERTS", None, True),
+            ("quota", f"table {table}: space", "1.00G NO_INSERTS", None, True),
             ("quota", f"user app on table {table}: throttle write size", "10.00M/sec MACHINE", None, True)]
 
         assert main([*argv, "--apply"]) == 0
