@@ -13,7 +13,7 @@
                                            [--target-coprocessors CLASS,...]
     python -m hbase_migration freeze --source CONN --tables T1,T2 [--unfreeze] [--status]   (READONLY)
     python -m hbase_migration metadata --source CONN --target CONN --tables T1,T2 [--principal-map S=T,...]
-                                       [--apply]   (the tables' grants on both sides; exit 1 while any differs)
+                                       [--apply]   (grants, quotas, RS groups on both sides; exit 1 while any differs)
     python -m hbase_migration sync-replication check --source CONN --target CONN [--shells]
     python -m hbase_migration sync-replication plan --peer-id ID [--kind planned|failover]
     python -m hbase_migration sync-replication run --source CONN --target CONN --peer-id ID
@@ -357,8 +357,8 @@ def cmd_create_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_metadata(args: argparse.Namespace) -> int:
-    """The grants of the tables on both sides, each difference listed; `--apply` gives the target the source's.
-    Exit 0: no difference (left); 1: some; 2: bad input."""
+    """The grants, quotas and RS groups of the tables on both sides, each difference listed; `--apply` gives the
+    target the source's (one shell session). Exit 0: no difference (left); 1: some; 2: bad input."""
     from hbase_migration.migration import metadata
     from hbase_migration.migration.tables import existing_tables
 
@@ -374,17 +374,19 @@ def cmd_metadata(args: argparse.Namespace) -> int:
     absent = [t for t in tables if t not in on_target]
     found = metadata.compare(source, target, tables, mapping, absent)
     data: dict[str, Any] = found.to_dict()
-    lines = [d.line() for d in found.differences]
-    if args.apply and found.fixes:
-        changed, failed = metadata.apply(target, found.fixes)
-        after = metadata.compare(source, target, tables, mapping, absent)
+    lines = [*found.notes, *(d.line() for d in found.differences)]
+    left = found.differences
+    if args.apply and found.changes:
+        changed, failed = metadata.apply(target, found)
+        after = metadata.compare(source, target, tables, mapping, absent, source_metadata=found.source_metadata)
         data.update(applied=changed, apply_failed=failed, differences_after=[d.to_dict() for d in after.differences])
-        lines += [f"applied {changed} grant(s) on {target.name} in one session"
+        lines += [f"applied {changed} change(s) (grants, quotas, RS group moves) on {target.name} in one session"
                   + (f"; {len(failed)} failed: {'; '.join(failed)}" if failed else "")]
         lines += [f"left: {d.line()}" for d in after.differences]
         left = after.differences
-    else:
-        left = found.differences
+    elif args.apply and found.differences:
+        data.update(applied=0, apply_failed=[], differences_after=[d.to_dict() for d in found.differences])
+        lines.append("nothing --apply can make: each difference above says its fix")
     lines.append(f"{len(left)} difference(s)" + (f"; absent on the target: {', '.join(absent)} (create them first)"
                                                  if absent else ""))
     _emit(args, data, "\n".join(lines))
@@ -667,16 +669,17 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true")
     sp.set_defaults(func=cmd_create_tables)
 
-    sp = sub.add_parser("metadata", help="the tables' grants (global, namespace, table, family) on both sides, each "
-                                         "difference listed; --apply gives the target the source's (quotas: not "
-                                         "yet compared)")
+    sp = sub.add_parser("metadata", help="the tables' grants (global, namespace, table, family), quotas (throttle, "
+                                         "space) and RS groups on both sides, each difference listed; --apply "
+                                         "gives the target the source's")
     common(sp, target=True)
     sp.add_argument("--tables", required=True, type=TABLES, help="comma-separated tables")
     sp.add_argument("--principal-map", default="",
                     help="SOURCE=TARGET principals, comma-separated (default: the same short name, realm dropped)")
     sp.add_argument("--apply", action="store_true",
-                    help="grant on the target what the source holds (one shell session); a target-only grant "
-                         "is listed, never revoked")
+                    help="grant, set_quota and move_tables_rsgroup on the target what the source holds (one shell "
+                         "session); a target-only grant or quota is listed, never removed; an RS group the target "
+                         "lacks is listed, never created")
     sp.set_defaults(func=cmd_metadata)
 
     sp = sub.add_parser("freeze", help="make tables READONLY (writes refused, reads go on) or writable again")

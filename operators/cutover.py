@@ -89,7 +89,8 @@ class _SwitchCheckOperator(BaseOperator):
         result = {"tables": list(plan.tables), "forward_peer": facts.forward_peer.describe()
                   if facts.forward_peer else None,
                   "reverse_peer": facts.reverse_peer.describe() if facts.reverse_peer else None,
-                  "drained": facts.drained, "drain_notes": list(facts.drain_notes)}
+                  "drained": facts.drained, "drain_notes": list(facts.drain_notes),
+                  "metadata": facts.metadata.to_dict() if getattr(facts, "metadata", None) is not None else None}
         record_phase(self.ledger_run_id, "check", "success", result)
         return result
 
@@ -100,8 +101,11 @@ class CutoverCheckOperator(_SwitchCheckOperator):
     The connections point at the migration's clusters; the forward peer exists on the source, is ours, ENABLED,
     ships to the target and replicates the tables; it has drained (polled up to `drain_timeout_s`); the reverse
     peer id is free on the target (or already this cut-over's); every family of the tables replicates on the
-    target (REPLICATION_SCOPE 1), so the reverse peer will ship the target's edits back. The run itself (finished,
-    verification clean, tables part of it) was checked when the plan was made (`open_cutover`).
+    target (REPLICATION_SCOPE 1), so the reverse peer will ship the target's edits back; every principal the fence
+    will stop on the source can write the tables on the target (WRITE globally, on the namespace or the table,
+    after `principal_map`). The metadata's differences (grants, quotas, RS groups) are returned for the approval.
+    The run itself (finished, verification clean, tables part of it) was checked when the plan was made
+    (`open_cutover`).
 
     :param plan: the cut-over's plan (`SwitchPlan.to_dict()`, XCom `plan` of `open_cutover`).
     :param source_conn_id: the migration's source cluster (the forward peer lives there).
@@ -114,17 +118,22 @@ class CutoverCheckOperator(_SwitchCheckOperator):
     :param drain_timeout_s: how long the forward peer may take to show drained before the check fails.
     :param sync_replication: the cut-over asks for synchronous replication: refused, with the evidence, unless
         both clusters' region servers run HBase 3.0+ (and then refused as not driven by this cut-over yet).
+    :param freeze_exempt: ACL fence: principals left writing (not checked on the target).
+    :param principal_map: SOURCE=TARGET principals (run spec): how a fenced writer is named on the target.
     :param ledger_run_id: the cut-over run whose ledger records the check (None: none).
     """
 
     template_fields: Sequence[str] = (*_SwitchCheckOperator.template_fields, "max_lag_ms", "stable_samples",
-                                      "caught_up_queue_size", "idle_window_s", "sync_replication")
+                                      "caught_up_queue_size", "idle_window_s", "sync_replication", "freeze_exempt",
+                                      "principal_map")
     what = "cut-over"
 
     def __init__(self, *, max_lag_ms: int = 30_000, stable_samples: int = 3, caught_up_queue_size: int = 1,
                  idle_window_s: float = 30.0, drain_timeout_s: float = 120.0, sync_replication: bool = False,
-                 **kwargs) -> None:
+                 freeze_exempt: Sequence[str] | None = (), principal_map: str | None = "", **kwargs) -> None:
         super().__init__(**kwargs)
+        self.freeze_exempt = freeze_exempt
+        self.principal_map = principal_map
         self.max_lag_ms = max_lag_ms
         self.stable_samples = stable_samples
         self.caught_up_queue_size = caught_up_queue_size
@@ -139,8 +148,26 @@ class CutoverCheckOperator(_SwitchCheckOperator):
         thresholds = lag.thresholds_from({"max_lag_ms": self.max_lag_ms, "stable_samples": self.stable_samples,
                                           "caught_up_queue_size": self.caught_up_queue_size,
                                           "idle_window_s": self.idle_window_s})
+        from dataclasses import replace
+
+        from hbase_migration.migration import metadata
+
         facts = gather(source, target, plan, thresholds=thresholds, drain_timeout_s=self.drain_timeout_s,
                        sync_replication=self.sync_replication is True)
+        # Grants, quotas, RS groups on both sides: shown at the approval; a writer the fence stops who could not
+        # write on the target refuses the cut-over (with the ACL fence, the source stays fenced after the switch)
+        try:
+            found = metadata.read_for_cutover(source, target, plan.tables, plan.freeze_method,
+                                              tuple(self.freeze_exempt or ()),
+                                              metadata.parse_principal_map(self.principal_map or ""))
+        except Exception as e:  # /conf or a shell not read: who can write on the target is unknown
+            found = metadata.CutoverMetadata((), (
+                f"the grants, quotas and RS groups of {', '.join(plan.tables)} could not be compared "
+                f"({type(e).__name__}: {' '.join(str(e).split())[:300]}), so whether every writer the fence stops "
+                "can write on the target is unknown; check `python -m hbase_migration metadata`, then retry",))
+        for line in found.to_dict()["text"].split("; "):
+            self.log.info("metadata: %s", line)
+        facts = replace(facts, metadata=found)
         return evaluate_cutover(plan, facts), facts
 
 

@@ -148,7 +148,8 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                 task_id="check", doc_md=_doc(CutoverCheckOperator), **both, plan=PLAN, **run,
                 max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
                 caught_up_queue_size=spec("caught_up_queue_size"), idle_window_s=spec("idle_window_s"),
-                sync_replication=spec("sync_replication"))
+                sync_replication=spec("sync_replication"), freeze_exempt=spec("freeze_exempt"),
+                principal_map=spec("principal_map"))
             subject = "Cut over now?"
             body = (_SPEC + "Tables **{{ s.tables | join(', ') }}** from {{ s.source_conn_id }} to "
                     "{{ s.target_conn_id }} (forward peer {{ s.peer_id }}, reverse peer {{ s.reverse_peer_id }}).\n\n"
@@ -164,6 +165,9 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
                     "{% elif bulk == 'replicated' %}replicated (the source's /conf showed it at preflight)"
                     "{% else %}**not recorded** (the migration run predates the check): make sure none was made "
                     "unless the source replicates them{% endif %}.\n\n"
+                    "{% set m = (ti.xcom_pull(task_ids='check') or {}).get('metadata') %}"
+                    "Grants, quotas and RS groups of these tables, the target against the source (every principal "
+                    "the fence stops can write on the target: checked): {{ m.text if m else 'not compared' }}.\n\n"
                     "It stops by itself, the clients staying on the source, when: the forward peer's lag stays "
                     "above {{ s.max_lag_ms }} ms for {{ s.lag_wait_s }} s; a verification finds a difference; the "
                     "frozen steps take more than {{ s.max_freeze_s }} s; the switch command fails.\n\n"

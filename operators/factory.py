@@ -274,9 +274,9 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
                  pools: Mapping[str, str]) -> Any:
     """One batch of the run's tables (mapped over `plan_batches`): its turn, its own peer added DISABLED, its copies
     (one Spark application for its scan tables, one per snapshot table), its slot and switch hold given up once the
-    copies ended in any state, its peer enabled as soon as its tables are on the target, its own catch-up, its
-    verification (one application). A batch that fails leaves the others going (each instance of the group
-    depends only on itself)."""
+    copies ended in any state, its peer enabled as soon as its tables are on the target, its own catch-up and, beside
+    it, its grants, quotas and RS groups given to the target (`metadata`), its verification (one application). A
+    batch that fails leaves the others going (each instance of the group depends only on itself)."""
     from airflow.sdk import task_group
 
     from operators.batch import (
@@ -322,6 +322,15 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
             return batch_copies_done(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
                                      batch)
 
+        # The batch's grants, quotas and RS groups on the target (run spec `metadata`), once its tables exist there
+        # (created, or cloned by the snapshot export), beside the catch-up and before the verification.
+        @task(task_id="metadata", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS, **loads, **spec_retry)
+        def apply_metadata(batch: str, tables: list[str], **context) -> dict[str, Any]:
+            from operators.steps import batch_metadata
+
+            return batch_metadata(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
+                                  batch, tables)
+
         # One of the two copy tasks may have no table (it is skipped).
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **both, peer_id=peer_id,
                                     ledger_run_id="{{ run_id }}",
@@ -338,7 +347,9 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
             start_time_ms=spec("start_time_ms"), end_time_ms=spec("end_time_ms"), versions=spec("versions"),
             recompare_sleep_s=spec("recompare_sleep_s"), repair=spec("repair"), ledger_run_id="{{ run_id }}",
             spark_conn_id=spark_conn_id, retries=1, retry_delay=retry_delay(60), **verify_method_args(), **spark)
+        meta = apply_metadata(batch, tables)
         turn >> add_peer >> [copy, snapshot] >> enable >> drained >> verify
+        [copy, snapshot] >> meta >> verify
         [copy, snapshot] >> copies_done(batch)
 
     return batch

@@ -320,3 +320,51 @@ def release_switches(spec_dict: Mapping[str, Any] | None, run_id: str) -> dict[s
     if not released:
         log.info("no switch hold of this run is left: every copy released its own")
     return {"released": released}
+
+
+def batch_metadata(spec_dict: Mapping[str, Any] | None, run_id: str, batch: str, tables: list[str]
+                   ) -> dict[str, Any]:
+    """A batch's grants, quotas and RS group membership given to the target (run spec `metadata`: apply), or only
+    listed (check), once its tables exist there, before its verification: one shell session per cluster (the
+    target's reads and changes in one). Recorded as each table's `metadata` phase. Fails (without retry) naming
+    each change refused or difference left that `--apply` makes; what it cannot make is logged with its fix."""
+    import json
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from hbase_migration.clusters import channels
+    from hbase_migration.ledger.store import ALL_TABLES
+    from hbase_migration.migration import metadata
+    from operators.ledger import open_ledger
+
+    spec = RunSpec.from_dict(spec_dict or {})
+    mode = spec.metadata
+    if mode == "skip":
+        log.info("batch %s: metadata skip (run spec): grants, quotas and RS groups left as they are", batch)
+        return {"batch": batch, "mode": mode}
+    source, target = _clusters(spec)
+    mapping = metadata.parse_principal_map(spec.principal_map)
+    with channels.one_shell_per_cluster():
+        before = metadata.compare(source, target, tables, mapping)
+        after, changed, failed = None, 0, []
+        if mode == "apply" and before.changes:
+            changed, failed = metadata.apply(target, before)
+            after = metadata.compare(source, target, tables, mapping, source_metadata=before.source_metadata)
+        elif mode == "apply":
+            after = before
+    status, said = metadata.step_outcome(mode, before, after, failed)
+    said = [*before.notes, *said]
+    for line in said:
+        (log.warning if line.startswith(("left:", "refused:")) else log.info)("batch %s metadata: %s", batch, line)
+    left = (after or before).differences
+    result = {"batch": batch, "mode": mode, "changed": changed, "failed": failed,
+              "differences": [d.to_dict() for d in before.differences], "left": [d.to_dict() for d in left]}
+    detail = json.dumps({"mode": mode, "differences": len(before.differences), "changed": changed,
+                         "failed": failed[:5], "left": [d.line() for d in left][:20]}, sort_keys=True)
+    with open_ledger() as ledger:
+        for table in tables or [ALL_TABLES]:
+            ledger.set_phase(run_id, table, "metadata", status, detail)
+    if status == "failed":
+        raise AirflowFailException(f"batch {batch}: the target's metadata is not the source's after --apply: "
+                                   + "; ".join(s for s in said if s.startswith(("left:", "refused:"))))
+    return result

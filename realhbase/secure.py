@@ -220,6 +220,8 @@ def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[
         ("hbase.security.authentication.spnego.kerberos.principal", info_spnego, ""),
         ("hbase.security.authentication.spnego.kerberos.keytab", info_kt, ""),
         ("hbase.security.authentication.spnego.kerberos.name.rules", rules, ""),
+        ("hbase.quota.enabled", "true", "throttle and space quotas (hbase:quota), which the metadata command migrates "
+         "(issue 39); the plain beds leave them off"),
         ("hbase.thrift.kerberos.principal", hbase, "the gateways' own login"),
         ("hbase.thrift.keytab.file", hbase_kt, ""),
     ]

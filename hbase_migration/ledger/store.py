@@ -45,7 +45,7 @@ SQL_DIR = _sql_dir()
 DEFAULT_URL = "sqlite:///.state/ledger.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0  # Spark tasks write partitions concurrently; SQLite serialises writers
 
-PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catch_up", "verify", "report",
+PHASES = ("preflight", "create_tables", "add_peer", "copy", "enable_peer", "catch_up", "metadata", "verify", "report",
           # cut-over and rollback runs (hbase_cutover, hbase_rollback)
           "check", "freeze", "final_drain", "reverse_peer", "approval", "remove_peer", "unfreeze",
           # the cut-over's window (hbase_migration/migration/cutover_window.py) and the verification after the switch

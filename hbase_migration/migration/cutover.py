@@ -261,6 +261,7 @@ class SwitchFacts:
     drain_notes: tuple[str, ...] = ()
     sync_replication: "Any" = None  # replication.sync_replication.Support when asked for, else None
     source_versions: Mapping[str, str | None] | None = None  # servername -> HBase version (rs/ znodes); None: not read
+    metadata: "Any" = None  # metadata.CutoverMetadata: grants, quotas, RS groups compared (None: not read)
 
 
 def _key(text: str) -> str:
@@ -346,6 +347,8 @@ def evaluate_cutover(plan: SwitchPlan, facts: SwitchFacts, owner: str = DEFAULT_
     reasons += _scope_reasons("target", facts.target_scopes, plan.tables,
                               "the reverse peer would not ship the target's edits back, a rollback would lose "
                               "them (alter it to 1 on the target first)")
+    if facts.metadata is not None:  # a writer the fence stops on the source must be able to write on the target
+        reasons += list(facts.metadata.unwritable)
     return reasons
 
 

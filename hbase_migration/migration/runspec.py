@@ -31,6 +31,7 @@ from hbase_migration.replication.model import PEER_ID_PATTERN, normalize_table, 
 from hbase_migration.replication.wal_groups import MAX_CAUGHT_UP_QUEUE_SIZE
 
 MIGRATION, BACKFILL, WATCH, CUTOVER, ROLLBACK = "migration", "backfill", "watch", "cutover", "rollback"
+METADATA_MODES = ("apply", "check", "skip")  # the migration's grants, quotas, RS groups: given the target | listed
 BULK_LOADS = ("replicated", "none")  # the source replicates bulk loads (its /conf shows it) | none are made
 
 
@@ -214,6 +215,15 @@ def _command(value: Any) -> str:
     if not argv:
         raise ValueError(f"must name a command, got {value!r}")
     return text
+
+
+def _principal_map(value: Any) -> str:
+    from hbase_migration.migration.metadata import parse_principal_map
+
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string of SOURCE=TARGET pairs, got {value!r}")
+    parse_principal_map(value)  # ValueError naming the item
+    return value.strip()
 
 
 def _principals(value: Any) -> tuple[str, ...]:
@@ -428,6 +438,13 @@ FIELDS: tuple[Field, ...] = (
           "attestation that nothing is bulk loaded into these tables until the cut-over (shown at the cut-over's "
           "approval)", _string, "peer.bulk_loads", bounds={"enum": list(BULK_LOADS)},
           check=lambda v: v in BULK_LOADS, wanted="'replicated' or 'none'"),
+    Field("metadata", "string", "apply", "Grants, quotas, RS groups on the target",
+          "apply: each batch gives the target the source's grants, quotas and RS group membership of its tables "
+          "(python -m hbase_migration metadata --apply: one shell session) before its verification, and fails on a "
+          "change refused or left undone; check: only lists the differences (ledger and log); skip: neither. A "
+          "target-only grant or quota is never removed, an RS group the target lacks never created (listed)",
+          _string, "tables.metadata", bounds={"enum": list(METADATA_MODES)}, check=lambda v: v in METADATA_MODES,
+          wanted="'apply', 'check' or 'skip'"),
     Field("max_lag_ms", "integer", 30_000, "Drained: largest ageOfLastShippedOp (ms)",
           "a queue counts as caught up when its ageOfLastShippedOp is at most this", _integer,
           "catch_up.max_lag_ms", frozenset({MIGRATION}) | SWITCHES, **at_least(0, "an integer")),
@@ -564,6 +581,11 @@ FIELDS: tuple[Field, ...] = (
           "refused. Shown at approval. A rollback fenced by ACL: the target's", _principals, dags=SWITCHES,
           nullable=True,
           bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("principal_map", "string", "", "Principals across realms (SOURCE=TARGET,...)",
+          "how a source principal is named on the target, for grants and user quotas (the migration's metadata, "
+          "the cut-over's check that every fenced writer can write on the target); unlisted: the same short name, "
+          "realm and host dropped (app/host@DC1.EXAMPLE is app)", _principal_map, "tables.principal_map",
+          frozenset({MIGRATION, CUTOVER})),
     Field("max_freeze_s", "number", 120, "Abort: the freeze's steps longer than (s)",
           "the fence, the forward peer's drain, the bounded check and the switch must be done within this after the "
           "fence started; else the fence is lifted and the clients stay on the source (a rollback: the same with "
@@ -665,6 +687,8 @@ class RunSpec:
     serial: bool = False
     bandwidth: int = 0
     bulk_loads: str = "replicated"
+    metadata: str = "apply"
+    principal_map: str = ""
     max_lag_ms: int = 30_000
     stable_samples: int = 3
     caught_up_queue_size: int = 1

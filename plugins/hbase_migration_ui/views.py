@@ -181,10 +181,10 @@ def run_duration(run: Mapping[str, Any], now_ms: int | None) -> int | None:
 # Links into the Airflow UI (its React routes: /dags/<dag>/runs/<run>[/tasks/<task>[/mapped/<index>]])
 
 PHASE_TASKS = {"preflight": "preflight", "create_tables": "create_target_tables", "add_peer": "add_peer",
-               "copy": "copy", "enable_peer": "enable_peer", "catch_up": "wait_drained", "verify": "verify",
-               "report": "report"}
+               "copy": "copy", "enable_peer": "enable_peer", "catch_up": "wait_drained", "metadata": "metadata",
+               "verify": "verify", "report": "report"}
 MAPPED_PHASES = frozenset({"copy", "verify"})  # one task per table, in the run's table order (before batches)
-BATCH_PHASES = frozenset({"add_peer", "copy", "enable_peer", "catch_up", "verify"})  # a batch group's tasks
+BATCH_PHASES = frozenset({"add_peer", "copy", "enable_peer", "catch_up", "metadata", "verify"})  # a batch group's tasks
 
 
 def dag_run_id(run: Mapping[str, Any]) -> str:

@@ -126,6 +126,10 @@ def test_each_batch_is_a_mapped_group_whose_peer_is_added_on_its_turn_and_enable
     assert dag.get_task("batch.copies_done").upstream_task_ids == {"batch.copy", "batch.snapshot_export",
                                                                    "plan_batches"}  # its argument: the batch
     assert dag.get_task("batch.copies_done").trigger_rule == TriggerRule.ALL_DONE
+    # issue 39: the batch's grants, quotas and RS groups once its tables exist on the target, before its verification
+    assert dag.get_task("batch.metadata").upstream_task_ids == {"batch.copy", "batch.snapshot_export", "plan_batches"}
+    assert "batch.verify" in dag.get_task("batch.metadata").downstream_task_ids
+    assert dag.get_task("batch.metadata").trigger_rule == TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
     assert dag.get_task("batch.wait_turn").mode == "reschedule"  # a waiting batch holds no worker slot
     assert dag.get_task("batch.wait_turn").upstream_task_ids == {"proceed_unless_dry_run", "plan_batches"}
     assert dag.get_task("plan_batches").upstream_task_ids == {"create_target_tables"}

@@ -305,10 +305,12 @@ def region_servers(cluster):
         return zk.live_region_servers(client, cluster.znode_parent)
 
 
-def test_metadata_lists_the_grants_the_target_lacks_and_applies_them(bed, monkeypatch, capsys):
-    """Issue 39 (Build 3, grants): a writer's grants on a table and one of its families exist on dc1 only; `python
-    -m hbase_migration metadata` lists each (exit 1), `--apply` grants them on dc2 in one session, and then it finds
-    no difference (exit 0). Principals map by short name (the bed's superusers are listed globally on both)."""
+def test_metadata_lists_the_grants_and_quotas_the_target_lacks_and_applies_them(bed, monkeypatch, capsys):
+    """Issue 39 (Build 3): a writer's grants on a table and one of its families, the table's space quota and the
+    writer's write throttle on it exist on dc1 only (the secured bed runs the AccessController and
+    hbase.quota.enabled, realhbase/secure.py); `python -m hbase_migration metadata` lists each (exit 1), `--apply`
+    grants and sets them on dc2 in one session, and then it finds no difference (exit 0). Principals map by short
+    name (the bed's superusers are listed globally on both); the bed has no RS groups (read from /conf: not asked)."""
     from hbase_migration.__main__ import main
     from hbase_migration.clusters import channels
 
@@ -317,22 +319,31 @@ def test_metadata_lists_the_grants_the_target_lacks_and_applies_them(bed, monkey
     for name in ("dc1", "dc2"):
         monkeypatch.setenv(f"AIRFLOW_CONN_META_{name.upper()}", json.dumps(eps[name]["connection"]))
     channels.shell(clusters["dc1"], [f"create '{table}', 'f', 'g'", f"grant 'app', 'RW', '{table}'",
-                                     f"grant 'app', 'R', '{table}', 'f'"], timeout_s=600)
+                                     f"grant 'app', 'R', '{table}', 'f'",
+                                     f"set_quota TYPE => SPACE, TABLE => '{table}', LIMIT => '1G', "
+                                     "POLICY => NO_INSERTS",
+                                     f"set_quota TYPE => THROTTLE, USER => 'app', TABLE => '{table}', THROTTLE_TYPE => "
+                                     "WRITE, LIMIT => '10M/sec'"], timeout_s=600)
     channels.shell(clusters["dc2"], [f"create '{table}', 'f', 'g'"], timeout_s=600)
     argv = ["metadata", "--source", "meta_dc1", "--target", "meta_dc2", "--tables", table, "--json"]
     try:
         assert main(argv) == 1
         found = json.loads(capsys.readouterr().out)
-        assert found["differences"] == [
-            {"kind": "grant", "subject": f"app on {table}", "source": "RW", "target": None},
-            {"kind": "grant", "subject": f"app on {table} family f", "source": "R", "target": None}]
+        assert [(d["kind"], d["subject"], d["source"], d["target"], d["applies"]) for d in found["differences"]] == [
+            ("grant", f"app on {table}", "RW", None, True),
+            ("grant", f"app on {table} family f", "R", None, True),
+            ("quota", f"table {table}: space", "1.00G NO_INSERTS", None, True),
+            ("quota", f"user app on table {table}: throttle write size", "10.00M/sec MACHINE", None, True)]
 
         assert main([*argv, "--apply"]) == 0
         applied = json.loads(capsys.readouterr().out)
-        assert applied["applied"] == 2 and applied["apply_failed"] == [] and applied["differences_after"] == []
-        assert main(argv) == 0 and json.loads(capsys.readouterr().out)["differences"] == []
+        assert applied["applied"] == 4 and applied["apply_failed"] == [] and applied["differences_after"] == []
+        assert main(argv) == 0 and json.loads(capsys.readouterr().out)["differences"] == []  # dc2's read again
         on_target = permissions(clusters["dc2"], [table])
         assert f"app default,{table},,: [Permission: actions=READ,WRITE]" in on_target, on_target
     finally:
         for name in ("dc1", "dc2"):
-            channels.shell(clusters[name], [f"disable '{table}'", f"drop '{table}'"], timeout_s=600)
+            channels.shell(clusters[name], [
+                f"set_quota TYPE => THROTTLE, USER => 'app', TABLE => '{table}', LIMIT => NONE",
+                f"set_quota TYPE => SPACE, TABLE => '{table}', LIMIT => NONE",
+                f"disable '{table}'", f"drop '{table}'"], timeout_s=600)

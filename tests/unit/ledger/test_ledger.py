@@ -322,7 +322,7 @@ def test_set_phase_records_first_start_and_last_end(ledger, db_path):
     "args, message",
     [
         (("run-1", "ns:orders", "copying", "running"),
-         "phase must be one of preflight, create_tables, add_peer, copy, enable_peer, catch_up, verify, "
+         "phase must be one of preflight, create_tables, add_peer, copy, enable_peer, catch_up, metadata, verify, "
          "report, check, freeze, final_drain, reverse_peer, approval, remove_peer, unfreeze, window, lag_gate, "
          "live_pass, bounded_check, switch, post_verify, forward_peer, unfreeze_source, lift_fence, got 'copying'"),
         (("run-1", "ns:orders", "copy", "done"),

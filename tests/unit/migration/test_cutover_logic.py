@@ -255,3 +255,38 @@ def test_a_cross_realm_reverse_peer_is_the_same_reverse_peer_with_its_principal_
     assert same_reverse_peer(cross_realm.with_owner(DEFAULT_OWNER), wanted.with_owner(DEFAULT_OWNER))
     assert not same_reverse_peer(expected_reverse_config(SRC, ["a", "b"]), wanted)
     assert not same_reverse_peer(cross_realm.replace(configuration={"other": "x"}), wanted)
+
+
+def test_a_writer_the_fence_stops_who_cannot_write_on_the_target_refuses_the_cutover():
+    """Issue 39 (Build 3): the cut-over refuses, before any freeze, naming each principal the fence stops on the
+    source that holds no WRITE on the target (table, namespace or global, after the principal map); the approval
+    shows the metadata's differences."""
+    from hbase_migration.migration.freeze import Grant
+    from hbase_migration.migration.metadata import CutoverMetadata, Metadata, Quota, cutover_metadata, fenced_writers
+
+    source = Metadata((Grant("app/h@DC1", "default", "a", actions="RW"), Grant("tool@DC1", "default", "a",
+                                                                                 actions="RW"),
+                       Grant("reader@DC1", "default", "a", actions="R"), Grant("ops@DC1", "", "", actions="RWXCA")),
+                      (Quota("", "a", "", "", "SPACE", "1073741824 NO_INSERTS"),), None)
+    target = Metadata((Grant("app", "default", "a", actions="RW"), Grant("ops", "", "", actions="RWXCA"),
+                       Grant("reader", "default", "a", actions="R")), (), None)
+    # READONLY stops every writer; ACL all but freeze_exempt
+    assert [g.principal for g in fenced_writers(source.grants, ["a"], "readonly", ["tool@DC1"])] == [
+        "app/h@DC1", "tool@DC1", "ops@DC1"]
+    assert [g.principal for g in fenced_writers(source.grants, ["a"], "acl", ["tool@DC1"])] == ["app/h@DC1",
+                                                                                                  "ops@DC1"]
+    found = cutover_metadata(source, target, ["a"], "readonly")
+    assert found.unwritable == (
+        "tool@DC1 writes a on the source (the fence stops it) but tool holds no WRITE for it on the target (globally, "
+        "on namespace default or on the table): after the switch it could write nowhere; run `python -m "
+        "hbase_migration metadata --apply` (or grant it), or map it (principal_map)",)
+    assert found.to_dict()["text"] == ("2 difference(s): grant tool on a: source RW, target -; quota table a: space: "
+                                       "source 1073741824 NO_INSERTS, target -")
+    assert evaluate_cutover(PLAN, facts(metadata=found)) == list(found.unwritable)
+    # exempt from an ACL fence, or mapped to a principal who writes there: the cut-over goes on
+    assert cutover_metadata(source, target, ["a"], "acl", ["tool@DC1"]).unwritable == ()
+    mapped = cutover_metadata(source, target, ["a"], "readonly", mapping={"tool@DC1": "app"})
+    assert mapped.unwritable == () and evaluate_cutover(PLAN, facts(metadata=mapped)) == []
+    # no AccessController on either side: nothing to show, nothing refused
+    none = cutover_metadata(Metadata(None, None, None), Metadata(None, None, None), ["a"], "readonly")
+    assert none == CutoverMetadata((), ()) and none.to_dict()["text"].startswith("none")

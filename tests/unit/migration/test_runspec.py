@@ -64,6 +64,8 @@ def test_values_are_canonical():
     ({"bandwidth": -1}, "bandwidth", "an integer >= 0"),
     ({"serial": "yes"}, "serial", "must be true or false"),
     ({"bulk_loads": "some"}, "bulk_loads", "must be 'replicated' or 'none', got 'some'"),
+    ({"metadata": "maybe"}, "metadata", "must be 'apply', 'check' or 'skip', got 'maybe'"),
+    ({"principal_map": "app@DC1"}, "principal_map", "'app@DC1' is not SOURCE=TARGET"),
 ])
 def test_invalid_values_name_their_field(change, field, fragment):
     with pytest.raises(InvalidRunInput) as e:
@@ -173,8 +175,8 @@ def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
-        "switch_command", "freeze_method", "freeze_exempt", "superusers", "max_freeze_s", "lag_wait_s",
-        "skew_margin_ms", "check_parallel", "sync_replication"]
+        "switch_command", "freeze_method", "freeze_exempt", "superusers", "principal_map", "max_freeze_s",
+        "lag_wait_s", "skew_margin_ms", "check_parallel", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "unfreeze_source", "switch_command", "freeze_exempt", "superusers",
