@@ -25,8 +25,8 @@ Its freezes are measured like the cut-over's (`rollback_write_freeze_s`).
 one shell call per cluster). After the runs, with the writer still on, the bounded check as it runs in the
 freeze (every version written in the last minute, both sides) timed the way it was before issue 39's Build 7
 (`compare_window_before`: one key range per table when there are more tables than threads, 8 threads, two new
-connections per range, the regions read inside) and as it is now (one range per region, a pool of
-`parallel_checks` threads with one connection per side each, the regions read beforehand), alternately, three
+connections per range, the regions read inside) and as it is now (one range per region up to 4 per thread, a
+pool of `parallel_checks` threads with one connection per side each, the regions read beforehand), alternately, three
 times each: `bounded_check_before_s`, `bounded_check_after_s`, their ratio.
 
 At the end every acknowledged write is looked for on dc2, and with `--rollback` on dc1 too
