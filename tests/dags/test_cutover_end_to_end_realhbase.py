@@ -64,17 +64,21 @@ def tail(path: Path, n: int = 80) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
 
 
-def finished_migration(ledger_url: str, eps: dict, clusters: dict, tables: list[str], peer_id: str) -> str:
-    """The state a finished migration leaves: tables on both sides (scope 1), the forward peer ENABLED, the run
-    `success` with a clean verification per table in the ledger."""
-    from hbase_migration.clusters import channels
+# HexStringSplit's keys for 4 regions, as the shell's `{NUMREGIONS => 4, SPLITALGO => 'HexStringSplit'}` makes them
+SPLITS = [b"40000000", b"80000000", b"c0000000"]
+
+
+def finished_migration(ledger_url: str, eps: dict, clusters: dict, pair, tables: list[str], peer_id: str) -> str:
+    """The state a finished migration leaves: tables on both sides (scope 1, 4 regions; created through Thrift2,
+    no shell JVM), the forward peer ENABLED, the run `success` with a clean verification per table in the
+    ledger."""
     from hbase_migration.ledger.store import Ledger
     from hbase_migration.replication import peer_admin
     from hbase_migration.replication.model import PeerConfig
 
-    for cluster in clusters.values():
-        channels.shell(cluster, [f"create '{t}', {{NAME => 'f', REPLICATION_SCOPE => 1}}, "
-                                 "{NUMREGIONS => 4, SPLITALGO => 'HexStringSplit'}" for t in tables], timeout_s=900)
+    for cluster in pair:
+        for t in tables:
+            cluster.create_table(t, {"f": {"replication_scope": 1}}, SPLITS)
     with peer_admin(clusters["dc1"]) as admin:
         admin.add_peer(peer_id, PeerConfig(cluster_key=eps["dc2"]["cluster_key"], table_cfs={t: [] for t in tables}),
                        enabled=True)
@@ -154,8 +158,7 @@ class Bed:
 
 
 @pytest.fixture
-def bed(tmp_path, realhbase):
-    from hbase_migration.clusters import channels
+def bed(tmp_path, realhbase, realhbase_pair):
     from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.replication import peer_admin
 
@@ -174,7 +177,7 @@ def bed(tmp_path, realhbase):
     env.update(connections_env(Conn(eps["dc1"]), Conn(eps["dc2"]), ledger_path))
     with ExitStack() as server:
         try:
-            migration_run = finished_migration(ledger_url, eps, clusters, tables, peer_id)
+            migration_run = finished_migration(ledger_url, eps, clusters, realhbase_pair, tables, peer_id)
             api = Hitl(server.enter_context(api_server(env, free_port(), tmp_path / "api-server.log")), "admin",
                        passwords["admin"])
             yield Bed(eps, clusters, tables, peer_id, ledger_url, env, api, switch_file, migration_run,
@@ -186,8 +189,9 @@ def bed(tmp_path, realhbase):
                     for p in (peer_id, f"{peer_id}_rev"):
                         if admin.get_peer(p) is not None:
                             admin.remove_peer(p, force=True)
-                channels.shell(cluster, [f"alter '{t}', READONLY => 'false'" for t in tables]
-                               + [f"disable '{t}'" for t in tables] + [f"drop '{t}'" for t in tables], timeout_s=900)
+            for pair_cluster in realhbase_pair:  # through Thrift2, no shell JVM (READONLY or not)
+                for t in tables:
+                    pair_cluster.drop_table(t)
 
 
 @pytest.mark.full  # make test: the approved cut-over and the rollback below; test_cutover_dags.py checks the branch

@@ -26,7 +26,10 @@ def strip_metadata(data: bytes) -> bytes:
     return data
 
 
-@pytest.fixture(params=["zookeeper", pytest.param("shell", marks=pytest.mark.realhbase)])
+# The shell backend on real HBase is `full`: make test runs the shell peer admin on real HBase itself
+# (test_peer_admin_shell.py: add DISABLED, the re-run, the conflict, enable, disable, remove) and these operators
+# through it in the secured migration's and the cut-over's DAG runs; here each case costs two shell JVMs.
+@pytest.fixture(params=["zookeeper", pytest.param("shell", marks=[pytest.mark.realhbase, pytest.mark.full])])
 def backend(request, monkeypatch, zookeeper):
     dc1, dc2 = request.getfixturevalue("minihbase_pair" if request.param == "zookeeper" else "realhbase_pair")
     conn = json.loads(dc1.connection_json)
