@@ -378,6 +378,8 @@ class CutoverWindowOperator(BaseOperator):
     :param freeze_method: `readonly` or `acl`.
     :param freeze_exempt: ACL: principals whose WRITE is left alone.
     :param superusers: ACL: the source's hbase.superuser as the operator attests it (None: read from /conf).
+    :param fence_canary, fence_canary_keytab: ACL: the principal whose refused write proves the fence, and on
+        Kerberos its keytab on this host.
     :param unfreeze_source: READONLY: make the source writable again after the switch.
     :param max_lag_ms, lag_wait_s, max_freeze_s, skew_margin_ms, recompare_sleep_s: the abort conditions
         (`cutover_plan.AbortConditions`).
@@ -393,7 +395,8 @@ class CutoverWindowOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("source_conn_id", "target_conn_id", "plan", "ledger_run_id", "switch_command",
-                                      "freeze_method", "freeze_exempt", "superusers", "unfreeze_source", "max_lag_ms",
+                                      "freeze_method", "freeze_exempt", "superusers", "fence_canary",
+                                      "fence_canary_keytab", "unfreeze_source", "max_lag_ms",
                                       "lag_wait_s", "max_freeze_s", "skew_margin_ms", "recompare_sleep_s",
                                       "caught_up_queue_size", "check_parallel")
     ui_color = "#fde2e1"
@@ -401,6 +404,7 @@ class CutoverWindowOperator(BaseOperator):
     def __init__(self, *, plan: Mapping[str, Any] | str, switch_command: str, source_conn_id: str = "hbase_source",
                  target_conn_id: str = "hbase_target", freeze_method: str = "readonly",
                  freeze_exempt: Sequence[str] = (), superusers: Sequence[str] | None = None,
+                 fence_canary: str = "hbase_migration_canary", fence_canary_keytab: str | None = None,
                  unfreeze_source: bool = True, max_lag_ms: int = 30_000,
                  lag_wait_s: float = 300.0, max_freeze_s: float = 120.0, skew_margin_ms: int = 5_000,
                  recompare_sleep_s: float = 2.0, caught_up_queue_size: int = 1, ledger_run_id: str | None = None,
@@ -418,6 +422,7 @@ class CutoverWindowOperator(BaseOperator):
         self.freeze_method = freeze_method
         self.freeze_exempt = freeze_exempt
         self.superusers = superusers
+        self.fence_canary, self.fence_canary_keytab = fence_canary, fence_canary_keytab
         self.unfreeze_source = unfreeze_source
         self.max_lag_ms = max_lag_ms
         self.lag_wait_s = lag_wait_s
@@ -454,7 +459,8 @@ class CutoverWindowOperator(BaseOperator):
             int(self.max_lag_ms), float(self.lag_wait_s), float(self.max_freeze_s), int(self.skew_margin_ms),
             float(self.recompare_sleep_s)), unfreeze_after_switch=self.unfreeze_source is True,
             caught_up_queue_size=int(self.caught_up_queue_size), parallel_checks=int(self.check_parallel),
-            superusers=None if self.superusers is None else tuple(self.superusers))
+            superusers=None if self.superusers is None else tuple(self.superusers), canary=str(self.fence_canary),
+            canary_keytab=self.fence_canary_keytab or None)
         run_id = self.ledger_run_id or context["run_id"]
         with open_ledger() as ledger:
             verify_started, kept_since = window_bounds(ledger.run_summary(run_id), plan.tables,

@@ -210,6 +210,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
             task_id="window", doc_md=_doc(CutoverWindowOperator), **both, plan=PLAN, **run, kind=kind,
             switch_command=spec("switch_command"), freeze_method=spec("freeze_method"),
             freeze_exempt=spec("freeze_exempt"), superusers=spec("superusers"),
+            fence_canary=spec("fence_canary"), fence_canary_keytab=spec("fence_canary_keytab"),
             unfreeze_source=spec("unfreeze_source"),
             max_lag_ms=spec("max_lag_ms"), lag_wait_s=spec("lag_wait_s"), max_freeze_s=spec("max_freeze_s"),
             skew_margin_ms=spec("skew_margin_ms"), recompare_sleep_s=spec("recompare_sleep_s"),

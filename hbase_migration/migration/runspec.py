@@ -239,6 +239,21 @@ def _principals(value: Any) -> tuple[str, ...]:
     return names
 
 
+def _principal(value: Any) -> str:
+    """One HBase user: a short name, or a Kerberos principal (name@REALM, name/host@REALM)."""
+    names = _principals(value)
+    if len(names) != 1 or names[0].startswith("@"):
+        raise ValueError(f"must be one user (a principal, not a @group), got {value!r}")
+    return names[0]
+
+
+def _local_path(value: Any) -> str:
+    text = _string(value)
+    if not text.startswith("/"):
+        raise ValueError(f"must be an absolute path on the host the task runs on, got {text!r}")
+    return text
+
+
 _POOL = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
 
 
@@ -581,6 +596,15 @@ FIELDS: tuple[Field, ...] = (
           "refused. Shown at approval. A rollback fenced by ACL: the target's", _principals, dags=SWITCHES,
           nullable=True,
           bounds={"items": {"type": "string", "minLength": 1}}),
+    Field("fence_canary", "string", "hbase_migration_canary", "ACL freeze: the canary principal",
+          "the toolkit's own principal, granted READ and WRITE on the tables like the clients for the window: its "
+          "write refused on every region server holding their regions proves the fence before the WAL roll; its "
+          "grants are revoked after the window. On Kerberos the full principal (name@REALM), with "
+          "fence_canary_keytab", _principal, dags=SWITCHES),
+    Field("fence_canary_keytab", "string", None, "ACL freeze on Kerberos: the canary's keytab (a path)",
+          "an absolute path, on the host the window task runs on, to a keytab of fence_canary (the path is "
+          "recorded, never the file): the canary logs in from it. Not given on a Kerberized source: the ACL "
+          "window aborts at the canary's proof, nothing changed", _local_path, dags=SWITCHES, nullable=True),
     Field("principal_map", "string", "", "Principals across realms (SOURCE=TARGET,...)",
           "how a source principal is named on the target, for grants and user quotas (the migration's metadata, "
           "the cut-over's check that every fenced writer can write on the target); unlisted: the same short name, "
@@ -723,6 +747,8 @@ class RunSpec:
     freeze_method: str = "auto"
     freeze_exempt: tuple[str, ...] = ()
     superusers: tuple[str, ...] | None = None
+    fence_canary: str = "hbase_migration_canary"
+    fence_canary_keytab: str | None = None
     max_freeze_s: float = 120.0
     lag_wait_s: float = 300.0
     skew_margin_ms: int = 5000

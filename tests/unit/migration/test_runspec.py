@@ -175,12 +175,13 @@ def test_cutover_and_rollback_forms():
     assert list(form_schema(CUTOVER)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "migration_run_id", "only_tables", "reverse_peer_id", "unfreeze_source",
-        "switch_command", "freeze_method", "freeze_exempt", "superusers", "principal_map", "max_freeze_s",
-        "lag_wait_s", "skew_margin_ms", "check_parallel", "sync_replication"]
+        "switch_command", "freeze_method", "freeze_exempt", "superusers", "fence_canary", "fence_canary_keytab",
+        "principal_map", "max_freeze_s", "lag_wait_s", "skew_margin_ms", "check_parallel", "sync_replication"]
     assert list(form_schema(ROLLBACK)) == [
         "source_conn_id", "target_conn_id", "max_lag_ms", "stable_samples", "caught_up_queue_size", "idle_window_s",
         "recompare_sleep_s", *HASH_FIELDS, "unfreeze_source", "switch_command", "freeze_exempt", "superusers",
-        "max_freeze_s", "lag_wait_s", "skew_margin_ms", "check_parallel", "cutover_run_id"]
+        "fence_canary", "fence_canary_keytab", "max_freeze_s", "lag_wait_s", "skew_margin_ms", "check_parallel",
+        "cutover_run_id"]
     spec = RunSpec.validate({"migration_run_id": "manual__2024-05-01T00:00:00+00:00", "only_tables": "a,ns:b",
                              "switch_command": "switch-clients --to dc2"}, CUTOVER)
     assert (spec.migration_run_id, spec.only_tables, spec.reverse_peer_id, spec.unfreeze_source) == (
@@ -239,3 +240,18 @@ def test_verify_method_fields():
         RunSpec.validate({**BASE, "hash_leaf_bytes": 10})
     with pytest.raises(InvalidRunInput, match="spark_source_conn_id"):
         RunSpec.validate({**BASE, "spark_source_conn_id": "no spaces"})
+
+
+def test_the_fence_canary_is_one_principal_and_its_keytab_an_absolute_path():
+    base = {"migration_run_id": "manual__1", "switch_command": "switch-clients"}
+    spec = RunSpec.validate(base, CUTOVER)
+    assert (spec.fence_canary, spec.fence_canary_keytab) == ("hbase_migration_canary", None)
+    spec = RunSpec.validate({**base, "fence_canary": "hm_canary@DC1.EXAMPLE",
+                             "fence_canary_keytab": "/etc/security/keytabs/hm_canary.keytab"}, CUTOVER)
+    assert (spec.fence_canary, spec.fence_canary_keytab) == ("hm_canary@DC1.EXAMPLE",
+                                                             "/etc/security/keytabs/hm_canary.keytab")
+    assert RunSpec.from_dict(spec.to_dict()) == spec
+    for field, bad in (("fence_canary", "@ops"), ("fence_canary", "a,b"), ("fence_canary_keytab", "hm.keytab")):
+        with pytest.raises(InvalidRunInput) as e:
+            RunSpec.validate({**base, field: bad}, CUTOVER)
+        assert field in str(e.value), str(e.value)
