@@ -183,9 +183,8 @@ def main(argv=None) -> int:
     config.hbase_site = lambda *a: plain(*a) + ACL_PROPERTIES  # written by `up` into each cluster's hbase-site.xml
 
     from demo.shell_writer import ShellWriter
-    from demo.switching_writer import lost_writes
+    from demo.switching_writer import lost_writes_on
     from hbase_migration.clusters import channels
-    from hbase_migration.data.datapath import open_data_path
     from hbase_migration.data.jobargs import cluster_from_text
     from hbase_migration.migration import freeze
     from hbase_migration.migration.cutover import (
@@ -303,14 +302,7 @@ def main(argv=None) -> int:
         # shipped the last of them
         lost = {}
         for name in ("dc2", "dc1") if args.rollback else ("dc2",):
-            deadline = time.time() + 180
-            while True:
-                with open_data_path(clusters[name]) as path:
-                    missing = lost_writes(acked, lambda t, keys: set(path.get_rows(t, keys).keys()))
-                if not missing or time.time() > deadline:
-                    break
-                time.sleep(5)
-            lost[name] = missing
+            lost[name] = lost_writes_on(clusters[name], acked)
         freezes = [r["write_freeze_s"] for r in runs]
         summary.update(runs=runs, write_freezes_s=freezes, write_freeze_s=median_of(runs, "write_freeze_s"),
                        toolkit_freeze_s=median_of(runs, "toolkit_freeze_s"),

@@ -264,9 +264,8 @@ def main(argv=None) -> int:
                          + (["--workdir", args.testbed, "--keep-bed"] if args.testbed else []))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from demo.switching_writer import SwitchingWriter, freeze_figures, lost_writes
+    from demo.switching_writer import SwitchingWriter, freeze_figures, lost_writes_on
     from demo.workload import Thrift2
-    from hbase_migration.data.datapath import open_data_path
     from hbase_migration.migration.cutover_plan import AbortConditions, WindowOptions
     from hbase_migration.replication import peer_admin
     from hbase_migration.replication.model import PeerConfig
@@ -346,14 +345,7 @@ def main(argv=None) -> int:
         # every acknowledged write on both clusters (the last reverse peer ships the last side's writes back)
         lost = {}
         for name in ("dc1", "dc2"):
-            deadline = time.time() + 180
-            while True:
-                with open_data_path(clusters[name]) as path:
-                    missing = lost_writes(log_, lambda t2, keys: set(path.get_rows(t2, keys).keys()))
-                if not missing or time.time() > deadline:
-                    break
-                time.sleep(5)
-            lost[name] = len(missing)
+            lost[name] = len(lost_writes_on(clusters[name], log_))
         freezes = [r["write_freeze_s"] for r in runs if r["write_freeze_s"] is not None]
         summary.update({
             "runs": runs,

@@ -192,3 +192,17 @@ def lost_writes(log: WriterLog, read_rows: Callable[[str, list[bytes]], set[byte
             present |= read_rows(table, keys[i:i + 1000])
         lost += [(table, k) for k in keys if k not in present]
     return lost
+
+
+def lost_writes_on(cluster, log: WriterLog, timeout_s: float = 180.0) -> list[tuple[str, bytes]]:
+    """`lost_writes` on `cluster` read through the toolkit's data path, read again every 5 s until none is missing
+    or `timeout_s` passed (replication ships the last writes a moment after they were acknowledged)."""
+    from hbase_migration.data.datapath import open_data_path
+
+    deadline = time.time() + timeout_s
+    while True:
+        with open_data_path(cluster) as path:
+            missing = lost_writes(log, lambda t, keys: set(path.get_rows(t, keys).keys()))
+        if not missing or time.time() > deadline:
+            return missing
+        time.sleep(5)
