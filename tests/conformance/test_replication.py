@@ -433,9 +433,22 @@ def test_znodes(request, scenario, moment):
     peer-state bytes, the region servers' queues (queue ids, WAL names, positions), /rs, hbaseid."""
     request.node.originalname = f"test_znodes_{moment}"
     view = znode_view(scenario, moment)
-    if moment == "shipped":  # the server that shipped the rows has written where its reader is
-        assert POSITION in [v for p, v in view.items() if re.fullmatch(r"replication/rs/[^/]+/conf1/[^/]+", p)]
+    if moment == "shipped":  # the server that shipped the rows has written where its reader is, unless it rolled
+        positions = [v for p, v in view.items() if re.fullmatch(r"replication/rs/[^/]+/conf1/[^/]+", p)]
+        assert POSITION in positions or rolled_since(scenario.znodes[moment], scenario.written_ms[1]), positions
     observe(request, scenario.backend, view, lambda v: "hbaseid" in v, difference=znode_difference)
+
+
+def rolled_since(snap: dict, ms: int) -> bool:
+    """Whether a server's conf1 queue holds only WALs created after `ms` (a WAL's name ends in its creation time):
+    the bed rolls every 60 s, and once the reader has read past the end of the WAL that held the rows, HBase drops
+    that WAL's node and the new WAL's node stays empty until an entry of it ships (CI stop 49 saw this)."""
+    queues: dict[str, list[int]] = {}
+    for rel in snap["replication"]:
+        m = re.fullmatch(r"rs/([^/]+)/conf1/.*\.(\d{13})(?:\.meta)?", rel)
+        if m:
+            queues.setdefault(m[1], []).append(int(m[2]))
+    return any(min(created) > ms for created in queues.values())
 
 
 REPEATED = (5, 6, 9, 10)  # ReplicationPeer's table_cfs, namespaces, exclude_table_cfs, exclude_namespaces
