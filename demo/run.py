@@ -104,6 +104,26 @@ def toolkit_connection(endpoint: dict, data_path: str) -> str:
     return json.dumps(conn)
 
 
+def store_files_reported(endpoint: dict, tables: Sequence[str], data_path: str, timeout_s: float = 180.0) -> None:
+    """Wait until dc1's region servers report store files for every table in `tables`: the sizing that
+    initial_copy auto decides by reads the regions' /jmx metrics, which HBase refreshes every 45 s
+    (MetricsRegionWrapperImpl), so a table flushed just now still shows 0 bytes there and would go by scan."""
+    from hbase_migration.data.jobargs import cluster_from_text
+    from hbase_migration.migration.region_metrics import fetch_region_metrics
+
+    cluster = cluster_from_text("dc1", toolkit_connection(endpoint, data_path))
+    deadline, sizes = time.monotonic() + timeout_s, {}
+    while time.monotonic() < deadline:
+        metrics, _errors = fetch_region_metrics(cluster, list(tables))
+        sizes = {t: sum(m.store_file_size for m in metrics if m.table == t) for t in tables}
+        if all(sizes.values()):
+            log(f"store files reported by dc1's region servers: {sizes}")
+            return
+        time.sleep(2)
+    raise RuntimeError(f"dc1's region servers reported no store files for {sizes} within {timeout_s:.0f} s of the "
+                       "flush: initial_copy auto would copy them by scan")
+
+
 def admin_login(endpoints: dict, name: str) -> tuple[str, str] | None:
     """(principal, keytab) of the cluster's hbase admin on a secured cluster (`endpoints --json` names every
     principal's keytab); None on an open one."""
@@ -280,6 +300,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"flushing {', '.join(by_snapshot)} on dc1: initial_copy auto copies it by snapshot, the others by "
                 "scan")
             shell(dc1, [f"flush '{name}'" for name in by_snapshot], shell_env)
+            store_files_reported(dc1, by_snapshot, args.data_path)
         ledger_url = f"sqlite:///{workdir / 'ledger.db'}"
         env = {**os.environ,
                "AIRFLOW_HOME": str(REPO), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",

@@ -359,6 +359,7 @@ class _Window:
 
         changed, failed = freeze.parse_acl_batch(stdout)
         detail["changes"] = changed
+        detail["batch_s"] = round(self.clock() - fence_started_s, 3)  # the grants' batch, apart from its proof
         if failed:
             raise CutoverAborted("fence", f"{len(failed)} permission change(s) of the fence failed: "
                                  + "; ".join(failed[:5]))
