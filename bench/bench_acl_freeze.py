@@ -150,12 +150,20 @@ def window_figures(result, writer, old, new, mark):
     figures = freeze_figures(writer.log(), old, new, since=mark)
     refusals = [x for x in writer.lines if x.startswith(f"REFUSED {old}") and int(x.split()[2]) / 1000 >= mark]
     check = result["details"]["bounded_check"]
+    fence = result["details"]["fence"]
     return {"write_freeze_s": figures["write_freeze_s"], "writes_accepted_by_both": figures["writes_accepted_by_both"],
             "toolkit_freeze_s": result["freeze_s"], "freeze_shares": result["freeze_shares"],
-            "fence_s": result["details"]["fence"]["seconds"], "bounded_check_s": check["seconds"],
+            "fence_s": fence["seconds"], "fence_batch_s": fence.get("batch_s"),
+            "fence_proof_s": fence["proof"]["ms"] / 1000, "fence_proof_pairs": fence["proof"]["pairs"],
+            "fence_proof_polls": fence["proof"]["polls"], "bounded_check_s": check["seconds"],
             "bounded_check_ranges": check.get("ranges"), "bounded_check_cells": check.get("source_cells"),
             "regions_read_s": result["details"]["live_pass"].get("regions_read_s"), "steps": result["steps"],
             "refusal": refusals[0] if refusals else None, "fenced": len(result.get("acl_fenced") or ())}
+
+
+def fence_split(out: dict) -> str:
+    return (f"batch {out['fence_batch_s']} s, proof {out['fence_proof_s']} s over {out['fence_proof_pairs']} "
+            f"(table, server) pairs in {out['fence_proof_polls']} poll(s)")
 
 
 def median_of(runs, key):
@@ -263,7 +271,7 @@ def main(argv=None) -> int:
             out = window_figures(result, writer, "dc1", "dc2", mark)
             runs.append(out)
             say(f"ACL cut-over {k + 1}: writer's freeze {out['write_freeze_s']} s, toolkit's {out['toolkit_freeze_s']} "
-                f"s (fence {out['fence_s']} s, bounded check {out['bounded_check_s']} s over "
+                f"s (fence {out['fence_s']} s: {fence_split(out)}; bounded check {out['bounded_check_s']} s over "
                 f"{out['bounded_check_ranges']} ranges); accepted by both {out['writes_accepted_by_both']}; first "
                 f"refusal: {out['refusal']}")
             if not args.rollback:
@@ -291,7 +299,8 @@ def main(argv=None) -> int:
             rollbacks.append(out)
             give_back, take_again = tuple(back["unfence_statements"]), tuple(back["refence_statements"])
             say(f"ACL rollback {k + 1}: writer's freeze {out['write_freeze_s']} s, toolkit's {out['toolkit_freeze_s']} "
-                f"s (fence {out['fence_s']} s, bounded check {out['bounded_check_s']} s); accepted by both "
+                f"s (fence {out['fence_s']} s: {fence_split(out)}; bounded check {out['bounded_check_s']} s); "
+                f"accepted by both "
                 f"{out['writes_accepted_by_both']}; steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s"
                                                                          for st in out["steps"]))
             time.sleep(5)
@@ -307,6 +316,7 @@ def main(argv=None) -> int:
         summary.update(runs=runs, write_freezes_s=freezes, write_freeze_s=median_of(runs, "write_freeze_s"),
                        toolkit_freeze_s=median_of(runs, "toolkit_freeze_s"),
                        bounded_check_s=median_of(runs, "bounded_check_s"),
+                       fence_batch_s=median_of(runs, "fence_batch_s"), fence_proof_s=median_of(runs, "fence_proof_s"),
                        acks=len(acked.acks), lost_per_cluster={n: len(m) for n, m in lost.items()},
                        acknowledged_writes_lost=max(len(m) for m in lost.values()),
                        lost_examples=[f"{t}/{k.decode()}" for m in lost.values() for t, k in m[:5]],

@@ -186,7 +186,7 @@ def one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, re
 
     result = run_window(source, target, plan, options, verify_started_ms={t2: verify_started for t2 in tables},
                         kept_since_ms=kept_since, switch=switch)
-    out["window"] = window_figures(result)
+    out["window"] = {k2: result.get(k2) for k2 in ("steps", "freeze_s", "freeze_shares")}
     out["bounded_check"] = {k2: result["bounded_check"][k2] for k2 in ("counts", "source_cells", "target_cells",
                                                                         "seconds")}
     out["switched_at"] = result["switched_at"]
@@ -196,14 +196,6 @@ def one_cutover(eps, clusters, tables, writer, source_name, target_name, fwd, re
     retire = retire_forward_peer(source, plan)
     out["retire"] = retire.get("outcome")
     return out
-
-
-def window_figures(result: dict) -> dict:
-    """The window's steps and shares, and the ACL fence's cost split: its batch of grants, its canary's proof."""
-    fence = (result.get("details") or {}).get("fence") or {}
-    split = {"batch_s": fence.get("batch_s"), "proof_s": round(fence["proof"]["ms"] / 1000, 3),
-             "proof_pairs": fence["proof"]["pairs"], "proof_polls": fence["proof"]["polls"]} if "proof" in fence else {}
-    return {**{k: result.get(k) for k in ("steps", "freeze_s", "freeze_shares")}, "fence": split}
 
 
 def one_rollback(eps, clusters, tables, writer, cut, k, options):
@@ -235,7 +227,7 @@ def one_rollback(eps, clusters, tables, writer, cut, k, options):
     result = run_window(target, source, mirrored, options,
                         verify_started_ms={t2: cut["post_verify_started_ms"] for t2 in tables},
                         kept_since_ms=kept_since, switch=switch, roles=ROLLBACK_ROLES)
-    out["window"] = window_figures(result)
+    out["window"] = {k2: result.get(k2) for k2 in ("steps", "freeze_s", "freeze_shares")}
     out["bounded_check"] = {k2: result["bounded_check"][k2] for k2 in ("counts", "source_cells", "target_cells",
                                                                         "seconds")}
     post = full_compare(source, target, tables, live=True)
@@ -335,10 +327,7 @@ def main(argv=None) -> int:
                 shares = ", ".join(f"{s} {v:.0%}" for s, v in out["window"]["freeze_shares"].items())
                 say(f"{what} {k + 1} {old} -> {new}: writer's freeze {out['write_freeze_s']} s, toolkit's "
                     f"{out['window']['freeze_s']} s ({shares}); accepted by both {out['writes_accepted_by_both']}; "
-                    "steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s" for st in out["window"]["steps"])
-                    + (f"; fence: batch {fence['batch_s']} s, proof {fence['proof_s']} s over {fence['proof_pairs']} "
-                       f"(table, server) pairs in {fence['proof_polls']} poll(s)" if (fence := out["window"]["fence"])
-                       else ""))
+                    "steps " + ", ".join(f"{st['step']} {st['seconds']:.1f} s" for st in out["window"]["steps"]))
                 return out
 
             out = measured("cut-over", source_name, target_name, lambda: one_cutover(
