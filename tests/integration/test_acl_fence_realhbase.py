@@ -60,6 +60,15 @@ def keytab_of(bed, principal: str) -> str:
     return str(stack.kdc.keytab([principal], stack.keytab_path(principal)))
 
 
+@pytest.fixture
+def one_shell():
+    """The test's shell statements (and the toolkit's it calls) in one `hbase shell` per cluster, not a JVM each."""
+    from hbase_migration.clusters import channels
+
+    with channels.one_shell_per_cluster():
+        yield
+
+
 def permissions(cluster, tables):
     from hbase_migration.clusters import channels
     from hbase_migration.migration import freeze
@@ -67,7 +76,7 @@ def permissions(cluster, tables):
     return channels.shell(cluster, freeze.acl_read_statements(tables)).stdout
 
 
-def test_the_acl_fence_refuses_unknown_superusers_and_a_permission_it_cannot_read(bed):
+def test_the_acl_fence_refuses_unknown_superusers_and_a_permission_it_cannot_read(bed, one_shell):
     from hbase_migration.clusters import channels
     from hbase_migration.clusters.hbase_conf import SUPERUSER, read_server_confs
     from hbase_migration.migration.cutover import acl_precheck
@@ -305,7 +314,8 @@ def region_servers(cluster):
         return zk.live_region_servers(client, cluster.znode_parent)
 
 
-def test_metadata_lists_the_grants_and_quotas_the_target_lacks_and_applies_them(bed, monkeypatch, capsys):
+def test_metadata_lists_the_grants_and_quotas_the_target_lacks_and_applies_them(bed, monkeypatch, capsys,
+                                                                                 one_shell):
     """Issue 39 (Build 3): a writer's grants on a table and one of its families, the table's space quota and the
     writer's write throttle on it exist on dc1 only (the secured bed runs the AccessController and
     hbase.quota.enabled, realhbase/secure.py); `python -m hbase_migration metadata` lists each (exit 1), `--apply`
