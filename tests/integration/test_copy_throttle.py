@@ -150,6 +150,7 @@ def test_copy_slows_down_under_source_load_and_recovers(minihbase_factory, spark
     assert summary["load_control"]["min_factor"] == 0.05 and summary["load_control"]["final_state"] == "full"
 
 
+@pytest.mark.full  # the throttle's second test (its give-up and resume); make test keeps the slow-down and recovery
 def test_a_copy_paused_too_long_gives_up_saying_why_and_resumes(minihbase_factory, tmp_path):
     """Through the CLI's copy (the jobs' arguments, partitions on threads): the source goes past critical_load and
     stays there; after max_pause_s every partition not finished fails with the reason, the finished one stays
