@@ -116,7 +116,10 @@ def take_statement(table: str, name: str) -> str:
 
 
 def clone_statements(table: str, name: str, keep_snapshot: bool = False) -> list[str]:
-    """Clone the imported snapshot into `table`, then delete it (the clone's links keep the files it needs)."""
+    """Clone the imported snapshot into `table`, then delete it (the clone's links keep the files it needs).
+    Without RESTORE_ACL: the snapshot's grants are the source's principals as of the snapshot, which may not exist
+    on the target; the batch's `metadata` task gives the target the grants as they are once the copies ended,
+    through `principal_map` (and checks them), for snapshot and scan tables alike."""
     statements = [f"clone_snapshot {ruby_str(name)}, {ruby_str(table)}"]
     return statements if keep_snapshot else statements + [f"delete_snapshot {ruby_str(name)}"]
 
