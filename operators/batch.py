@@ -13,7 +13,7 @@ import json
 from typing import Any, Sequence
 
 from airflow.sdk import BaseSensorOperator, Context
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from operators.snapshot import HBaseSnapshotExportOperator
 from operators.spark import REPO, HBaseCopyTableOperator, HBaseVerifyTableOperator
@@ -26,6 +26,17 @@ _BATCH_PARAMS = """
     :param batch: the batch's name (the task's label, the Spark application's name, the switch holder's).
     :param tables_at_once: tables in flight at once in the application (None: two per task slot)."""
 
+
+
+def nothing_to_do(batch: str, path: str) -> dict[str, Any]:
+    """A batch with no table for this copy path: the task succeeds doing nothing rather than skip. Inside the mapped
+    batch group its downstream tasks keep the default ALL_SUCCESS rule, the one Airflow 3.3 evaluates per batch
+    before the group expands; a rule that tolerates a skip (NONE_FAILED_MIN_ONE_SUCCESS) waits there for every
+    batch's copies and fails every batch's enable_peer on one batch's failure (operators/factory.py)."""
+    import logging
+
+    logging.getLogger(__name__).info("batch %s has no table copied by %s: nothing to do", batch, path)
+    return {"batch": batch, "path": path, "tables": [], "nothing_to_do": True}
 
 class _Batch:
     """What both batch operators share: the tables, the per-table ledger phases, the batch job's argv."""
@@ -83,7 +94,7 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         if not self.tables:
-            raise AirflowSkipException(f"batch {self.batch} has no table copied by scan")
+            return nothing_to_do(self.batch, "scan")
         return super().execute(context)
 
     def _switch_holder(self, copy_id: str) -> str:
@@ -236,7 +247,7 @@ class HBaseSnapshotExportBatchOperator(HBaseSnapshotExportOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         if not self.tables:
-            raise AirflowSkipException(f"batch {self.batch} has no table copied by snapshot")
+            return nothing_to_do(self.batch, "snapshot")
         done: dict[str, Any] = {}
         failed: list[str] = []
         given = (self.files, self.py_files)  # each submission adds its own shipped files to these

@@ -324,17 +324,19 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
 
         # The batch's grants, quotas and RS groups on the target (run spec `metadata`), once its tables exist there
         # (created, or cloned by the snapshot export), beside the catch-up and before the verification.
-        @task(task_id="metadata", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS, **loads, **spec_retry)
+        # The tasks below keep ALL_SUCCESS: Airflow 3.3 evaluates a task of a mapped group that has not expanded yet
+        # against every batch's upstream instances when its rule can pass on a subset (NONE_FAILED_MIN_ONE_SUCCESS
+        # and the like), so one batch's failed copy would fail every batch's metadata and enable_peer; ALL_SUCCESS
+        # is evaluated per batch. A copy task with no table of its batch succeeds doing nothing (operators/batch.py).
+        @task(task_id="metadata", **loads, **spec_retry)
         def apply_metadata(batch: str, tables: list[str], **context) -> dict[str, Any]:
             from operators.steps import batch_metadata
 
             return batch_metadata(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
                                   batch, tables)
 
-        # One of the two copy tasks may have no table (it is skipped).
         enable = EnablePeerOperator(task_id="enable_peer", doc_md=_doc(EnablePeerOperator), **both, peer_id=peer_id,
-                                    ledger_run_id="{{ run_id }}",
-                                    trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS, **loads, **spec_retry)
+                                    ledger_run_id="{{ run_id }}", **loads, **spec_retry)
         drained = ReplicationDrainedSensor(
             task_id="wait_drained", doc_md=_doc(ReplicationDrainedSensor), **both, peer_id=peer_id,
             max_lag_ms=spec("max_lag_ms"), stable_samples=spec("stable_samples"),
