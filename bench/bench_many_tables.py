@@ -157,14 +157,24 @@ def dag_env(dc1: dict, dc2: dict, workdir: Path) -> dict[str, str]:
             "AIRFLOW__HBASE_MIGRATION__WATCHDOG_INTERVAL_S": "30"}
 
 
-def task_times(env: dict[str, str], run_id: str) -> list[dict]:
-    proc = subprocess.run([AIRFLOW, "tasks", "states-for-dag-run", "hbase_table_migration", run_id, "-o", "json"],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
-    try:
-        return json.loads(proc.stdout[proc.stdout.index("["):])
-    except ValueError:
-        log(f"task states not read: {proc.stderr[-500:]}")
-        return []
+def spark_applications(dag_log: Path) -> set[str]:
+    """The distinct Spark application ids the run's jobs printed in their summaries (a batch's copy and verify each
+    print one for all its tables; the ledger's per-table details do not carry it)."""
+    import re
+
+    return set(re.findall(r'"application_id": "([^"]+)"', dag_log.read_text(errors="replace")))
+
+
+def task_times(env: dict[str, str], run_id: str, tries: int = 3) -> list[dict]:
+    for attempt in range(tries):  # just after `airflow dags test` ends, the CLI has printed no rows (seen once)
+        proc = subprocess.run([AIRFLOW, "tasks", "states-for-dag-run", "hbase_table_migration", run_id, "-o", "json"],
+                              env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+        try:
+            return json.loads(proc.stdout[proc.stdout.index("["):])
+        except ValueError:
+            log(f"task states not read (try {attempt + 1}): {(proc.stdout + proc.stderr)[-500:]}")
+            time.sleep(5)
+    return []
 
 
 def _seconds(ti: dict) -> float:
@@ -248,8 +258,7 @@ def migrate(bed, name: str, tables: list[str], args: argparse.Namespace, conf_ex
         finally:
             src.close()
             dst.close()
-        apps = {json.loads((p.get(k) or {}).get("detail") or "{}").get("spark", {}).get("application_id")
-                for p in summary["phases"].values() for k in ("copy", "verify")} - {None}
+        apps = spark_applications(workdir / "dags-test.log")
         calls = sum(w["namenode_calls"] for w in summary["quota"]["watch"])
         result = {"rc": rc, "run_status": summary["run"]["status"], "wall_s": round(wall, 1), "writes": writes,
                   "differences": differences, "spark_applications": len(apps), "batches": len(summary["batches"]),
