@@ -53,7 +53,10 @@ def log(message: str) -> None:
 
 
 def shell(bed, cluster: str, statements: list[str], check: bool = True) -> str:
-    proc = bed.shell(cluster, "\n".join(statements) + "\n", args=("-n",) if check else ())
+    # a statement takes up to a second or two on the bed (a create, a disable): 300 tables need more than the
+    # bed's default 300 s for one call
+    proc = bed.shell(cluster, "\n".join(statements) + "\n", args=("-n",) if check else (),
+                     timeout=max(300.0, 3.0 * len(statements)))
     if check and proc.returncode != 0:
         raise RuntimeError(f"hbase shell on {cluster} failed: {proc.stdout[-2000:]}")
     return proc.stdout
