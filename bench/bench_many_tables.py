@@ -169,12 +169,12 @@ def spark_applications(dag_log: Path) -> set[str]:
 
 
 def task_times(env: dict[str, str], run_id: str, tries: int = 3) -> list[dict]:
-    for attempt in range(tries):  # just after `airflow dags test` ends, the CLI has printed no rows (seen once)
+    for attempt in range(tries):
         proc = subprocess.run([AIRFLOW, "tasks", "states-for-dag-run", "hbase_table_migration", run_id, "-o", "json"],
                               env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
-        try:
-            return json.loads(proc.stdout[proc.stdout.index("["):])
-        except ValueError:
+        try:  # the JSON array's own line: a warning line before it starts "<time> [warning  ]"
+            return json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("[")))
+        except (StopIteration, ValueError):
             log(f"task states not read (try {attempt + 1}): {(proc.stdout + proc.stderr)[-500:]}")
             time.sleep(5)
     return []
