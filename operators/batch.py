@@ -10,6 +10,7 @@ every other table of the batch was done and recorded; a retry resumes each table
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Sequence
 
 from airflow.sdk import BaseSensorOperator, Context
@@ -21,11 +22,12 @@ from operators.spark import REPO, HBaseCopyTableOperator, HBaseVerifyTableOperat
 COPY_TABLES_JOB = str(REPO / "jobs" / "copy_tables.py")
 VERIFY_TABLES_JOB = str(REPO / "jobs" / "verify_tables.py")
 
+log = logging.getLogger(__name__)
+
 _BATCH_PARAMS = """
     :param tables: the batch's tables (each keeps its name on the target).
     :param batch: the batch's name (the task's label, the Spark application's name, the switch holder's).
     :param tables_at_once: tables in flight at once in the application (None: two per task slot)."""
-
 
 
 def nothing_to_do(batch: str, path: str) -> dict[str, Any]:
@@ -33,10 +35,9 @@ def nothing_to_do(batch: str, path: str) -> dict[str, Any]:
     batch group its downstream tasks keep the default ALL_SUCCESS rule, the one Airflow 3.3 evaluates per batch
     before the group expands; a rule that tolerates a skip (NONE_FAILED_MIN_ONE_SUCCESS) waits there for every
     batch's copies and fails every batch's enable_peer on one batch's failure (operators/factory.py)."""
-    import logging
-
-    logging.getLogger(__name__).info("batch %s has no table copied by %s: nothing to do", batch, path)
+    log.info("batch %s has no table copied by %s: nothing to do", batch, path)
     return {"batch": batch, "path": path, "tables": [], "nothing_to_do": True}
+
 
 class _Batch:
     """What both batch operators share: the tables, the per-table ledger phases, the batch job's argv."""
