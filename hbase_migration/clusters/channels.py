@@ -5,7 +5,8 @@
   with the QOP `thrift_qop` names; or HBase's HTTP mode (`thrift_http`) with SPNEGO, over TLS with `thrift_ssl`;
 - HTTP (`/jmx`, `/conf`, WebHDFS): SPNEGO when the cluster names `spnego_principal`, its CA bundle for https;
 - the HBase shell, one call or a session kept open: a ticket cache of the toolkit's own, filled from the keytab
-  (KRB5CCNAME, KRB5_CONFIG).
+  (KRB5CCNAME, KRB5_CONFIG);
+- a plain TCP socket to a region server's RPC port, for the probe `data_path: auto` makes (rpc_probe.py).
 
 An open cluster (no security extras) gets exactly the clients it always had, at no extra cost. Timeouts and
 retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers), but for ZooKeeper's reads: those
@@ -174,6 +175,20 @@ def _zk_auth_failure(target: Any, security: Security, errors: list[BaseException
         f"{security.zookeeper_principal} ({detail}). Fix: zookeeper_principal must be the servers' principal "
         "(zoo.cfg's JAAS Server section), and the servers need authProvider.1=org.apache.zookeeper.server.auth."
         "SASLAuthenticationProvider")
+
+
+# --------------------------------------------------------------------------------------------------
+# A region server's RPC port (the probe `data_path: auto` makes: rpc_probe.py)
+
+
+def tcp(host: str, port: int, timeout_s: float, bind_address: str | None = None) -> Any:
+    """A plain TCP socket to a cluster's server port, leaving from `bind_address` (a connection's
+    `client_bind_address`, as the native path's client does). No security applies: HBase answers the probe's
+    preamble before any authentication. Raises OSError."""
+    import socket
+
+    return socket.create_connection((host, port), timeout=timeout_s,
+                                    source_address=(bind_address, 0) if bind_address else None)
 
 
 # --------------------------------------------------------------------------------------------------
