@@ -80,3 +80,15 @@ def test_the_source_s_other_view_follows_the_source_s_resolved_path():
     assert follow(remote, cluster("dc1", "thrift2")).data_path == "thrift2"
     assert follow(cluster("dc1-remote", thrift2=False), cluster("dc1", "thrift2")).data_path == "thrift1"
     assert follow(cluster("dc1-remote", "thrift1"), cluster("dc1", "native")).data_path == "thrift1"
+
+
+def test_a_kerberized_cluster_keeps_thrift_unprobed_until_native_is_shown_secured(tmp_path):
+    keytab = tmp_path / "migration.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    secured = Cluster(name="dc2", thrift_host="gw.dc2", zk_quorum=("zk.dc2",), thrift2_servers=("gw.dc2:9091",),
+                      security={"principal": "migration@DC2.TEST", "keytab": str(keytab)})
+    blocked = blocker(cluster("dc1"), secured, None, None)
+    assert blocked == ("dc2 is Kerberized, and the native path's keytab login is not yet shown on a secured cluster "
+                       "(name data_path native on both connections to use it)")
+    choice = decide(cluster("dc1"), secured, blocked)
+    assert (choice.source_path, choice.target_path, choice.native) == ("thrift2", "thrift2", False)
