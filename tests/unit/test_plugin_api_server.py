@@ -128,14 +128,14 @@ def test_airflow_lists_the_plugin_and_its_nav_entry(server):
 
 
 def test_the_connections_form_knows_the_hbase_type_and_its_fields(server):
-    import hbase_migration_provider as provider
+    import hbase_migration.operators.provider as provider
 
     base, _ = server
     headers = {"Authorization": f"Bearer {token(base, 'admin')}"}
     metas = requests.get(f"{base}/ui/connections/hook_meta", headers=headers, timeout=30).json()
     [meta] = [m for m in metas if m["connection_type"] == "hbase"]
     assert (meta["hook_name"], meta["hook_class_name"]) == ("HBase cluster (migration toolkit)",
-                                                            "operators.hooks.HBaseClusterHook")
+                                                            "hbase_migration.operators.hooks.HBaseClusterHook")
     assert set(meta["extra_fields"]) == set(provider.CONN_FIELDS)
     quorum = meta["extra_fields"]["zookeeper_quorum"]
     assert quorum["schema"]["title"] == "ZooKeeper quorum" and quorum["schema"]["type"] == ["string", "null"]

@@ -304,7 +304,7 @@ def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_pa
         # before the fix: ModuleNotFoundError: No module named 'jobs'
         assert proc.returncode == 2, proc.stderr
         assert "error: the following arguments are required: --source, --target" in proc.stderr
-    code = ("import hbase_migration.ledger.store as s, jobs.spark_job as j; "
+    code = ("import hbase_migration.ledger.store as s, hbase_migration.jobs.spark_job as j; "
             f"ledger = s.Ledger.open('sqlite:///{container / 'l.db'}'); ledger.put_job_summary('k', 'copy', '{{}}'); "
             "print(type(s.SQL_DIR).__module__, j.__file__, ledger.take_job_summary('k'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(container),
