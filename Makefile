@@ -89,7 +89,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | pack
 # changes (a new subpackage, an entry point).
 $(VENV)/.provider: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall -e .
-	@rm -rf build
+	@rm -rf build hbase_migration.egg-info  # its entry points, found on PYTHONPATH, would register all twice
 	@touch $@
 
 .airflow/airflow.db: $(VENV)/.provider airflow.cfg deploy/pools.json

@@ -124,7 +124,8 @@ def test_airflow_lists_the_plugin_and_its_nav_entry(server):
     assert errors == {"import_errors": [], "total_entries": 0}
     ui = requests.get(f"{base}/plugin/hbase-migrations", headers=headers, timeout=10)
     assert ui.status_code == 200 and ui.headers["content-type"].startswith("text/html")  # the UI's own page
-    assert plugin["global_operator_extra_links"] == ["<hbase_migration_plugin.MigrationDashboardLink object>"]
+    assert plugin["global_operator_extra_links"] == [
+        "<hbase_migration.plugins.hbase_migration_plugin.MigrationDashboardLink object>"]
 
 
 def test_the_connections_form_knows_the_hbase_type_and_its_fields(server):

@@ -74,15 +74,17 @@ def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(con
     # the code goes with the job, the operator's own py_files after it; on YARN nothing of this checkout's path
     shipped, given = seen["py_files"].split(",")
     assert "hbase_migration" in shipped.rsplit("/", 1)[1] and given == "extra.zip"
-    assert {"jobs/copy_table.py", "jobs/spark_job.py", "hbase_migration/data/runner.py",
-            "sql/queries.sql"} <= seen["zip"]
+    assert {"hbase_migration/jobs/copy_table.py", "hbase_migration/jobs/spark_job.py", "hbase_migration/data/runner.py",
+            "hbase_migration/sql/queries.sql"} <= seen["zip"]
+    assert not any(n.startswith("hbase_migration/operators/") for n in seen["zip"])  # Airflow's layer stays
     assert seen["env_vars"] == {"PYTHONPATH": ""}
 
 
-def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connections, monkeypatch, tmp_path):
+def test_elsewhere_the_worker_s_interpreter_stays_the_job_s(connections, monkeypatch, tmp_path):
+    """Its installed package with it: nothing of a checkout is put on the job's PYTHONPATH."""
     import sys
 
-    from hbase_migration.operators.spark import REPO, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     seen: dict = {}
     fake_driver(monkeypatch, {"identical": True}, seen, tmp_path)
@@ -90,7 +92,7 @@ def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connecti
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_local").execute({}) == {
         "identical": True}
-    assert seen["env_vars"] == {"PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    assert seen["env_vars"] == {"PYSPARK_PYTHON": sys.executable}
 
 
 def test_a_job_that_kept_no_summary_fails_the_task(connections, monkeypatch, tmp_path):
