@@ -421,8 +421,8 @@ def test_airflow_plugin_manager_loads_the_plugin(tmp_path):
     assert result["errors"] == {}
     plugin = result["plugin"]
     # By the distribution's entry point, once: the plugins folder does not hold it (airflow.cfg)
-    assert plugin["source"] == ("hbase-migration==0.1.0: EntryPoint(name='hbase_migration', value='hbase_migration."
-                                "plugins.hbase_migration_plugin:HBaseMigrationPlugin', group='airflow.plugins')")
+    assert plugin["source"] == ("hbase-migration==0.1.0: EntryPoint(name='hbase_migration', value='hbase_migration"
+                                ".plugins.hbase_migration_plugin:HBaseMigrationPlugin', group='airflow.plugins')")
     assert not plugin.get("macros")
     assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI",
                                        "url_prefix": "/hbase-migration", "name": "HBase migration dashboard"}]
