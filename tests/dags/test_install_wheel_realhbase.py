@@ -20,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -104,16 +105,23 @@ def bed_connection(endpoint: dict) -> dict:
     return conn
 
 
+def last_json(stdout: str):
+    """An Airflow command's `--output json`: its last line, after any warning Airflow logs first."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.timeout(1800)
-def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tmp_path):
+def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tmp_path, request):
     from demo.workload import Thrift2
 
     started = time.monotonic()
-    outside = tmp_path / "shop"
+    # Outside the checkout (make test's basetemp is inside it), and removed afterwards.
+    outside = Path(tempfile.mkdtemp(prefix="hbase-migration-shop-"))
+    request.addfinalizer(lambda: shutil.rmtree(outside, ignore_errors=True))
     home, venv = outside / "airflow", outside / "venv"
     (home / "dags").mkdir(parents=True)
     (home / "plugins").mkdir()
@@ -136,12 +144,12 @@ def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tm
 
     providers = run([str(bin_ / "airflow"), "providers", "list", "--output", "json"], env, outside)
     assert providers.returncode == 0, providers.stderr[-2000:]
-    listed = json.loads(providers.stdout[providers.stdout.index("["):])
+    listed = last_json(providers.stdout)
     assert "hbase-migration" in [p["package_name"] for p in listed], listed
     errors = run([str(bin_ / "airflow"), "dags", "list-import-errors", "--output", "json"], env, outside)
-    assert errors.returncode == 0 and json.loads(errors.stdout[errors.stdout.index("["):]) == [], errors.stdout
+    assert errors.returncode == 0 and last_json(errors.stdout) == [], errors.stdout
     plugins = run([str(bin_ / "airflow"), "plugins", "--output", "json"], env, outside)
-    assert [p["name"] for p in json.loads(plugins.stdout[plugins.stdout.index("["):])] == ["hbase_migration"]
+    assert [p["name"] for p in last_json(plugins.stdout)] == ["hbase_migration"]
     helped = run([str(bin_ / "hbase-migration"), "--help"], env, outside)
     assert helped.returncode == 0 and helped.stdout.startswith("usage: hbase-migration"), helped.stdout[:500]
 
