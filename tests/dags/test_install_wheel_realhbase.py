@@ -146,7 +146,10 @@ def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tm
     assert providers.returncode == 0, providers.stderr[-2000:]
     listed = last_json(providers.stdout)
     assert "hbase-migration" in [p["package_name"] for p in listed], listed
-    errors = run([str(bin_ / "airflow"), "dags", "list-import-errors", "--output", "json"], env, outside)
+    # --local: the DAGs folder parsed here and now (no dag processor has filled the database)
+    dags = run([str(bin_ / "airflow"), "dags", "list", "--local", "--output", "json"], env, outside)
+    assert [d["dag_id"] for d in last_json(dags.stdout)] == ["hbase_table_migration"], dags.stdout[-2000:]
+    errors = run([str(bin_ / "airflow"), "dags", "list-import-errors", "--local", "--output", "json"], env, outside)
     assert errors.returncode == 0 and last_json(errors.stdout) == [], errors.stdout
     plugins = run([str(bin_ / "airflow"), "plugins", "--output", "json"], env, outside)
     assert [p["name"] for p in last_json(plugins.stdout)] == ["hbase_migration"]
