@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,36 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) ->
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def check_outside(python: Path, venv: Path, env: dict[str, str], cwd: Path) -> None:
+    """What a shop checks after `pip install`, each command on its own (side by side: each is an Airflow start)."""
+    bin_ = venv / "bin"
+    commands = {
+        # Nothing of the checkout: the package is the venv's, and the checkout is on no path.
+        "where": [str(python), "-c", "import json, sys, hbase_migration.operators.factory as f, hbase_migration as h; "
+                                     "print(json.dumps([h.__file__, f.__file__, sys.path]))"],
+        "providers": [str(bin_ / "airflow"), "providers", "list", "--output", "json"],
+        # --local: the DAGs folder parsed here and now (no dag processor has filled the database)
+        "dags": [str(bin_ / "airflow"), "dags", "list", "--local", "--output", "json"],
+        "errors": [str(bin_ / "airflow"), "dags", "list-import-errors", "--local", "--output", "json"],
+        "plugins": [str(bin_ / "airflow"), "plugins", "--output", "json"],
+        "help": [str(bin_ / "hbase-migration"), "--help"],
+    }
+    with ThreadPoolExecutor(len(commands)) as pool:
+        done = dict(zip(commands, pool.map(lambda cmd: run(cmd, env, cwd), commands.values())))
+    for name, proc in done.items():
+        assert proc.returncode == 0, (name, proc.stdout[-2000:], proc.stderr[-3000:])
+    package, factory, path = json.loads(done["where"].stdout)
+    assert package.startswith(str(venv)) and factory.startswith(str(venv)), (package, factory)
+    assert not [p for p in path if p.startswith(str(REPO))], path
+    listed = last_json(done["providers"].stdout)
+    assert "hbase-migration" in [p["package_name"] for p in listed], listed
+    assert [d["dag_id"] for d in last_json(done["dags"].stdout)] == ["hbase_table_migration"], done["dags"].stdout
+    assert last_json(done["errors"].stdout) == [], done["errors"].stdout
+    # the dashboard once, by its entry point (a copy in the plugins folder would be a second, refused)
+    assert [p["name"] for p in last_json(done["plugins"].stdout)] == ["hbase_migration"], done["plugins"].stdout
+    assert done["help"].stdout.startswith("usage: hbase-migration"), done["help"].stdout[:500]
+
+
 @pytest.mark.timeout(1800)
 def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tmp_path, request):
     from demo.workload import Thrift2
@@ -125,56 +156,37 @@ def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tm
     home, venv = outside / "airflow", outside / "venv"
     (home / "dags").mkdir(parents=True)
     (home / "plugins").mkdir()
-    wheel = build_wheel(tmp_path)
-    python = install(wheel, venv)
-    installed_s = time.monotonic() - started
     (home / "dags" / "hbase_table_migration.py").write_text(dag_file_of_the_doc())
     shutil.copy(REPO / ".airflow" / "airflow.db", home / "airflow.db")  # migrated by make bootstrap, same Airflow
     dc1, dc2 = realhbase.endpoints()["dc1"], realhbase.endpoints()["dc2"]
     env = outside_env(venv, home, bed_connection(dc1), bed_connection(dc2), outside / "ledger.db")
-    bin_ = venv / "bin"
-
-    # Nothing of the checkout: the package is the venv's, and the checkout is on no path.
-    where = run([str(python), "-c", "import json, sys, hbase_migration.operators.factory as f, hbase_migration as h; "
-                                    "print(json.dumps([h.__file__, f.__file__, sys.path]))"], env, outside)
-    assert where.returncode == 0, where.stderr[-2000:]
-    package, factory, path = json.loads(where.stdout)
-    assert package.startswith(str(venv)) and factory.startswith(str(venv)), (package, factory)
-    assert not [p for p in path if p.startswith(str(REPO))], path
-
-    providers = run([str(bin_ / "airflow"), "providers", "list", "--output", "json"], env, outside)
-    assert providers.returncode == 0, providers.stderr[-2000:]
-    listed = last_json(providers.stdout)
-    assert "hbase-migration" in [p["package_name"] for p in listed], listed
-    # --local: the DAGs folder parsed here and now (no dag processor has filled the database)
-    dags = run([str(bin_ / "airflow"), "dags", "list", "--local", "--output", "json"], env, outside)
-    assert [d["dag_id"] for d in last_json(dags.stdout)] == ["hbase_table_migration"], dags.stdout[-2000:]
-    errors = run([str(bin_ / "airflow"), "dags", "list-import-errors", "--local", "--output", "json"], env, outside)
-    assert errors.returncode == 0 and last_json(errors.stdout) == [], errors.stdout
-    plugins = run([str(bin_ / "airflow"), "plugins", "--output", "json"], env, outside)
-    assert [p["name"] for p in last_json(plugins.stdout)] == ["hbase_migration"]
-    helped = run([str(bin_ / "hbase-migration"), "--help"], env, outside)
-    assert helped.returncode == 0 and helped.stdout.startswith("usage: hbase-migration"), helped.stdout[:500]
-
-    # The migration DAG of the doc's file, end to end on the bed: one small table, two versions a row.
     table = peer = unique("pkg")
-    shell_ok(realhbase, "dc1", [f"create '{table}', {{NAME => 'd', VERSIONS => 3, REPLICATION_SCOPE => 1}}, "
-                                "SPLITS => ['r00100']"])
     try:
-        client = Thrift2(dc1)
-        try:
-            client.put(table, [(b"r%05d" % i, {b"d:v": b"old %d" % i}, BASE_TS + i) for i in range(200)])
-            client.put(table, [(b"r%05d" % i, {b"d:v": b"new %d" % i}, BASE_TS + 10_000 + i) for i in range(200)])
-        finally:
-            client.close()
+        with ThreadPoolExecutor(1) as pool:  # the wheel and its venv while the bed's shell makes the table
+            installed = pool.submit(lambda: install(build_wheel(tmp_path), venv))
+            shell_ok(realhbase, "dc1", [f"create '{table}', {{NAME => 'd', VERSIONS => 3, REPLICATION_SCOPE => 1}}, "
+                                        "SPLITS => ['r00100']"])
+            client = Thrift2(dc1)
+            try:  # one small table, two versions a row at old timestamps
+                client.put(table, [(b"r%05d" % i, {b"d:v": b"old %d" % i}, BASE_TS + i) for i in range(200)])
+                client.put(table, [(b"r%05d" % i, {b"d:v": b"new %d" % i}, BASE_TS + 10_000 + i)
+                                   for i in range(200)])
+            finally:
+                client.close()
+            python = installed.result()
+        installed_s = time.monotonic() - started
+        check_outside(python, venv, env, outside)
+        checked_s = time.monotonic() - started - installed_s
+
+        # The migration DAG of the doc's file, end to end on the bed.
         conf = {"tables": [table], "peer_id": peer, "sizing": False, "bulk_loads": "none", "recompare_sleep_s": 2,
                 "stable_samples": 2, "expected_copy_s": 600}
         dag_started = time.monotonic()
-        dag = run([str(bin_ / "airflow"), "dags", "test", "hbase_table_migration", "-c", json.dumps(conf)], env,
-                  outside, timeout=1500)
+        dag = run([str(venv / "bin" / "airflow"), "dags", "test", "hbase_table_migration", "-c", json.dumps(conf)],
+                  env, outside, timeout=1500)
         dag_s = time.monotonic() - dag_started
-        (tmp_path / "dags-test.log").write_text(dag.stdout + dag.stderr)
         log = dag.stdout + dag.stderr
+        (tmp_path / "dags-test.log").write_text(log)
         assert dag.returncode == 0, log[-4000:]
         comparison = compare_sides(dc1, dc2, table)
     finally:  # the bed is the session's: its peer would pin dc1's WALs for the rest of it
@@ -185,5 +197,7 @@ def test_the_wheel_installed_outside_the_checkout_migrates_a_table(realhbase, tm
     # The tasks ran the venv's package: no module of the checkout in any traceback or log line.
     for room in ("hbase_migration", "operators", "jobs", "plugins"):
         assert f"{REPO / room}/" not in log, room
-    print(f"install test: wheel built and installed {installed_s:.0f} s, DAG {dag_s:.0f} s, "
-          f"total {time.monotonic() - started:.0f} s")
+    jobs = venv / "lib" / "python3.11" / "site-packages" / "hbase_migration" / "jobs"
+    assert f"{jobs}/copy_tables.py" in log and f"{jobs}/verify_tables.py" in log  # spark-submit's targets
+    print(f"install test: wheel built and installed {installed_s:.0f} s (beside the table's creation), checks "
+          f"{checked_s:.0f} s, DAG {dag_s:.0f} s, total {time.monotonic() - started:.0f} s")
