@@ -68,9 +68,10 @@ def row_key(i: int) -> bytes:
 
 def create_and_load(bed, dc1: dict, tables: list[str], rows: int, versions: int) -> None:
     from demo.workload import Thrift2
+    from hbase_migration.migration import create_at_once
 
-    shell(bed, "dc1", [f"create '{t}', {{NAME => 'd', VERSIONS => {versions}, REPLICATION_SCOPE => 1}}"
-                       for t in tables])
+    creates = [f"create '{t}', {{NAME => 'd', VERSIONS => {versions}, REPLICATION_SCOPE => 1}}" for t in tables]
+    shell(bed, "dc1", create_at_once.statements(creates, 600) if len(tables) > 1 else creates)
     share = [list(range(k, rows, len(tables))) for k in range(len(tables))]
 
     def load(k: int) -> None:
