@@ -24,7 +24,7 @@ def clusters(realhbase, monkeypatch):
     endpoints = realhbase.endpoints()
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", json.dumps(endpoints["dc1"]["connection"]))
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_TARGET", json.dumps(endpoints["dc2"]["connection"]))
-    from operators.hooks import HBaseClusterHook
+    from hbase_migration.operators.hooks import HBaseClusterHook
 
     return HBaseClusterHook("hbase_source").get_cluster(), HBaseClusterHook("hbase_target").get_cluster()
 
