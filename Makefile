@@ -82,12 +82,14 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt | pack
 	$(PY) -c "import pyspark, airflow; assert pyspark.__version__ == '4.2.0', pyspark.__version__"
 	@touch $@
 
-# This checkout as an Airflow provider: the `hbase` connection type and its form fields. The distribution holds
-# only hbase_migration_provider.py and its apache_airflow_provider entry point (pyproject.toml); the toolkit
-# itself runs from the checkout (PYTHONPATH).
-$(VENV)/.provider: pyproject.toml hbase_migration_provider.py $(VENV)/.installed
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
-	@rm -rf build
+# This checkout installed as the distribution (pyproject.toml), editable: the package names it maps from the
+# top-level rooms (hbase_migration.operators <- operators/, .jobs, .plugins, .sql) resolve to this checkout's folders
+# through setuptools' editable finder, and Airflow finds the provider (the `hbase` connection type) and the dashboard
+# plugin by their entry points, the CLI is .venv/bin/hbase-migration (docs/install.md). Again when pyproject.toml
+# changes (a new subpackage, an entry point).
+$(VENV)/.provider: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall -e .
+	@rm -rf build hbase_migration.egg-info  # its entry points, found on PYTHONPATH, would register all twice
 	@touch $@
 
 .airflow/airflow.db: $(VENV)/.provider airflow.cfg deploy/pools.json

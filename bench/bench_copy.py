@@ -144,7 +144,7 @@ def connection(cluster, data_path: str) -> str:
 
 def job_copy_rate(source, target, table: str, target_table: str, workdir: Path,
                   data_path: str = "thrift2") -> tuple[float, dict]:
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     out = workdir / f"copy-{target_table}.json"
     started = time.perf_counter()
@@ -257,7 +257,7 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from hbase_migration.data import executors
 spark, _ = executors.spark_session("rss", "local[1]")
-from jobs import copy_table
+from hbase_migration.jobs import copy_table
 started = time.perf_counter()
 rc = copy_table.main(["--source", sys.argv[2], "--target", sys.argv[3], "--table", sys.argv[4], "--summary-file",
                       sys.argv[5], "--log-level", "WARNING"])

@@ -68,9 +68,10 @@ def row_key(i: int) -> bytes:
 
 def create_and_load(bed, dc1: dict, tables: list[str], rows: int, versions: int) -> None:
     from demo.workload import Thrift2
+    from hbase_migration.migration import create_at_once
 
-    shell(bed, "dc1", [f"create '{t}', {{NAME => 'd', VERSIONS => {versions}, REPLICATION_SCOPE => 1}}"
-                       for t in tables])
+    creates = [f"create '{t}', {{NAME => 'd', VERSIONS => {versions}, REPLICATION_SCOPE => 1}}" for t in tables]
+    shell(bed, "dc1", create_at_once.statements(creates, 600) if len(tables) > 1 else creates)
     share = [list(range(k, rows, len(tables))) for k in range(len(tables))]
 
     def load(k: int) -> None:
@@ -290,14 +291,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-rate", type=float, default=20.0, help="the writer's puts/s during each run")
     p.add_argument("--no-one-peer", action="store_true", help="skip run 3 (the tables as one batch, one peer)")
     p.add_argument("--timeout-s", type=float, default=6 * 3600)
+    p.add_argument("--rs-heap-mb", type=int, default=1536, help="the bed's region servers' heap (MiB)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed already up (else one is started)")
     args = p.parse_args(argv)
     from bench.harness import exit_on_sigterm
+    from realhbase.roles import Topology
     from realhbase.testbed import RealHBase
 
     exit_on_sigterm()
     own = args.testbed is None
-    bed = RealHBase(Path(args.testbed) if args.testbed else Path(tempfile.mkdtemp(prefix="bench-many-bed-")))
+    # 300 tables are 150 regions a region server, each holding a 2 MiB MSLAB chunk once written: at the bed's
+    # default 512m heap the source's servers ran out of memory in run 3 (2026-11-29)
+    bed = RealHBase(Path(args.testbed) if args.testbed else Path(tempfile.mkdtemp(prefix="bench-many-bed-")),
+                    topology=Topology(rs_heap_mb=args.rs_heap_mb))
     if own:
         log("starting a realhbase test bed")
         bed.up()

@@ -62,7 +62,7 @@ def both_sides_scan_rate(source, target, table: str) -> float:
 
 
 def verify_rate(source, target, table: str, workdir: Path) -> tuple[float, dict]:
-    from jobs import verify_table
+    from hbase_migration.jobs import verify_table
 
     out = workdir / f"verify-{table}-{time.monotonic_ns()}.json"
     started = time.perf_counter()

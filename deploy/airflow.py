@@ -91,7 +91,7 @@ class AirflowServices:
         logs = self.home / "logs"
         settings: dict[str, dict[str, Any]] = {
             "core": {
-                "dags_folder": REPO / "dags", "plugins_folder": REPO / "plugins",
+                "dags_folder": REPO / "dags", "plugins_folder": self.home / "plugins",  # the dashboard: entry point
                 "executor": "CeleryExecutor",
                 "execution_api_server_url": f"{self.api_url}/execution/",
                 "hostname_callable": "deploy.hostname.get_hostname",

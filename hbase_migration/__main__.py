@@ -46,6 +46,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 import time
 from typing import Any, Callable, NoReturn, Sequence
@@ -56,7 +57,7 @@ from hbase_migration.migration.runspec import BY_NAME, InvalidRunInput
 from hbase_migration.replication.model import InvalidPeerConfig, validate_peer_id
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-PROG = "python -m hbase_migration"
+PROG = "hbase-migration" if os.path.basename(sys.argv[0]) == "hbase-migration" else "python -m hbase_migration"
 FORCE_FIX = "pass --force only if you are sure this peer may be touched"
 
 

@@ -16,12 +16,10 @@ finished ones are skipped), or a cluster does not answer; 2: bad arguments or ta
 the target on the same cluster (one line, nothing was written).
 """
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script (spark-submit jobs/copy_table.py, python jobs/copy_table.py)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jobs import spark_job  # noqa: E402
+# Run as a script (spark-submit's target): `hbase_migration` is the installed package's, or the zip's that
+# the operator ships with --py-files (a driver in a YARN container).
+from hbase_migration.jobs import spark_job
 
 
 def main(argv=None) -> int:

@@ -14,14 +14,12 @@ Exit 0: every file copied and verified; 1: the export stopped (what is left wher
 2: bad arguments (nothing changed).
 """
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script (spark-submit jobs/snapshot_export.py, python jobs/...)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hbase_migration.data import jobargs  # noqa: E402
-from hbase_migration.data.executors import SparkExecutor  # noqa: E402
-from hbase_migration.data.snapshot_export import export_main  # noqa: E402
+# Run as a script (spark-submit's target): `hbase_migration` is the installed package's, or the zip's that
+# the operator ships with --py-files (a driver in a YARN container).
+from hbase_migration.data import jobargs
+from hbase_migration.data.executors import SparkExecutor
+from hbase_migration.data.snapshot_export import export_main
 
 
 def _spark(app_name, ns):

@@ -13,12 +13,10 @@ itself as the target (one line, nothing was read).
 Read-only unless --repair is given.
 """
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jobs import spark_job  # noqa: E402
+# Run as a script (spark-submit's target): `hbase_migration` is the installed package's, or the zip's that
+# the operator ships with --py-files (a driver in a YARN container).
+from hbase_migration.jobs import spark_job
 
 
 def main(argv=None) -> int:

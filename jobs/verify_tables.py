@@ -9,13 +9,11 @@ clean; 1: a table failed or differs, or a cluster does not answer; 2: bad argume
 naming each; nothing was written).
 """
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script (spark-submit jobs/verify_tables.py)
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hbase_migration.data.batch import batch_main  # noqa: E402
-from jobs.spark_job import _spark  # noqa: E402
+# Run as a script (spark-submit's target): `hbase_migration` is the installed package's, or the zip's that
+# the operator ships with --py-files (a driver in a YARN container).
+from hbase_migration.data.batch import batch_main
+from hbase_migration.jobs.spark_job import _spark
 
 
 def main(argv=None) -> int:

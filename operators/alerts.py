@@ -86,7 +86,7 @@ def deliver(channel: Channel, subject: str, body: str, facts: Mapping[str, Any],
         SmtpNotifier(to=list(channel.to), from_email=channel.from_email, subject=subject,
                      html_content=email_html(body), smtp_conn_id=channel.conn_id).notify({})
     else:
-        from operators.webhook import WebhookNotifier
+        from hbase_migration.operators.webhook import WebhookNotifier
 
         WebhookNotifier(payload=webhook_payload(subject, body, facts), webhook_conn_id=channel.conn_id).notify({})
 
@@ -159,7 +159,7 @@ def on_run_failed(context: Mapping[str, Any]) -> None:
         channels = configured_channels()
         if not channels:
             return
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             alert = failed_alert(ledger, context, dag_id, run_id)
@@ -174,7 +174,7 @@ def _cluster_ref(conn_id: str | None, cluster_key: str | None) -> Any:
 
     if cluster_key is None and conn_id:
         try:  # the connection only: no cluster is contacted
-            from operators.hooks import HBaseClusterHook
+            from hbase_migration.operators.hooks import HBaseClusterHook
 
             cluster_key = str(HBaseClusterHook(conn_id).get_cluster().cluster_key)
         except Exception as e:
@@ -225,7 +225,7 @@ def on_watch_reading(conn_id: str, cluster: Any, report: Any, thresholds: Any, d
             return []
         from hbase_migration.migration.alerts import ClusterRef, open_alerts, plan_watch_alerts
         from hbase_migration.migration.health import quota_facts
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         cluster_key = str(cluster.cluster_key)
         with open_ledger() as ledger:

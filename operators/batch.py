@@ -1,6 +1,6 @@
 """A batch's copy and verification: one Spark application for every table of a batch (issue 42).
 
-The operators are the per-table ones (`operators.spark`) submitting the batch jobs (jobs/copy_tables.py,
+The operators are the per-table ones (`hbase_migration.operators.spark`) submitting the batch jobs (jobs/copy_tables.py,
 jobs/verify_tables.py: `hbase_migration.data.batch`): the same clusters, code, credentials and ledger shipped once,
 the summary read back the same way. What they keep per table is what the per-table operators keep: each table's
 `copy` / `verify` phase in the ledger with its own summary (the dashboard, the report and the cut-over read them
@@ -16,11 +16,11 @@ from typing import Any, Sequence
 from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from operators.snapshot import HBaseSnapshotExportOperator
-from operators.spark import REPO, HBaseCopyTableOperator, HBaseVerifyTableOperator
+from hbase_migration.operators.snapshot import HBaseSnapshotExportOperator
+from hbase_migration.operators.spark import JOBS, HBaseCopyTableOperator, HBaseVerifyTableOperator
 
-COPY_TABLES_JOB = str(REPO / "jobs" / "copy_tables.py")
-VERIFY_TABLES_JOB = str(REPO / "jobs" / "verify_tables.py")
+COPY_TABLES_JOB = str(JOBS / "copy_tables.py")
+VERIFY_TABLES_JOB = str(JOBS / "verify_tables.py")
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class _Batch:
         """The phase of each table (or of the one in hand): a batch's summary gives each its own detail."""
         if not self.ledger_run_id:  # type: ignore[attr-defined]
             return
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         tables = [self._current] if self._current else list(self.tables)
         per_table = detail.get("tables") if isinstance(detail, dict) else None
@@ -205,7 +205,7 @@ class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
         """A job beside each cluster (`spark_source_conn_id` / `spark_target_conn_id`) is a pair of applications
         per table meeting in the ledger: each table is verified by the per-table operator, one after the other,
         the batch failing after the others when one does."""
-        from operators.spark import HBaseVerifyTableOperator as PerTable
+        from hbase_migration.operators.spark import HBaseVerifyTableOperator as PerTable
 
         names = ("source_conn_id", "target_conn_id", "start_time_ms", "end_time_ms", "versions", "families",
                  "recompare_sleep_s", "level", "repair", "ledger_phase", "verify_method", "hash_leaf_bytes",
@@ -298,7 +298,7 @@ class BatchTurnSensor(BaseSensorOperator):
     def poke(self, context: Context) -> bool:
         if not self.ledger_run_id:
             return True
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             slot = ledger.take_batch_slot(self.ledger_run_id, self.batch, int(self.limit))

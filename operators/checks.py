@@ -7,7 +7,7 @@ from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
-from operators.hooks import HBaseClusterHook, table_names
+from hbase_migration.operators.hooks import HBaseClusterHook, table_names
 
 
 class PreflightOperator(BaseOperator):
@@ -147,7 +147,7 @@ class PreflightOperator(BaseOperator):
         export already published or cloned (their target tables are its own)."""
         if not self.ledger_run_id:
             return {}, []
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             recorded = {t: d["method"] for t, d in ledger.initial_copies(self.ledger_run_id).items()}
@@ -158,7 +158,7 @@ class PreflightOperator(BaseOperator):
         return recorded, resumed
 
     def _record_decisions(self, decisions: Any) -> None:
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             for table, d in decisions.items():
@@ -177,7 +177,7 @@ class PreflightOperator(BaseOperator):
     def _record_sizing(self, sizing: Any) -> None:
         """Per table and for the run: what the dashboard shows before the copy starts."""
         from hbase_migration.migration.sizing_probe import record
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             record(ledger, self.ledger_run_id, sizing)

@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from operators.hooks import HBaseClusterHook, table_names
-from operators.sensors import ReplicationDrainedSensor
+from hbase_migration.operators.hooks import HBaseClusterHook, table_names
+from hbase_migration.operators.sensors import ReplicationDrainedSensor
 
 
 def record_phase(run_id: str | None, phase: str, status: str, detail: Any = None) -> None:
@@ -24,7 +24,7 @@ def record_phase(run_id: str | None, phase: str, status: str, detail: Any = None
     if not run_id:
         return
     from hbase_migration.ledger.store import ALL_TABLES
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     with open_ledger() as ledger:
         ledger.set_phase(run_id, ALL_TABLES, phase, status,
@@ -34,7 +34,7 @@ def record_phase(run_id: str | None, phase: str, status: str, detail: Any = None
 def note_peer(run_id: str | None, peer_id: str, state: str, reason: str) -> None:
     if not run_id:
         return
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     with open_ledger() as ledger:
         ledger.peer_note(run_id, peer_id, state, reason)
@@ -442,7 +442,7 @@ class CutoverWindowOperator(BaseOperator):
             switch_environment,
         )
         from hbase_migration.migration.cutover_window import PostSwitchError, command_switch, run_window
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         rollback = self.kind == "rollback"
         plan = SwitchPlan.from_dict(self.plan)

@@ -1,6 +1,6 @@
 """DAG builders: the cut-over of a finished migration (`hbase_cutover`) and its rollback (`hbase_rollback`).
 
-Structure only, as `operators.factory`: the trigger form comes from the run spec (`CUTOVER` / `ROLLBACK`
+Structure only, as `hbase_migration.operators.factory`: the trigger form comes from the run spec (`CUTOVER` / `ROLLBACK`
 fields), the open task validates it and makes the plan from the ledger, every later task reads the validated
 spec (`spec(...)`) and the plan (`plan()`) from its XComs. The approval is Airflow's own `ApprovalOperator`
 (human in the loop): approved or rejected in the UI (the task's "Required actions") or through the REST API.
@@ -15,8 +15,8 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, TriggerRule, task
 
 from hbase_migration.migration.runspec import CUTOVER, ROLLBACK
-from operators.alerts import dag_callbacks
-from operators.cutover import (
+from hbase_migration.operators.alerts import dag_callbacks
+from hbase_migration.operators.cutover import (
     AddReversePeerOperator,
     CutoverCheckOperator,
     CutoverWindowOperator,
@@ -26,7 +26,7 @@ from operators.cutover import (
     RollbackCheckOperator,
     SetReadOnlyOperator,
 )
-from operators.factory import (
+from hbase_migration.operators.factory import (
     _OPEN_TASK,
     _SPEC,
     _doc,
@@ -36,7 +36,7 @@ from operators.factory import (
     spec,
     verify_method_args,
 )
-from operators.spark import HBaseVerifyTableOperator
+from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         @task(task_id=_OPEN_TASK)
         def open_run(**context) -> list[dict[str, Any]]:
-            from operators import cutover_steps
+            from hbase_migration.operators import cutover_steps
 
             opener = cutover_steps.open_cutover if cutover else cutover_steps.open_rollback
             opened = opener(context["params"], context["run_id"], context["dag"].dag_id)
@@ -199,7 +199,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         @task(task_id="approved")
         def approved(**context) -> dict[str, Any]:
-            from operators.cutover import record_approval
+            from hbase_migration.operators.cutover import record_approval
 
             answer = context["ti"].xcom_pull(task_ids=APPROVAL_TASK[kind])
             record_approval(context["run_id"], answer, log)
@@ -239,7 +239,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)
         def report(**context) -> dict[str, Any]:
-            from operators.cutover_steps import report as _report
+            from hbase_migration.operators.cutover_steps import report as _report
 
             ti = context["ti"]
             return _report(context["run_id"], kind, ti.xcom_pull(task_ids=_OPEN_TASK, key="plan"),
@@ -250,7 +250,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
         # and when is in the approval task's HITL detail, UI or `GET .../hitlDetails`.)
         @task(task_id="rejected", trigger_rule=TriggerRule.ALL_SKIPPED)
         def rejected(**context) -> dict[str, Any]:
-            from operators.cutover_steps import abort
+            from hbase_migration.operators.cutover_steps import abort
 
             ti = context["ti"]
             s = ti.xcom_pull(task_ids=_OPEN_TASK, key="spec")
@@ -259,7 +259,7 @@ def _build(kind: str, dag_id: str, spark_conn_id: str, approval_timeout: timedel
 
         @task(task_id="state_left_behind", trigger_rule=TriggerRule.ONE_FAILED, **safe_retry)
         def on_failure(**context) -> dict[str, Any]:
-            from operators.cutover_steps import state_left_behind
+            from hbase_migration.operators.cutover_steps import state_left_behind
 
             ti = context["ti"]
             s = ti.xcom_pull(task_ids=_OPEN_TASK, key="spec") or {}

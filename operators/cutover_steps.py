@@ -13,7 +13,7 @@ import logging
 from typing import Any, Mapping
 
 from hbase_migration.migration.runspec import CUTOVER, ROLLBACK, RunSpec
-from operators.steps import _clusters
+from hbase_migration.operators.steps import _clusters
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def choose_freeze(spec: RunSpec, source: Any) -> tuple[str, str]:
 
 def _open(kind: str, params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[str, Any]:
     from hbase_migration.migration.cutover import plan_cutover, plan_rollback, target_fence_left
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, kind)
     source, target = _clusters(spec)
@@ -94,7 +94,7 @@ def open_rollback(params: Mapping[str, Any], run_id: str, dag_id: str) -> dict[s
 def report(run_id: str, kind: str, plan: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     """Close the run as a success and say where things stand."""
     from hbase_migration.ledger.store import ALL_TABLES
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     with open_ledger() as ledger:
         ledger.set_phase(run_id, ALL_TABLES, "report", "success")  # replaces an earlier failure's verdict
@@ -134,8 +134,8 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
     from hbase_migration.migration.cutover import SwitchPlan, remove_reverse_peer, rollback_window_plan
     from hbase_migration.migration.cutover_plan import CUTOVER_ROLES, ROLLBACK_ROLES
     from hbase_migration.migration.freeze import set_readonly
-    from operators.cutover import note_peer, record_phase
-    from operators.hooks import HBaseClusterHook
+    from hbase_migration.operators.cutover import note_peer, record_phase
+    from hbase_migration.operators.hooks import HBaseClusterHook
 
     plan = SwitchPlan.from_dict(plan_dict)
     done: dict[str, Any] = {"reason": reason}
@@ -165,7 +165,7 @@ def abort(run_id: str, kind: str, plan_dict: Mapping[str, Any], source_conn_id: 
                     "on the %s", roles.kind, run_id, reason, roles.fenced, ", ".join(plan.tables), roles.kept, kept,
                     removed["outcome"], roles.drained, window_plan.peer_id, roles.fenced)
     record_phase(run_id, "approval", "failed", done)
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     with open_ledger() as ledger:
         ledger.end_run(run_id, "failed")
@@ -202,9 +202,9 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
     with what to do. (`approved`: whether the plan was approved; kept for the log.)"""
     from hbase_migration.migration.cutover import SwitchPlan
     from hbase_migration.migration.freeze import readonly_states
+    from hbase_migration.operators.hooks import HBaseClusterHook
+    from hbase_migration.operators.ledger import open_ledger
     from hbase_migration.replication import peer_admin
-    from operators.hooks import HBaseClusterHook
-    from operators.ledger import open_ledger
 
     where = ", ".join(failed_tasks) or "unknown task"
     if not plan_dict:
@@ -255,8 +255,8 @@ def state_left_behind(run_id: str, kind: str, plan_dict: Mapping[str, Any] | Non
 
 
 def _record_verdict(run_id: str, verdict: Mapping[str, Any]) -> None:
-    from operators.ledger import open_ledger
-    from operators.steps import record_verdict
+    from hbase_migration.operators.ledger import open_ledger
+    from hbase_migration.operators.steps import record_verdict
 
     with open_ledger() as ledger:
         record_verdict(ledger, run_id, verdict)

@@ -1,9 +1,9 @@
 """DAG builders: the migration DAG (one per plan, or the hand-triggered default) and the time-window backfill.
 
-Structure only: each task is one operator or a small callable from `operators.steps`. The trigger form's Params
-come from the library's run spec (`hbase_migration.migration.runspec`); `open_run` validates them once and every later
-task reads the validated spec from its XCom (`spec(...)` below), never the raw form values. Parse-time cost is
-constructing operators; nothing connects to anything until a task runs.
+Structure only: each task is one operator or a small callable from `hbase_migration.operators.steps`. The trigger
+form's Params come from the library's run spec (`hbase_migration.migration.runspec`); `open_run` validates them once
+and every later task reads the validated spec from its XCom (`spec(...)` below), never the raw form values.
+Parse-time cost is constructing operators; nothing connects to anything until a task runs.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any, Mapping
 from airflow.sdk import DAG, Param, TriggerRule, task
 
 from hbase_migration.migration.runspec import BACKFILL, BY_NAME, MIGRATION, form_schema
-from operators.alerts import dag_callbacks
-from operators.checks import CreateTargetTablesOperator, PreflightOperator
-from operators.replication import AddPeerOperator, EnablePeerOperator
-from operators.sensors import ReplicationDrainedSensor
-from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+from hbase_migration.operators.alerts import dag_callbacks
+from hbase_migration.operators.checks import CreateTargetTablesOperator, PreflightOperator
+from hbase_migration.operators.replication import AddPeerOperator, EnablePeerOperator
+from hbase_migration.operators.sensors import ReplicationDrainedSensor
+from hbase_migration.operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
 MIGRATION_DOC = """
 ### Migrate live HBase tables to another cluster
@@ -154,7 +154,7 @@ def _release_switches_task(pool: str = "default_pool") -> Any:
     @task(task_id="release_switches", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30),
           pool=pool)
     def release_switches(**context) -> dict[str, Any]:
-        from operators.steps import release_switches as _release
+        from hbase_migration.operators.steps import release_switches as _release
 
         return _release(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])
 
@@ -185,8 +185,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
         @task(task_id=_OPEN_TASK, **safe_retry)
         def open_run(**context) -> list[dict[str, Any]]:
-            from operators.steps import bad_input_fails_at_once
-            from operators.steps import open_run as _open
+            from hbase_migration.operators.steps import bad_input_fails_at_once
+            from hbase_migration.operators.steps import open_run as _open
 
             with bad_input_fails_at_once():
                 check_pools(context["params"], pool)
@@ -207,13 +207,13 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         # The tables of each copy task, as preflight decided them (Airflow maps only over a task's return value).
         @task(task_id="scan_tables", **safe_retry)
         def scan_tables(**context) -> list[dict[str, Any]]:
-            from operators.steps import plan_copies
+            from hbase_migration.operators.steps import plan_copies
 
             return plan_copies(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])["scan"]
 
         @task(task_id="snapshot_tables", **safe_retry)
         def snapshot_tables(**context) -> list[dict[str, Any]]:
-            from operators.steps import plan_copies
+            from hbase_migration.operators.steps import plan_copies
 
             return plan_copies(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"),
                                context["run_id"])["snapshot"]
@@ -226,8 +226,8 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
         @task(task_id="plan_batches", **safe_retry)
         def plan_batches(**context) -> list[dict[str, Any]]:
-            from operators.steps import bad_input_fails_at_once
-            from operators.steps import plan_batches as _plan
+            from hbase_migration.operators.steps import bad_input_fails_at_once
+            from hbase_migration.operators.steps import plan_batches as _plan
 
             with bad_input_fails_at_once():
                 return _plan(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"])
@@ -243,7 +243,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
 
         @task(task_id="report")
         def report(**context) -> dict[str, Any]:
-            from operators.steps import report as _report
+            from hbase_migration.operators.steps import report as _report
 
             return _report(context["run_id"])
 
@@ -254,7 +254,7 @@ def build_migration_dag(dag_id: str = "hbase_table_migration", *, schedule: Any 
         def on_failure(**context) -> dict[str, Any]:
             from airflow.sdk.exceptions import AirflowSkipException
 
-            from operators.steps import state_left_behind
+            from hbase_migration.operators.steps import state_left_behind
 
             ti = context["ti"]
             states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id]).get(ti.run_id, {})
@@ -279,13 +279,13 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
     batch that fails leaves the others going (each instance of the group depends only on itself)."""
     from airflow.sdk import task_group
 
-    from operators.batch import (
+    from hbase_migration.operators.batch import (
         BatchTurnSensor,
         HBaseCopyBatchOperator,
         HBaseSnapshotExportBatchOperator,
         HBaseVerifyBatchOperator,
     )
-    from operators.steps import BATCH_GROUP
+    from hbase_migration.operators.steps import BATCH_GROUP
 
     @task_group(group_id=BATCH_GROUP, tooltip="one batch of tables, its own peer")
     def batch(batch: str, peer_id: str, tables: list[str], scan_tables: list[str], snapshot_tables: list[str],
@@ -317,7 +317,7 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
         @task(task_id="copies_done", trigger_rule=TriggerRule.ALL_DONE, retries=2, retry_delay=retry_delay(30),
               **loads)
         def copies_done(batch: str, **context) -> dict[str, Any]:
-            from operators.steps import batch_copies_done
+            from hbase_migration.operators.steps import batch_copies_done
 
             return batch_copies_done(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
                                      batch)
@@ -330,7 +330,7 @@ def _batch_group(both: Mapping[str, Any], *, spec_retry: Mapping[str, Any], spar
         # is evaluated per batch. A copy task with no table of its batch succeeds doing nothing (operators/batch.py).
         @task(task_id="metadata", **loads, **spec_retry)
         def apply_metadata(batch: str, tables: list[str], **context) -> dict[str, Any]:
-            from operators.steps import batch_metadata
+            from hbase_migration.operators.steps import batch_metadata
 
             return batch_metadata(context["ti"].xcom_pull(task_ids=_OPEN_TASK, key="spec"), context["run_id"],
                                   batch, tables)
@@ -391,8 +391,8 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
 
         @task(task_id=_OPEN_TASK, retries=2, retry_delay=retry_delay(30))
         def open_window(**context) -> list[dict[str, Any]]:
-            from operators.steps import bad_input_fails_at_once
-            from operators.steps import open_window as _open
+            from hbase_migration.operators.steps import bad_input_fails_at_once
+            from hbase_migration.operators.steps import open_window as _open
 
             with bad_input_fails_at_once():
                 return _publish(context, _open(context["params"], context["run_id"], context["dag"].dag_id,
@@ -421,9 +421,64 @@ def build_backfill_dag(dag_id: str = "hbase_backfill", *, schedule: Any = "@dail
 
         @task(task_id="report", trigger_rule=TriggerRule.NONE_FAILED)
         def report(**context) -> dict[str, Any]:
-            from operators.steps import report as _report
+            from hbase_migration.operators.steps import report as _report
 
             return _report(context["run_id"])
 
         window >> copy >> verify_requested() >> verify >> report()
     return dag
+
+
+WATCH_DOC = """Every 10 minutes, the replication health of each configured source cluster: its peers and how long a
+disabled one has pinned WALs, lag per peer, oldWALs usage against its quota and the projected time to exhaustion.
+A task fails (so Airflow alerts) when a threshold is crossed; every sample goes to the run ledger."""
+
+
+def build_watch_dag(dag_id: str = "hbase_replication_watch", *, schedule: Any = timedelta(minutes=10)) -> DAG:
+    """The scheduled replication watch: one mapped task per cluster on the trigger form (or its defaults)."""
+    import pendulum
+
+    from hbase_migration.migration.runspec import WATCH
+
+    with DAG(dag_id=dag_id, schedule=schedule, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), catchup=False,
+             max_active_runs=1, tags=["hbase", "replication", "watch"], doc_md=WATCH_DOC,
+             params=form_params(WATCH)) as dag:
+
+        @task(task_id="clusters")
+        def clusters(**context) -> list[str]:
+            from hbase_migration.migration.runspec import RunSpec
+
+            return list(RunSpec.validate(context["params"], WATCH).clusters)
+
+        @task(task_id="check_cluster", retries=1, retry_delay=retry_delay(30), map_index_template="{{ conn_id }}")
+        def check_cluster(conn_id: str, **context) -> dict:
+            from hbase_migration.operators.watch import check_cluster_health
+
+            context["conn_id"] = conn_id  # labels the mapped task in the UI (map_index_template)
+            return check_cluster_health(conn_id, context["params"], context["run_id"], context["dag"].dag_id)
+
+        check_cluster.expand(conn_id=clusters())
+    return dag
+
+
+def build_plan_dags(plans_dir: Any) -> dict[str, DAG]:
+    """One migration DAG per plan file (`*.toml`) in `plans_dir`, by dag_id, for the DAG file's globals. Parsing is
+    cheap (TOML files, no connection). A bad plan does not break the others: every valid plan still gets its DAG,
+    and the invalid ones surface as one import error naming each file and field."""
+    from hbase_migration.migration.plans import load_plans
+
+    plans, errors = load_plans(plans_dir)
+    dags = {plan.dag_id: build_migration_dag(plan.dag_id, schedule=plan.schedule, plan=plan.name,
+                                             defaults=plan.params, spark_conn_id=plan.spark_conn_id, tags=["plan"],
+                                             doc_md=None)
+            for plan in plans}
+    if errors:
+        class _InvalidPlans(DAG):
+            """Stands for the invalid plans: Airflow reports its validation error as the DAG file's import
+            error, while the valid plans' DAGs load as usual."""
+
+            def validate(self):
+                raise ValueError("invalid migration plan(s): " + " | ".join(str(e) for e in errors))
+
+        dags["invalid_plans"] = _InvalidPlans(dag_id="hbase_migration__invalid_plans", schedule=None)
+    return dags

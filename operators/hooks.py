@@ -44,9 +44,9 @@ class HBaseClusterHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict:
-        """The Connections form's behaviour, as the provider info declares it (`hbase_migration_provider`,
+        """The Connections form's behaviour, as the provider info declares it (`hbase_migration.operators.provider`,
         which Airflow 3 reads instead of this method)."""
-        from hbase_migration_provider import UI_FIELD_BEHAVIOUR as declared
+        from hbase_migration.operators.provider import UI_FIELD_BEHAVIOUR as declared
 
         return {"hidden_fields": list(declared["hidden-fields"]), "relabeling": dict(declared["relabeling"]),
                 "placeholders": dict(declared["placeholders"])}

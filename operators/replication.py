@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator, Context
 
-from operators.hooks import HBaseClusterHook, table_names
+from hbase_migration.operators.hooks import HBaseClusterHook, table_names
 
 _COMMON_PARAMS = """
     :param peer_id: the replication peer's id on the source cluster.
@@ -46,7 +46,7 @@ class _PeerOperator(BaseOperator):
         if result.peer is not None:
             self.log.info("peer %s now reads back from ZooKeeper as %s", result.peer_id, result.peer.state)
         if self.ledger_run_id and result.changed:
-            from operators.ledger import open_ledger
+            from hbase_migration.operators.ledger import open_ledger
 
             with open_ledger() as ledger:
                 state = result.peer.state if result.peer else "REMOVED"
@@ -97,7 +97,7 @@ class AddPeerOperator(_PeerOperator):
             result = admin.add_peer(self.peer_id, config, enabled=bool(self.enabled), dry_run=self.is_dry_run)
         data = self._log_result(result)
         if self.ledger_run_id and not result.dry_run:
-            from operators.ledger import open_ledger
+            from hbase_migration.operators.ledger import open_ledger
 
             with open_ledger() as ledger:
                 data["t0_ms"] = ledger.record_t0(self.ledger_run_id, t0_ms) if result.changed else None

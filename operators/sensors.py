@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from airflow.sdk import BaseSensorOperator, Context
 from airflow.sdk.exceptions import AirflowFailException
 
-from operators.hooks import HBaseClusterHook
+from hbase_migration.operators.hooks import HBaseClusterHook
 
 
 class ReplicationDrainedSensor(BaseSensorOperator):
@@ -78,7 +78,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         import json
 
         from hbase_migration.ledger.store import ALL_TABLES
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         with open_ledger() as ledger:
             for table in self.ledger_tables or [ALL_TABLES]:
@@ -113,7 +113,7 @@ class ReplicationDrainedSensor(BaseSensorOperator):
         self._ledger("running")
         if not self.deferrable:
             return super().execute(context)
-        from operators.triggers import ReplicationDrainedTrigger
+        from hbase_migration.operators.triggers import ReplicationDrainedTrigger
 
         timeout = self.timeout.total_seconds() if isinstance(self.timeout, timedelta) else float(self.timeout)
         self.defer(

@@ -16,10 +16,10 @@ from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
-from operators.hooks import HBaseClusterHook
-from operators.spark import REPO, _HBaseJobOperator, cluster_json
+from hbase_migration.operators.hooks import HBaseClusterHook
+from hbase_migration.operators.spark import JOBS, _HBaseJobOperator, cluster_json
 
-SNAPSHOT_JOB = str(REPO / "jobs" / "snapshot_export.py")
+SNAPSHOT_JOB = str(JOBS / "snapshot_export.py")
 
 
 class HBaseSnapshotExportOperator(_HBaseJobOperator):
@@ -114,7 +114,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
         from hbase_migration.data.snapshot_export import ExportFailed, ExportRefused, SnapshotExport, cloned
         from hbase_migration.migration.quota import Watchdog, check_policy
         from hbase_migration.migration.tables import create_namespaces
-        from operators.ledger import ledger_url, open_ledger
+        from hbase_migration.operators.ledger import ledger_url, open_ledger
 
         try:
             check_policy(self.quota_policy)

@@ -1,15 +1,14 @@
 """The copy and verify Spark jobs, submitted with SparkSubmitOperator.
 
-The operators add what the migration needs around a plain spark-submit: the clusters in their wire form
-passed to the job (addresses, principals and file paths; no secret lives in an HBase connection), for Kerberized
-clusters their keytab and krb5.conf shipped with the job (`--files`), the toolkit's code shipped with it
-(`--py-files`: one zip of `hbase_migration`, `jobs` and the ledger's SQL, so a driver in a YARN container imports
-nothing from a checkout), the ledger for resume and results, the job's JSON summary returned as XCom (the driver
-keeps it in the ledger under a key this task chose: it reaches the task from a driver in any container; the ledger's
-URL, which may hold its database's password, goes in a file only its owner can read, shipped with `--files` and
-named on the command line, never the URL itself), and, for
-the copy, the library's oldWALs watchdog that samples the source's quota while the job runs and applies the quota
-policy on a breach.
+The operators add what the migration needs around a plain spark-submit: the clusters in their wire form passed to
+the job (addresses, principals and file paths; no secret lives in an HBase connection), for Kerberized clusters
+their keytab and krb5.conf shipped with the job (`--files`), the toolkit's code shipped with it (`--py-files`: one
+zip of `hbase_migration`, its `jobs` and the ledger's SQL, so a driver in a YARN container imports nothing from the
+worker's installation), the ledger for resume and results, the job's JSON summary returned as XCom (the driver keeps
+it in the ledger under a key this task chose: it reaches the task from a driver in any container; the ledger's URL,
+which may hold its database's password, goes in a file only its owner can read, shipped with `--files` and named on
+the command line, never the URL itself), and, for the copy, the library's oldWALs watchdog that samples the source's
+quota while the job runs and applies the quota policy on a breach.
 """
 from __future__ import annotations
 
@@ -25,12 +24,15 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
+from hbase_migration import jobs
 from hbase_migration.clusters.hdfs import DEFAULT_QUOTA_MARK
-from operators.hooks import HBaseClusterHook
+from hbase_migration.operators.hooks import HBaseClusterHook
 
-REPO = Path(__file__).resolve().parents[1]
-COPY_JOB = str(REPO / "jobs" / "copy_table.py")
-VERIFY_JOB = str(REPO / "jobs" / "verify_table.py")
+# The spark-submit targets, found through the package: site-packages' hbase_migration/jobs/ in an installed
+# distribution, the checkout's jobs/ under an editable install.
+JOBS = Path(jobs.__file__).resolve().parent
+COPY_JOB = str(JOBS / "copy_table.py")
+VERIFY_JOB = str(JOBS / "verify_table.py")
 
 _COMMON_PARAMS = """
     :param table: the source table.
@@ -224,35 +226,35 @@ class _HBaseJobOperator(SparkSubmitOperator):
 
     def _python_env(self, on_yarn: bool) -> None:
         """The driver and local executors must run the Python that has happybase. Elsewhere than YARN this
-        worker's interpreter and checkout are the job's (local[*], a standalone cluster on the same hosts). On
+        worker's interpreter, with the package installed in it, is the job's (local[*], a standalone cluster on
+        the same hosts). On
         YARN the job runs from what it ships and `spark.pyspark.python` (spark-defaults.conf, or the operator's
         `conf`) names the nodes' interpreter: PYTHONPATH is emptied for spark-submit, because Spark's YARN client
         hands the submitting process's PYTHONPATH on to the driver's and the executors' containers, and a
-        checkout there would hide a zip that lacks a module."""
+        checkout or package there would hide a zip that lacks a module."""
         env = dict(self.env_vars or {})
         if on_yarn:
             env.setdefault("PYTHONPATH", "")
         else:
             if "PYSPARK_PYTHON" not in env and "PYSPARK_PYTHON" not in os.environ:
                 env["PYSPARK_PYTHON"] = sys.executable
-            env.setdefault("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         self.env_vars = env
 
     def _ship_code(self, tmp: str) -> None:
-        """The toolkit's code goes with the job (spark-submit --py-files): `hbase_migration`, `jobs` (the
-        spark-submit targets import it) and the ledger's SQL, zipped from this worker's checkout into the task's
-        temporary folder. The driver, wherever it runs, and every executor import them from there; files the
+        """The toolkit's code goes with the job (spark-submit --py-files): `hbase_migration` with its `jobs` (the
+        spark-submit targets import them) and the ledger's SQL, zipped from this worker's installed package into
+        the task's temporary folder. The driver, wherever it runs, and every executor import them from there; files the
         operator was given in `py_files` stay, after it."""
         from hbase_migration.data.executors import package_zip
 
-        shipped = package_zip(("hbase_migration", "jobs"), dest_dir=tmp)
+        shipped = package_zip(("hbase_migration", "hbase_migration.jobs"), dest_dir=tmp)
         given = [f for f in (self.py_files or "").split(",") if f]
         self.py_files = ",".join([shipped, *given])
 
     def _ship_jvm(self) -> None:
         """The native data path (either cluster's `data_path` native): its jars go with the job (spark-submit
         --jars, on the driver's and the executors' class paths), so a driver in a YARN container, far from this
-        worker's checkout, finds them there too (hbase_migration/data/datapath/native.py `bridge`)."""
+        worker's installation, finds them there too (hbase_migration/data/datapath/native.py `bridge`)."""
         clusters = self._clusters()
         if not any(c.uses_native for c in clusters):
             return
@@ -316,7 +318,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
             return None
 
     def _run(self, context: Context) -> dict[str, Any]:
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         if self.name == self.job_kind:
             self.name = f"{self.job_kind}-{self.table}"
@@ -366,7 +368,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
         reads the job's summary as a wait in the worker would. Elsewhere, the provider's own wait."""
         hook = self._hook
         if self.deferrable and hook is not None and hook._is_yarn_cluster_mode:
-            from operators.triggers import SparkYarnApplicationTrigger
+            from hbase_migration.operators.triggers import SparkYarnApplicationTrigger
 
             self.log.info("YARN application %s submitted: waiting for it in the triggerer", external_id)
             self.defer(trigger=SparkYarnApplicationTrigger(
@@ -388,7 +390,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
         return None
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         status, app = event.get("status"), event.get("application_id")
         self.log.info("YARN application %s ended: %s %s", app, status, event.get("diagnostics") or "")
@@ -406,7 +408,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
     def _ledger_phase(self, phase: str, status: str, detail: Any = None) -> None:
         if not self.ledger_run_id:
             return
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         if isinstance(detail, dict):  # the headline figures; per-partition results stay in the task log
             detail = {k: v for k, v in detail.items() if k not in ("partition_results", "differing_rows_sample")}
@@ -484,7 +486,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from hbase_migration.migration.quota import Watchdog, check_policy
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         try:
             check_policy(self.quota_policy)
@@ -525,7 +527,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             self.log.info("hold_switches is off: the source's split/merge and normalizer switches are left as they are")
             return None
         from hbase_migration.data.switches import SwitchError, SwitchHold
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         copy_id = self.copy_id or self.ledger_run_id or context["run_id"]
         hold = SwitchHold(HBaseClusterHook(self.source_conn_id).get_cluster(), ledger_url(),
@@ -558,7 +560,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
     def _release_own_hold(self, holder: str) -> None:
         from hbase_migration.data.switches import release
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         try:
             with open_ledger() as ledger:
@@ -569,7 +571,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
     def _switch_holder(self, copy_id: str) -> str:
         """In a migration run every table's copy shares the run's hold, released by its release_switches task once
         all copies have ended (no shell call per table; a real shell is a JVM start); alone, a copy's own (a
-        batch's copy: the batch's, `operators.batch`)."""
+        batch's copy: the batch's, `hbase_migration.operators.batch`)."""
         from hbase_migration.data.switches import holder_name
 
         return holder_name(copy_id, None if self.ledger_run_id else self.table)
@@ -722,7 +724,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         import time as _time
 
         from hbase_migration.data.hashverify import LedgerExchange
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         ti = context.get("ti") if hasattr(context, "get") else None
         key = f"{self.summary_key(context)}/try{getattr(ti, 'try_number', 0)}/{uuid.uuid4().hex[:8]}"
@@ -766,7 +768,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
 
         repaired = bool(summary) and self.repair and repaired_clean(summary)
         if summary and self.ledger_run_id and summary.get("level") == "content":
-            from operators.ledger import open_ledger
+            from hbase_migration.operators.ledger import open_ledger
 
             samples = [] if repaired else [k.encode("latin-1") for keys in
                                            (summary.get("differing_rows_sample") or {}).values() for k in keys]

@@ -11,7 +11,7 @@ import logging
 from typing import Any, Iterator, Mapping
 
 from hbase_migration.migration.runspec import BACKFILL, MIGRATION, InvalidRunInput, RunSpec
-from operators.hooks import HBaseClusterHook
+from hbase_migration.operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
 BATCH_GROUP = "batch"  # the migration DAG's task group of a batch (operators/factory.py)
@@ -49,7 +49,7 @@ def _opened(spec: RunSpec) -> dict[str, Any]:
 
 def open_run(params: Mapping[str, Any], run_id: str, dag_id: str, plan: str) -> dict[str, Any]:
     """Validate the inputs, record the run in the ledger, return the spec."""
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, MIGRATION)
     source, target = _clusters(spec)
@@ -66,7 +66,7 @@ def plan_copies(spec_dict: Mapping[str, Any], run_id: str) -> dict[str, Any]:
     without a decision takes the scan): `scan` and `snapshot` ([{table}], the mapped tasks' kwargs) and their
     names (`scan_tables`, `snapshot_tables`)."""
     from hbase_migration.migration.initial_copy import Decision, lists
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.from_dict(spec_dict)
     with open_ledger() as ledger:
@@ -84,7 +84,7 @@ def plan_batches(spec_dict: Mapping[str, Any], run_id: str) -> list[dict[str, An
     scan and by snapshot, and the tables its catch-up is recorded under: None for a run of one batch, whose
     catch-up is the run's)."""
     from hbase_migration.migration import batches
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.from_dict(spec_dict)
     snapshot = set(plan_copies(spec_dict, run_id)["snapshot_tables"])
@@ -115,7 +115,7 @@ def batch_copies_done(spec_dict: Mapping[str, Any] | None, run_id: str, batch: s
     """Once a batch's copies have ended, in any state: its slot is given to the next batch, and the switch hold
     its copy left (a copy killed without a retry cannot release its own) is released."""
     from hbase_migration.data.switches import holder_name, release, source_key
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     if not spec_dict:
         return {"batch": batch, "released": []}
@@ -161,7 +161,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
                 interval_end: Any) -> dict[str, Any]:
     """The backfill's window: the trigger form's bounds when given, else the run's data interval."""
     from hbase_migration.ledger.store import NO_PEER
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, BACKFILL)
     start = _instant_ms(interval_start) if spec.start_time_ms is None else spec.start_time_ms
@@ -181,7 +181,7 @@ def open_window(params: Mapping[str, Any], run_id: str, dag_id: str, interval_st
 def report(run_id: str) -> dict[str, Any]:
     """Close the run as a success and log its figures (they are also on the dashboard)."""
     from hbase_migration.ledger.store import ALL_TABLES
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     with open_ledger() as ledger:
         ledger.set_phase(run_id, ALL_TABLES, "report", "success")  # replaces an earlier failure's verdict
@@ -218,7 +218,7 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
 
     Without a spec, `open_run` itself failed (bad input): nothing was changed on either cluster."""
     from hbase_migration.migration.quota import settle_after_failure
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     where = ", ".join(failed_tasks) or "unknown task"
     if not spec_dict:
@@ -275,7 +275,7 @@ def state_left_behind(spec_dict: Mapping[str, Any] | None, run_id: str, failed_t
 
 def _run_batches(run_id: str) -> list[dict[str, Any]]:
     """The run's batches as the ledger keeps them ([] before they were planned, or when it cannot be read)."""
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     try:
         with open_ledger() as ledger:
@@ -293,7 +293,7 @@ def batch_indexes_failed(failed_tasks: list[str]) -> list[int]:
 
 def record_verdict(ledger: Any, run_id: str, verdict: Mapping[str, Any]) -> None:
     """What a failed run left behind, as its run-wide `report` phase (failed, the verdict as JSON): the failure
-    alert (`operators.alerts`) and the dashboard's failed phases read it there."""
+    alert (`hbase_migration.operators.alerts`) and the dashboard's failed phases read it there."""
     import json
 
     from hbase_migration.ledger.store import ALL_TABLES
@@ -306,7 +306,7 @@ def release_switches(spec_dict: Mapping[str, Any] | None, run_id: str) -> dict[s
     own when it ends; a copy killed and not retried cannot). The last hold on the source restores the state
     found before the copies."""
     from hbase_migration.data.switches import release_run
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     if not spec_dict or not RunSpec.from_dict(spec_dict).hold_switches:
         return {"released": []}
@@ -335,7 +335,7 @@ def batch_metadata(spec_dict: Mapping[str, Any] | None, run_id: str, batch: str,
     from hbase_migration.clusters import channels
     from hbase_migration.ledger.store import ALL_TABLES
     from hbase_migration.migration import metadata
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.from_dict(spec_dict or {})
     mode = spec.metadata

@@ -57,7 +57,7 @@ class ReplicationDrainedTrigger(BaseTrigger):
         """One lag sample in the ledger. A ledger that cannot be written costs a sample, never the wait."""
         if not self.ledger_run_id:
             return
-        from operators.ledger import open_ledger
+        from hbase_migration.operators.ledger import open_ledger
 
         try:
             with open_ledger() as ledger:
@@ -127,7 +127,7 @@ class SparkYarnApplicationTrigger(BaseTrigger):
     def _watchdog(self, breach: dict[str, str]) -> Any:
         from hbase_migration.clusters.cluster import Cluster
         from hbase_migration.migration.quota import Watchdog
-        from operators.ledger import ledger_url
+        from hbase_migration.operators.ledger import ledger_url
 
         w = self.watchdog
         run_id = w.get("ledger_run_id")

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from operators.hooks import HBaseClusterHook
+from hbase_migration.operators.hooks import HBaseClusterHook
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
     from hbase_migration.ledger.store import ALL_TABLES, NO_PEER
     from hbase_migration.migration import health, quota
     from hbase_migration.migration.runspec import WATCH, RunSpec
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     spec = RunSpec.validate(params, WATCH)
     cluster = HBaseClusterHook(conn_id).get_cluster()
@@ -50,7 +50,7 @@ def check_cluster_health(conn_id: str, params: Mapping[str, Any], run_id: str, d
             log.error("watch of %s failed: %s: %s", conn_id, type(e).__name__, e)
             raise
         ledger.end_run(watch_run, "success" if report.healthy else "failed")
-    from operators.alerts import on_watch_reading
+    from hbase_migration.operators.alerts import on_watch_reading
 
     on_watch_reading(conn_id, cluster, report, th, run_id)  # a breach's start or end reaches a person; never raises
     for f in report.findings:

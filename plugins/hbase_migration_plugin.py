@@ -7,7 +7,7 @@ Airflow's own sign-in, a "HBase migrations" entry under Browse that frames it in
 Every Airflow process loads this file (a task does, to render its templates), so it imports nothing beyond
 the standard library, AirflowPlugin and BaseOperatorLink: the dashboard, and with it FastAPI and the ledger,
 is built on first access to `fastapi_apps`, which only the API server (and `airflow plugins`) makes. A
-dashboard that cannot be built (a bad `[hbase_migration] ledger_url`, the toolkit not on PYTHONPATH) is
+dashboard that cannot be built (a bad `[hbase_migration] ledger_url`, a dependency missing) is
 replaced by one that says why, so the API server still starts.
 """
 from __future__ import annotations
@@ -57,9 +57,9 @@ def build_dashboard() -> Any:
     try:
         from airflow.models.connection import Connection
 
-        from plugins.hbase_migration_ui.app import create_app
-        from plugins.hbase_migration_ui.live import PeerStates, connection_or_key
-        from plugins.hbase_migration_ui.settings import configured_ledger_location
+        from hbase_migration.plugins.hbase_migration_ui.app import create_app
+        from hbase_migration.plugins.hbase_migration_ui.live import PeerStates, connection_or_key
+        from hbase_migration.plugins.hbase_migration_ui.settings import configured_ledger_location
 
         location = configured_ledger_location()
         # Each run's peer is read from its source cluster (ZooKeeper), through its Airflow connection.
@@ -104,8 +104,8 @@ def dashboard_link_for(dag_id: str, run_id: str) -> str | None:
     """The dashboard page of the ledger run behind a DAG run, or None when the ledger holds no run of that
     DAG under that id (another DAG's tasks, a run that failed before open_run, the watch's per-cluster runs)."""
     global _link_ledger
-    from plugins.hbase_migration_ui.app import LedgerSource
-    from plugins.hbase_migration_ui.settings import configured_ledger_location
+    from hbase_migration.plugins.hbase_migration_ui.app import LedgerSource
+    from hbase_migration.plugins.hbase_migration_ui.settings import configured_ledger_location
 
     try:
         if _link_ledger is None:

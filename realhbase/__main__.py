@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                           ("--datanodes", "DataNode JVMs of their own per cluster (default 0: one in the master's "
                                           "JVM; 2 keep two replicas)"),
                           ("--block-size", "dfs.blocksize in bytes (default 1 MiB)"),
-                          ("--wal-roll-size", "bytes a WAL holds before it rolls (default HBase's: one block)")):
+                          ("--wal-roll-size", "bytes a WAL holds before it rolls (default HBase's: one block)"),
+                          ("--rs-heap-mb", "a region server's heap in MiB (default 512; 300 tables on two "
+                                           "servers need about 1536)")):
         p.add_argument(option, type=int, help=help_)
     p.add_argument("--wan-mbps", type=float,
                    help="a WAN between the datacenters: each cluster's gateways as the other one reaches them go "

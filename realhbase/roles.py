@@ -40,6 +40,9 @@ class Topology:
     datanodes: int = 0          # DataNode JVMs of their own; 0: one DataNode in the master's JVM
     block_size: int | None = None     # dfs.blocksize (None: config.block_size(), 1 MiB)
     wal_roll_size: int | None = None  # bytes a WAL holds before it rolls (None: HBase's, half of 2 blocks)
+    # A region server's heap in MiB (None: config.HEAP's 512m). Each region written holds at least one 2 MiB
+    # MSLAB chunk of memstore: 150 regions a server (300 tables on two) need more than 512m
+    rs_heap_mb: int | None = None
 
     def __post_init__(self):
         for name, low, high in (("region_servers", 1, 9), ("gateways", 1, 9), ("backup_masters", 0, 3),
@@ -51,6 +54,8 @@ class Topology:
         if self.block_size is not None and (self.block_size < config.TEST_BLOCK_SIZE or self.block_size % 512):
             raise ValueError(f"--block-size must be bytes, a multiple of 512 and at least {config.TEST_BLOCK_SIZE} "
                              f"(HDFS's smallest), got {self.block_size!r}")
+        if self.rs_heap_mb is not None and (isinstance(self.rs_heap_mb, bool) or not 256 <= self.rs_heap_mb <= 16384):
+            raise ValueError(f"--rs-heap-mb must be MiB from 256 to 16384, got {self.rs_heap_mb!r}")
         if self.wal_roll_size is not None and (self.wal_roll_size < MIN_WAL_ROLL or self.wal_roll_size % 256):
             raise ValueError(f"--wal-roll-size must be bytes, a multiple of 256 and at least {MIN_WAL_ROLL} (its "
                              f"WAL block, twice that, must be HDFS's 1 MiB or more), got {self.wal_roll_size!r}")
@@ -74,10 +79,11 @@ class Role:
     kind: str        # a key of KINDS: what it runs, its heap, its class data archive
     slot: int
     ports: tuple[str, ...]
+    heap_mb: int | None = None  # the topology's heap for this role (None: its kind's)
 
     @property
     def heap(self) -> str:
-        return KINDS[self.kind].heap
+        return f"{self.heap_mb}m" if self.heap_mb else KINDS[self.kind].heap
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,8 @@ def roles(topology: Topology = Topology()) -> list[Role]:
                 for i in range(1 + topology.backup_masters)]
     else:
         out = [Role("master", "master", 0, ("namenode", "namenode_http", "master", "master_info"))]
-    out += [Role(f"rs{i}", "rs", i, (f"rs{i}", f"rs{i}_info")) for i in range(topology.region_servers)]
+    out += [Role(f"rs{i}", "rs", i, (f"rs{i}", f"rs{i}_info"), topology.rs_heap_mb)
+            for i in range(topology.region_servers)]
     out += [Role(f"gw{i}", "thrift", i, tuple(gateway_port(i, k, info) for k in GATEWAY_KINDS
                                                 for info in (False, True))) for i in range(topology.gateways)]
     return out

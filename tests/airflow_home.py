@@ -52,7 +52,7 @@ def make_home(home: Path, roles: Mapping[str, str] | None = None,
         "AIRFLOW_HOME": str(home), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1",
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),  # the dashboard comes by its entry point
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in roles.items()),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
     })

@@ -126,17 +126,23 @@ def shipped_file(name: str) -> str | None:
 
 
 SHIPPED_PACKAGES = ("hbase_migration",)
+# The distribution's rooms mapped under `hbase_migration` from the checkout's top level (pyproject.toml's
+# package-dir): subfolders of an installed package, elsewhere in a checkout. The library's zip leaves them out
+# (the Airflow layer imports Airflow, which no Spark process has) and takes each asked for from where it lives.
+MAPPED_ROOMS = ("jobs", "operators", "plugins", "sql")
 
 
 def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None = None) -> str:
-    """Zip the toolkit's packages (the library; the Airflow operators add `jobs`, the spark-submit targets' own
-    package, for a driver in a YARN container), each module with its compiled form beside it (`name.pyc`, which
+    """Zip the toolkit's packages by their dotted names (the library; the Airflow operators add
+    `hbase_migration.jobs`, the spark-submit targets' own package, for a driver in a YARN container), each under
+    its import path (`hbase_migration/jobs/...`) wherever it was imported from: an installed package, or a checkout
+    whose editable install maps `jobs/` there. Each module goes with its compiled form beside it (`name.pyc`, which
     zipimport prefers): an executor's Python worker then imports without compiling the library from source,
     which cost every worker process of every job a few hundred ms of CPU. The .pyc is hash-based and unchecked
     (the zip is made from the same sources at once); an interpreter of another version finds a magic number it
-    does not know and compiles the .py instead. With `hbase_migration`, the ledger's SQL (`sql/`) goes along at
-    the zip's root, where `hbase_migration.ledger.store` looks when it was imported from a zip: a driver far from
-    any checkout opens the ledger too."""
+    does not know and compiles the .py instead. With `hbase_migration`, the ledger's SQL goes along as
+    `hbase_migration/sql/`, where `hbase_migration.ledger.store` looks when it was imported from a zip: a driver
+    far from any checkout or installed package opens the ledger too."""
     import importlib
     import py_compile
 
@@ -146,8 +152,11 @@ def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None
             zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in packages:
             pkg = Path(importlib.import_module(name).__file__).resolve().parent
+            skip = [pkg / room for room in MAPPED_ROOMS] if name == "hbase_migration" else []
             for file in sorted([*pkg.rglob("*.py"), *pkg.rglob("*.thrift")]):  # the Thrift2 IDL goes along
-                arcname = str(Path(name) / file.relative_to(pkg))
+                if "__pycache__" in file.parts or any(file.is_relative_to(room) for room in skip):
+                    continue
+                arcname = str(Path(*name.split(".")) / file.relative_to(pkg))
                 zf.write(file, arcname)
                 if file.suffix == ".py":
                     compiled = py_compile.compile(str(file), cfile=str(Path(tmp) / "module.pyc"), dfile=arcname,
@@ -160,7 +169,7 @@ def package_zip(packages: Sequence[str] = SHIPPED_PACKAGES, dest_dir: str | None
             sql = Path(str(SQL_DIR))
             if sql.is_dir():  # else this process runs from such a zip itself, and ships nothing new
                 for file in sorted(sql.rglob("*.sql")):
-                    zf.write(file, str(Path("sql") / file.relative_to(sql)))
+                    zf.write(file, str(Path("hbase_migration", "sql") / file.relative_to(sql)))
     return path
 
 

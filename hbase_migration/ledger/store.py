@@ -29,16 +29,21 @@ log = logging.getLogger(__name__)
 
 
 def _sql_dir() -> Any:
-    """`sql/` beside the package: the checkout's folder, or the one inside the zip the Spark jobs ship
-    (`hbase_migration.data.executors.package_zip` puts it at the zip's root), read with `zipfile.Path`: a driver
-    in a YARN container (cluster mode) opens the ledger with no checkout on its host."""
-    here = Path(__file__).resolve().parents[2] / "sql"
+    """The ledger's SQL, `hbase_migration.sql`: beside the package in an installed distribution (package data),
+    the checkout's top-level `sql/` (an editable install maps it there), or inside the zip the Spark jobs ship
+    (`hbase_migration.data.executors.package_zip`), read with `zipfile.Path`: a driver in a YARN container (cluster
+    mode) opens the ledger with no checkout and no installed package on its host. Found by path, not imported:
+    the folder holds no module."""
+    package = Path(__file__).resolve().parents[1]
+    for here in (package / "sql", package.parent / "sql"):
+        if here.is_dir():
+            return here
     archive = getattr(globals().get("__loader__"), "archive", None)  # zipimport's loader names its zip
-    if not here.is_dir() and archive:
+    if archive:
         import zipfile
 
-        return zipfile.Path(archive, "sql/")
-    return here
+        return zipfile.Path(archive, "hbase_migration/sql/")
+    return package / "sql"
 
 
 SQL_DIR = _sql_dir()

@@ -1,6 +1,4 @@
-"""The migration dashboard behind `plugins/hbase_migration_plugin.py`.
-
-Not a plugin folder of its own: `plugins/.airflowignore` keeps Airflow's plugin loader out of it, and the
-plugin file imports it as `plugins.hbase_migration_ui` (the repository root is on PYTHONPATH, as for
-`operators/`). The package marker imports nothing; FastAPI and the ledger are imported where they are used.
+"""The migration dashboard behind `hbase_migration.plugins.hbase_migration_plugin` (Airflow loads that by the
+distribution's `airflow.plugins` entry point; no plugins folder holds either). The package marker imports nothing;
+FastAPI and the ledger are imported where they are used.
 """

@@ -58,7 +58,7 @@ def test_a_lost_worker_costs_a_retry_in_every_step_and_bad_input_fails_at_once()
 
     from hbase_migration.clusters.cluster import ClusterConfigError
     from hbase_migration.migration.runspec import InvalidRunInput
-    from operators.steps import bad_input_fails_at_once
+    from hbase_migration.operators.steps import bad_input_fails_at_once
 
     bag = DagBag(dag_folder=str(DAGS_FOLDER))
     for dag_id in ("hbase_table_migration", "hbase_backfill"):

@@ -173,8 +173,8 @@ def assert_the_ledger_feeds_the_dashboard(ledger_path: Path, run_id: str) -> Non
     from fastapi.testclient import TestClient
 
     from hbase_migration.ledger.store import Ledger
-    from plugins.hbase_migration_ui.app import create_app
-    from plugins.hbase_migration_ui.settings import resolve_ledger_url
+    from hbase_migration.plugins.hbase_migration_ui.app import create_app
+    from hbase_migration.plugins.hbase_migration_ui.settings import resolve_ledger_url
     from tests.unit.test_plugin_dashboard import text_of
 
     url = f"sqlite:///{ledger_path}"

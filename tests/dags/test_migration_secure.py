@@ -117,8 +117,8 @@ def dashboard_page(ledger_path: Path, run_id: str) -> bytes:
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from plugins.hbase_migration_ui.app import create_app
-    from plugins.hbase_migration_ui.settings import resolve_ledger_url
+    from hbase_migration.plugins.hbase_migration_ui.app import create_app
+    from hbase_migration.plugins.hbase_migration_ui.settings import resolve_ledger_url
 
     app = FastAPI()
     app.mount("/hbase-migration", create_app(resolve_ledger_url(f"sqlite:///{ledger_path}", None,

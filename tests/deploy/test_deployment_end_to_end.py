@@ -96,7 +96,7 @@ def test_migration_triggered_through_the_rest_api_runs_on_celery_workers_and_spa
     # triggerer wrote the trigger's log.
     drained = dep_info["wait_drained"]
     assert "deferred" in drained["states"] and drained["states"][-1] == "success", drained
-    assert drained["trigger"] == "operators.triggers.ReplicationDrainedTrigger", drained
+    assert drained["trigger"] == "hbase_migration.operators.triggers.ReplicationDrainedTrigger", drained
     assert drained["triggerer_job"]["job_type"] == "TriggererJob", drained
     run_logs = deployment.airflow.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={result['run_id']}"
     trigger_logs = list((run_logs / "task_id=batch.wait_drained").glob("**/*.trigger.*.log"))

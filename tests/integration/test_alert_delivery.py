@@ -47,7 +47,7 @@ def assert_no_secret(*texts):
 
 
 def test_one_mail_and_one_post_per_occurrence(receivers, ledger, caplog):
-    from operators.alerts import configured_channels, publish
+    from hbase_migration.operators.alerts import configured_channels, publish
 
     smtp, http = receivers
     caplog.set_level(logging.INFO)
@@ -75,7 +75,7 @@ def test_one_mail_and_one_post_per_occurrence(receivers, ledger, caplog):
 
 
 def test_a_failed_delivery_is_retried_once_the_receiver_is_back(receivers, ledger, caplog):
-    from operators.alerts import configured_channels, publish, retry_pending
+    from hbase_migration.operators.alerts import configured_channels, publish, retry_pending
 
     smtp, http = receivers
     channels = configured_channels()
@@ -98,7 +98,7 @@ def test_a_failed_delivery_is_retried_once_the_receiver_is_back(receivers, ledge
 
 def test_an_unreachable_receiver_is_named_without_its_secret(monkeypatch, ledger, caplog):
     from bedkit.zookeeper import free_port
-    from operators.alerts import configured_channels, publish
+    from hbase_migration.operators.alerts import configured_channels, publish
 
     with http_receiver() as http:
         env = alert_env(None, http)
@@ -117,7 +117,7 @@ def test_nothing_configured_nothing_touched(monkeypatch, tmp_path, caplog):
     open), send nothing and raise nothing."""
     from types import SimpleNamespace
 
-    from operators.alerts import on_run_failed, on_watch_reading
+    from hbase_migration.operators.alerts import on_run_failed, on_watch_reading
 
     for option in ("ALERT_SMTP_CONN_ID", "ALERT_EMAIL_TO", "ALERT_EMAIL_FROM", "ALERT_WEBHOOK_CONN_ID"):
         monkeypatch.delenv(f"AIRFLOW__HBASE_MIGRATION__{option}", raising=False)

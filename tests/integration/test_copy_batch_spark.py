@@ -49,8 +49,8 @@ def _versions(cluster, table: str, rows: int) -> dict:
 
 
 def test_one_application_copies_every_table_and_a_rerun_resumes_each(spark, pair, tmp_path):
+    from hbase_migration.jobs import copy_tables
     from hbase_migration.ledger.store import Ledger
-    from jobs import copy_tables
 
     dc1, dc2 = pair
     names = _tables(dc1, dc2, 4, 200)
@@ -77,7 +77,7 @@ def test_one_application_copies_every_table_and_a_rerun_resumes_each(spark, pair
 
 
 def test_a_refused_table_refuses_the_batch_before_anything_is_written(spark, pair, tmp_path, capsys):
-    from jobs import copy_tables
+    from hbase_migration.jobs import copy_tables
 
     dc1, dc2 = pair
     names = _tables(dc1, dc2, 2, 20)
@@ -96,7 +96,7 @@ def test_a_refused_table_refuses_the_batch_before_anything_is_written(spark, pai
 
 
 def test_a_table_that_differs_fails_only_itself(spark, pair, tmp_path):
-    from jobs import copy_tables, verify_tables
+    from hbase_migration.jobs import copy_tables, verify_tables
 
     dc1, dc2 = pair
     names = _tables(dc1, dc2, 3, 50)

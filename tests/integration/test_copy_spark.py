@@ -56,7 +56,7 @@ def _args(dc1, dc2, table, *extra) -> list[str]:
 
 def test_multi_region_table_copies_cell_for_cell(spark, pair, tmp_path):
     """50k rows, 3 families, up to 3 versions, a quarter of the rows with timestamps of their own."""
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     dc1, dc2 = pair
     name = _name()
@@ -98,7 +98,7 @@ def test_multi_region_table_copies_cell_for_cell(spark, pair, tmp_path):
 
 
 def test_time_window_copies_exactly_the_window(spark, pair, tmp_path):
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     dc1, dc2 = pair
     name = _name()
@@ -134,7 +134,7 @@ def test_time_window_copies_exactly_the_window(spark, pair, tmp_path):
 
 
 def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     dc1, dc2 = pair
     name, target = _name(), _name("renamed")
@@ -162,7 +162,7 @@ def test_families_are_renamed_into_the_target_table(spark, pair, tmp_path):
 
 
 def test_a_job_killed_midway_resumes_without_recopying_finished_partitions(spark, pair, tmp_path):
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     dc1, dc2 = pair
     name = _name()
@@ -227,7 +227,7 @@ def test_updates_after_t0_replayed_by_replication_after_the_copy_end_up_newest(s
     the copy, more edits, enable_peer. Because the copy kept the source timestamps, every edit made after
     T0 (overwrites and deletes, before, during or after the copy) is the newest state on the target once the
     backlog has shipped."""
-    from jobs import copy_table
+    from hbase_migration.jobs import copy_table
 
     dc1, dc2 = pair
     name = _name("repl")

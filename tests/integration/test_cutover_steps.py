@@ -21,10 +21,15 @@ from hbase_migration.ledger.store import Ledger
 from hbase_migration.migration.cutover import SwitchRefused
 from hbase_migration.migration.freeze import readonly_states
 from hbase_migration.migration.preflight import migration_peer_config
+from hbase_migration.operators import cutover_steps
+from hbase_migration.operators.cutover import (
+    CutoverCheckOperator,
+    FinalDrainSensor,
+    RollbackCheckOperator,
+    SetReadOnlyOperator,
+)
+from hbase_migration.operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 from hbase_migration.replication import peer_admin
-from operators import cutover_steps
-from operators.cutover import CutoverCheckOperator, FinalDrainSensor, RollbackCheckOperator, SetReadOnlyOperator
-from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -165,7 +170,7 @@ def test_a_failed_cutover_records_what_it_left_for_its_alert(env):
     ledger; the failure alert reads it there and tells the person what to run."""
     from hbase_migration.migration.alerts import ClusterRef, failed_run_alert, verdict_of
     from hbase_migration.migration.runspec import CUTOVER
-    from operators.cutover import record_phase
+    from hbase_migration.operators.cutover import record_phase
 
     dc1, dc2, table, peer_id, url = env
     EnablePeerOperator(task_id="en", peer_id=peer_id).execute({})

@@ -14,11 +14,11 @@ from bedkit.zookeeper import free_port
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.ledger.store import Ledger
+from hbase_migration.plugins.hbase_migration_ui.app import create_app
+from hbase_migration.plugins.hbase_migration_ui.live import PeerStates, connection_or_key
+from hbase_migration.plugins.hbase_migration_ui.settings import resolve_ledger_url
 from hbase_migration.replication import peer_admin
 from hbase_migration.replication.model import PeerConfig
-from plugins.hbase_migration_ui.app import create_app
-from plugins.hbase_migration_ui.live import PeerStates, connection_or_key
-from plugins.hbase_migration_ui.settings import resolve_ledger_url
 from tests.unit.test_plugin_dashboard import text_of
 
 pytestmark = pytest.mark.integration

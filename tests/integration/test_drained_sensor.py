@@ -13,9 +13,9 @@ import uuid
 import pytest
 
 from hbase_migration.data.jobargs import cluster_from_text
-from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
-from operators.sensors import ReplicationDrainedSensor
-from operators.triggers import ReplicationDrainedTrigger
+from hbase_migration.operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
+from hbase_migration.operators.sensors import ReplicationDrainedSensor
+from hbase_migration.operators.triggers import ReplicationDrainedTrigger
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -138,7 +138,7 @@ def test_deferrable_trigger_waits_for_the_backlog(replicated, tmp_path, monkeypa
         ledger_run_id="run-1")
     # The trigger survives serialization (the triggerer rebuilds it from these kwargs).
     classpath, kwargs = trigger.serialize()
-    assert classpath == "operators.triggers.ReplicationDrainedTrigger"
+    assert classpath == "hbase_migration.operators.triggers.ReplicationDrainedTrigger"
     trigger = ReplicationDrainedTrigger(**kwargs)
 
     async def first_event():

@@ -13,7 +13,7 @@ import pytest
 from hbase_migration.clusters.shell import ShellCommandError
 from hbase_migration.data.jobargs import cluster_from_text
 from hbase_migration.migration.freeze import FreezeError, readonly_states
-from operators.cutover import SetReadOnlyOperator
+from hbase_migration.operators.cutover import SetReadOnlyOperator
 
 pytestmark = pytest.mark.integration
 

@@ -392,7 +392,7 @@ def test_the_native_path_hashes_delete_markers_the_thrift_reads_cannot_see(realh
     import json
     from contextlib import redirect_stdout
 
-    from jobs import verify_table
+    from hbase_migration.jobs import verify_table
 
     source, target = sides
     endpoints = realhbase.endpoints()

@@ -213,7 +213,7 @@ def test_alert_claims_and_leases_on_postgres(pg_url):
 
 
 def test_tasks_open_the_postgres_ledger_named_by_an_airflow_connection(postgres, pg_url, monkeypatch):
-    from operators.ledger import open_ledger
+    from hbase_migration.operators.ledger import open_ledger
 
     database = pg_url.rsplit("/", 1)[1]
     monkeypatch.setenv("AIRFLOW_CONN_MIGRATION_LEDGER", json.dumps(

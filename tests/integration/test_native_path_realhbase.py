@@ -41,7 +41,7 @@ def run_job(kind: str, endpoints: dict, table: str, *extra: str) -> tuple[int, d
     import io
     from contextlib import redirect_stdout
 
-    from jobs import copy_table, verify_table
+    from hbase_migration.jobs import copy_table, verify_table
 
     main = copy_table.main if kind == "copy" else verify_table.main
     out = io.StringIO()

@@ -10,8 +10,13 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 from kazoo.client import KazooClient
 
+from hbase_migration.operators.replication import (
+    AddPeerOperator,
+    DisablePeerOperator,
+    EnablePeerOperator,
+    RemovePeerOperator,
+)
 from hbase_migration.replication.errors import PeerConflict
-from operators.replication import AddPeerOperator, DisablePeerOperator, EnablePeerOperator, RemovePeerOperator
 
 pytestmark = pytest.mark.integration
 

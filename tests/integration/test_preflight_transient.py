@@ -13,7 +13,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from chaos.zkproxy import ZkProxy
 from chaos.zksessions import expire
-from operators.checks import PreflightOperator
+from hbase_migration.operators.checks import PreflightOperator
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +63,7 @@ def test_a_session_expired_during_preflight_is_read_again_and_the_same_try_passe
 
 def test_a_session_expired_while_the_peer_is_enabled_does_not_fail_the_step(proxied_source, zookeeper):
     """Chaos seed 12: an expiry in each try of `enable_peer` failed the run; the step now goes on."""
-    from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
+    from hbase_migration.operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
 
     dc1, dc2, proxy = proxied_source
     for cluster in (dc1, dc2):

@@ -129,7 +129,7 @@ def test_settle_after_failure_enables_only_with_that_policy_and_the_tables_on_th
 
 def test_preflight_headroom_uses_the_runs_quota_mark(quota_cluster, minihbase_factory, monkeypatch):
     """Regression: the trigger form's quota_mark never reached preflight, whose check stayed at 0.8."""
-    from operators.checks import PreflightOperator
+    from hbase_migration.operators.checks import PreflightOperator
 
     target = minihbase_factory("quota_t")
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE", quota_cluster.connection_json)

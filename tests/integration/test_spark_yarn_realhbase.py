@@ -186,7 +186,7 @@ def test_copy_and_verify_on_yarn(yarn_env, mode):
 
 
 def _copy_and_verify(yarn_env, table, mode):
-    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
     _bed, endpoints, yarn = yarn_env
     conn_id = CONNECTIONS[mode]
@@ -231,7 +231,7 @@ def test_driver_container_killed_mid_copy_resumes_without_copying_a_finished_ran
     others, the first's records are untouched (a partition copied again is recorded again), every key range is
     recorded once and their rows add up to the table's."""
     from hbase_migration.ledger.store import Ledger
-    from operators.spark import HBaseCopyTableOperator
+    from hbase_migration.operators.spark import HBaseCopyTableOperator
 
     bed, endpoints, yarn = yarn_env
     ledger_url = os.environ["AIRFLOW__HBASE_MIGRATION__LEDGER_URL"]

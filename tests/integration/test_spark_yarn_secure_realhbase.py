@@ -189,7 +189,7 @@ def test_endpoints_give_the_secured_yarn_in_the_plain_schema(bed, endpoints):
 
 @pytest.mark.parametrize("mode", ["client", "cluster"])
 def test_copy_and_verify_on_kerberized_yarn(bed, endpoints, yarn_env, mode):
-    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
     yarn = yarn_env
     table = unique(f"kyarn_{mode}_")
@@ -229,7 +229,7 @@ def test_a_keytab_without_the_principal_is_refused_before_yarn(bed, endpoints, y
     operator refuses before spark-submit, naming the keytab, the principal and the fix; YARN gets no application."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
     from realhbase import secure
 
     yarn = yarn_env

@@ -96,6 +96,17 @@ def test_a_table_with_every_attribute_is_created_exactly_like_the_sources(pair):
                                                         target_coprocessors=[OBSERVER])] == ["exists"]
 
 
+def test_a_shell_that_cannot_submit_creates_at_once_creates_the_tables_one_by_one(pair):
+    """The stand-in's shell runs no JRuby: create_at_once's prelude fails there, and the tables are created with
+    the shell's own `create`, one after the other (on real HBase they are submitted at once:
+    test_target_tables_realhbase.py)."""
+    dc1, dc2 = pair
+    shell(dc1, "create 'one_a', 'cf'", "create 'one_b', {NAME => 'cf', VERSIONS => 4}")
+    done = create_missing_tables(cluster(dc1), cluster(dc2), ["one_a", "one_b"])
+    assert [(d["outcome"], d["submitted"]) for d in done] == [("created", "one_by_one")] * 2
+    assert described(dc2, "one_b") == described(dc1, "one_b")
+
+
 def test_a_coprocessor_not_installed_on_the_target_is_refused_by_name_and_nothing_is_created(pair):
     dc1, dc2 = pair
     shell(dc1, f"create 'audited', 'cf', {{METADATA => {{'coprocessor$1' => '|{OBSERVER}|1|'}}}}",

@@ -47,7 +47,7 @@ def connections(realhbase, monkeypatch):
 
 
 def cluster(name: str):
-    from operators.hooks import HBaseClusterHook
+    from hbase_migration.operators.hooks import HBaseClusterHook
 
     return HBaseClusterHook(name).get_cluster()
 
@@ -113,8 +113,8 @@ def test_a_source_region_server_killed_during_catch_up_loses_nothing(realhbase, 
     its replication queue (a recovered queue, `<peer>-<dead server>`), and the gate reports drained only once
     that queue too has shipped; afterwards every acknowledged row is on the target."""
     from hbase_migration.clusters import zk
-    from operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
-    from operators.sensors import ReplicationDrainedSensor
+    from hbase_migration.operators.replication import AddPeerOperator, EnablePeerOperator, RemovePeerOperator
+    from hbase_migration.operators.sensors import ReplicationDrainedSensor
 
     dc1, dc2 = connections["dc1"], connections["dc2"]
     tag = uuid.uuid4().hex[:6]
@@ -179,7 +179,7 @@ def test_the_oldwals_guard_acts_on_a_real_quota_filled_by_a_disabled_peer(realhb
     from hbase_migration.clusters import hdfs
     from hbase_migration.ledger.store import Ledger
     from hbase_migration.migration.quota import Watchdog, webhdfs
-    from operators.replication import AddPeerOperator, RemovePeerOperator
+    from hbase_migration.operators.replication import AddPeerOperator, RemovePeerOperator
 
     dc1 = connections["dc1"]
     tag = uuid.uuid4().hex[:6]
@@ -245,9 +245,9 @@ def test_region_replicas_are_hbases_own_and_the_copy_plans_primaries_only(realhb
     from hbase_migration.data.datapath import open_data_path
     from hbase_migration.migration.preflight import run_preflight
     from hbase_migration.migration.tables import create_missing_tables, describe_tables
+    from hbase_migration.operators.replication import AddPeerOperator, RemovePeerOperator
     from hbase_migration.replication import peer_admin
     from hbase_migration.replication.model import REGION_REPLICA_PEER
-    from operators.replication import AddPeerOperator, RemovePeerOperator
 
     tag = uuid.uuid4().hex[:6]
     table, peer_id = f"replica_{tag}", f"replica{tag}"

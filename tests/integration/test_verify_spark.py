@@ -47,7 +47,7 @@ def same_table(minihbase_pair):
 
 
 def _verify(dc1, dc2, table, tmp_path, *extra, data_path="thrift2") -> tuple[int, dict]:
-    from jobs import verify_table
+    from hbase_migration.jobs import verify_table
 
     out = tmp_path / f"verify-{uuid.uuid4().hex[:6]}.json"
     rc = verify_table.main(["--source", connection_json(dc1, data_path), "--target", connection_json(dc2, data_path),

@@ -167,7 +167,7 @@ def test_checks_over_a_table_absent_on_the_source_say_skip_and_why():
 # ------------------------------------------------------------------------------------------------ a failed run
 
 def test_only_a_disabled_peer_left_behind_is_an_error():
-    from operators.steps import peer_left
+    from hbase_migration.operators.steps import peer_left
 
     assert peer_left("DISABLED", "src", "mig1")[0] == logging.ERROR
     assert "peer remove --source src --peer-id mig1" in peer_left("DISABLED", "src", "mig1")[1]

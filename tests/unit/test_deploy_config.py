@@ -22,7 +22,7 @@ def test_airflow_cfg_is_the_repositorys_with_the_deployments_settings_and_no_sec
     cfg.read_string(text)
     assert cfg["core"]["executor"] == "CeleryExecutor"
     assert cfg["core"]["dags_folder"] == str(REPO / "dags")
-    assert cfg["core"]["plugins_folder"] == str(REPO / "plugins")
+    assert cfg["core"]["plugins_folder"] == str(services.home / "plugins")  # the dashboard: by entry point
     assert cfg["core"]["hostname_callable"] == "deploy.hostname.get_hostname"
     assert cfg["core"]["execution_api_server_url"] == f"http://127.0.0.1:{services.api_port}/execution/"
     assert cfg["api"]["host"] == "127.0.0.1" and cfg["api"]["port"] == str(services.api_port)

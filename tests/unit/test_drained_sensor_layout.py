@@ -10,8 +10,8 @@ pytest.importorskip("airflow.sdk")
 def _sensor(monkeypatch, size, bound):
     from hbase_migration.clusters import zk
     from hbase_migration.clusters.cluster import Cluster
+    from hbase_migration.operators.sensors import ReplicationDrainedSensor
     from hbase_migration.replication import wal_groups
-    from operators.sensors import ReplicationDrainedSensor
 
     sensor = ReplicationDrainedSensor(task_id="drained", peer_id="fw1", caught_up_queue_size=size)
     cluster = Cluster.from_dict({"name": "src", "thrift_host": "t1", "zk_quorum": "zk1"})

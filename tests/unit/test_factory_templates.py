@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from jinja2.nativetypes import NativeEnvironment
 
-from operators.factory import spec
+from hbase_migration.operators.factory import spec
 
 
 class TI:
@@ -54,7 +54,7 @@ class CutoverTI:
 ])
 def test_the_cutover_approval_shows_the_metadata_differences(check, shown):
     """Issue 39: the approval's text shows the check's metadata comparison, as Airflow renders it."""
-    from operators.cutover_factory import APPROVAL_TASK, build_cutover_dag
+    from hbase_migration.operators.cutover_factory import APPROVAL_TASK, build_cutover_dag
 
     body = build_cutover_dag("test_cutover_body").get_task(APPROVAL_TASK["cutover"]).body
     assert shown in NativeEnvironment().from_string(body).render(ti=CutoverTI(check))

@@ -92,3 +92,16 @@ def test_the_checker_sees_a_circle_and_an_upward_import():
              {"hbase_migration.clusters.a"}}
     assert circles(graph) == [set(graph)]
     assert LEVEL[room("hbase_migration.data.b")] > LEVEL[room("hbase_migration.clusters.a")]
+
+
+def test_the_library_imports_nothing_of_the_rooms_the_distribution_maps_above_it():
+    """`hbase_migration.operators`, `.plugins` (Airflow's layer), `.jobs` (spark-submit targets) sit on top of the
+    library although they share its name (pyproject.toml's package-dir)."""
+    above = ("hbase_migration.operators", "hbase_migration.plugins", "hbase_migration.jobs")
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            found += [f"{name} -> {n}" for n in names if n.startswith(above)]
+    assert found == []

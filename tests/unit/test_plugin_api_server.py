@@ -124,18 +124,19 @@ def test_airflow_lists_the_plugin_and_its_nav_entry(server):
     assert errors == {"import_errors": [], "total_entries": 0}
     ui = requests.get(f"{base}/plugin/hbase-migrations", headers=headers, timeout=10)
     assert ui.status_code == 200 and ui.headers["content-type"].startswith("text/html")  # the UI's own page
-    assert plugin["global_operator_extra_links"] == ["<hbase_migration_plugin.MigrationDashboardLink object>"]
+    assert plugin["global_operator_extra_links"] == [
+        "<hbase_migration.plugins.hbase_migration_plugin.MigrationDashboardLink object>"]
 
 
 def test_the_connections_form_knows_the_hbase_type_and_its_fields(server):
-    import hbase_migration_provider as provider
+    import hbase_migration.operators.provider as provider
 
     base, _ = server
     headers = {"Authorization": f"Bearer {token(base, 'admin')}"}
     metas = requests.get(f"{base}/ui/connections/hook_meta", headers=headers, timeout=30).json()
     [meta] = [m for m in metas if m["connection_type"] == "hbase"]
     assert (meta["hook_name"], meta["hook_class_name"]) == ("HBase cluster (migration toolkit)",
-                                                            "operators.hooks.HBaseClusterHook")
+                                                            "hbase_migration.operators.hooks.HBaseClusterHook")
     assert set(meta["extra_fields"]) == set(provider.CONN_FIELDS)
     quorum = meta["extra_fields"]["zookeeper_quorum"]
     assert quorum["schema"]["title"] == "ZooKeeper quorum" and quorum["schema"]["type"] == ["string", "null"]

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from hbase_migration.ledger.store import ALL_TABLES
-from plugins.hbase_migration_ui import charts, views
-from plugins.hbase_migration_ui.live import LivePeer
+from hbase_migration.plugins.hbase_migration_ui import charts, views
+from hbase_migration.plugins.hbase_migration_ui.live import LivePeer
 
 T = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC
 GiB = 1 << 30

@@ -24,9 +24,9 @@ from hbase_migration.clusters.hdfs import HdfsCapacity
 from hbase_migration.ledger.store import ALL_TABLES, Ledger
 from hbase_migration.migration import sizing_probe
 from hbase_migration.migration.sizing import SampleCopy, TableSizing, project, verdict
-from plugins.hbase_migration_plugin import URL_PREFIX, HBaseMigrationPlugin
-from plugins.hbase_migration_ui.app import SECURITY_HEADERS, create_app
-from plugins.hbase_migration_ui.settings import resolve_ledger_url
+from hbase_migration.plugins.hbase_migration_plugin import URL_PREFIX, HBaseMigrationPlugin
+from hbase_migration.plugins.hbase_migration_ui.app import SECURITY_HEADERS, create_app
+from hbase_migration.plugins.hbase_migration_ui.settings import resolve_ledger_url
 
 REPO = Path(__file__).resolve().parents[2]
 T = 1_714_564_800_000  # 2024-05-01 12:00:00 UTC
@@ -420,7 +420,9 @@ def test_airflow_plugin_manager_loads_the_plugin(tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["errors"] == {}
     plugin = result["plugin"]
-    assert plugin["source"] == "$PLUGINS_FOLDER/hbase_migration_plugin.py"
+    # By the distribution's entry point, once: the plugins folder does not hold it (airflow.cfg)
+    assert plugin["source"] == ("hbase-migration==0.1.0: EntryPoint(name='hbase_migration', value='hbase_migration"
+                                ".plugins.hbase_migration_plugin:HBaseMigrationPlugin', group='airflow.plugins')")
     assert not plugin.get("macros")
     assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI",
                                        "url_prefix": "/hbase-migration", "name": "HBase migration dashboard"}]
@@ -435,7 +437,7 @@ def test_airflow_plugins_cli_lists_it_under_its_name():
 
 
 def test_a_bad_ledger_url_gives_a_dashboard_that_says_why(monkeypatch, caplog):
-    import plugins.hbase_migration_plugin as plugin_module
+    import hbase_migration.plugins.hbase_migration_plugin as plugin_module
 
     monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_URL", "sqlite:///:memory:")
     # No Airflow auth manager runs in a unit test: let every request past the sign-in.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from hbase_migration.ledger.store import Ledger
-from plugins.hbase_migration_ui.views import export_rows
+from hbase_migration.plugins.hbase_migration_ui.views import export_rows
 from tests.unit.test_plugin_dashboard import mounted, text_of
 
 GIB = 1 << 30

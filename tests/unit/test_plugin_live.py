@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from hbase_migration.clusters.cluster import ClusterKey
 from hbase_migration.ledger.store import ALL_TABLES, NO_PEER, Ledger
-from plugins.hbase_migration_plugin import URL_PREFIX
-from plugins.hbase_migration_ui.app import create_app
-from plugins.hbase_migration_ui.live import PeerStates, connection_or_key
-from plugins.hbase_migration_ui.settings import resolve_ledger_url
+from hbase_migration.plugins.hbase_migration_plugin import URL_PREFIX
+from hbase_migration.plugins.hbase_migration_ui.app import create_app
+from hbase_migration.plugins.hbase_migration_ui.live import PeerStates, connection_or_key
+from hbase_migration.plugins.hbase_migration_ui.settings import resolve_ledger_url
 from tests.polling import wait_for
 
 from .test_plugin_dashboard import FAILED_RUN, fill, text_of

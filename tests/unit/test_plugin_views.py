@@ -9,9 +9,9 @@ import pytest
 
 from hbase_migration.ledger import store as ledger_module
 from hbase_migration.ledger.store import ALL_TABLES
-from plugins.hbase_migration_plugin import dashboard_href
-from plugins.hbase_migration_ui import formatting, views
-from plugins.hbase_migration_ui.settings import (
+from hbase_migration.plugins.hbase_migration_plugin import dashboard_href
+from hbase_migration.plugins.hbase_migration_ui import formatting, views
+from hbase_migration.plugins.hbase_migration_ui.settings import (
     DEFAULT_URL,
     ENV_VAR,
     LedgerUrlError,
@@ -113,8 +113,8 @@ def test_a_ledger_connection_of_another_type_is_refused_by_name():
 
 
 def test_tasks_and_dashboard_open_the_ledger_named_by_ledger_conn_id(tmp_path, monkeypatch):
-    from operators.ledger import ledger_url
-    from plugins.hbase_migration_ui.settings import configured_ledger_location
+    from hbase_migration.operators.ledger import ledger_url
+    from hbase_migration.plugins.hbase_migration_ui.settings import configured_ledger_location
 
     db = tmp_path / "via-connection.db"
     monkeypatch.setenv("AIRFLOW_CONN_LEDGER_DB", json.dumps({"conn_type": "sqlite", "host": str(db)}))

@@ -13,10 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import hbase_migration_provider as provider
+import hbase_migration.operators.provider as provider
 from hbase_migration.clusters.cluster import EXTRAS, Cluster
 from hbase_migration.clusters.connections import cli_json
-from operators.hooks import HBaseClusterHook
+from hbase_migration.operators.hooks import HBaseClusterHook
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,8 @@ def test_provider_info_is_valid_for_airflow():
     info = provider.get_provider_info()
     jsonschema.validate(info, schema)
     [conn_type] = info["connection-types"]
-    assert (conn_type["connection-type"], conn_type["hook-class-name"]) == ("hbase", "operators.hooks.HBaseClusterHook")
+    assert (conn_type["connection-type"], conn_type["hook-class-name"]) == (
+        "hbase", "hbase_migration.operators.hooks.HBaseClusterHook")
     assert conn_type["hook-name"] == HBaseClusterHook.hook_name and HBaseClusterHook.conn_type == "hbase"
     version = next(line.split('"')[1] for line in (REPO / "pyproject.toml").read_text().splitlines()
                    if line.startswith("version = "))
@@ -52,7 +53,7 @@ def test_the_entry_point_is_installed():
     found = [ep for ep in entry_points(group="apache_airflow_provider") if ep.dist.name == "hbase-migration"]
     if not found:
         pytest.fail("the hbase-migration provider is not installed: run `make bootstrap`")
-    assert found[0].value == "hbase_migration_provider:get_provider_info"
+    assert found[0].value == "hbase_migration.operators.provider:get_provider_info"
 
 
 def airflow_json(*args: str):
@@ -65,7 +66,7 @@ def airflow_json(*args: str):
 
 def test_airflow_lists_the_connection_type_its_hook_and_its_fields():
     hooks = [h for h in airflow_json("providers", "hooks") if h["connection_type"] == "hbase"]
-    assert hooks == [{"connection_type": "hbase", "class": "operators.hooks.HBaseClusterHook",
+    assert hooks == [{"connection_type": "hbase", "class": "hbase_migration.operators.hooks.HBaseClusterHook",
                       "conn_id_attribute_name": "hbase_conn_id", "package_name": "hbase-migration",
                       "hook_name": "HBase cluster (migration toolkit)"}]
     widgets = {w["connection_parameter_name"]: w["field_type"] for w in airflow_json("providers", "widgets")

@@ -98,10 +98,21 @@ def test_hdfs_apart_for_backup_masters_and_datanodes_of_their_own():
     (dict(datanodes=5), "--datanodes must be a whole number from 0 to 4"),
     (dict(block_size=1000), "--block-size must be bytes, a multiple of 512"),
     (dict(wal_roll_size=4096), "--wal-roll-size must be bytes"),
+    (dict(rs_heap_mb=128), "--rs-heap-mb must be MiB from 256"),
 ])
 def test_a_bad_topology_is_refused_naming_the_option(bad, says):
     with pytest.raises(ValueError, match=says):
         Topology(**bad)
+
+
+def test_a_region_servers_heap_comes_from_the_topology_and_the_rest_keep_their_kinds():
+    topology = Topology(rs_heap_mb=1536)
+    heaps = {r.name: r.heap for r in roles.roles(topology)}
+    assert heaps == {"master": "640m", "rs0": "1536m", "rs1": "1536m", "gw0": "256m"}
+    assert roles.jvm_command("java", [], Path("/w"), "dc1", Path("/w/dc1"), "rs0", heaps["rs0"], "Main", [])[1] \
+        == "-Xmx1536m"
+    assert {r.heap for r in roles.roles(Topology()) if r.kind == "rs"} == {"512m"}
+    assert Topology.from_dict(topology.as_dict()) == topology  # a restarted role keeps it (cluster.json)
 
 
 def test_sizes_and_datanodes_reach_the_site_files(tmp_path):

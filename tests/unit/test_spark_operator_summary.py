@@ -58,7 +58,7 @@ def fake_driver(monkeypatch, summary: dict | None, seen: dict, container=None) -
 def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(connections, monkeypatch, tmp_path):
     from hbase_migration.data.jobargs import LEDGER_URL_FILE
     from hbase_migration.ledger.store import Ledger
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     seen: dict = {}
     summary = {"identical": True, "level": "content", "spark": {"application_id": "application_1_0001",
@@ -76,15 +76,17 @@ def test_a_cluster_mode_driver_s_summary_reaches_the_task_through_the_ledger(con
     # the code goes with the job, the operator's own py_files after it; on YARN nothing of this checkout's path
     shipped, given = seen["py_files"].split(",")
     assert "hbase_migration" in shipped.rsplit("/", 1)[1] and given == "extra.zip"
-    assert {"jobs/copy_table.py", "jobs/spark_job.py", "hbase_migration/data/runner.py",
-            "sql/queries.sql"} <= seen["zip"]
+    assert {"hbase_migration/jobs/copy_table.py", "hbase_migration/jobs/spark_job.py", "hbase_migration/data/runner.py",
+            "hbase_migration/sql/queries.sql"} <= seen["zip"]
+    assert not any(n.startswith("hbase_migration/operators/") for n in seen["zip"])  # Airflow's layer stays
     assert seen["env_vars"] == {"PYTHONPATH": ""}
 
 
-def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connections, monkeypatch, tmp_path):
+def test_elsewhere_the_worker_s_interpreter_stays_the_job_s(connections, monkeypatch, tmp_path):
+    """Its installed package with it: nothing of a checkout is put on the job's PYTHONPATH."""
     import sys
 
-    from operators.spark import REPO, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     seen: dict = {}
     fake_driver(monkeypatch, {"identical": True}, seen, tmp_path)
@@ -92,13 +94,13 @@ def test_elsewhere_the_worker_s_interpreter_and_checkout_stay_the_job_s(connecti
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert HBaseVerifyTableOperator(task_id="v", table="t", spark_conn_id="spark_local").execute({}) == {
         "identical": True}
-    assert seen["env_vars"] == {"PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    assert seen["env_vars"] == {"PYSPARK_PYTHON": sys.executable}
 
 
 def test_a_job_that_kept_no_summary_fails_the_task(connections, monkeypatch, tmp_path):
     from airflow.sdk.exceptions import AirflowException
 
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     fake_driver(monkeypatch, None, {}, tmp_path)
     with pytest.raises(AirflowException, match="verify of t failed"):
@@ -120,7 +122,7 @@ def test_the_spark_submit_command_holds_no_password_the_url_goes_in_a_private_sh
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     from hbase_migration.data.jobargs import LEDGER_URL_FILE
-    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
     monkeypatch.setenv("AIRFLOW__HBASE_MIGRATION__LEDGER_URL", PG_URL)
     seen: dict = {}
@@ -134,7 +136,7 @@ def test_the_spark_submit_command_holds_no_password_the_url_goes_in_a_private_sh
         seen["text"] = open(shipped[0], encoding="utf-8").read().strip()
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
-    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+    monkeypatch.setattr("hbase_migration.operators.spark._HBaseJobOperator._take_summary",
                         lambda self, url, key: {"identical": True, "failed_partitions": 0})
     if kind == "copy":
         op = HBaseCopyTableOperator(task_id="copy", table="t", copy_id="run-1", hold_switches=False,
@@ -157,7 +159,7 @@ def test_the_spark_submit_command_holds_no_password_the_url_goes_in_a_private_sh
 
 def test_the_snapshot_export_s_argv_names_the_file_not_the_url(connections):
     from hbase_migration.data.jobargs import LEDGER_URL_FILE
-    from operators.snapshot import HBaseSnapshotExportOperator
+    from hbase_migration.operators.snapshot import HBaseSnapshotExportOperator
 
     op = HBaseSnapshotExportOperator(task_id="export", table="t", ledger_run_id="run-1")
     argv = op._prepare({"summary_ledger_url_file": LEDGER_URL_FILE, "summary_key": "k"})
@@ -176,11 +178,11 @@ def test_on_yarn_a_verification_gets_one_application_attempt(kind, conn_id, give
                                                              monkeypatch):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseCopyTableOperator, HBaseVerifyTableOperator
 
     seen: dict = {}
     monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: seen.update(conf=dict(self.conf or {})))
-    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+    monkeypatch.setattr("hbase_migration.operators.spark._HBaseJobOperator._take_summary",
                         lambda self, url, key: {"identical": True, "failed_partitions": 0})
     if kind == "copy":
         op = HBaseCopyTableOperator(task_id="copy", table="t", copy_id="run-1", hold_switches=False,
@@ -219,7 +221,7 @@ def test_on_a_kerberized_yarn_spark_submit_gets_principal_and_keytab_under_a_sec
 
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     keytab = _kerberized_yarn(monkeypatch, tmp_path, {"principal": "hbase-migration@DC1.TEST"}, keytab_path=True)
     seen: dict = {}
@@ -230,7 +232,7 @@ def test_on_a_kerberized_yarn_spark_submit_gets_principal_and_keytab_under_a_sec
         seen["given"], seen["same_file"] = given, os.path.samefile(given, keytab) and not os.path.islink(given)
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
-    monkeypatch.setattr("operators.spark._HBaseJobOperator._take_summary",
+    monkeypatch.setattr("hbase_migration.operators.spark._HBaseJobOperator._take_summary",
                         lambda self, url, key: {"identical": True, "failed_partitions": 0})
     op = HBaseVerifyTableOperator(task_id="verify", table="t", spark_conn_id="spark_yarn")
     op.execute({})
@@ -250,7 +252,7 @@ def test_a_kerberized_yarn_s_bad_credentials_are_refused_before_spark_submit(cas
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.sdk.exceptions import AirflowFailException
 
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
     from tests.unit.clusters.test_security import keytab_bytes
 
     wrong = tmp_path / "other.keytab"
@@ -282,7 +284,7 @@ def test_a_hash_verification_with_a_spark_connection_per_side_submits_a_job_besi
 
     from hbase_migration.data import jobargs
     from hbase_migration.data.progress import write_summary
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     monkeypatch.setenv("AIRFLOW_CONN_HBASE_SOURCE_WAN", json.dumps({**CLUSTER, "host": "wan-proxy.dc2"}))
     seen: dict[str, dict] = {}
@@ -320,7 +322,7 @@ def test_the_native_data_path_s_jars_go_with_the_job(connections, monkeypatch, t
     """Either cluster on the native path: its jars go with spark-submit --jars (a driver in a YARN container has no
     checkout), the operator's own jars after them; on the Thrift paths no jar is added."""
     from hbase_migration.data.datapath import native
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     jars = [tmp_path / "hbase-migration-jvm.jar", tmp_path / "hbase-client.jar"]
     for jar in jars:

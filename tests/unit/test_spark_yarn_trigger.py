@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from operators.triggers import SparkYarnApplicationTrigger
+from hbase_migration.operators.triggers import SparkYarnApplicationTrigger
 
 
 class Hook:
@@ -38,7 +38,7 @@ def test_the_trigger_serializes_what_it_needs_and_no_secret():
                                     spnego={"principal": "p@R", "keytab": "/k/p.keytab", "krb5_conf": None,
                                             "principal_pattern": "HTTP/_HOST@R"})
     path, kwargs = t.serialize()
-    assert path == "operators.triggers.SparkYarnApplicationTrigger"
+    assert path == "hbase_migration.operators.triggers.SparkYarnApplicationTrigger"
     assert SparkYarnApplicationTrigger(**kwargs).serialize() == (path, kwargs)
     assert kwargs["spnego"]["keytab"] == "/k/p.keytab"  # a path: the keytab's bytes never leave the worker
 
@@ -80,7 +80,7 @@ def test_a_quota_breach_kills_the_application(monkeypatch):
 def test_the_operators_defer_in_cluster_mode_only():
     from airflow.sdk.exceptions import TaskDeferred
 
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     op = HBaseVerifyTableOperator(task_id="v", table="t")
     op._hook = type("H", (), {"_is_yarn_cluster_mode": True})()

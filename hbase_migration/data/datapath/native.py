@@ -163,6 +163,10 @@ def hbase_version() -> str:
         return os.environ[VERSION_ENV]
     import xml.etree.ElementTree as ET
 
+    if not (JVM_DIR / "pom.xml").is_file():  # an installed package: the Java is built from a checkout
+        raise NativeUnavailable(
+            f"the native data path's jars are not part of the installed package: build them in a checkout of its "
+            f"version (`make jvm`) and set ${CLASSPATH_ENV} to them (docs/install.md)")
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     props = ET.parse(JVM_DIR / "pom.xml").getroot().find("m:properties", ns)
     return props.find("m:hbase.version", ns).text.strip()

@@ -65,7 +65,7 @@ def test_a_batchs_verification_passes_the_method_to_its_job_which_picks_each_tab
     as given; each table's options carry it, and a method the job does not know is refused at once."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from operators.batch import HBaseVerifyBatchOperator
+    from hbase_migration.operators.batch import HBaseVerifyBatchOperator
 
     for method in ("auto", "cells", "hash"):
         op = HBaseVerifyBatchOperator(task_id="verify", tables=["a", "b"], batch="b1", verify_method=method)

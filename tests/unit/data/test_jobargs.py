@@ -141,8 +141,11 @@ def test_package_zip_holds_the_library(tmp_path):
     assert {"hbase_migration/__init__.py", "hbase_migration/data/copy.py", "hbase_migration/data/verify.py",
             "hbase_migration/data/datapath/__init__.py", "hbase_migration/data/datapath/thrift1.py",
             "hbase_migration/data/runner.py"} <= names
-    assert not any(n.startswith("jobs/") for n in names)  # what executors import: the library alone
-    assert {"sql/queries.sql", "sql/schema/001_initial.sql", "sql/schema/007_job_summaries.sql"} <= names
+    # what executors import: the library alone, none of the rooms the distribution maps under it but its SQL
+    assert not any(n.startswith(("jobs/", "hbase_migration/jobs/", "hbase_migration/operators/",
+                                 "hbase_migration/plugins/", "sql/")) for n in names)
+    assert {"hbase_migration/sql/queries.sql", "hbase_migration/sql/schema/001_initial.sql",
+            "hbase_migration/sql/schema/007_job_summaries.sql"} <= names
     assert not any("__pycache__" in n for n in names)
     # each module compiled beside its source (zipimport prefers name.pyc): executors import without compiling
     assert {n + "c" for n in names if n.endswith(".py")} <= names
@@ -279,7 +282,7 @@ def test_the_summary_reaches_the_ledger_under_its_key(tmp_path, capsys):
 
 def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_path):
     """What a driver in a YARN container has (cluster mode): the job script spark-submit localized, and the zip
-    on PYTHONPATH. `jobs/copy_table.py` imports the `jobs` package, and the ledger reads its SQL from the zip."""
+    on PYTHONPATH. `jobs/copy_table.py` imports `hbase_migration.jobs`, and the ledger reads its SQL from the zip."""
     import os
     import shutil
     import subprocess
@@ -287,10 +290,11 @@ def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_pa
 
     from hbase_migration.data.executors import package_zip
 
-    path = package_zip(("hbase_migration", "jobs"), dest_dir=str(tmp_path))
+    path = package_zip(("hbase_migration", "hbase_migration.jobs"), dest_dir=str(tmp_path))
     with zipfile.ZipFile(path) as zf:
-        assert {"jobs/__init__.py", "jobs/spark_job.py", "jobs/copy_table.py", "jobs/verify_table.py",
-                "jobs/snapshot_export.py", "sql/queries.sql"} <= set(zf.namelist())
+        assert {f"hbase_migration/{name}" for name in (
+            "jobs/__init__.py", "jobs/spark_job.py", "jobs/copy_table.py", "jobs/verify_table.py",
+            "jobs/snapshot_export.py", "sql/queries.sql")} <= set(zf.namelist())
     container = tmp_path / "container"
     container.mkdir()
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -304,12 +308,12 @@ def test_the_operators_zip_runs_a_job_script_with_no_checkout_on_the_path(tmp_pa
         # before the fix: ModuleNotFoundError: No module named 'jobs'
         assert proc.returncode == 2, proc.stderr
         assert "error: the following arguments are required: --source, --target" in proc.stderr
-    code = ("import hbase_migration.ledger.store as s, jobs.spark_job as j; "
+    code = ("import hbase_migration.ledger.store as s, hbase_migration.jobs.spark_job as j; "
             f"ledger = s.Ledger.open('sqlite:///{container / 'l.db'}'); ledger.put_job_summary('k', 'copy', '{{}}'); "
             "print(type(s.SQL_DIR).__module__, j.__file__, ledger.take_job_summary('k'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(container),
                          env=env, check=True).stdout.split()
-    assert out == ["zipfile", f"{path}/jobs/spark_job.pyc", "{}"]
+    assert out == ["zipfile", f"{path}/hbase_migration/jobs/spark_job.pyc", "{}"]
 
 
 def test_the_snapshot_export_and_the_switches_command_refuse_it_too(capsys):

@@ -362,7 +362,7 @@ def test_delivery_formats():
 # The Airflow layer's pure parts: channels and the webhook's address
 
 def test_channels_from_options():
-    from operators.alerts import Channel, channels_from
+    from hbase_migration.operators.alerts import Channel, channels_from
 
     assert channels_from({}) == ([], [])
     both = channels_from({"alert_smtp_conn_id": "smtp_x", "alert_email_to": "a@x.org; b@x.org",
@@ -381,7 +381,7 @@ def test_channels_from_options():
 
 
 def test_webhook_target_token_in_path_is_never_shown():
-    from operators.webhook import webhook_target
+    from hbase_migration.operators.webhook import webhook_target
 
     t = webhook_target("hook", "http", "https://hooks.slack.com", None, None, "T0/B0/secret",
                        {"endpoint": "/services/", "token_in_path": True})
@@ -394,7 +394,7 @@ def test_webhook_target_token_in_path_is_never_shown():
 
 
 def test_webhook_target_bearer_token_host_and_port():
-    from operators.webhook import webhook_target
+    from hbase_migration.operators.webhook import webhook_target
 
     t = webhook_target("hook", "http", "chat.example", "http", 8065, "tok", {"endpoint": "hooks/abc",
                                                                              "headers": {"X-Team": "dba"},
@@ -416,7 +416,7 @@ def test_webhook_target_bearer_token_host_and_port():
     ("http", "x", None, {"timeout_s": 0}, "extra timeout_s must be a positive number of seconds"),
 ])
 def test_webhook_target_refuses_a_connection_that_cannot_work(conn_type, host, password, extra, message):
-    from operators.webhook import WebhookError, webhook_target
+    from hbase_migration.operators.webhook import WebhookError, webhook_target
 
     with pytest.raises(WebhookError) as err:
         webhook_target("hook", conn_type, host, None, None, password, extra)

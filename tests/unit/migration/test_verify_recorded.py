@@ -34,7 +34,7 @@ def ledger_url(tmp_path, monkeypatch):
 
 
 def _operator():
-    from operators.spark import HBaseVerifyTableOperator
+    from hbase_migration.operators.spark import HBaseVerifyTableOperator
 
     return HBaseVerifyTableOperator(task_id="verify", table="t", ledger_run_id="run-1", repair=True)
 

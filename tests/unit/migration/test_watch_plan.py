@@ -105,7 +105,7 @@ def test_every_reading_records_the_same_paths_so_each_is_a_point_on_each_chart()
     had one point while the run counted 5 samples. Now the discovery reads what the plan reads."""
     from hbase_migration.clusters import hdfs
     from hbase_migration.migration.quota import QuotaSample, discovered_usage, record
-    from plugins.hbase_migration_ui.views import quota_charts
+    from hbase_migration.plugins.hbase_migration_ui.views import quota_charts
 
     class Rows:
         def __init__(self):

@@ -1,15 +1,15 @@
-"""This repository as an Airflow provider: the `hbase` connection type and its form.
+"""The distribution as an Airflow provider: the `hbase` connection type and its form.
 
-Airflow finds providers through the `apache_airflow_provider` entry point of installed distributions; the
-Makefile installs this repository's (pyproject.toml: a distribution holding only this module and that entry
-point, `pip install --no-deps .`). Airflow then lists `hbase` among the connection types (`airflow providers
-hooks`), builds `operators.hooks.HBaseClusterHook` for it, and the Connections form shows the fields below:
+Airflow finds providers through the `apache_airflow_provider` entry point of installed distributions; this
+module is the `hbase-migration` distribution's (pyproject.toml; docs/install.md). Airflow then lists `hbase` among
+the connection types (`airflow providers hooks`), builds `hbase_migration.operators.hooks.HBaseClusterHook` for
+it, and the Connections form shows the fields below:
 Airflow 3 reads them declaratively from here (`conn-fields`, `ui-field-behaviour`), without importing the
 hook or WTForms. Each extra is stored in the connection's extra JSON under its own name, which is what
 `hbase_migration.clusters.cluster.Cluster.from_connection` reads (docs/configuration.md "Connections"); a test keeps
 the two lists equal.
 
-Self-contained on purpose (no import): it is copied into site-packages, and a provider whose entry point
+Self-contained on purpose (no import beyond the empty package markers above it): a provider whose entry point
 fails to import would break Airflow's provider discovery for every command.
 """
 from __future__ import annotations
@@ -105,7 +105,7 @@ def get_provider_info() -> dict[str, Any]:
         "versions": [VERSION],
         "connection-types": [{
             "connection-type": "hbase",
-            "hook-class-name": "operators.hooks.HBaseClusterHook",
+            "hook-class-name": "hbase_migration.operators.hooks.HBaseClusterHook",
             "hook-name": "HBase cluster (migration toolkit)",
             "ui-field-behaviour": UI_FIELD_BEHAVIOUR,
             "conn-fields": CONN_FIELDS,
