@@ -116,7 +116,8 @@ def _rereading_client_class() -> type:
 _REREADING: type | None = None
 
 
-def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "KazooClient":
+def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0,
+              logger: logging.Logger | None = None) -> "KazooClient":
     """A started KazooClient for a cluster's quorum (a `Cluster`, a `ClusterKey`, or a connect string
     `h1:2181,h2:2181[/chroot]`), whose reads are sent again after a lost connection or session for up to
     `max(3 * timeout, 30)` seconds. With SASL the first call confirms the authentication (kazoo reports the
@@ -140,6 +141,8 @@ def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "K
         login.credentials()  # a keytab problem is named now, not as a ZooKeeper time-out
         options["sasl_options"] = {"mechanism": sasl.zookeeper_mechanism().name, "login": login,
                                    "principal_pattern": security.zookeeper_principal, "errors": errors}
+    if logger is not None:  # kazoo's own (its connection lines: INFO) to another logger
+        options["logger"] = logger
     client = _rereading_client_class()(hosts=hosts, timeout=max(timeout, 1.0), **options)
     client.toolkit_hosts, client.reread_s = hosts, max(3 * timeout, 30.0)
     try:

@@ -39,6 +39,8 @@ PROBE_TIMEOUT_S = 3.0  # per server (connect and answer); the servers are probed
 # line- or request-reading server (HTTP: minihbase's region servers) waits for more bytes and only answers (or
 # closes) once it sees the end of them, so the probe costs it milliseconds, not the whole timeout.
 HALF_CLOSE_AFTER_S = 0.3
+_QUIET_KAZOO = logging.getLogger(__name__ + ".kazoo")
+_QUIET_KAZOO.setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -164,11 +166,15 @@ def probe_server(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S,
 def probe_cluster(cluster: "Cluster", timeout_s: float = PROBE_TIMEOUT_S) -> ClusterProbe:
     """Every live region server of `cluster` (its `rs/` znodes) probed in parallel from this host, leaving from
     the connection's `client_bind_address` as the native path's client does."""
-    from hbase_migration.clusters import zk
+    from hbase_migration.clusters import channels, zk
 
-    try:
-        with zk.connect(cluster, timeout=min(cluster.timeout_s, timeout_s)) as client:
+    try:  # kazoo's connection lines kept out of the log: the CLI's bad input stays one line on stderr
+        client = channels.zookeeper(cluster, min(cluster.timeout_s, timeout_s), logger=_QUIET_KAZOO)
+        try:
             servers = zk.live_region_servers(client, cluster.znode_parent)
+        finally:
+            client.stop()
+            client.close()
     except Exception as e:  # ZooKeeper down, a wrong parent, a refused SASL login: all a reason to keep Thrift
         return ClusterProbe(cluster.name, error=f"{type(e).__name__}: {e}")
     if not servers:

@@ -382,16 +382,15 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None, resolve
     source_remote = None
     if kind == "verify" and ns.source_remote:
         source_remote = jobargs.cluster_from_text("source-remote", ns.source_remote)
-    why = None
+    choice = None
     if resolve_auto:
         from hbase_migration.data.datapath.auto import follow, resolve
 
+        if onto_itself(source, target, options):  # bad input refused before any probe
+            check_tables(source, target, options)
         given = (source, target)
         source, target, choice = resolve(source, target, repair=getattr(options, "repair", False),
                                          where=f"{socket.gethostname()}, where the CLI runs its Spark driver")
-        if choice is not None:
-            log.info("%s", choice.line(*given))
-            why = choice.reason
         if source_remote is not None:
             source_remote = follow(source_remote, source)
     if native_jobs.uses_native(source, target, options):  # the driver's JVM, started as the job's Spark needs it
@@ -401,7 +400,10 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None, resolve
     checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
     if source_remote is not None:
         check_tables(source_remote, target, options)  # the same table through the other route
-    return Job(kind, ns, source, target, options, started, load_limits, store, checked, source_remote, why)
+    if choice is not None:  # said once the input passed: a refusal stays one line
+        log.info("%s", choice.line(*given))
+    return Job(kind, ns, source, target, options, started, load_limits, store, checked, source_remote,
+               choice.reason if choice is not None else None)
 
 
 def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False,
