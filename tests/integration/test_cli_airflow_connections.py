@@ -1,6 +1,6 @@
 """The README's CLI recovery commands with the cluster's connection stored in Airflow's metadata database (not
 in an AIRFLOW_CONN_* variable): the CLI asks `airflow connections get`, whose stdout carries Airflow's warning
-lines before the JSON (regression, issue 14 bug 2: JSONDecodeError). A real metadata database (a copy of the
+lines before the JSON when it has any (regression, issue 14 bug 2: JSONDecodeError). A real metadata database (a copy of the
 migrated one), a real `airflow connections add`, the real CLI against minihbase."""
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ def test_peer_list_reads_a_connection_from_airflows_database(minihbase_dc1, airf
     assert added.returncode == 0, added.stderr[-3000:]
     raw = run([str(BIN / "airflow"), "connections", "get", "hbase_db_source", "-o", "json"], airflow_home)
     assert raw.returncode == 0, raw.stderr[-3000:]
-    # The condition of the bug: something precedes the JSON document on stdout.
-    assert not raw.stdout.lstrip().startswith("["), raw.stdout[:300]
+    # Airflow printed warnings before the JSON document here until the package's editable install stopped
+    # registering the plugin twice (issue 44); the CLI skips any such lines (cli_json: tests/unit/clusters/
+    # test_connections.py), and reads the connection from the database either way, below.
     assert '"conn_id": "hbase_db_source"' in raw.stdout
 
     source = cluster_from_text("source", minihbase_dc1.connection_json)
