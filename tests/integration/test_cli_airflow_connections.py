@@ -1,7 +1,7 @@
 """The README's CLI recovery commands with the cluster's connection stored in Airflow's metadata database (not
 in an AIRFLOW_CONN_* variable): the CLI asks `airflow connections get`, whose stdout carries Airflow's warning
-lines before the JSON when it has any (regression, issue 14 bug 2: JSONDecodeError). A real metadata database (a copy of the
-migrated one), a real `airflow connections add`, the real CLI against minihbase."""
+lines before the JSON when it has any (regression, issue 14 bug 2: JSONDecodeError). A real metadata database (a
+copy of the migrated one), a real `airflow connections add`, the real CLI against minihbase."""
 from __future__ import annotations
 
 import json
