@@ -137,8 +137,8 @@ def connection(cluster, data_path: str) -> str:
     conn = json.loads(cluster.connection_json)
     if data_path == "thrift1":
         conn["extra"].pop("thrift2_servers", None)
-    if data_path == "native":
-        conn["extra"]["data_path"] = "native"
+    if data_path in ("native", "thrift2"):  # thrift2 named: `auto` would pick native on real HBase
+        conn["extra"]["data_path"] = data_path
     return json.dumps(conn)
 
 

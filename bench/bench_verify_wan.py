@@ -154,10 +154,8 @@ def hash_verify(common: list[str], ledger: str, workers: int) -> tuple[dict, dic
 
 
 def on_path(connection: dict, data_path: str, bind: str | None = None) -> str:
-    """A connection's JSON for the verification jobs, on `data_path` (thrift2: as the bed gives it), its HBase
-    client leaving from `bind` (the native path: the kernel's link)."""
-    if data_path == "thrift2":
-        return json.dumps(connection)
+    """A connection's JSON for the verification jobs, on `data_path` (named even for thrift2: `auto` would pick
+    native on real HBase), its HBase client leaving from `bind` (the native path: the kernel's link)."""
     extra = {**connection.get("extra", {}), "data_path": data_path}
     if bind:
         extra["client_bind_address"] = bind

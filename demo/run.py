@@ -95,12 +95,13 @@ def create_source_tables(endpoint: dict, tables, env: dict[str, str] | None = No
 
 
 def toolkit_connection(endpoint: dict, data_path: str) -> str:
-    """The cluster's Airflow connection for the toolkit: with its Thrift2 gateways, or Thrift1 only."""
+    """The cluster's Airflow connection for the toolkit: with its Thrift2 gateways, or Thrift1 only; `auto`: the
+    connection's default (native where the region servers answer HBase RPC, else Thrift2)."""
     conn = json.loads(json.dumps(endpoint["connection"]))
     if data_path == "thrift1":
         conn["extra"].pop("thrift2_servers", None)
-    if data_path == "native":  # copy and verify with HBase's own client; the small reads keep Thrift2
-        conn["extra"]["data_path"] = "native"
+    if data_path in ("native", "thrift2"):  # native: copy and verify with HBase's own client, small reads Thrift2
+        conn["extra"]["data_path"] = data_path
     return json.dumps(conn)
 
 
@@ -491,9 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pre-t0-deletes", type=int, default=0,
                    help="delete this many rows of each table before T0; the writer then puts to them at older "
                         "timestamps (masked on the source: the interplay the native path's raw copy removes)")
-    p.add_argument("--data-path", choices=("thrift2", "thrift1", "native"), default="thrift2",
-                   help="how the toolkit reaches the clusters: their Thrift2 gateways (default), Thrift1 only, or "
-                        "native: copy and verify with HBase's own client in Spark's JVMs (real HBase only)")
+    p.add_argument("--data-path", choices=("thrift2", "thrift1", "native", "auto"), default="thrift2",
+                   help="how the toolkit reaches the clusters: their Thrift2 gateways (default), Thrift1 only, "
+                        "native: copy and verify with HBase's own client in Spark's JVMs (real HBase only), or auto "
+                        "(the connections' default: native where the region servers answer HBase RPC)")
     p.add_argument("--stand-in", action="store_true",
                    help="run on minihbase, the project's fast stand-in, instead of real HBase (realhbase)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed that is already up: use it, do not stop "

@@ -509,7 +509,7 @@ def run_in_process(kind: str, argv: Sequence[str]) -> int:
     from hbase_migration.data.datapath.native import NativeUnavailable
 
     try:
-        job = prepare_job(kind, rest, prog=f"{PROG} {kind}")
+        job = prepare_job(kind, rest, prog=f"{PROG} {kind}", resolve_auto=True)
     except (jobargs.UsageError, CopyConfigError, NativeUnavailable) as e:
         raise UsageError(*_split(e, kind)) from None
     from hbase_migration.migration.region_metrics import table_region_bytes

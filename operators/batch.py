@@ -213,10 +213,12 @@ class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
                  "source_remote_conn_id", "ledger_run_id")
         done: dict[str, Any] = {}
         failures: list[str] = []
+        pair = self._clusters()  # `data_path: auto` resolved once for the batch, not once per table
         for table in self.tables:
             # not deferrable: a nested operator cannot hand its wait to the triggerer (this task's slot is held)
             op = PerTable(task_id=f"{self.task_id}.{table}", table=table, spark_conn_id=self._conn_id,
                           deferrable=False, **{n: getattr(self, n) for n in names})
+            op._pair, op._data_path_why = pair, self._data_path_why
             try:
                 done[table] = op.execute(context)
             except AirflowException as e:

@@ -47,6 +47,7 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
 
     job_kind = "snapshot-export"
     application_path = SNAPSHOT_JOB
+    resolves_data_path = False  # files over WebHDFS: no cell goes through a data path
     template_fields: Sequence[str] = (*_HBaseJobOperator.template_fields, "peer_id", "quota_policy", "quota_mark",
                                       "task_bytes_per_s", "bytes_per_s", "tasks", "max_load", "critical_load",
                                       "max_pause_s", "copy_id", "same_master_key")

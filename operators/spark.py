@@ -94,6 +94,10 @@ class _HBaseJobOperator(SparkSubmitOperator):
     job_kind = ""
     application_path = ""
     _breach: str | None = None  # a quota breach the watchdog reported (the copy's)
+    # `data_path: auto` resolved once per task (`_clusters`); the snapshot export reads no cells through it
+    resolves_data_path = True
+    _pair: tuple[Any, Any] | None = None
+    _data_path_why: str | None = None
     # spark.yarn.maxAppAttempts on YARN (None: YARN's yarn.resourcemanager.am.max-attempts, 2 by default). A second
     # attempt starts when the first one's driver exits non-zero or its container is lost (cluster mode: the driver
     # runs in the application master's container), and runs the job again from its start.
@@ -103,6 +107,39 @@ class _HBaseJobOperator(SparkSubmitOperator):
         """The job's argv; `summary` holds `summary_ledger_url_file` (the name of the shipped file holding the
         ledger's URL, for the job's own ledger too) and `summary_key` for the argv builder."""
         raise NotImplementedError
+
+    def _repairs(self) -> bool:
+        """Whether the job repairs (the native path has no repair: `auto` then stays on Thrift)."""
+        return False
+
+    def _clusters(self) -> tuple[Any, Any]:
+        """The source and target as this task's jobs get them: `data_path: auto` resolved once, here, before
+        spark-submit (hbase_migration/data/datapath/auto.py), and said in one log line. The probe runs on this
+        worker: where the driver runs in client mode; in cluster mode the driver's container is not known before
+        the submission, so this worker stands in for it (and neither mode probes from the executors' hosts)."""
+        if self._pair is None:
+            source = HBaseClusterHook(self.source_conn_id).get_cluster()
+            target = HBaseClusterHook(self.target_conn_id).get_cluster()
+            if self.resolves_data_path:
+                import socket
+
+                from hbase_migration.data.datapath.auto import resolve
+
+                where = f"the Airflow worker {socket.gethostname()}"
+                if self._spark_target()[1] == "cluster":
+                    where += " (Spark cluster mode: the driver's container could not be probed before submission)"
+                resolved_source, resolved_target, choice = resolve(source, target, repair=self._repairs(),
+                                                                   where=where)
+                if choice is not None:
+                    self.log.info("%s", choice.line(source, target))
+                    self._data_path_why = choice.reason
+                source, target = resolved_source, resolved_target
+            self._pair = (source, target)
+        return self._pair
+
+    def _wire_pair(self) -> tuple[str, str]:
+        """Both clusters' wire form (`cluster_json`'s), `auto` resolved."""
+        return tuple(json.dumps(c.to_dict(), sort_keys=True) for c in self._clusters())  # type: ignore[return-value]
 
     def _spark_target(self) -> tuple[str, str | None, dict[str, Any]]:
         """(master, deploy mode, extra) the Spark connection names, read as SparkSubmitHook reads them ('' when the
@@ -218,7 +255,7 @@ class _HBaseJobOperator(SparkSubmitOperator):
         """The native data path (either cluster's `data_path` native): its jars go with the job (spark-submit
         --jars, on the driver's and the executors' class paths), so a driver in a YARN container, far from this
         worker's installation, finds them there too (hbase_migration/data/datapath/native.py `bridge`)."""
-        clusters = [HBaseClusterHook(c).get_cluster() for c in (self.source_conn_id, self.target_conn_id)]
+        clusters = self._clusters()
         if not any(c.uses_native for c in clusters):
             return
         from hbase_migration.data.datapath.native import classpath
@@ -308,6 +345,11 @@ class _HBaseJobOperator(SparkSubmitOperator):
             finally:
                 self.principal, self.keytab, self._yarn_rm_auth = given
             summary = self._take_summary(url, key)
+        if summary is not None and self._data_path_why:  # beside each `data_path` the summary shows
+            summary["data_path_why"] = self._data_path_why
+            for detail in (summary.get("tables") or {}).values():
+                if isinstance(detail, dict):
+                    detail.setdefault("data_path_why", self._data_path_why)
         if summary and summary.get("spark"):
             spark = summary["spark"]
             self.log.info("Spark application %s (%s, %s mode): driver %s, executors %s", spark.get("application_id"),
@@ -435,7 +477,7 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
 
         copy_id = self.copy_id or self.ledger_run_id
         return copy_job_args(
-            cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
+            *self._wire_pair(), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, rows_per_s=self.rows_per_s, copy_id=copy_id,
             ledger_url_file=summary["summary_ledger_url_file"] if copy_id else None, max_load=self.max_load,
@@ -630,13 +672,24 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         from hbase_migration.data.jobargs import verify_job_args
 
         return verify_job_args(
-            cluster_json(self.source_conn_id), cluster_json(self.target_conn_id), self.table,
+            *self._wire_pair(), self.table,
             target_table=self.target_table, start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
             versions=self.versions, families=self.families, level=self.level, recompare_sleep_s=self.recompare_sleep_s,
             repair=self.repair, method=self._method, hash_leaf_bytes=self.hash_leaf_bytes,
             hash_min_bytes=self.hash_min_bytes, skew_margin_ms=self.skew_margin_ms,
-            source_remote=cluster_json(self.source_remote_conn_id) if self.source_remote_conn_id else None,
-            **self._side, **summary)
+            source_remote=self._remote_json(), **self._side, **summary)
+
+    def _repairs(self) -> bool:
+        return bool(self.repair)
+
+    def _remote_json(self) -> str | None:
+        """`source_remote_conn_id`'s wire form, on the source's resolved data path when it says auto."""
+        if not self.source_remote_conn_id:
+            return None
+        from hbase_migration.data.datapath.auto import follow
+
+        remote = follow(HBaseClusterHook(self.source_remote_conn_id).get_cluster(), self._clusters()[0])
+        return json.dumps(remote.to_dict(), sort_keys=True)
 
     def _resolve_method(self) -> str:
         """`auto`: hash when the source table's store files (its region servers' /jmx, read from here: a few small
@@ -678,6 +731,7 @@ class HBaseVerifyTableOperator(_HBaseJobOperator):
         started_ms = int(_time.time() * 1000)
         exchange = LedgerExchange(ledger_url(), f"hash-exchange/{key}", "operator")
         side = {"hash_side": "source", "exchange_key": key, "started_ms": started_ms}
+        self._clusters()  # resolved once, before either side's job is prepared
         self._source_side = _HashSourceSideJob(parent=self, side=side,
                                                conn_id=self.spark_source_conn_id or self._conn_id)
         box: dict[str, Any] = {}
@@ -767,10 +821,13 @@ class _HashSourceSideJob(_HBaseJobOperator):
 
         p = self.parent
         return verify_job_args(
-            cluster_json(p.source_conn_id), cluster_json(p.target_conn_id), p.table, target_table=p.target_table,
+            *p._wire_pair(), p.table, target_table=p.target_table,
             start_time_ms=p.start_time_ms, end_time_ms=p.end_time_ms, versions=p.versions, families=p.families,
             recompare_sleep_s=p.recompare_sleep_s, method="hash", hash_leaf_bytes=p.hash_leaf_bytes,
             skew_margin_ms=p.skew_margin_ms, **self.side, **summary)
+
+    def _clusters(self) -> tuple[Any, Any]:
+        return self.parent._clusters()
 
     def _finish(self, summary: dict[str, Any] | None, error: Exception | None) -> dict[str, Any]:
         if summary:

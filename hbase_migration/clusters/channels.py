@@ -5,7 +5,8 @@
   with the QOP `thrift_qop` names; or HBase's HTTP mode (`thrift_http`) with SPNEGO, over TLS with `thrift_ssl`;
 - HTTP (`/jmx`, `/conf`, WebHDFS): SPNEGO when the cluster names `spnego_principal`, its CA bundle for https;
 - the HBase shell, one call or a session kept open: a ticket cache of the toolkit's own, filled from the keytab
-  (KRB5CCNAME, KRB5_CONFIG).
+  (KRB5CCNAME, KRB5_CONFIG);
+- a plain TCP socket to a region server's RPC port, for the probe `data_path: auto` makes (rpc_probe.py).
 
 An open cluster (no security extras) gets exactly the clients it always had, at no extra cost. Timeouts and
 retries stay with the callers (thrift.retrying, the /jmx and WebHDFS readers), but for ZooKeeper's reads: those
@@ -115,7 +116,8 @@ def _rereading_client_class() -> type:
 _REREADING: type | None = None
 
 
-def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "KazooClient":
+def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0,
+              logger: logging.Logger | None = None) -> "KazooClient":
     """A started KazooClient for a cluster's quorum (a `Cluster`, a `ClusterKey`, or a connect string
     `h1:2181,h2:2181[/chroot]`), whose reads are sent again after a lost connection or session for up to
     `max(3 * timeout, 30)` seconds. With SASL the first call confirms the authentication (kazoo reports the
@@ -139,6 +141,8 @@ def zookeeper(target: "Cluster | ClusterKey | str", timeout: float = 10.0) -> "K
         login.credentials()  # a keytab problem is named now, not as a ZooKeeper time-out
         options["sasl_options"] = {"mechanism": sasl.zookeeper_mechanism().name, "login": login,
                                    "principal_pattern": security.zookeeper_principal, "errors": errors}
+    if logger is not None:  # kazoo's own (its connection lines: INFO) to another logger
+        options["logger"] = logger
     client = _rereading_client_class()(hosts=hosts, timeout=max(timeout, 1.0), **options)
     client.toolkit_hosts, client.reread_s = hosts, max(3 * timeout, 30.0)
     try:
@@ -174,6 +178,20 @@ def _zk_auth_failure(target: Any, security: Security, errors: list[BaseException
         f"{security.zookeeper_principal} ({detail}). Fix: zookeeper_principal must be the servers' principal "
         "(zoo.cfg's JAAS Server section), and the servers need authProvider.1=org.apache.zookeeper.server.auth."
         "SASLAuthenticationProvider")
+
+
+# --------------------------------------------------------------------------------------------------
+# A region server's RPC port (the probe `data_path: auto` makes: rpc_probe.py)
+
+
+def tcp(host: str, port: int, timeout_s: float, bind_address: str | None = None) -> Any:
+    """A plain TCP socket to a cluster's server port, leaving from `bind_address` (a connection's
+    `client_bind_address`, as the native path's client does). No security applies: HBase answers the probe's
+    preamble before any authentication. Raises OSError."""
+    import socket
+
+    return socket.create_connection((host, port), timeout=timeout_s,
+                                    source_address=(bind_address, 0) if bind_address else None)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -176,8 +176,9 @@ class Cluster:
     thrift_servers: tuple[str, ...] = ()  # every Thrift1 gateway as host:port (default: thrift_host:thrift_port)
     thrift2_servers: tuple[str, ...] = ()  # Thrift2 gateways (`hbase thrift2`) as host:port
     # How copy and verify read and write cells: native (HBase's own client in Spark's JVMs), thrift2, thrift1;
-    # auto: thrift2 when there is a Thrift2 gateway, else thrift1. native only when asked: an auto that picks it
-    # needs a probe of the region servers' RPC ports from the Spark jobs' hosts, not built yet (issue 40 item 5)
+    # auto: resolved once per task by the operators and the CLI (data/datapath/auto.py): native when every region
+    # server of both clusters answers HBase RPC from there (clusters/rpc_probe.py), else thrift2 when there is a
+    # Thrift2 gateway, else thrift1. A job handed auto unresolved takes Thrift
     data_path: str = "auto"
     # The native path's HBase client connects to this cluster's servers from this local IP address (a host with
     # several interfaces: the one whose route leads to that cluster); None: the kernel's choice

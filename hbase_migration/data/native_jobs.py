@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def refused(repair: bool) -> str | None:
+    """What a run asks that the native path refuses (None: nothing): `uses_native` refuses it, `data_path: auto`
+    stays on Thrift for it."""
+    return "repair is asked, which the native path has not (its deletes would write markers the source lacks)" \
+        if repair else None
+
+
 def uses_native(source: "Cluster", target: "Cluster", options: Any = None) -> bool:
     """Whether a copy or verification between these clusters runs on the native path; a refusal (exit 2, nothing
     read) when only one of them is native, or when a repair is asked of it."""
@@ -28,7 +35,7 @@ def uses_native(source: "Cluster", target: "Cluster", options: Any = None) -> bo
             f"data_path: {native.name!r} is native and {other.name!r} is {other.describe()['data_path']} — the native "
             "path reads and writes both clusters with HBase's client in Spark's JVMs: set data_path native on "
             "both connections, or the same Thrift path on both")
-    if source.uses_native and getattr(options, "repair", False):
+    if source.uses_native and refused(getattr(options, "repair", False)):
         raise CopyConfigError(
             "repair: the native data path compares delete markers, and a repair's deletes would write markers the "
             "source does not have — verify without --repair (a raw copy carries the source's markers, so the "

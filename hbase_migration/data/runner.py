@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import logging
+import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -348,12 +349,15 @@ class Job:
     store: Any = None
     checked: Any = None  # what check_tables found (the run reuses it rather than asking the clusters again)
     source_remote: Any = None  # verify: the source as the target's datacenter reaches it (--source-remote)
+    data_path_why: str | None = None  # why `data_path: auto` became what it did (the CLI resolves it)
 
 
-def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
+def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None, resolve_auto: bool = False) -> Job:
     """Parse and check `kind`'s ("copy" or "verify") command line: everything that can refuse it before anything
     is written (arguments, clusters, the resume store, the tables). Raises `jobargs.UsageError` or
-    `CopyConfigError` for bad input (exit 2) and `ConnectionError` when a cluster does not answer (exit 1)."""
+    `CopyConfigError` for bad input (exit 2) and `ConnectionError` when a cluster does not answer (exit 1).
+    `resolve_auto` (the CLI): `data_path: auto` resolved here, from this host (the Spark jobs get it resolved by
+    their operator and never probe)."""
     from hbase_migration.data import jobargs
     from hbase_migration.data.executors import configure_logging
 
@@ -378,6 +382,17 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     source_remote = None
     if kind == "verify" and ns.source_remote:
         source_remote = jobargs.cluster_from_text("source-remote", ns.source_remote)
+    choice = None
+    if resolve_auto:
+        from hbase_migration.data.datapath.auto import follow, resolve
+
+        if onto_itself(source, target, options):  # bad input refused before any probe
+            check_tables(source, target, options)
+        given = (source, target)
+        source, target, choice = resolve(source, target, repair=getattr(options, "repair", False),
+                                         where=f"{socket.gethostname()}, where the CLI runs its Spark driver")
+        if source_remote is not None:
+            source_remote = follow(source_remote, source)
     if native_jobs.uses_native(source, target, options):  # the driver's JVM, started as the job's Spark needs it
         from hbase_migration.data.datapath.native import bridge
 
@@ -385,7 +400,10 @@ def prepare_job(kind: str, argv: Sequence[str], prog: str | None = None) -> Job:
     checked = check_tables(source, target, options)  # checks before actions: a bad table changes nothing
     if source_remote is not None:
         check_tables(source_remote, target, options)  # the same table through the other route
-    return Job(kind, ns, source, target, options, started, load_limits, store, checked, source_remote)
+    if choice is not None:  # said once the input passed: a refusal stays one line
+        log.info("%s", choice.line(*given))
+    return Job(kind, ns, source, target, options, started, load_limits, store, checked, source_remote,
+               choice.reason if choice is not None else None)
 
 
 def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches: bool = False,
@@ -427,6 +445,8 @@ def run_job(job: Job, make_executor: Callable[[str, Any], Any], *, hold_switches
                                      checked=job.checked, source_remote=job.source_remote,
                                      region_bytes=region_bytes, started_ms=ns.started_ms)
                 status = exit_code(summary)
+        if job.data_path_why:  # beside the summary's `data_path`
+            summary["data_path_why"] = job.data_path_why
         describe = getattr(executor, "describe", None)
         if describe is not None:  # Spark: the application id, and where the driver and executors ran
             summary["spark"] = describe()

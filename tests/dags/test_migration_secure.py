@@ -77,7 +77,7 @@ def _secured_run(tmp_path, real: bool = False, **options) -> dict:
     from demo.run import run
 
     result = run(Namespace(write_rate=30.0, cores=2, timeout_s=1500.0 if real else 1200.0,
-                           workdir=str(tmp_path / "demo"), zookeeper=None, data_path="thrift2", repair=True,
+                           workdir=str(tmp_path / "demo"), zookeeper=None, data_path="auto", repair=True,
                            secure=True, real=real, **options))
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result

@@ -439,6 +439,10 @@ def _every_version(bed, name, table) -> list[tuple]:
     return out
 
 
+def _on_thrift2(connection: dict) -> dict:
+    return {**connection, "extra": {**connection["extra"], "data_path": "thrift2"}}
+
+
 @pytest.mark.full  # make test renews tickets on minihbase's secured pair (tests/integration/test_secure_renewal.py)
 def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_cell(secure_bed, endpoints):
     """The toolkit's principal given 20 s tickets (`modprinc -maxlife`, the servers' own unchanged): the CLI's copy,
@@ -469,8 +473,9 @@ def test_a_copy_longer_than_the_toolkits_ticket_renews_and_finishes_with_every_c
     kdc.kadmin("DC1.TEST", f"modprinc -maxlife \"{lifetime} seconds\" {principal}")
     try:
         env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5_CONFIG": endpoints["security"]["krb5_conf"],
-               "AIRFLOW_CONN_SRC": json.dumps(endpoints["clusters"]["dc1"]["connection"]),
-               "AIRFLOW_CONN_DST": json.dumps(endpoints["clusters"]["dc2"]["connection"])}
+               # pinned to the gateways this test is about (`auto` would now pick native on real HBase)
+               **{f"AIRFLOW_CONN_{cid}": json.dumps(_on_thrift2(endpoints["clusters"][dc]["connection"]))
+                  for cid, dc in (("SRC", "dc1"), ("DST", "dc2"))}}
         started = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "hbase_migration", "copy", "--source", "src", "--target",
                                "dst", "--table", table, "--workers", "1", "--rows-per-s", "16", "--load-sample-s",

@@ -8,8 +8,11 @@ import zipfile
 
 import pytest
 
+# data_path named: `auto` would probe zk1's region servers (hbase_migration.operators.spark `_clusters`): I/O no
+# unit test makes
 CLUSTER = {"conn_type": "hbase", "host": "thrift.dc1", "port": 9090,
-           "extra": {"zookeeper_quorum": "zk1", "zookeeper_port": 2181, "znode_parent": "/hbase"}}
+           "extra": {"zookeeper_quorum": "zk1", "zookeeper_port": 2181, "znode_parent": "/hbase",
+                     "data_path": "thrift1"}}
 
 
 @pytest.fixture
