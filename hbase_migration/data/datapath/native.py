@@ -77,9 +77,11 @@ def client_properties(cluster: "Cluster", timeout_s: float = 60.0) -> dict[str, 
         if security.hbase_principal:
             props["hbase.master.kerberos.principal"] = security.hbase_principal
             props["hbase.regionserver.kerberos.principal"] = security.hbase_principal
-        if security.thrift_qop:  # the cluster's SASL QOP (hbase.rpc.protection takes HBase's long names)
-            props["hbase.rpc.protection"] = {"auth": "authentication", "auth-int": "integrity",
-                                             "auth-conf": "privacy"}[security.thrift_qop]
+        # The RPC's SASL QOP: every one offered, strongest first, and the server's hbase.rpc.protection picks (the
+        # connection's thrift_qop is its Thrift gateways', not its region servers': on the secured bed the gateways
+        # take auth-conf while the RPC takes authentication, and a client insisting on privacy there fails with
+        # "No common protection layer between client and server")
+        props["hbase.rpc.protection"] = "privacy,integrity,authentication"
         if security.zookeeper_principal:
             props["zookeeper.sasl.client"] = "true"
             props["zookeeper.sasl.client.username"] = security.zookeeper_principal.split("/")[0].split("@")[0]
