@@ -38,7 +38,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from bedkit.kdc import krb5_conf_text
+from bedkit.kdc import krb5_conf_text, realm_of
 from bedkit.security.names import cross_realm_rules
 from bedkit.security.stack import REALMS, SUPERUSERS, TOOLKIT, ZK_REALM, SecureStack
 
@@ -249,18 +249,35 @@ def site_overlay(name: str, workdir: Path, cluster_dir: Path) -> dict[str, list[
     return {"core-site.xml": core, "hdfs-site.xml": hdfs, "hbase-site.xml": hbase_site}
 
 
+def domain_realm() -> str:
+    """krb5.conf's [domain_realm]: the ZooKeeper's address is in DC1.TEST (RealSecureStack), what dc2's hosts must
+    be told, and dc2's server address in DC2.TEST, what every other host must be told (Java's SASL clients take a
+    server's realm from it: see SERVER_HOSTS)."""
+    return (f"[domain_realm]\n  {ZK_HOST} = {ZK_REALM}\n"
+            + "".join(f"  {SERVER_HOSTS[n][1]} = {realm(n)}\n" for n in CLUSTER_SECURITY
+                      if SERVER_HOSTS[n][1] != SERVICE_HOST))
+
+
+def toolkit_krb5_conf(workdir: Path) -> Path:
+    """The toolkit's krb5.conf, which both clusters' connections name (`krb5_conf`): its realm (DC1.TEST) the
+    default one and each cluster's server address mapped to its realm, as on a host of the toolkit's datacenter.
+    The native data path's JVMs need the mapping (HBase's Java SASL client asks for `hbase@127.0.0.3` in the
+    realm [domain_realm] gives that host: without it DC1.TEST, "Server not found in Kerberos database"), and
+    hold one krb5.conf for both clusters."""
+    return Path(workdir) / "toolkit-krb5.conf"
+
+
 def write_files(name: str, workdir: Path, cluster_dir: Path, kdc_port: int, tls_files) -> None:
     """The cluster's krb5.conf (its realm the default one), JAAS files (servers: the hbase keytab; clients such as
     the shell: the ticket cache), and for TLS gateways the keystore."""
     conf = cluster_dir / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     ss = SecureStack(workdir)
-    # the ZooKeeper's address is in DC1.TEST (RealSecureStack): what dc2's hosts must be told
     (conf / "krb5.conf").write_text(krb5_conf_text(REALMS, kdc_port, ss.ticket_lifetime_s, ss.renew_lifetime_s,
-                                                   default_realm=realm(name))
-                                    + f"[domain_realm]\n  {ZK_HOST} = {ZK_REALM}\n"
-                                    + "".join(f"  {SERVER_HOSTS[n][1]} = {realm(n)}\n" for n in CLUSTER_SECURITY
-                                              if SERVER_HOSTS[n][1] != SERVICE_HOST))
+                                                   default_realm=realm(name)) + domain_realm())
+    toolkit_krb5_conf(workdir).write_text(krb5_conf_text(REALMS, kdc_port, ss.ticket_lifetime_s,
+                                                         ss.renew_lifetime_s, default_realm=realm_of(TOOLKIT))
+                                          + domain_realm())
     (conf / "jaas.conf").write_text(
         "Client {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n"
         f'  keyTab="{keytab(workdir, hbase_principal(name))}"\n  storeKey=true\n  useTicketCache=false\n'
@@ -293,7 +310,8 @@ def settings(name: str, workdir: Path) -> dict:
     ss = SecureStack(workdir)
     out = ss.cluster_security(realm(name), thrift_qop=s["thrift_qop"], thrift_http=s["thrift_http"],
                               thrift_ssl=False)
-    out["krb5_conf"] = str(ss.krb5_conf)
+    toolkit_conf = toolkit_krb5_conf(workdir)  # a bed started before it existed: the KDC's (no [domain_realm])
+    out["krb5_conf"] = str(toolkit_conf if toolkit_conf.is_file() else ss.krb5_conf)
     out["hbase_keytab"] = keytab(workdir, hbase_principal(name))
     if s["thrift_ssl"]:
         tls_dir = workdir / "tls"

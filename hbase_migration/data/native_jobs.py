@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from hbase_migration.data.copy import PartitionResult
@@ -26,9 +27,51 @@ def refused(repair: bool) -> str | None:
         if repair else None
 
 
+# Java's krb5.conf where no java.security.krb5.conf names one (Linux); a Kerberized connection without krb5_conf
+DEFAULT_KRB5_CONF = "/etc/krb5.conf"
+
+
+def krb5_conf(cluster: "Cluster") -> str | None:
+    """The krb5.conf the native path's JVM logs in to a Kerberized cluster with (None: not Kerberized): its
+    connection's `krb5_conf` (the JVM's `java.security.krb5.conf`, set by jvm/ `Connections` before the keytab
+    login), else Java's default."""
+    security = cluster.security
+    if security is None or not security.kerberos:
+        return None
+    return security.krb5_conf or DEFAULT_KRB5_CONF
+
+
+def _krb5_text(path: str) -> bytes | None:
+    from hbase_migration.clusters.security import _resolve
+
+    found = _resolve(path)
+    try:
+        return None if found is None else Path(found).read_bytes()
+    except OSError:
+        return None
+
+
+def krb5_conflict(source: "Cluster", target: "Cluster") -> str | None:
+    """Why the pair cannot share the native path's JVMs over Kerberos (None: they can): one JVM holds one krb5.conf
+    (`java.security.krb5.conf`), and both clusters' logins run in the same JVMs, so two Kerberized connections must
+    name the same krb5.conf, or two files of the same content (one file listing both realms)."""
+    named = [(c, krb5_conf(c)) for c in (source, target)]
+    if any(path is None for _c, path in named):
+        return None
+    (a, a_path), (b, b_path) = named
+    if a_path == b_path:
+        return None
+    a_text, b_text = _krb5_text(a_path), _krb5_text(b_path)
+    if a_text is not None and a_text == b_text:
+        return None
+    return (f"{a.name}'s krb5.conf ({a_path}) and {b.name}'s ({b_path}) differ, and the native path logs in to both "
+            "clusters in the same JVMs, which hold one krb5.conf (java.security.krb5.conf)")
+
+
 def uses_native(source: "Cluster", target: "Cluster", options: Any = None) -> bool:
     """Whether a copy or verification between these clusters runs on the native path; a refusal (exit 2, nothing
-    read) when only one of them is native, or when a repair is asked of it."""
+    read) when only one of them is native, when a repair is asked of it, or when their Kerberos logins need
+    different krb5.conf files (`krb5_conflict`)."""
     if source.uses_native != target.uses_native:
         native, other = (source, target) if source.uses_native else (target, source)
         raise CopyConfigError(
@@ -40,6 +83,10 @@ def uses_native(source: "Cluster", target: "Cluster", options: Any = None) -> bo
             "repair: the native data path compares delete markers, and a repair's deletes would write markers the "
             "source does not have — verify without --repair (a raw copy carries the source's markers, so the "
             "interplays repair was for do not arise), or repair through a Thrift2 connection (data_path thrift2)")
+    conflict = krb5_conflict(source, target) if source.uses_native else None
+    if conflict:
+        raise CopyConfigError(f"data_path native: {conflict} — name one krb5.conf listing both realms on both "
+                              "connections (krb5_conf), or a Thrift path on both")
     return source.uses_native
 
 

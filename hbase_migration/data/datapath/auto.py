@@ -7,16 +7,17 @@ handed `auto` unresolved takes Thrift, as before). Native needs both clusters on
 | the other's data_path | repair asked | native jars | all region servers of both answer HBase RPC | auto becomes |
 |---|---|---|---|---|
 | thrift1 / thrift2 | - | - | - (not probed) | Thrift |
-| native / auto, Kerberized | - | - | - (not probed) | Thrift |
+| native / auto, both Kerberized with different krb5.conf files | - | - | - (not probed) | Thrift |
 | native / auto | yes | - | - (not probed) | Thrift |
 | native / auto | no | missing | - (not probed) | Thrift |
 | native / auto | no | built | no (or ZooKeeper unreadable) | Thrift |
 | native / auto | no | built | yes | native |
 
-Thrift is `thrift2` when the connection names Thrift2 gateways, else `thrift1`. A Kerberized cluster stays on Thrift
-until the native path is shown on the secured bed: its first run there (the secured DAG test on `auto`) failed in
-the Spark driver's keytab login ("Cannot locate KDC": the driver's JVM is not given the connection's krb5.conf); a
-connection that names `native` still gets it. The reason goes in one log line
+Thrift is `thrift2` when the connection names Thrift2 gateways, else `thrift1`. A Kerberized cluster goes native
+like an open one (each JVM logs in from the connection's keytab with the connection's krb5.conf: jvm/
+`Connections`), unless both clusters are Kerberized and their connections name krb5.conf files of different
+content: one JVM holds one krb5.conf, and native logs in to both in the same JVMs (`native` named then is refused).
+The reason goes in one log line
 and in the job's summary (`data_path_why`, beside `data_path`), so the ledger shows what ran and why.
 """
 from __future__ import annotations
@@ -59,14 +60,16 @@ def thrift_path(cluster: "Cluster") -> str:
 
 def blocker(source: "Cluster", target: "Cluster", refusal: str | None, jars_problem: str | None) -> str | None:
     """Why native is out before any probe (None: probe). `refusal`: what the run asks that native refuses
-    (`native_jobs.refused`); `jars_problem`: why the native jars are not there (`native.classpath`)."""
+    (`native_jobs.refused`); `jars_problem`: why the native jars are not there (`native.classpath`); two Kerberized
+    clusters whose connections name different krb5.conf files (`native_jobs.krb5_conflict`)."""
+    from hbase_migration.data.native_jobs import krb5_conflict
+
     for cluster in (source, target):
         if cluster.data_path in ("thrift1", "thrift2"):
             return f"{cluster.name}'s connection names data_path {cluster.data_path}, and native needs both clusters"
-    for cluster in (source, target):
-        if cluster.security is not None and cluster.security.kerberos:
-            return (f"{cluster.name} is Kerberized, and the native path's keytab login is not yet shown on a secured "
-                    "cluster (name data_path native on both connections to use it)")
+    conflict = krb5_conflict(source, target)
+    if conflict:
+        return conflict
     if refusal:
         return refusal
     if jars_problem:

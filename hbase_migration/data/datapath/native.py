@@ -52,8 +52,8 @@ class NativeJobFailed(RuntimeError):
 def client_properties(cluster: "Cluster", timeout_s: float = 60.0) -> dict[str, str]:
     """The HBase client configuration that reaches `cluster` (hbase-site.xml's names): its ZooKeeper quorum and
     znode parent, the RPC timeout, the local address its RPC leaves from (`client_bind_address`), and on a
-    Kerberized cluster the client's keytab login and the servers' and ZooKeeper's principals (the executors log in
-    from the keytab themselves: docs/secured-clusters.md)."""
+    Kerberized cluster the client's keytab login, its krb5.conf, and the servers' and ZooKeeper's principals (the
+    executors log in from the keytab themselves: docs/secured-clusters.md)."""
     props = {
         "hbase.zookeeper.quorum": cluster.zk_hosts,
         "hbase.zookeeper.property.clientPort": str(cluster.zk_port),
@@ -72,12 +72,16 @@ def client_properties(cluster: "Cluster", timeout_s: float = 60.0) -> dict[str, 
             "hbase.client.keytab.principal": security.principal or "",
             "hbase.client.keytab.file": security.keytab or "",
         })
+        if security.krb5_conf:  # the JVM's java.security.krb5.conf, set by Connections before the keytab login
+            props["hbase-migration.krb5.conf"] = security.krb5_conf
         if security.hbase_principal:
             props["hbase.master.kerberos.principal"] = security.hbase_principal
             props["hbase.regionserver.kerberos.principal"] = security.hbase_principal
-        if security.thrift_qop:  # the cluster's SASL QOP (hbase.rpc.protection takes HBase's long names)
-            props["hbase.rpc.protection"] = {"auth": "authentication", "auth-int": "integrity",
-                                             "auth-conf": "privacy"}[security.thrift_qop]
+        # The RPC's SASL QOP: every one offered, strongest first, and the server's hbase.rpc.protection picks (the
+        # connection's thrift_qop is its Thrift gateways', not its region servers': on the secured bed the gateways
+        # take auth-conf while the RPC takes authentication, and a client insisting on privacy there fails with
+        # "No common protection layer between client and server")
+        props["hbase.rpc.protection"] = "privacy,integrity,authentication"
         if security.zookeeper_principal:
             props["zookeeper.sasl.client"] = "true"
             props["zookeeper.sasl.client.username"] = security.zookeeper_principal.split("/")[0].split("@")[0]

@@ -1,9 +1,12 @@
 """`data_path: auto`'s decision table (hbase_migration/data/datapath/auto.py), exactly: which path each connection
 gets and the reason the log line and the summary carry."""
+import dataclasses
+
 import pytest
 
 from hbase_migration.clusters.cluster import Cluster
 from hbase_migration.clusters.rpc_probe import ClusterProbe, ServerProbe
+from hbase_migration.data import native_jobs
 from hbase_migration.data.datapath.auto import blocker, decide, follow, thrift_path
 from hbase_migration.data.native_jobs import refused
 
@@ -82,13 +85,43 @@ def test_the_source_s_other_view_follows_the_source_s_resolved_path():
     assert follow(cluster("dc1-remote", "thrift1"), cluster("dc1", "native")).data_path == "thrift1"
 
 
-def test_a_kerberized_cluster_keeps_thrift_unprobed_until_native_is_shown_secured(tmp_path):
-    keytab = tmp_path / "migration.keytab"
+def kerberized(tmp_path, name: str, krb5_text: str | None, krb5_name: str = "krb5.conf") -> Cluster:
+    keytab = tmp_path / f"{name}.keytab"
     keytab.write_bytes(b"\x05\x02")
-    secured = Cluster(name="dc2", thrift_host="gw.dc2", zk_quorum=("zk.dc2",), thrift2_servers=("gw.dc2:9091",),
-                      security={"principal": "migration@DC2.TEST", "keytab": str(keytab)})
-    blocked = blocker(cluster("dc1"), secured, None, None)
-    assert blocked == ("dc2 is Kerberized, and the native path's keytab login is not yet shown on a secured cluster "
-                       "(name data_path native on both connections to use it)")
-    choice = decide(cluster("dc1"), secured, blocked)
+    security = {"principal": f"migration@{name.upper()}.TEST", "keytab": str(keytab)}
+    if krb5_text is not None:
+        (tmp_path / name).mkdir(exist_ok=True)
+        krb5 = tmp_path / name / krb5_name
+        krb5.write_text(krb5_text)
+        security["krb5_conf"] = str(krb5)
+    return Cluster(name=name, thrift_host=f"gw.{name}", zk_quorum=(f"zk.{name}",),
+                   thrift2_servers=(f"gw.{name}:9091",), security=security)
+
+
+BOTH_REALMS = "[realms]\n DC1.TEST = { kdc = 127.0.0.1:88 }\n DC2.TEST = { kdc = 127.0.0.1:88 }\n"
+
+
+def test_kerberized_clusters_with_one_krb5_conf_are_probed_for_native(tmp_path):
+    one = kerberized(tmp_path, "dc1", BOTH_REALMS)
+    same_path = dataclasses.replace(kerberized(tmp_path, "dc2", None), security=one.security)
+    assert blocker(one, same_path, None, None) is None
+    same_text = kerberized(tmp_path, "dc2", BOTH_REALMS, "other-name.conf")  # another path, the same content
+    assert blocker(one, same_text, None, None) is None
+    assert blocker(one, cluster("dc2"), None, None) is None  # only one Kerberized: its krb5.conf is the JVM's
+    choice = decide(one, same_text, None, both_answer(), "worker w1")
+    assert (choice.source_path, choice.target_path, choice.native) == ("native", "native", True)
+
+
+def test_kerberized_clusters_with_different_krb5_conf_files_keep_thrift_unprobed_saying_why(tmp_path):
+    dc1 = kerberized(tmp_path, "dc1", BOTH_REALMS)
+    dc2 = kerberized(tmp_path, "dc2", BOTH_REALMS.replace("127.0.0.1", "10.0.0.2"))
+    blocked = blocker(dc1, dc2, None, None)
+    assert blocked == (f"dc1's krb5.conf ({tmp_path}/dc1/krb5.conf) and dc2's ({tmp_path}/dc2/krb5.conf) differ, "
+                       "and the native path logs in to both clusters in the same JVMs, which hold one krb5.conf "
+                       "(java.security.krb5.conf)")
+    choice = decide(dc1, dc2, blocked)
     assert (choice.source_path, choice.target_path, choice.native) == ("thrift2", "thrift2", False)
+    assert choice.line(dc1, dc2) == f"data_path auto: dc1 -> thrift2, dc2 -> thrift2: {blocked}"
+    # a connection without krb5_conf means Java's default file, which is not the other's
+    assert native_jobs.krb5_conf(kerberized(tmp_path, "dc3", None)) == "/etc/krb5.conf"
+    assert "differ" in blocker(dc1, kerberized(tmp_path, "dc3", None), None, None)

@@ -53,6 +53,7 @@ def test_client_properties_of_a_kerberized_cluster_log_in_from_the_keytab(tmp_pa
                           "hbase_principal": "hbase/_HOST@DC1.TEST", "thrift_qop": "auth-conf",
                           "zookeeper_principal": "zookeeper/_HOST@DC1.TEST"})
     props = native.client_properties(c)
+    assert "hbase-migration.krb5.conf" not in props  # none named: the JVM's own (Java's default)
     assert {k: props[k] for k in props if "zookeeper.quorum" not in k and "timeout" not in k
             and k not in ("zookeeper.znode.parent", "hbase.zookeeper.property.clientPort")} == {
         "hadoop.security.authentication": "kerberos",
@@ -61,10 +62,45 @@ def test_client_properties_of_a_kerberized_cluster_log_in_from_the_keytab(tmp_pa
         "hbase.client.keytab.file": str(keytab),
         "hbase.master.kerberos.principal": "hbase/_HOST@DC1.TEST",
         "hbase.regionserver.kerberos.principal": "hbase/_HOST@DC1.TEST",
-        "hbase.rpc.protection": "privacy",
+        "hbase.rpc.protection": "privacy,integrity,authentication",  # the server's choice, not thrift_qop's
         "zookeeper.sasl.client": "true",
         "zookeeper.sasl.client.username": "zookeeper",
     }
+
+
+def test_a_kerberized_cluster_s_krb5_conf_is_handed_to_the_jvm_for_its_login(tmp_path):
+    keytab, krb5 = tmp_path / "toolkit.keytab", tmp_path / "krb5.conf"
+    keytab.write_bytes(b"\x05\x02")
+    krb5.write_text("[realms]\n DC1.TEST = { kdc = 127.0.0.1:88 }\n")
+    c = cluster(security={"principal": "hbase-migration@DC1.TEST", "keytab": str(keytab), "krb5_conf": str(krb5)})
+    # jvm/ Connections sets it as java.security.krb5.conf before the keytab login (found where Spark shipped it)
+    assert native.client_properties(c)["hbase-migration.krb5.conf"] == str(krb5)
+    assert "hbase-migration.krb5.conf" not in native.client_properties(cluster(security={"krb5_conf": str(krb5)}))
+
+
+def test_native_named_on_kerberized_clusters_with_different_krb5_conf_files_is_refused(tmp_path):
+    def secured(name: str, realms: str) -> Cluster:
+        (tmp_path / name).mkdir()
+        keytab, krb5 = tmp_path / name / "toolkit.keytab", tmp_path / name / "krb5.conf"
+        keytab.write_bytes(b"\x05\x02")
+        krb5.write_text(realms)
+        return cluster(name, security={"principal": f"hbase-migration@{name.upper()}.TEST", "keytab": str(keytab),
+                                       "krb5_conf": str(krb5)})
+
+    dc1, dc2 = secured("dc1", "[realms]\n DC1.TEST = {}\n"), secured("dc2", "[realms]\n DC2.TEST = {}\n")
+    with pytest.raises(CopyConfigError) as refused:
+        native_jobs.uses_native(dc1, dc2, VerifyOptions(table="t"))
+    assert str(refused.value) == (
+        f"data_path native: dc1's krb5.conf ({tmp_path}/dc1/krb5.conf) and dc2's ({tmp_path}/dc2/krb5.conf) differ, "
+        "and the native path logs in to both clusters in the same JVMs, which hold one krb5.conf "
+        "(java.security.krb5.conf) — name one krb5.conf listing both realms on both connections (krb5_conf), or a "
+        "Thrift path on both")
+    assert "\n" not in str(refused.value)
+    (tmp_path / "dc2" / "krb5.conf").write_text("[realms]\n DC1.TEST = {}\n")  # the same content: one JVM serves
+    assert native_jobs.uses_native(dc1, dc2, VerifyOptions(table="t"))
+    (tmp_path / "dc2" / "krb5.conf").write_text("[realms]\n DC2.TEST = {}\n")  # on Thrift: no JVM to share
+    assert not native_jobs.uses_native(cluster("dc1", "thrift1", security=dc1.security),
+                                       cluster("dc2", "thrift1", security=dc2.security))
 
 
 def test_the_copy_spec_carries_the_window_the_renames_the_families_rules_and_the_throttle():

@@ -1,5 +1,6 @@
 package local.hbasemigration.jvm;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -8,6 +9,7 @@ import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.security.User;
 import org.apache.hadoop.security.UserGroupInformation;
+import org.apache.spark.SparkFiles;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,11 +20,16 @@ import org.slf4j.LoggerFactory;
  * <p>Kerberos: when the properties carry {@code hbase.client.keytab.principal} and {@code
  * hbase.client.keytab.file}, the connection's user is logged in from that keytab here, in this JVM (the
  * executors' own login: no ticket or token travels with the job); HBase's RPC client re-logs in from the keytab
- * when its ticket ages.
+ * when its ticket ages. The login reads the krb5.conf the connection names ({@code hbase-migration.krb5.conf},
+ * set as the JVM's {@code java.security.krb5.conf}: {@link #useKrb5Conf}); both files are found where Spark
+ * ships them when the path is not on this host ({@link #localFile}).
  */
 final class Connections {
   private static final Logger LOG = LoggerFactory.getLogger(Connections.class);
   private static final ConcurrentHashMap<String, Connection> OPEN = new ConcurrentHashMap<>();
+  /** The connection's krb5.conf (native.py {@code client_properties}), and Java's property for it. */
+  static final String KRB5_CONF = "hbase-migration.krb5.conf";
+  private static final String JAVA_KRB5_CONF = "java.security.krb5.conf";
 
   static {
     // As bin/hbase on JDK 11+: HBase's shaded netty may use its direct-buffer fast paths (Spark's launcher opens
@@ -46,6 +53,12 @@ final class Connections {
       String principal = conf.get("hbase.client.keytab.principal");
       String keytab = conf.get("hbase.client.keytab.file");
       if (principal != null && keytab != null) {
+        keytab = localFile(keytab);
+        conf.set("hbase.client.keytab.file", keytab);
+        String krb5 = conf.get(KRB5_CONF);
+        if (krb5 != null) {
+          useKrb5Conf(cluster.name, localFile(krb5));
+        }
         UserGroupInformation.setConfiguration(conf);
         UserGroupInformation ugi = UserGroupInformation.loginUserFromKeytabAndReturnUGI(principal, keytab);
         LOG.info("cluster {}: logged in as {} from keytab {}", cluster.name, principal, keytab);
@@ -55,6 +68,47 @@ final class Connections {
     } catch (IOException e) {
       throw new UncheckedIOException("cluster " + cluster.name + ": cannot connect: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The JVM's krb5.conf ({@code java.security.krb5.conf}): the connection's, unless the JVM was given one already
+   * (a {@code -D} of spark.driver/executor.extraJavaOptions, or the other cluster's: the Python side checked that
+   * both clusters' files hold the same). Set before the keytab login, which re-reads it (Hadoop's keytab login
+   * asks Krb5LoginModule for refreshKrb5Config), so it holds even where Kerberos was initialised before.
+   */
+  static synchronized void useKrb5Conf(String cluster, String path) {
+    String current = System.getProperty(JAVA_KRB5_CONF);
+    if (current == null) {
+      System.setProperty(JAVA_KRB5_CONF, path);
+      LOG.info("cluster {}: this JVM's krb5.conf is {}", cluster, path);
+    } else if (!current.equals(path)) {
+      LOG.info("cluster {}: this JVM keeps its krb5.conf {} (the connection names {})", cluster, current, path);
+    }
+  }
+
+  /**
+   * Where a file a connection names (its keytab, its krb5.conf) is in this JVM: the path itself, else the file of
+   * that name Spark shipped with the job (--files: a YARN container's working directory, SparkFiles' directory
+   * elsewhere), else the path as given (the login then says it is missing).
+   */
+  static String localFile(String path) {
+    if (new File(path).isFile()) {
+      return path;
+    }
+    String base = new File(path).getName();
+    File inWorkingDir = new File(base).getAbsoluteFile();
+    if (inWorkingDir.isFile()) {
+      return inWorkingDir.getPath();
+    }
+    try {
+      File shipped = new File(SparkFiles.getRootDirectory(), base);
+      if (shipped.isFile()) {
+        return shipped.getPath();
+      }
+    } catch (RuntimeException | LinkageError e) {
+      // no Spark environment in this JVM (a unit test): the path as given
+    }
+    return path;
   }
 
   /** Forget (and close) the shared connection of a cluster: after it failed in a way a new one may not. */
