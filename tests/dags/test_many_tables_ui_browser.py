@@ -76,8 +76,9 @@ def test_a_300_table_runs_grid_and_graph_load_in_the_airflow_ui(minihbase_pair, 
             driver = chrome(tmp_path / "chromium-profile")
             run_page = f"/dags/hbase_table_migration/runs/{run_id}"
             sign_in(driver, base, "admin", passwords["admin"], run_page)
-            for view in ("grid", "graph"):  # the UI keeps the chosen view in the browser's local storage
-                driver.execute_script("window.localStorage.setItem('default_dag_view', arguments[0]);", view)
+            for view in ("grid", "graph"):  # the UI keeps the chosen view in the browser's local storage, as JSON
+                driver.execute_script("window.localStorage.setItem('default_dag_view', JSON.stringify(arguments[0]));",
+                                      view)
                 started = time.monotonic()
                 driver.get(base + run_page)
                 if view == "graph":
