@@ -238,6 +238,14 @@ def hdfs_site(cluster_dir: Path, ports: dict[str, int], size: int | None = None,
          "REALHBASE_DFS_BLOCKSIZE: a production-sized block (a benchmark's: a file's blocks cost round trips)"),
         ("dfs.namenode.safemode.extension", "0", "leave safe mode as soon as the blocks are reported (HDFS: 30 s)"),
         ("dfs.namenode.safemode.min.datanodes", "1", ""),
+        ("dfs.datanode.directoryscan.interval", "10",
+         "the DataNode rescans its disks every 10 s (HDFS: 6 h). Hadoop 3.4.2's DataNode drops a replica from "
+         "memory and reports it deleted when a read races the replica's finalize (FileNotFoundException on the "
+         "rbw file; HDFS-17342, not in 3.4.2): a replication source tailing the WAL that just rolled then finds "
+         "\"No live nodes contain block\" forever. The scan puts the replica, still on disk, back within 10 s. "
+         "It does not save the rarer case where the deletion reaches the NameNode before the WAL's close "
+         "completes: lease recovery then drops the WAL's last block; `up --datanodes 2` (a second replica) survives both "
+         "(scripts/repro-wal-reader-fault)"),
     ] + ([] if datanodes < 2 else [
         ("dfs.client.block.write.replace-datanode-on-failure.policy", "NEVER",
          "a pipeline that lost a DataNode goes on with the others (HDFS's advice for clusters of 3 nodes or fewer)"),
@@ -250,8 +258,8 @@ def site_xml(props: list[tuple[str, str, str]]) -> str:
     lines = ['<?xml version="1.0"?>', "<!-- Written by realhbase (realhbase/config.py): do not edit. -->",
              "<configuration>"]
     for key, value, why in props:
-        if why:
-            lines.append(f"  <!-- {escape(why)} -->")
+        if why:  # "--" may not appear inside an XML comment (Hadoop's parser refuses the whole file)
+            lines.append(f"  <!-- {escape(why).replace('--', '- -')} -->")
         lines.append(f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>")
     return "\n".join(lines + ["</configuration>", ""])
 
