@@ -244,8 +244,8 @@ def hdfs_site(cluster_dir: Path, ports: dict[str, int], size: int | None = None,
          "rbw file; HDFS-17342, not in 3.4.2): a replication source tailing the WAL that just rolled then finds "
          "\"No live nodes contain block\" forever. The scan puts the replica, still on disk, back within 10 s. "
          "It does not save the rarer case where the deletion reaches the NameNode before the WAL's close "
-         "completes: lease recovery then drops the WAL's last block; `up --datanodes 2` (a second replica) survives both "
-         "(scripts/repro-wal-reader-fault)"),
+         "completes: lease recovery then drops the WAL's last block; `up --datanodes 2` (a second replica) "
+         "survives both (scripts/repro-wal-reader-fault)"),
     ] + ([] if datanodes < 2 else [
         ("dfs.client.block.write.replace-datanode-on-failure.policy", "NEVER",
          "a pipeline that lost a DataNode goes on with the others (HDFS's advice for clusters of 3 nodes or fewer)"),
