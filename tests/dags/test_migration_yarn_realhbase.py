@@ -79,3 +79,30 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
           + "; ".join(f"{t}: {r['initial_copy']} copy {r['copy_s']} s, catch-up {r['catch_up_s']} s, "
                       f"verification {r['verification']}, differences {r['independent_comparison']['differences']}"
                       for t, r in result["tables"].items()))
+
+
+def test_native_migration_on_yarn_cluster_mode_needs_no_repair(request, tmp_path, zookeeper, realhbase_yarn):
+    """The native data path on YARN (issue 40): the copy and the verification run HBase's own client in YARN's
+    containers (the jars shipped with the job by spark-submit --jars, from this worker's `make jvm`), raw on both
+    sides, `repair` off; the writer's deletes and old-timestamp puts ran through the copy and the catch-up. Both
+    jobs ran on native in cluster mode, the verification is clean, the independent comparison finds nothing."""
+    from demo.run import run
+
+    bed = realhbase_yarn
+    yarn = bed.yarn_endpoints()
+    tag = uuid.uuid4().hex[:6]
+    request.addfinalizer(lambda: drop_peer_and_tables(bed, f"ynat{tag}", f"ynat{tag}_"))
+    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2700.0, workdir=str(tmp_path / "demo"),
+                           zookeeper=zookeeper.hosts, data_path="native", repair=False, stand_in=False,
+                           testbed=str(bed.workdir), table_prefix=f"ynat{tag}_", peer_id=f"ynat{tag}",
+                           tables=["users"], snapshot=[], spark="yarn"))
+    assert result["dag_exit_code"] == 0 and result["run_status"] == "success", result
+    assert result["writer"]["errors"] == 0 and result["writer"]["deletes"] > 0, result["writer"]
+    (table, r), = result["tables"].items()
+    assert_table_landed(table, r)
+    assert r["data_paths"] == {"copy": "native", "verify": "native"}, r
+    assert r["verification"] == "clean" and r["repair"] is None, r
+    for job in ("copy", "verify"):
+        spark = assert_ran_on_yarn(r["spark"][job], "cluster", yarn, "SUCCEEDED")
+        assert len(app_attempts(yarn, spark["application_id"])) == 1, (job, spark)
+    print(f"\nnative on YARN: copy {r['copy_s']} s, catch-up {r['catch_up_s']} s, wall {result['wall_time_s']} s")
