@@ -126,7 +126,7 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
             for t in self.tables:
                 self._current = t
                 try:
-                    s = summary["tables"].get(t) or {"error": "no result for this table"}
+                    s = with_application(summary, summary["tables"].get(t) or {"error": "no result for this table"})
                     self._ledger_phase("copy", "failed" if t in failed else "success", s)
                     if t in failed:
                         self.log.error("copy of %s failed: %s", t, json.dumps(s, sort_keys=True, default=str))
@@ -143,6 +143,12 @@ class HBaseCopyBatchOperator(_Batch, HBaseCopyTableOperator):
             return summary
         self._ledger_phase("copy", "failed", summary or {"error": str(error)})
         raise AirflowException(f"{what} failed (finished partitions are kept; a retry resumes): {error}") from error
+
+
+def with_application(summary: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """A table's result with the batch's Spark application beside it (`spark`: where the job ran, as a table's own
+    job reports it), so each table's phase in the ledger names the application that copied or verified it."""
+    return {**table, "spark": summary["spark"]} if summary.get("spark") and "spark" not in table else table
 
 
 class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
@@ -168,7 +174,7 @@ class HBaseVerifyBatchOperator(_Batch, HBaseVerifyTableOperator):
         failures = []
         for t in self.tables:  # each table's result and phase, exactly as its own verification keeps them
             self._current, self.table = t, t
-            s = summary["tables"].get(t) or {"error": "no result for this table"}
+            s = with_application(summary, summary["tables"].get(t) or {"error": "no result for this table"})
             try:
                 if "error" in s and "level" not in s:
                     self._ledger_phase(self.ledger_phase, "failed", s)

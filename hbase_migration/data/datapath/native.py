@@ -282,13 +282,16 @@ def bridge(conf: Mapping[str, str] | None = None) -> Bridge:
 
 
 def _submitted_with_jars() -> bool:
-    """Whether spark-submit was given our jar (--jars / spark.jars), for a driver started by it."""
+    """Whether spark-submit was given our jar (--jars), for a driver started by it: `spark.jars`, or on YARN
+    `spark.yarn.dist.jars` (what --jars becomes there; a cluster-mode driver's container has them localized on its
+    class path, and spark.jars may not name them)."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return False
     from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()
-    return "hbase-migration-jvm" in (SparkConf().get("spark.jars", "") or "")
+    conf = SparkConf()
+    return any("hbase-migration-jvm" in (conf.get(key, "") or "") for key in ("spark.jars", "spark.yarn.dist.jars"))
 
 
 def add_jars(sc: Any, jars: Sequence[str]) -> None:

@@ -75,3 +75,13 @@ def test_a_batchs_verification_passes_the_method_to_its_job_which_picks_each_tab
     argv = batch_args(jobargs.verify_job_args(SRC, DST, "a", method="hash"), ["a", "b"], "b1")
     ns = batch_parser("verify").parse_args(argv)
     assert [(o.table, o.method) for o in table_options("verify", ns, ns.tables)] == [("a", "hash"), ("b", "hash")]
+
+
+def test_each_tables_result_names_the_batchs_spark_application():
+    from hbase_migration.operators.batch import with_application
+
+    app = {"application_id": "application_1_0001", "master": "yarn", "deploy_mode": "cluster"}
+    assert with_application({"spark": app}, {"rows": 3}) == {"rows": 3, "spark": app}
+    own = {"rows": 3, "spark": {"application_id": "other"}}
+    assert with_application({"spark": app}, own) is own  # a table's own report is kept
+    assert with_application({}, {"rows": 3}) == {"rows": 3}  # no application reported: nothing added
