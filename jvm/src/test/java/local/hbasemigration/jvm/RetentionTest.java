@@ -79,4 +79,21 @@ class RetentionTest {
     assertEquals(List.of(M, H, R, R), classify(r, kv("a", "d", "", 5, KeyValue.Type.DeleteFamily, ""),
         put("a", "q", 1), kv("a", "e", "q", 1, KeyValue.Type.Put, "x"), put("b", "q", 1)));
   }
+
+  @Test
+  void aMarkerUnderANewerFamilyOrColumnMarkerIsHiddenAsHBaseDropsItAtAFlush() {
+    Retention r = new Retention(Map.of("d", new Retention.Rule(5, false)), 0);
+    // DeleteFamily at 10: a Delete and a DeleteColumn below it mask nothing more (HIDDEN); a Delete above it counts
+    assertEquals(List.of(M, M, H, H, R), classify(r, kv("a", "d", "", 10, KeyValue.Type.DeleteFamily, ""),
+        kv("a", "d", "q", 12, KeyValue.Type.Delete, ""), kv("a", "d", "q", 5, KeyValue.Type.Delete, ""),
+        kv("a", "d", "r", 5, KeyValue.Type.DeleteColumn, ""), put("a", "r", 11)));
+    // a Delete at or below its column's DeleteColumn is hidden; the DeleteColumn itself is compared
+    r = new Retention(Map.of("d", new Retention.Rule(5, false)), 0);
+    assertEquals(List.of(M, H, H), classify(r, kv("b", "d", "q", 8, KeyValue.Type.DeleteColumn, ""),
+        kv("b", "d", "q", 7, KeyValue.Type.Delete, ""), put("b", "q", 7)));
+    // with KEEP_DELETED_CELLS every marker counts: it bounds what a time-range read shows
+    r = new Retention(Map.of("d", new Retention.Rule(5, true)), 0);
+    assertEquals(List.of(M, M), classify(r, kv("c", "d", "", 10, KeyValue.Type.DeleteFamily, ""),
+        kv("c", "d", "q", 5, KeyValue.Type.Delete, "")));
+  }
 }
