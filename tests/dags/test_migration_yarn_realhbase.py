@@ -32,18 +32,23 @@ pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytes
               pytest.mark.full, pytest.mark.timeout(3000)]
 
 
-def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zookeeper, realhbase_yarn):
+def demo_on_yarn(request, tmp_path, zookeeper, bed, prefix: str, **options) -> tuple[str, dict]:
+    """demo.run on the session's bed with its Spark jobs on YARN (cluster mode), tables and peer named `prefix` plus
+    a tag; the bed is left as found (the migration keeps its peer until a cut-over). Returns the tag and the run's
+    summary."""
     from demo.run import run
 
+    tag = uuid.uuid4().hex[:6]
+    request.addfinalizer(lambda: drop_peer_and_tables(bed, f"{prefix}{tag}", f"{prefix}{tag}_"))
+    return tag, run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2700.0, workdir=str(tmp_path / "demo"),
+                              zookeeper=zookeeper.hosts, stand_in=False, testbed=str(bed.workdir),
+                              table_prefix=f"{prefix}{tag}_", peer_id=f"{prefix}{tag}", spark="yarn", **options))
+
+def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zookeeper, realhbase_yarn):
     bed = realhbase_yarn
     yarn = bed.yarn_endpoints()
-    tag = uuid.uuid4().hex[:6]
-    # the bed is the session's: leave it as found (the migration keeps its peer until a cut-over)
-    request.addfinalizer(lambda: drop_peer_and_tables(bed, f"yarn{tag}", f"yarn{tag}_"))
-    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2700.0, workdir=str(tmp_path / "demo"),
-                           zookeeper=zookeeper.hosts, data_path="thrift2", repair=True, stand_in=False,
-                           testbed=str(bed.workdir), table_prefix=f"yarn{tag}_", peer_id=f"yarn{tag}",
-                           tables=["users", "orders"], snapshot=["orders"], spark="yarn"))
+    tag, result = demo_on_yarn(request, tmp_path, zookeeper, bed, "yarn", data_path="thrift2", repair=True,
+                               tables=["users", "orders"], snapshot=["orders"])
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
     assert result["spark"] == {"mode": "yarn", "deploy_mode": "cluster", "connection": "spark_yarn",
@@ -86,16 +91,10 @@ def test_native_migration_on_yarn_cluster_mode_needs_no_repair(request, tmp_path
     containers (the jars shipped with the job by spark-submit --jars, from this worker's `make jvm`), raw on both
     sides, `repair` off; the writer's deletes and old-timestamp puts ran through the copy and the catch-up. Both
     jobs ran on native in cluster mode, the verification is clean, the independent comparison finds nothing."""
-    from demo.run import run
-
     bed = realhbase_yarn
     yarn = bed.yarn_endpoints()
-    tag = uuid.uuid4().hex[:6]
-    request.addfinalizer(lambda: drop_peer_and_tables(bed, f"ynat{tag}", f"ynat{tag}_"))
-    result = run(Namespace(rows=4000, write_rate=40.0, cores=2, timeout_s=2700.0, workdir=str(tmp_path / "demo"),
-                           zookeeper=zookeeper.hosts, data_path="native", repair=False, stand_in=False,
-                           testbed=str(bed.workdir), table_prefix=f"ynat{tag}_", peer_id=f"ynat{tag}",
-                           tables=["users"], snapshot=[], spark="yarn"))
+    _, result = demo_on_yarn(request, tmp_path, zookeeper, bed, "ynat", data_path="native", repair=False,
+                             tables=["users"], snapshot=[])
     assert result["dag_exit_code"] == 0 and result["run_status"] == "success", result
     assert result["writer"]["errors"] == 0 and result["writer"]["deletes"] > 0, result["writer"]
     (table, r), = result["tables"].items()
