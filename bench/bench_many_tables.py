@@ -4,28 +4,31 @@ through the `hbase_table_migration` DAG end to end (`airflow dags test`, Spark l
 The same rows (`--rows`, 300k by default, `--versions` versions each at old timestamps) are migrated three times,
 each a run of its own with a writer adding new versions on the source throughout (so WALs roll and peers pin them):
 1. in one table;
-2. spread over `--tables` tables (300), in batches (`--batch-max-tables`, `--batches-at-once`): each batch its own
-   peer and one Spark application for its copy and one for its verification;
-3. (unless `--no-one-peer`) the same tables as one batch, one peer for all (the behaviour before batches).
+2. spread over `--tables` tables (300), batched by the run spec's defaults (by bytes: `batch_max_bytes` 1 TiB,
+   `batch_max_tables` 300; the bench does not size, so these 300 small tables are one batch, one peer): one Spark
+   application for the copy, one for the verification;
+3. (unless `--no-batches`) the same rows over as many other tables in batches of `--batch-max-tables` (100: three
+   batches, `--batches-at-once`), each batch its own peer and two Spark applications: what batches cost.
 After each run every table is compared with the source independently, every version of every cell (demo/
 workload.py's Thrift2 client, no toolkit code), once each peer has drained the writer's last edits.
 
 Figures (printed, never asserted; the last line is one JSON object):
-- `many_vs_one`: run 2's wall time / run 1's (the goal: <= 2.0); `differences`: rows differing in runs 1 and 2;
+- `many_vs_one`: run 2's wall time / run 1's (the goal: <= 2.0), `many_vs_one_batches` run 3's; `differences`: rows
+  differing in any run;
 - `spark_applications`: the Spark applications run 2 started (the distinct application ids its copy and verify
   recorded; before batches a table's copy and verification were two each: 600 for 300 tables);
 - `namenode_calls_per_min`: the oldWALs watchdogs' WebHDFS calls over run 2 (the ledger's count, which the
   NameNode's audit log matched in tests/integration/test_oldwals_watch_realhbase.py) per minute of the run;
 - `peak_pinned_wal_bytes`: oldWALs' largest growth above its size at the run's start, sampled every 5 s (the bench's
-  own WebHDFS calls), for run 2 (`batches`) and run 3 (`one_peer`);
-- `breakdown`: where run 2's time went, from Airflow's task instances: the steps before the batches, the copy tasks
+  own WebHDFS calls), for run 2 (`one_peer`, when the defaults made it one batch) and run 3 (`batches`);
+- `breakdown`, `breakdown_batches`: where run 2's and run 3's time went, from Airflow's task instances: the steps before the batches, the copy tasks
   (and inside them the Spark jobs' own time: the rest is spark-submit, the driver's start and the checks), the
   catch-ups, the verifications, and what no task covers (the scheduling loop of `airflow dags test`).
-`airflow dags test` runs one task at a time, so the batches of run 2 copy one after the other (`--batches-at-once`
+`airflow dags test` runs one task at a time, so the batches of run 3 copy one after the other (`--batches-at-once`
 counts for a scheduler with several workers).
 
     .venv/bin/python bench/bench_many_tables.py [--rows 300000] [--tables 300] [--versions 3]
-        [--batch-max-tables 50] [--batches-at-once 2] [--write-rate 20] [--no-one-peer] [--testbed DIR]
+        [--batch-max-tables 100] [--batches-at-once 2] [--write-rate 20] [--no-batches] [--testbed DIR]
 """
 from __future__ import annotations
 
@@ -286,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=300_000)
     p.add_argument("--tables", type=int, default=300)
     p.add_argument("--versions", type=int, default=3)
-    p.add_argument("--batch-max-tables", type=int, default=50)
+    p.add_argument("--batch-max-tables", type=int, default=100, help="run 3's batches")
     p.add_argument("--batches-at-once", type=int, default=2)
     p.add_argument("--write-rate", type=float, default=20.0, help="the writer's puts/s during each run")
-    p.add_argument("--no-one-peer", action="store_true", help="skip run 3 (the tables as one batch, one peer)")
+    p.add_argument("--no-batches", action="store_true", help="skip run 3 (the tables in batches of --batch-max-tables)")
     p.add_argument("--timeout-s", type=float, default=6 * 3600)
     p.add_argument("--rs-heap-mb", type=int, default=1536, help="the bed's region servers' heap (MiB)")
     p.add_argument("--testbed", help="the workdir of a realhbase test bed already up (else one is started)")
@@ -311,25 +314,30 @@ def main(argv: list[str] | None = None) -> int:
         tag = uuid.uuid4().hex[:5]
         one = migrate(bed, "one_table", [f"bm{tag}_one"], args, {})
         many_tables = [f"bm{tag}_t{k:03d}" for k in range(args.tables)]
-        many = migrate(bed, "many_tables", many_tables, args, {"batch_max_tables": args.batch_max_tables})
-        one_peer = None if args.no_one_peer else migrate(
-            bed, "many_tables_one_peer", [f"bm{tag}_p{k:03d}" for k in range(args.tables)], args,
-            {"batch_max_tables": args.tables})
+        many = migrate(bed, "many_tables", many_tables, args, {})  # the run spec's defaults
+        batched = None if args.no_batches else migrate(
+            bed, "many_tables_batches", [f"bm{tag}_p{k:03d}" for k in range(args.tables)], args,
+            {"batch_max_tables": args.batch_max_tables})
     finally:
         if own:
             bed.down()
     figures = {
         "tables": args.tables, "rows": args.rows, "versions": args.versions,
-        "differences": one["differences"] + many["differences"],
+        "differences": sum(r["differences"] for r in (one, many, batched) if r),
         "many_vs_one": round(many["wall_s"] / one["wall_s"], 2),
+        "many_vs_one_batches": round(batched["wall_s"] / one["wall_s"], 2) if batched else None,
         "spark_applications": many["spark_applications"], "batches": many["batches"],
+        "spark_applications_batches": batched["spark_applications"] if batched else None,
+        "batches_batches": batched["batches"] if batched else None,
         "namenode_calls_per_min": many["namenode_calls_per_min"],
-        "peak_pinned_wal_bytes": {"batches": many["peak_pinned_wal_bytes"],
-                                  "one_peer": one_peer["peak_pinned_wal_bytes"] if one_peer else None},
+        "namenode_calls_per_min_batches": batched["namenode_calls_per_min"] if batched else None,
+        "peak_pinned_wal_bytes": {"one_peer" if many["batches"] == 1 else "default": many["peak_pinned_wal_bytes"],
+                                  "batches": batched["peak_pinned_wal_bytes"] if batched else None},
         "wall_s": {"one_table": one["wall_s"], "many_tables": many["wall_s"],
-                   "many_tables_one_peer": one_peer["wall_s"] if one_peer else None},
-        "runs_ok": all(r["rc"] == 0 for r in (one, many, one_peer) if r),
-        "breakdown": many["breakdown"], "load_average": os.getloadavg()[0],
+                   "many_tables_batches": batched["wall_s"] if batched else None},
+        "runs_ok": all(r["rc"] == 0 for r in (one, many, batched) if r),
+        "breakdown": many["breakdown"], "breakdown_batches": batched["breakdown"] if batched else None,
+        "load_average": os.getloadavg()[0],
     }
     print(json.dumps(figures, sort_keys=True), flush=True)
     return 0

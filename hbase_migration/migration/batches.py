@@ -12,6 +12,11 @@ tables, every table in exactly one), else by size: largest first (the longest co
 until it would pass `batch_max_tables` tables or `batch_max_bytes` bytes of store files (the sizing's figures; a
 table not sized counts as 0, a table larger than the cap goes alone). A run of a few tables is one batch, whose
 peer is the run's `peer_id` itself; with more, batch k's peer is `<peer_id>_b<k>`.
+
+The defaults cut by bytes: a batch's fixed cost (two Spark applications, its peer's shell sessions: about two
+minutes, bench/bench_many_tables.py) is noise against the copy of 1 TiB (hours), and the WALs it pins are what its
+copy's hours write. Small tables share a batch up to 300 of them (one Spark application plans them all); 40 TB in
+300 tables is about 40 batches, 300 tables of a few MB each one batch.
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ from typing import Any, Mapping, Sequence
 
 from hbase_migration.replication.model import normalize_table, validate_peer_id
 
-DEFAULT_MAX_TABLES = 100
+DEFAULT_MAX_TABLES = 300
+DEFAULT_MAX_BYTES = 1 << 40  # 1 TiB of store files
 PEER_SUFFIX = re.compile(r"^(?P<base>.+)_b(?P<k>\d+)$")
 
 
@@ -93,7 +99,7 @@ def check_listed(listed: Sequence[Sequence[str]], tables: Sequence[str]) -> None
 
 def plan(tables: Sequence[str], peer_id: str, *, sizes: Mapping[str, int | None] | None = None,
          listed: Sequence[Sequence[str]] = (), max_tables: int = DEFAULT_MAX_TABLES,
-         max_bytes: int = 0) -> list[Batch]:
+         max_bytes: int = DEFAULT_MAX_BYTES) -> list[Batch]:
     """The run's batches (pure): as `listed`, else by size (module docstring). `max_bytes` 0: no byte cap."""
     if max_tables < 1:
         raise ValueError(f"max_tables must be at least 1, got {max_tables}")

@@ -22,6 +22,7 @@ from hbase_migration.data.throttle import (
     limits_text,
     parse_limits,
 )
+from hbase_migration.migration.batches import DEFAULT_MAX_BYTES as DEFAULT_BATCH_BYTES
 from hbase_migration.migration.batches import DEFAULT_MAX_TABLES as DEFAULT_BATCH_TABLES
 from hbase_migration.migration.batches import check_listed, parse_listed
 from hbase_migration.migration.initial_copy import DEFAULT_THRESHOLD as SNAPSHOT_THRESHOLD
@@ -378,9 +379,10 @@ FIELDS: tuple[Field, ...] = (
     Field("batch_max_tables", "integer", DEFAULT_BATCH_TABLES, "Batches by size: most tables in one",
           "a batch holds at most this many tables (one Spark application copies them, one verifies them)", _integer,
           "batches.max_tables", **at_least(1, "an integer")),
-    Field("batch_max_bytes", "integer", 0, "Batches by size: most store file bytes in one (0: no cap)",
-          "a batch holds at most this many bytes of store files (the sizing's figures), so that its WALs are pinned "
-          "for a bounded copy; a bigger table goes alone. 0: only batch_max_tables caps a batch", _integer,
+    Field("batch_max_bytes", "integer", DEFAULT_BATCH_BYTES, "Batches by size: most store file bytes in one",
+          "a batch holds at most this many bytes of store files (the sizing's figures; default 1 TiB), so that its "
+          "WALs are pinned for a bounded copy; a bigger table goes alone. 0: only batch_max_tables caps a batch",
+          _integer,
           "batches.max_bytes", **at_least(0, "an integer")),
     Field("batches_at_once", "integer", 2, "Batches copying side by side",
           "at most this many batches have their peer added and their copies running at once (each pins its own "
@@ -695,7 +697,7 @@ class RunSpec:
     hold_switches: bool = True
     batches: tuple[tuple[str, ...], ...] = ()
     batch_max_tables: int = DEFAULT_BATCH_TABLES
-    batch_max_bytes: int = 0
+    batch_max_bytes: int = DEFAULT_BATCH_BYTES
     batches_at_once: int = 2
     spark_pool: str = "hbase_spark"
     cluster_pool: str = "hbase_cluster"

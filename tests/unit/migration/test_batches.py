@@ -31,6 +31,17 @@ def test_by_size_largest_first_capped_by_tables_and_bytes():
     assert [b.tables for b in plan(TABLES, "mig", sizes=sizes, max_bytes=1000)] == [("b", "c", "e", "a", "d")]
 
 
+def test_the_defaults_cut_by_bytes_40_tb_in_300_tables_is_about_40_batches():
+    tb = 1 << 40
+    small = [f"t{k:03d}" for k in range(300)]
+    assert len(plan(small, "mig", sizes=dict.fromkeys(small, 5 << 20))) == 1  # 300 tables of 5 MB: one peer
+    assert len(plan(small + ["x"], "mig")) == 2  # the 301st table starts a second batch
+    big = {t: 40 * tb // 300 for t in small}  # 40 TiB, 300 tables of 147 GB: 7 a batch (an 8th would pass 1 TiB)
+    batches = plan(small, "mig", sizes=big)
+    assert {len(b.tables) for b in batches[:-1]} == {7} and len(batches) == 43
+    assert all(b.bytes <= tb for b in batches)
+
+
 def test_as_listed_every_table_once():
     listed = parse_listed(["a, c", "b,d,e", " "])
     assert listed == (("a", "c"), ("b", "d", "e"))
