@@ -21,9 +21,10 @@ Figures (printed, never asserted; the last line is one JSON object):
   NameNode's audit log matched in tests/integration/test_oldwals_watch_realhbase.py) per minute of the run;
 - `peak_pinned_wal_bytes`: oldWALs' largest growth above its size at the run's start, sampled every 5 s (the bench's
   own WebHDFS calls), for run 2 (`one_peer`, when the defaults made it one batch) and run 3 (`batches`);
-- `breakdown`, `breakdown_batches`: where run 2's and run 3's time went, from Airflow's task instances: the steps before the batches, the copy tasks
-  (and inside them the Spark jobs' own time: the rest is spark-submit, the driver's start and the checks), the
-  catch-ups, the verifications, and what no task covers (the scheduling loop of `airflow dags test`).
+- `breakdown`, `breakdown_batches`: where run 2's and run 3's time went, from Airflow's task instances: the steps
+  before the batches, the copy tasks (and inside them the Spark jobs' own time: the rest is spark-submit, the
+  driver's start and the checks), the catch-ups, the verifications, and what no task covers (the scheduling loop
+  of `airflow dags test`).
 `airflow dags test` runs one task at a time, so the batches of run 3 copy one after the other (`--batches-at-once`
 counts for a scheduler with several workers).
 

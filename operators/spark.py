@@ -383,7 +383,9 @@ class _HBaseJobOperator(SparkSubmitOperator):
         if not pattern:
             return None
         krb5 = next((s.krb5_conf for s in self._kerberized() if s.krb5_conf), None)
-        return {"principal": self.principal, "keytab": self.keytab, "krb5_conf": krb5, "principal_pattern": pattern}
+        login = self._yarn_rm_auth.login  # the keytab as the connection names it: spark-submit's second name
+        return {"principal": login.principal, "keytab": login.keytab,  # is removed with the try's folder
+                "krb5_conf": krb5, "principal_pattern": pattern}
 
     def _watchdog_args(self) -> dict[str, Any] | None:
         """What the triggerer's oldWALs watchdog needs (the copy's; None: no watchdog)."""

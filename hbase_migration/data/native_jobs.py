@@ -113,7 +113,7 @@ def _run(executor: Any, kind: str, spec: dict, items: list[dict], on_done: Calla
     sc = _executor_sc(executor)
     slices = tasks_per_slot * sc.defaultParallelism if tasks_per_slot else None
     return run_tasks(sc, kind, spec, items, on_done, slices=slices, on_heartbeat=on_heartbeat,
-                     heartbeat_s=getattr(executor, "heartbeat_s", 30.0))
+                     heartbeat_s=getattr(executor, "heartbeat_s", 30.0), places=getattr(executor, "places", None))
 
 
 def result_of(d: dict) -> PartitionResult:

@@ -368,12 +368,13 @@ def probe(cluster: "Cluster", timeout_s: float = 10.0, conf: Mapping[str, str] |
 def run_tasks(sc: Any, kind: str, spec: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
               on_done: Callable[[list[dict]], None] | None = None, *, slices: int | None = None,
               on_heartbeat: Callable[[], None] | None = None, heartbeat_s: float = 30.0, poll_s: float = 1.0,
-              job_group: str | None = None) -> list[dict[str, Any]]:
+              job_group: str | None = None, places: set | None = None) -> list[dict[str, Any]]:
     """Run `kind` ("copy", "verify", "sample") over `items` in Spark tasks of the JVM side (in `slices` tasks,
     each its share in turn; None: one per item), each task preferring the hosts of its items' region servers.
     `on_done(results)` here as tasks end, `on_heartbeat()` every `heartbeat_s`. Returns every result dict, in item
     order. Interrupted (SIGTERM, Ctrl-C), the job is cancelled before the exception goes on; a failure of the job
-    as a whole raises `NativeJobFailed`."""
+    as a whole raises `NativeJobFailed`. `places` (a set), when given, gets where each task ran: (host, YARN
+    container or '', the jar), as executors.py's Python tasks give theirs."""
     if not items:
         return []
     b = bridge()
@@ -382,10 +383,16 @@ def run_tasks(sc: Any, kind: str, spec: Mapping[str, Any], items: Sequence[Mappi
     run = b.call("start", sc._jsc, kind, json.dumps(spec), json.dumps(list(items)), int(slices or 0), group)
     found: dict[int, dict] = {}
 
+    def take(result: dict) -> int:
+        where = result.pop("where", None) or {}
+        if places is not None and where:
+            places.add((where.get("host", ""), where.get("container", ""), where.get("code", "")))
+        return int(result.pop("position"))
+
     def drain() -> None:
         fresh = json.loads(run.poll())
         for result in fresh:
-            found[int(result.pop("position"))] = result
+            found[take(result)] = result
         if fresh and on_done is not None:
             on_done(fresh)
 
@@ -411,7 +418,7 @@ def run_tasks(sc: Any, kind: str, spec: Mapping[str, Any], items: Sequence[Mappi
     if failure:
         raise NativeJobFailed(f"the native {kind} job failed: {failure}")
     for result in json.loads(run.results()):
-        found.setdefault(int(result.pop("position")), result)
+        found.setdefault(take(result), result)
     missing = [i for i in range(len(items)) if i not in found]
     if missing:
         raise NativeJobFailed(f"the native {kind} job ended without the results of {len(missing)} partition(s) "

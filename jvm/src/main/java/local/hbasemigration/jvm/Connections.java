@@ -71,18 +71,21 @@ final class Connections {
   }
 
   /**
-   * The JVM's krb5.conf ({@code java.security.krb5.conf}): the connection's, unless the JVM was given one already
-   * (a {@code -D} of spark.driver/executor.extraJavaOptions, or the other cluster's: the Python side checked that
-   * both clusters' files hold the same). Set before the keytab login, which re-reads it (Hadoop's keytab login
-   * asks Krb5LoginModule for refreshKrb5Config), so it holds even where Kerberos was initialised before.
+   * The JVM's krb5.conf ({@code java.security.krb5.conf}) becomes the connection's, also where the JVM was given
+   * another (a {@code -D} of extraJavaOptions: a YARN node's own, whose default realm and [domain_realm] are its
+   * datacenter's): the toolkit authenticates with the krb5.conf its connections name on every path, the one
+   * preflight checked (the Python side checked that both clusters' connections name the same). Set before the
+   * keytab login, which re-reads it (Hadoop's keytab login asks Krb5LoginModule for refreshKrb5Config), so it holds
+   * even where Kerberos was initialised before. HBase's SASL client asks for {@code hbase@<server host>} in the
+   * realm the [domain_realm] gives that host: with a krb5.conf of the other datacenter, its default realm, and
+   * "Server not found in Kerberos database" (a YARN container of the target's datacenter reading the source).
    */
   static synchronized void useKrb5Conf(String cluster, String path) {
     String current = System.getProperty(JAVA_KRB5_CONF);
-    if (current == null) {
+    if (!path.equals(current)) {
       System.setProperty(JAVA_KRB5_CONF, path);
-      LOG.info("cluster {}: this JVM's krb5.conf is {}", cluster, path);
-    } else if (!current.equals(path)) {
-      LOG.info("cluster {}: this JVM keeps its krb5.conf {} (the connection names {})", cluster, current, path);
+      LOG.info("cluster {}: this JVM's krb5.conf is {} (the connection's{})", cluster, path,
+          current == null ? "" : "; it was " + current);
     }
   }
 

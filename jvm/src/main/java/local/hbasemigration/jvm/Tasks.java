@@ -46,17 +46,45 @@ final class Tasks implements FlatMapFunction<Iterator<String>, String> {
   public Iterator<String> call(Iterator<String> groups) throws Exception {
     logAtInfo();
     JsonNode spec = Json.parse(specJson);
+    ObjectNode where = whereabouts();
     List<String> out = new ArrayList<>();
     while (groups.hasNext()) {
       for (JsonNode entry : Json.parse(groups.next())) {
         ObjectNode result = runOne(kind, spec, entry.get(1));
         result.put("position", entry.get(0).asInt());
+        result.set("where", where);
         String text = Json.write(result);
         results.add(text);
         out.add(text);
       }
     }
     return out.iterator();
+  }
+
+  /**
+   * Where this task ran, for the job's summary (executors.py {@code whereabouts()}, the Python tasks' own): the
+   * host, the YARN container ({@code CONTAINER_ID}, empty elsewhere) and the jar this class came from (on YARN, the
+   * container's localized copy).
+   */
+  static ObjectNode whereabouts() {
+    ObjectNode where = Json.object();
+    String host;
+    try {
+      host = java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.io.IOException e) {
+      host = "";
+    }
+    where.put("host", host);
+    String container = System.getenv("CONTAINER_ID");
+    where.put("container", container == null ? "" : container);
+    String code;
+    try {
+      code = new java.io.File(Tasks.class.getProtectionDomain().getCodeSource().getLocation().toURI()).getPath();
+    } catch (java.net.URISyntaxException | RuntimeException e) {
+      code = "";
+    }
+    where.put("code", code);
+    return where;
   }
 
   static ObjectNode runOne(String kind, JsonNode spec, JsonNode item) {
