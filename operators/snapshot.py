@@ -111,53 +111,41 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
         self.on_kill()
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from hbase_migration.data.snapshot_export import ExportFailed, ExportRefused, SnapshotExport, cloned
-        from hbase_migration.migration.quota import Watchdog, check_policy
-        from hbase_migration.migration.tables import create_namespaces
-        from hbase_migration.operators.ledger import ledger_url, open_ledger
+        from hbase_migration.migration.quota import check_policy
 
         try:
             check_policy(self.quota_policy)
         except ValueError as e:
             raise AirflowFailException(str(e)) from None
+        self._ledger_phase("copy", "running", {"method": "snapshot"})
+        return self._recorded(lambda export, source, target: self._export_and_clone(context, export, source, target))
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Cluster mode: the file copy ended in YARN (the trigger's event); the rest of `execute`, the clone and the
+        clean-up, here, on the operator Airflow made anew for this half of the try."""
+        parent = super()
+
+        def finish(export: Any, source: Any, target: Any) -> dict[str, Any]:
+            return self._clone(export, source, target, parent.execute_complete(context, event))
+
+        return self._recorded(finish)
+
+    def _recorded(self, step: Any) -> dict[str, Any]:
+        """`step(export, source, target)` with the export's ledger open; a failure recorded in the ledger's copy
+        phase with what it left where."""
+        from hbase_migration.data.snapshot_export import ExportFailed, ExportRefused, SnapshotExport
+        from hbase_migration.operators.ledger import open_ledger
+
         source = HBaseClusterHook(self.source_conn_id).get_cluster()
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
-        self._ledger_phase("copy", "running", {"method": "snapshot"})
         ledger = open_ledger()
         try:
             try:
-                self._export = export = SnapshotExport(source, target, self._options(), ledger)
-                existing = export.check()
+                self._export = SnapshotExport(source, target, self._options(), ledger)
             except ExportRefused as e:
                 self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
                 raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
-            if cloned(existing):
-                self.log.info("%s was cloned by an earlier attempt; cleaning up", self.table)
-                export.clean()
-                return self._done({"table": self.table, "snapshot": export.name, "already_cloned": True})
-            summary: dict[str, Any] = {"table": self.table, "snapshot": export.name}
-            if existing is None or existing["state"] != "published":
-                watchdog = None
-                if self.peer_id:
-                    from airflow.sdk import conf
-
-                    interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
-                                                                         fallback=30.0)
-                    watchdog = Watchdog(source, self.peer_id, self.quota_policy, self.quota_mark, interval,
-                                        ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
-                                        on_fail=self._on_quota_fail, logger=self.log, target=target).start()
-                try:
-                    export.take()
-                    summary = self._run(context)
-                finally:
-                    if watchdog is not None:
-                        watchdog.stop()
-            create_namespaces(source, target, [self.table])
-            export.finish()
-            summary["cloned"] = True
-            if export.summary.get("target_snapshot_kept"):  # a MOB table's: what the operator must know
-                summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
-            return self._done(summary)
+            return step(self._export, source, target)
         except ExportFailed as e:
             self._ledger_phase("copy", "failed", {"method": "snapshot", "error": e.reason, "left": e.left})
             raise AirflowException(str(e)) from e
@@ -172,6 +160,50 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
             raise
         finally:
             ledger.close()
+
+    def _export_and_clone(self, context: Context, export: Any, source: Any, target: Any) -> dict[str, Any]:
+        from hbase_migration.data.snapshot_export import ExportRefused, cloned
+        from hbase_migration.migration.quota import Watchdog
+        from hbase_migration.operators.ledger import ledger_url
+
+        try:
+            existing = export.check()
+        except ExportRefused as e:
+            self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
+            raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
+        if cloned(existing):
+            self.log.info("%s was cloned by an earlier attempt; cleaning up", self.table)
+            export.clean()
+            return self._done({"table": self.table, "snapshot": export.name, "already_cloned": True})
+        summary: dict[str, Any] = {"table": self.table, "snapshot": export.name}
+        if existing is None or existing["state"] != "published":
+            watchdog = None
+            if self.peer_id:
+                from airflow.sdk import conf
+
+                interval = self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                     fallback=30.0)
+                watchdog = Watchdog(source, self.peer_id, self.quota_policy, self.quota_mark, interval,
+                                    ledger_url() if self.ledger_run_id else None, self.ledger_run_id,
+                                    on_fail=self._on_quota_fail, logger=self.log, target=target).start()
+            try:
+                export.take()
+                summary = self._run(context)  # in YARN cluster mode this defers: execute_complete goes on
+            finally:
+                if watchdog is not None:
+                    watchdog.stop()
+        return self._clone(export, source, target, summary)
+
+    def _clone(self, export: Any, source: Any, target: Any, summary: dict[str, Any]) -> dict[str, Any]:
+        """The files are on the target: its namespace, `clone_snapshot`, both snapshots deleted."""
+        from hbase_migration.migration.tables import create_namespaces
+
+        create_namespaces(source, target, [self.table])
+        export.finish()
+        summary = {"table": self.table, "snapshot": export.name, **summary, "cloned": True}
+        if export.summary.get("target_snapshot_kept"):  # a MOB table's: what the operator must know
+            summary["target_snapshot_kept"] = export.summary["target_snapshot_kept"]
+        return self._done(summary)
 
     def _done(self, summary: dict[str, Any]) -> dict[str, Any]:
         self._ledger_phase("copy", "success", {"method": "snapshot", **summary})

@@ -388,8 +388,18 @@ class _HBaseJobOperator(SparkSubmitOperator):
                 "krb5_conf": krb5, "principal_pattern": pattern}
 
     def _watchdog_args(self) -> dict[str, Any] | None:
-        """What the triggerer's oldWALs watchdog needs (the copy's; None: no watchdog)."""
-        return None
+        """What the triggerer's oldWALs watchdog needs: a copy's or a snapshot export's with a peer (the jobs that
+        run while their peer pins WALs); None: no watchdog."""
+        if not getattr(self, "peer_id", None):
+            return None
+        from airflow.sdk import conf
+
+        return {"cluster": HBaseClusterHook(self.source_conn_id).get_cluster().to_dict(), "peer_id": self.peer_id,
+                # enable_peer enables the peer only once its tables exist there (migration.enable_gate)
+                "target": HBaseClusterHook(self.target_conn_id).get_cluster().to_dict(),
+                "policy": self.quota_policy, "mark": float(self.quota_mark), "ledger_run_id": self.ledger_run_id,
+                "interval_s": float(self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
+                                                                               fallback=30.0))}
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         from hbase_migration.operators.ledger import ledger_url
@@ -543,18 +553,6 @@ class HBaseCopyTableOperator(_HBaseJobOperator):
             if unreachable(e):  # the shell or the master did not answer: the task's retry takes the hold again
                 raise
             raise AirflowFailException(f"copy of {self.table} not started: {e}") from e
-
-    def _watchdog_args(self) -> dict[str, Any] | None:
-        if not self.peer_id:
-            return None
-        from airflow.sdk import conf
-
-        return {"cluster": HBaseClusterHook(self.source_conn_id).get_cluster().to_dict(), "peer_id": self.peer_id,
-                # enable_peer enables the peer only once its tables exist there (migration.enable_gate)
-                "target": HBaseClusterHook(self.target_conn_id).get_cluster().to_dict(),
-                "policy": self.quota_policy, "mark": float(self.quota_mark), "ledger_run_id": self.ledger_run_id,
-                "interval_s": float(self.watchdog_interval_s or conf.getfloat("hbase_migration", "watchdog_interval_s",
-                                                                               fallback=30.0))}
 
     def _after_deferred_wait(self) -> None:
         if self._releases_own_hold and self.hold_switches:

@@ -4,12 +4,13 @@ beside dc2: `realhbase_yarn`), a writer editing the source through the copy and 
 
 The DAG's Spark connection (`spark_default`) is the bed's `spark_yarn` connection (cluster mode, the application
 followed through the ResourceManager's REST API); spark-submit reads the bed's HADOOP_CONF_DIR and SPARK_CONF_DIR.
-Of the two tables `users` is copied by scan (the PySpark CopyTable) and `orders` by snapshot (the export's file
-copy as a Spark job), and both are verified by the Spark verify job: four YARN applications, each driver in a YARN
-container. Verdicts: an independent comparison of every version of every column (demo/workload.py's plain Thrift2
-client) finds no difference; the run's summary names each job's YARN application, which YARN's REST API reports as a
-SPARK application of one attempt that SUCCEEDED (a verification that found differences and repaired them: FAILED,
-its driver's exit 1 being its verdict), and the containers its driver and executors ran in
+Of the two tables `users` is copied by scan (the PySpark CopyTable) and `orders` by snapshot (the export's file copy
+as a Spark job, its `clone_snapshot` after the deferred wait), and both are verified by the batch's Spark verify
+job: three YARN applications, each driver in a YARN container. Verdicts: an independent comparison of every version
+of every column (demo/workload.py's plain Thrift2 client) finds no difference; the run's summary names each job's
+YARN application, which YARN's REST API reports as a SPARK application of one attempt that SUCCEEDED (a verification
+that found differences and repaired them: FAILED, its driver's exit 1 being its verdict), and the containers its
+driver and executors ran in
 (tests/integration/test_spark_yarn_realhbase.py checks them); verify's differing versions, if any, are the ones
 HBase's own version rules explain.
 
@@ -77,7 +78,9 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
         found = r["versions_found_different"]
         assert {v["kind"] for v in found} <= {"only_on_target", "missing_on_target"}, (table, r)
         found_by_table[table] = found
-    assert len(set(applications)) == len(applications) == 4, applications
+    # three applications: the batch's scan copy (users), orders' export, the batch's one verification of both
+    assert len(applications) == 4 and len(set(applications)) == 3, applications
+    assert applications[1] == applications[3], applications  # each table's (copy, verify): the verify is shared
     left = unexplained(bed, found_by_table)
     assert not any(left.values()), (left, found_by_table)
     print(f"\nYARN applications: {applications}; wall {result['wall_time_s']} s; "
@@ -103,11 +106,15 @@ def test_native_migration_on_yarn_cluster_mode_needs_no_repair(request, tmp_path
     assert r["verification"] == "clean" and r["repair"] is None, r
     for job in ("copy", "verify"):
         # the driver (Python, py4j to the native jars) in the application's own container; the tasks are JVM code,
-        # so no executor reports a Python import of its own (assert_ran_on_yarn's executor checks)
+        # each reporting the container it ran in and the jar YARN localized for the application
         spark = r["spark"][job]
         assert spark and (spark["master"], spark["deploy_mode"]) == ("yarn", "cluster"), (job, spark)
         suffix = spark["application_id"].split("_", 1)[1]
         assert spark["driver"]["container"].startswith(f"container_{suffix}_"), (job, spark)
+        assert spark["executors"], (job, spark)
+        for executor in spark["executors"]:
+            assert executor["container"].startswith(f"container_{suffix}_"), (job, spark)
+            assert executor["code"].startswith(yarn["containers_dir"]) and executor["code"].endswith(".jar"), spark
         assert (_rm_app(yarn, spark["application_id"])["finalStatus"]) == "SUCCEEDED", (job, spark)
         assert len(app_attempts(yarn, spark["application_id"])) == 1, (job, spark)
     print(f"\nnative on YARN: copy {r['copy_s']} s, catch-up {r['catch_up_s']} s, wall {result['wall_time_s']} s")
