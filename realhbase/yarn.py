@@ -288,14 +288,14 @@ class Yarn:
         logs = self.workdir / CLUSTER / "logs"
         nodes = f"http://{address}:{ports['rm_web']}/ws/v1/cluster/nodes?states=RUNNING"
         try:
-            for role in ROLES:
-                spawn(self._command(role, jars.java, classpath), logs / f"{role}.log", f"{CLUSTER}/{role}",
-                      yarn_dir(self.workdir), env)
+            spawned = {role: spawn(self._command(role, jars.java, classpath), logs / f"{role}.log",
+                                   f"{CLUSTER}/{role}", yarn_dir(self.workdir), env) for role in ROLES}
             deadline = time.monotonic() + timeout
             while True:
-                running = self.running_daemons()
-                for role in ROLES:
-                    if f"{CLUSTER}/{role}" not in running:
+                # the child's own exit status: a scan of /proc just after the spawn can miss a JVM whose launcher
+                # is re-executing itself (its command line reads empty for that moment), and it failed this start
+                for role, proc in spawned.items():
+                    if proc.poll() is not None:
                         log = logs / f"{role}.log"
                         raise RealHBaseError(f"realhbase: {CLUSTER}/{role} exited while starting; tail of "
                                              f"{log}:\n{tail(log)}")

@@ -4,9 +4,10 @@ beside dc2: `realhbase_yarn`), a writer editing the source through the copy and 
 
 The DAG's Spark connection (`spark_default`) is the bed's `spark_yarn` connection (cluster mode, the application
 followed through the ResourceManager's REST API); spark-submit reads the bed's HADOOP_CONF_DIR and SPARK_CONF_DIR.
-Of the two tables `users` is copied by scan (the PySpark CopyTable) and `orders` by snapshot (the export's file copy
-as a Spark job, its `clone_snapshot` after the deferred wait), and both are verified by the batch's Spark verify
-job: three YARN applications, each driver in a YARN container. Verdicts: an independent comparison of every version
+Of the three tables `users` is copied by scan (the PySpark CopyTable), `orders` and `events` by snapshot (each
+export's file copy a Spark job, the batch's export task deferring for each in turn, each `clone_snapshot` after its
+wait), and all are verified by the batch's Spark verify job: four YARN applications, each driver in a YARN
+container. Verdicts: an independent comparison of every version
 of every column (demo/workload.py's plain Thrift2 client) finds no difference; the run's summary names each job's
 YARN application, which YARN's REST API reports as a SPARK application of one attempt that SUCCEEDED (a verification
 that found differences and repaired them: FAILED, its driver's exit 1 being its verdict), and the containers its
@@ -14,7 +15,8 @@ driver and executors ran in
 (tests/integration/test_spark_yarn_realhbase.py checks them); verify's differing versions, if any, are the ones
 HBase's own version rules explain.
 
-Four spark-submits to YARN on two shared cores: `full`, run by `make test-yarn`.
+The first test runs in `make test` (the one run of the kind: YARN cluster mode, the operators' deferred waits, a
+batch exporting two tables by snapshot); the native one is `full`, run by `make test-yarn`.
 """
 import uuid
 from argparse import Namespace
@@ -30,7 +32,7 @@ from tests.dags.test_migration_end_to_end import (
 from tests.integration.test_spark_yarn_realhbase import _rm_app, app_attempts, assert_ran_on_yarn
 
 pytestmark = [pytest.mark.integration, pytest.mark.dags, pytest.mark.slow, pytest.mark.realhbase,
-              pytest.mark.full, pytest.mark.timeout(3000)]
+              pytest.mark.timeout(3000)]
 
 
 def demo_on_yarn(request, tmp_path, zookeeper, bed, prefix: str, **options) -> tuple[str, dict]:
@@ -49,7 +51,7 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
     bed = realhbase_yarn
     yarn = bed.yarn_endpoints()
     tag, result = demo_on_yarn(request, tmp_path, zookeeper, bed, "yarn", data_path="thrift2", repair=True,
-                               tables=["users", "orders"], snapshot=["orders"])
+                               tables=["users", "orders", "events"], snapshot=["orders", "events"])
     assert result["dag_exit_code"] == 0, result
     assert result["run_status"] == "success", result
     assert result["spark"] == {"mode": "yarn", "deploy_mode": "cluster", "connection": "spark_yarn",
@@ -59,11 +61,12 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
         assert writer[kind] > 0, (kind, writer)  # the writer ran through the copy and the catch-up
     assert writer["errors"] == 0, writer
     assert result["catch_up"]["lag_samples"] >= 3, result["catch_up"]
-    users, orders = f"yarn{tag}_users", f"yarn{tag}_orders"
-    assert {t: r["initial_copy"] for t, r in result["tables"].items()} == {users: "scan", orders: "snapshot"}
+    users, orders, events = f"yarn{tag}_users", f"yarn{tag}_orders", f"yarn{tag}_events"
+    assert {t: r["initial_copy"] for t, r in result["tables"].items()} == {users: "scan", orders: "snapshot",
+                                                                           events: "snapshot"}
     assert_the_ledger_feeds_the_dashboard(tmp_path / "demo" / "ledger.db", result["run_id"])
 
-    applications = []
+    applications = {}
     found_by_table = {}
     for table, r in result["tables"].items():
         assert_table_landed(table, r)
@@ -74,13 +77,14 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
             final = "FAILED" if job == "verify" and r["verification"] == "repaired" else "SUCCEEDED"
             spark = assert_ran_on_yarn(r["spark"][job], "cluster", yarn, final)
             assert len(app_attempts(yarn, spark["application_id"])) == 1, (table, job, spark)
-            applications.append(spark["application_id"])
+            applications[(table, job)] = spark["application_id"]
         found = r["versions_found_different"]
         assert {v["kind"] for v in found} <= {"only_on_target", "missing_on_target"}, (table, r)
         found_by_table[table] = found
-    # three applications: the batch's scan copy (users), orders' export, the batch's one verification of both
-    assert len(applications) == 4 and len(set(applications)) == 3, applications
-    assert applications[1] == applications[3], applications  # each table's (copy, verify): the verify is shared
+    # four applications: the batch's scan copy (users), each export (orders, then events: the batch's export task
+    # deferred for each in turn, and went on after the first's clone), the batch's one verification of all three
+    assert len(set(applications.values())) == 4, applications
+    assert len({applications[(t, "verify")] for t in (users, orders, events)}) == 1, applications
     left = unexplained(bed, found_by_table)
     assert not any(left.values()), (left, found_by_table)
     print(f"\nYARN applications: {applications}; wall {result['wall_time_s']} s; "
@@ -89,6 +93,7 @@ def test_migration_on_yarn_cluster_mode_loses_no_version(request, tmp_path, zook
                       for t, r in result["tables"].items()))
 
 
+@pytest.mark.full
 def test_native_migration_on_yarn_cluster_mode_needs_no_repair(request, tmp_path, zookeeper, realhbase_yarn):
     """The native data path on YARN (issue 40): the copy and the verification run HBase's own client in YARN's
     containers (the jars shipped with the job by spark-submit --jars, from this worker's `make jvm`), raw on both
