@@ -131,8 +131,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _uses_bed(item) or _uses_secure_bed(item):
             item.add_marker(pytest.mark.realhbase)
-    # Stable: the real-HBase tests first, in their collected order, then the secured bed's, then everything else.
-    items.sort(key=lambda item: 0 if _uses_bed(item) else 1 if _uses_secure_bed(item) else 2)
+    # Stable: the real-HBase tests first, in their collected order (those on YARN last of them: once started, YARN
+    # stays up with the bed, its entry in `endpoints --json`), then the secured bed's, then everything else.
+    items.sort(key=lambda item: (0, _uses_yarn(item)) if _uses_bed(item) else (1, False) if _uses_secure_bed(item)
+               else (2, False))
+
+
+def _uses_yarn(item) -> bool:
+    return "realhbase_yarn" in getattr(item, "fixturenames", ())
 
 
 @pytest.hookimpl(wrapper=True)
