@@ -32,6 +32,7 @@ class Cluster:
         self.parent = CLUSTERS[name]
         self._jars, self.security, self._running, self._modules, self._log = jars, security, running, modules, log
         self._topology = topology
+        self._spawned: dict[str, object] = {}  # role -> the Popen this process started it with
 
     # ------------------------------------------------------------------------------------------ state
     def state(self) -> dict:
@@ -84,6 +85,7 @@ class Cluster:
         command = roles.jvm_command(jars.java, classpath, self.workdir, self.name, self.dir, r.name, r.heap, main,
                                     args, [*self.security.jvm_flags(self.name, self.dir), *cds_flags, *props])
         proc = processes.spawn(command, self.log_path(r.name), f"{self.name}/{r.name}", self.dir)
+        self._spawned[r.name] = proc
         if dump:
             cds.dumping(jars.cds_dir, r.kind, proc.pid)
         return proc
@@ -96,7 +98,11 @@ class Cluster:
         """Raises naming the first of the roles `names` whose JVM is gone, with its log's tail."""
         running = self._running()
         for name in names:
-            if f"{self.name}/{name}" not in running:
+            # a JVM this process started: its own exit status (a scan of /proc just after the spawn missed a
+            # restarted region server and YARN's NodeManager under gVisor, and called them dead); else the scan
+            proc = self._spawned.get(name)
+            gone = proc.poll() is not None if proc is not None else f"{self.name}/{name}" not in running
+            if gone:
                 log = self.log_path(name)
                 raise RealHBaseError(f"realhbase: {self.name}/{name} exited while starting; tail of {log}:\n"
                                      f"{processes.tail(log)}")
