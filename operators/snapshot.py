@@ -140,12 +140,11 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
         target = HBaseClusterHook(self.target_conn_id).get_cluster()
         ledger = open_ledger()
         try:
-            try:
-                self._export = SnapshotExport(source, target, self._options(), ledger)
-            except ExportRefused as e:
-                self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
-                raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
+            self._export = SnapshotExport(source, target, self._options(), ledger)
             return step(self._export, source, target)
+        except ExportRefused as e:  # the constructor's or the check's: nothing was started
+            self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
+            raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
         except ExportFailed as e:
             self._ledger_phase("copy", "failed", {"method": "snapshot", "error": e.reason, "left": e.left})
             raise AirflowException(str(e)) from e
@@ -162,15 +161,11 @@ class HBaseSnapshotExportOperator(_HBaseJobOperator):
             ledger.close()
 
     def _export_and_clone(self, context: Context, export: Any, source: Any, target: Any) -> dict[str, Any]:
-        from hbase_migration.data.snapshot_export import ExportRefused, cloned
+        from hbase_migration.data.snapshot_export import cloned
         from hbase_migration.migration.quota import Watchdog
         from hbase_migration.operators.ledger import ledger_url
 
-        try:
-            existing = export.check()
-        except ExportRefused as e:
-            self._ledger_phase("copy", "failed", {"method": "snapshot", "error": str(e)})
-            raise AirflowFailException(f"snapshot export of {self.table} refused, nothing changed: {e}") from e
+        existing = export.check()  # ExportRefused goes to `_recorded`
         if cloned(existing):
             self.log.info("%s was cloned by an earlier attempt; cleaning up", self.table)
             export.clean()
